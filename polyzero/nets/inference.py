@@ -1,0 +1,39 @@
+"""Lean NumPy-in, NumPy-out inference: the per-call overhead dominates small-batch
+search on CPU, so nothing here allocates more than it must."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' picks CUDA when present; 'cuda' without a GPU is a usage error upstream."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda was asked for but no CUDA device is available")
+    if name not in ("cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, not {name!r}")
+    return torch.device(name)
+
+
+class Evaluator:
+    """Calls a policy-value network on a float32 batch and returns NumPy arrays."""
+
+    def __init__(self, net: nn.Module, device: torch.device | str = "cpu"):
+        self.device = torch.device(device)
+        self.net = net.to(self.device).eval()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.net.load_state_dict(state)
+        self.net.eval()
+
+    @torch.inference_mode()
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
+        if self.device.type != "cpu":
+            x = x.to(self.device, non_blocking=True)
+        logits, value = self.net(x)
+        return logits.float().cpu().numpy(), value.float().cpu().numpy()

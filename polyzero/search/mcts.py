@@ -1,0 +1,122 @@
+"""Batched Monte Carlo tree search over B independent trees.
+
+The loop is the same for every algorithm; what differs plugs in:
+* a :class:`SearchModel` says what a node is (AlphaZero: the real game
+  stepped and a network; MuZero: a learned dynamics function),
+* :class:`~polyzero.search.params.SearchParams` picks the selection rule and
+  the Q normalisation,
+* an optional ``root_action_fn`` chooses the root action of each simulation
+  (the hook a Gumbel root plugs into).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+
+from . import kernels
+from .params import SearchParams
+from .policy import masked_softmax, mix_dirichlet
+from .tree import Tree
+
+
+@dataclass
+class Expansion:
+    """The model's account of one node per tree (rows of inactive trees are ignored)."""
+
+    prior_logits: np.ndarray  # float32 [B, A]
+    value: np.ndarray  # float [B], for the player to move at the node
+    legal: np.ndarray  # bool [B, A], actions selection may take from the node
+    reward: np.ndarray  # float [B], received on the edge into the node by the parent's mover
+    discount: np.ndarray  # float [B], with sign: -gamma if the opponent moves next
+    terminal: np.ndarray  # bool [B]
+
+
+class SearchModel(Protocol):
+    """What the search asks of a simulator or a learned model."""
+
+    num_actions: int
+
+    def initial(self) -> Expansion:
+        """Evaluate the B roots (node 0 of each tree)."""
+
+    def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray,
+             active: np.ndarray) -> Expansion:
+        """For trees with active[b]: the node reached by `action[b]` from
+        `parent_node[b]`, to be stored as node `new_node[b]`."""
+
+
+@dataclass
+class SearchResult:
+    tree: Tree
+    root_prior: np.ndarray  # float32 [B, A], after root noise
+    root_visits: np.ndarray  # int32 [B, A]
+    root_q: np.ndarray  # float64 [B, A], NaN where unvisited
+    root_value: np.ndarray  # float64 [B], the root's mean value after search
+    root_raw_value: np.ndarray  # float64 [B], the model's value before search
+    model_calls: int
+
+
+RootActionFn = Callable[[int, Tree], np.ndarray]
+
+
+def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
+               add_noise: bool = False, root_action_fn: RootActionFn | None = None) -> SearchResult:
+    """Run `params.num_simulations` simulations on every tree; each simulation
+    is one model call for all B leaves (the root is evaluated before the loop,
+    so the root's children receive exactly num_simulations visits)."""
+    root = model.initial()
+    batch, num_actions = root.prior_logits.shape
+    if np.any(root.terminal):
+        raise ValueError("cannot search from a terminal state")
+    legal_root = root.legal.astype(np.bool_)
+    if not legal_root.any(axis=1).all():
+        raise ValueError("a root has no legal action")
+    tree = Tree.allocate(batch, params.num_simulations + 1, num_actions)
+    prior = masked_softmax(root.prior_logits, legal_root)
+    if add_noise and params.dirichlet_fraction > 0:
+        prior = mix_dirichlet(prior, legal_root, params.dirichlet_alpha,
+                              params.dirichlet_fraction, rng)
+    tree.prior[:, 0] = prior
+    tree.legal[:, 0] = legal_root
+    tree.value[:, 0] = root.value
+    tree.raw_value[:, 0] = root.value
+    tree.visits[:, 0] = 1
+
+    rule, norm, unvisited = params.codes
+    leaf_node = np.zeros(batch, np.int32)
+    leaf_action = np.zeros(batch, np.int32)
+    leaf_kind = np.zeros(batch, np.int8)
+    no_root_action = np.full(batch, -1, np.int32)
+    calls = 1
+    for sim in range(params.num_simulations):
+        root_action = no_root_action if root_action_fn is None else \
+            np.asarray(root_action_fn(sim, tree), np.int32)
+        kernels.select_leaves(
+            tree.children, tree.visits, tree.value, tree.reward, tree.discount, tree.prior,
+            tree.legal, tree.terminal, tree.q_min, tree.q_max, root_action, rule, norm,
+            unvisited, params.c_puct, params.c1, params.c2, params.value_min,
+            params.value_max, leaf_node, leaf_action, leaf_kind)
+        active = leaf_kind == kernels.NEW_LEAF
+        new_node = tree.num_nodes.copy()
+        exp = model.step(leaf_node, leaf_action, new_node, active)
+        calls += 1
+        new_prior = masked_softmax(exp.prior_logits, exp.legal | ~active[:, None])
+        kernels.expand_and_backup(
+            tree.children, tree.parent, tree.action, tree.depth, tree.visits, tree.value,
+            tree.raw_value, tree.reward, tree.discount, tree.prior, tree.legal,
+            tree.terminal, tree.num_nodes, tree.q_min, tree.q_max, leaf_node, leaf_action,
+            leaf_kind, new_prior, exp.legal.astype(np.bool_),
+            np.asarray(exp.value, np.float64), np.asarray(exp.reward, np.float64),
+            np.asarray(exp.discount, np.float64), exp.terminal.astype(np.bool_))
+    return SearchResult(
+        tree=tree,
+        root_prior=prior,
+        root_visits=tree.root_child_visits(),
+        root_q=tree.root_child_q(),
+        root_value=tree.value[:, 0].copy(),
+        root_raw_value=tree.raw_value[:, 0].copy(),
+        model_calls=calls,
+    )

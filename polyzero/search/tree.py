@@ -1,0 +1,88 @@
+"""B independent search trees stored struct-of-arrays.
+
+Node 0 of every tree is its root. A node is added per simulation, so a search
+of n simulations needs at most n + 1 nodes. Values follow one convention
+throughout: ``value[b, n]`` is the mean return *for the player to move at node
+n*; an edge (parent -> child) carries the ``reward`` the mover at the parent
+received and the ``discount`` that turns the child's value into the parent
+mover's terms (+gamma when the same player moves again or in single-agent
+games, -gamma when the opponent moves next; mctx's convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Tree:
+    children: np.ndarray  # int32 [B, N, A], -1 where not expanded
+    parent: np.ndarray  # int32 [B, N]
+    action: np.ndarray  # int32 [B, N], the action leading from the parent
+    depth: np.ndarray  # int32 [B, N]
+    visits: np.ndarray  # int32 [B, N], counting the node's own expansion
+    value: np.ndarray  # float64 [B, N], mean return for the player to move
+    raw_value: np.ndarray  # float64 [B, N], the model's value at expansion
+    reward: np.ndarray  # float64 [B, N], reward on the edge into the node
+    discount: np.ndarray  # float64 [B, N], discount (with sign) on that edge
+    prior: np.ndarray  # float32 [B, N, A], masked and normalised
+    legal: np.ndarray  # bool [B, N, A], actions selection may take
+    terminal: np.ndarray  # bool [B, N]
+    num_nodes: np.ndarray  # int32 [B]
+    q_min: np.ndarray  # float64 [B], MuZero Eq. 5 statistics
+    q_max: np.ndarray  # float64 [B]
+
+    @classmethod
+    def allocate(cls, batch: int, num_nodes: int, num_actions: int) -> "Tree":
+        shape = (batch, num_nodes)
+        return cls(
+            children=np.full(shape + (num_actions,), -1, np.int32),
+            parent=np.full(shape, -1, np.int32),
+            action=np.full(shape, -1, np.int32),
+            depth=np.zeros(shape, np.int32),
+            visits=np.zeros(shape, np.int32),
+            value=np.zeros(shape, np.float64),
+            raw_value=np.zeros(shape, np.float64),
+            reward=np.zeros(shape, np.float64),
+            discount=np.ones(shape, np.float64),
+            prior=np.zeros(shape + (num_actions,), np.float32),
+            legal=np.zeros(shape + (num_actions,), np.bool_),
+            terminal=np.zeros(shape, np.bool_),
+            num_nodes=np.ones(batch, np.int32),
+            q_min=np.full(batch, np.inf),
+            q_max=np.full(batch, -np.inf),
+        )
+
+    @property
+    def batch_size(self) -> int:
+        return self.children.shape[0]
+
+    @property
+    def num_actions(self) -> int:
+        return self.children.shape[2]
+
+    def root_child_visits(self) -> np.ndarray:
+        """int32 [B, A]: N(root, a)."""
+        kids = self.children[:, 0, :]
+        rows = np.arange(self.batch_size)[:, None]
+        return np.where(kids >= 0, self.visits[rows, np.maximum(kids, 0)], 0).astype(np.int32)
+
+    def root_child_q(self, fill: float = np.nan) -> np.ndarray:
+        """float64 [B, A]: Q(root, a) for the player to move at the root."""
+        kids = self.children[:, 0, :]
+        rows = np.arange(self.batch_size)[:, None]
+        k = np.maximum(kids, 0)
+        q = self.reward[rows, k] + self.discount[rows, k] * self.value[rows, k]
+        return np.where(kids >= 0, q, fill)
+
+    def depth_stats(self) -> dict:
+        """Mean node depth and the mean over trees of the deepest node."""
+        used = np.arange(self.depth.shape[1])[None, :] < self.num_nodes[:, None]
+        depths = np.where(used, self.depth, 0)
+        return {
+            "mean_node_depth": float(self.depth[used].mean()),
+            "max_depth_mean_over_batch": float(depths.max(axis=1).mean()),
+            "max_depth": int(depths.max()),
+        }
