@@ -1,1 +1,23 @@
-"""polyzero.algos"""
+"""One module per algorithm; each wires a network, a search and a target recipe."""
+
+from __future__ import annotations
+
+from ..errors import UsageError
+from ..games import check_supported
+from .alphazero import AlphaZero
+from .base import Algorithm, Trajectory
+
+ALGORITHMS = {"alphazero": AlphaZero}
+
+
+def make_algorithm(cfg, game) -> Algorithm:
+    """The configured algorithm for `game`, refused up front if the game is outside its class."""
+    try:
+        cls = ALGORITHMS[cfg.algo]
+    except KeyError:
+        raise UsageError(f"unknown algorithm '{cfg.algo}'; available: {', '.join(ALGORITHMS)}") from None
+    check_supported(game, cls.requirements, cls.name)
+    return cls(cfg, game)
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "Trajectory", "make_algorithm"]

@@ -1,0 +1,76 @@
+"""AlphaZero (Go-Exploit paper, Section 2; MuZero paper, Appendix A).
+
+f_theta(s) = (p, v) guides a search that steps the real game; self-play
+produces (s_t, pi_t, z) and the network minimises
+(z - v)^2 - pi^T log p + c ||theta||^2.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import RunConfig
+from ..games import GameRequirements, ObservationEncoder
+from ..nets.alphazero import NetSpec, PolicyValueNet
+from ..search.mcts import SearchResult, run_search
+from ..search.params import SearchParams
+from .base import Trajectory
+from .simulator import SimulatorModel
+
+
+class AlphaZero:
+    name = "alphazero"
+    # Two-player zero-sum or one-player, sequential, perfect information, no chance.
+    requirements = GameRequirements()
+
+    def __init__(self, cfg: RunConfig, game):
+        self.cfg = cfg
+        self.game = game
+        self.encoder = ObservationEncoder(game)
+        self.num_actions = game.num_distinct_actions()
+        self.num_players = game.num_players()
+
+    def build_network(self) -> torch.nn.Module:
+        spec = NetSpec(**vars(self.cfg.net))
+        if spec.kind == "resnet" and len(self.encoder.shape) != 3:
+            spec = NetSpec(**{**vars(self.cfg.net), "kind": "mlp"})
+        return PolicyValueNet(self.encoder.shape, self.num_actions, spec)
+
+    def encode(self, states: Sequence) -> np.ndarray:
+        return self.encoder.encode(states)
+
+    def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
+               add_noise: bool) -> SearchResult:
+        model = SimulatorModel([s.clone() for s in states], self.encoder, evaluate,
+                               self.num_actions, params.discount)
+        return run_search(model, params, rng, add_noise=add_noise)
+
+    # ------------------------------------------------------------ training data
+    def example_specs(self):
+        return {
+            "obs": (tuple(self.encoder.shape), np.float32),
+            "policy": ((self.num_actions,), np.float32),
+            "value": ((), np.float32),
+        }
+
+    def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
+        """(s_t, pi_t, z): z is what the mover at t went on to receive (the final
+        outcome in games with terminal rewards only)."""
+        z = np.asarray([traj.returns[p] - before
+                        for p, before in zip(traj.players, traj.returns_before)], np.float32)
+        return {
+            "obs": np.asarray(traj.observations, np.float32),
+            "policy": np.asarray(traj.policies, np.float32),
+            "value": z,
+        }
+
+    def loss(self, net: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        """(z - v)^2 - pi^T log p (the L2 term c ||theta||^2 is added by the learner)."""
+        logits, value = net(batch["obs"])
+        value_loss = F.mse_loss(value, batch["value"])
+        policy_loss = -(batch["policy"] * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+        return value_loss + policy_loss, {"loss/value": value_loss, "loss/policy": policy_loss}

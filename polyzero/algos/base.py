@@ -1,0 +1,47 @@
+"""What the training runtime and the evaluators ask of an algorithm.
+
+An algorithm wires a network, a search and a target recipe. The runtime
+(in-process or Ray) only talks to this interface, never to a specific
+algorithm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+import numpy as np
+import torch
+
+from ..search.mcts import SearchResult
+from ..search.params import SearchParams
+
+
+@dataclass
+class Trajectory:
+    """One finished self-play game, as recorded by an actor."""
+
+    observations: list = field(default_factory=list)  # encoded obs, one per decision
+    policies: list = field(default_factory=list)  # search policy targets pi_t
+    players: list = field(default_factory=list)  # who moved at t
+    actions: list = field(default_factory=list)
+    root_values: list = field(default_factory=list)
+    returns_before: list = field(default_factory=list)  # mover's return so far at t
+    returns: np.ndarray | None = None  # final returns, one per player
+
+
+class Algorithm(Protocol):
+    name: str
+
+    def build_network(self) -> torch.nn.Module: ...
+
+    def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
+               add_noise: bool) -> SearchResult: ...
+
+    def encode(self, states: Sequence) -> np.ndarray: ...
+
+    def example_specs(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]: ...
+
+    def trajectory_examples(self, trajectory: Trajectory) -> dict[str, np.ndarray]: ...
+
+    def loss(self, net: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict]: ...

@@ -1,0 +1,30 @@
+"""A trained (or untrained) agent as a player: one batched search for all the
+games in which it is to move, no exploration noise, the most visited action."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..search.params import SearchParams
+from ..search.policy import choose_actions
+
+
+class SearchPlayer:
+    def __init__(self, algo, evaluate, params: SearchParams, name: str, seed: int = 0,
+                 temperature: float = 0.0):
+        self.algo = algo
+        self.evaluate = evaluate
+        self.params = params
+        self.name = name
+        self.temperature = temperature
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, states: Sequence) -> list[int]:
+        result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
+        sample = np.full(len(states), self.temperature > 0)
+        return [int(a) for a in choose_actions(result.root_visits, sample, self.temperature, self.rng)]

@@ -1,0 +1,190 @@
+"""polyzero's command line: train, arena, play, plot.
+
+User mistakes print one line `polyzero: error: ...` and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .errors import UsageError
+
+EPILOG = """examples:
+  polyzero train connect_four --algo alphazero --set train.steps=20
+  polyzero train tic_tac_toe --run-dir runs/ttt --seed 1
+  polyzero train --resume runs/ttt
+  polyzero arena runs/ttt mcts-solver:100 --games 100
+  polyzero play tic_tac_toe --agent runs/ttt --human-seat 0
+  polyzero plot runs/ttt
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="polyzero", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="The Zero family of self-play learning and planning on OpenSpiel games.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    t = sub.add_parser("train", help="train an agent by self-play",
+                       description="Train an agent by self-play. A run directory receives the resolved "
+                                   "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
+    t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
+    t.add_argument("--algo", default=None, help="algorithm (default: alphazero)")
+    t.add_argument("--config", metavar="FILE.toml", help="config file, applied over the shipped preset")
+    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config value, e.g. --set search.num_simulations=64 (repeatable)")
+    t.add_argument("--run-dir", type=Path, help="where the run is written (default: runs/GAME-ALGO-TIME)")
+    t.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where the networks run (default: auto)")
+    t.add_argument("--seed", type=int, help="random seed (default: 0)")
+    t.add_argument("--no-progress", action="store_true", help="no live progress bar")
+
+    a = sub.add_parser("arena", help="play two players against each other",
+                       description="Play N games between two players, seats alternated, and print the "
+                                   "score (W + D/2)/N of PLAYER_A with its Wilson 95%% interval. A player is "
+                                   "random, mcts:SIMS, mcts-solver:SIMS, or a run directory / checkpoint "
+                                   "(optionally PATH@SIMS to set its search simulations).")
+    a.add_argument("player_a")
+    a.add_argument("player_b")
+    a.add_argument("--game", help="the game (default: the game a run-directory player was trained on)")
+    a.add_argument("--games", type=int, default=100, help="number of games (default: 100)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--no-progress", action="store_true")
+
+    pl = sub.add_parser("play", help="play against a player in the terminal")
+    pl.add_argument("game")
+    pl.add_argument("--agent", required=True, help="the opponent: a run directory, checkpoint or reference player")
+    pl.add_argument("--human-seat", type=int, choices=[0, 1], default=0)
+    pl.add_argument("--seed", type=int, default=0)
+
+    pt = sub.add_parser("plot", help="learning-curve PNGs for one or more runs")
+    pt.add_argument("run_dirs", nargs="+", type=Path)
+    pt.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/plots)")
+    return p
+
+
+def _register_loaders():
+    from .eval import register_player_loader
+    from .train.agents import load_search_player
+
+    register_player_loader(load_search_player)
+
+
+def cmd_train(args) -> int:
+    from .config import build_config
+    from .train.driver import Interrupted, Trainer
+
+    if args.resume:
+        if args.game or args.config or args.algo:
+            raise UsageError("--resume continues a run with its own game, algorithm and config; "
+                             "only --set, --device and --seed may be given with it")
+        overrides = list(args.overrides)
+        if args.device:
+            overrides.append(f'device="{args.device}"')
+        trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress)
+    else:
+        if not args.game:
+            raise UsageError("train needs a GAME (or --resume DIR)")
+        overrides = list(args.overrides)
+        if args.device:
+            overrides.append(f'device="{args.device}"')
+        if args.seed is not None:
+            overrides.append(f"seed={args.seed}")
+        cfg = build_config(args.game, args.algo, args.config, overrides)
+        run_dir = args.run_dir or Path("runs") / f"{args.game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+        trainer = Trainer.create(cfg, run_dir)
+        trainer.show_progress = not args.no_progress
+    cfg = trainer.cfg
+    print(f"training {cfg.algo} on {cfg.game} for {cfg.train.steps} learning steps in {trainer.run_dir} "
+          f"(device {trainer.device}, seed {cfg.seed})", file=sys.stderr)
+    try:
+        summary = trainer.run()
+    except Interrupted as exc:
+        print(str(exc), file=sys.stderr)
+        return 130
+    print(f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
+          f"({trainer.actor.stats['games']} self-play games, {trainer.actor.stats['positions']} positions)")
+    if cfg.eval.final_games and trainer.game.num_players() == 2:
+        print(f"final evaluation: agent at {cfg.eval.simulations} simulations, "
+              f"{cfg.eval.final_games} games per opponent, seats alternated")
+        from .eval import make_player, play_match
+
+        agent = trainer.agent_player(seed=cfg.seed)
+        for spec in cfg.eval.opponent_specs():
+            res = play_match(trainer.game, agent, make_player(spec, trainer.game, seed=cfg.seed),
+                             cfg.eval.final_games, seed=cfg.seed)
+            print(f"  vs {spec:20s} score {res.score:.3f}  95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]  "
+                  f"(W {res.wins} D {res.draws} L {res.losses})")
+    print(f"run directory: {trainer.run_dir}  (polyzero plot {trainer.run_dir})")
+    return 0
+
+
+def cmd_arena(args) -> int:
+    from .eval import make_player, play_match
+    from .games import load_game
+    from .train.agents import checkpoint_game
+
+    if args.games < 1:
+        raise UsageError("--games must be at least 1")
+    game_spec = args.game or checkpoint_game(args.player_a) or checkpoint_game(args.player_b)
+    if game_spec is None:
+        raise UsageError("arena needs --game GAME when neither player is a run directory")
+    game = load_game(game_spec)
+    if game.num_players() != 2:
+        raise UsageError(f"arena plays two-player games; '{game_spec}' has {game.num_players()} players")
+    a = make_player(args.player_a, game, seed=args.seed)
+    b = make_player(args.player_b, game, seed=args.seed + 1)
+    res = play_match(game, a, b, args.games, seed=args.seed, progress=not args.no_progress)
+    print(f"{args.player_a} vs {args.player_b} on {game_spec}, {args.games} games, seats alternated")
+    print(f"score {res.score:.3f}  95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]  "
+          f"(W {res.wins} D {res.draws} L {res.losses})")
+    return 0
+
+
+def cmd_play(args) -> int:
+    from .eval import make_player
+    from .eval.play import play_in_terminal
+    from .games import load_game
+
+    game = load_game(args.game)
+    if game.num_players() != 2:
+        raise UsageError(f"play needs a two-player game; '{args.game}' has {game.num_players()} players")
+    agent = make_player(args.agent, game, seed=args.seed)
+    play_in_terminal(game, agent, args.human_seat, seed=args.seed)
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from .eval.plot import plot_run, plot_runs
+
+    if len(args.run_dirs) == 1:
+        paths = plot_run(args.run_dirs[0], args.out)
+    else:
+        paths = plot_runs(args.run_dirs, args.out or Path("plots"))
+    for p in paths:
+        print(p)
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "arena": cmd_arena, "play": cmd_play, "plot": cmd_plot}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        _register_loaders()
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"polyzero: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("polyzero: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""Typed run configuration: dataclasses loaded from TOML with `key=value` overrides.
+
+Precedence: the defaults below < the shipped preset for (algo, game), if any
+< `--config FILE` < `--set key=value`. Every unknown key, wrong type or
+impossible value is rejected before any work starts, naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .errors import UsageError
+from .search.params import Q_NORMALISATIONS, SELECTION_RULES, UNVISITED_Q, SearchParams
+
+
+@dataclass
+class NetConfig:
+    kind: str = "resnet"  # "resnet" for games with planes, "mlp" for any
+    channels: int = 64
+    blocks: int = 3
+    width: int = 128
+    layers: int = 2
+    value_hidden: int = 64
+
+    def validate(self):
+        _choice("net.kind", self.kind, ("resnet", "mlp"))
+        for k in ("channels", "blocks", "width", "layers", "value_hidden"):
+            _positive(f"net.{k}", getattr(self, k), allow_zero=k == "blocks")
+
+
+@dataclass
+class SearchConfig:
+    """Defaults: Go-Exploit Table 6 (Connect Four) for AlphaZero; MuZero Appendix B for c1, c2."""
+
+    num_simulations: int = 100  # Go-Exploit Table 4
+    selection: str = "alphazero"
+    c_puct: float = 1.0
+    c1: float = 1.25
+    c2: float = 19652.0
+    q_normalisation: str = "bounds"
+    value_min: float = -1.0
+    value_max: float = 1.0
+    unvisited_q: str = "zero"
+    dirichlet_alpha: float = 1.0
+    dirichlet_fraction: float = 0.25
+
+    def validate(self):
+        _positive("search.num_simulations", self.num_simulations)
+        _choice("search.selection", self.selection, SELECTION_RULES)
+        _choice("search.q_normalisation", self.q_normalisation, Q_NORMALISATIONS)
+        _choice("search.unvisited_q", self.unvisited_q, UNVISITED_Q)
+        _positive("search.c_puct", self.c_puct)
+        _positive("search.c1", self.c1)
+        _positive("search.c2", self.c2)
+        _positive("search.dirichlet_alpha", self.dirichlet_alpha)
+        _fraction("search.dirichlet_fraction", self.dirichlet_fraction)
+        if not self.value_max > self.value_min:
+            raise UsageError("search.value_max must be greater than search.value_min")
+
+    def params(self, num_simulations: int | None = None, discount: float = 1.0) -> SearchParams:
+        fields = dataclasses.asdict(self)
+        if num_simulations is not None:
+            fields["num_simulations"] = num_simulations
+        return SearchParams(discount=discount, **fields)
+
+
+@dataclass
+class SelfPlayConfig:
+    concurrent_games: int = 64  # the search batch B of one actor
+    temperature: float = 1.0  # tau (Go-Exploit Table 6)
+    sample_moves: int = 10  # k: moves sampled from pi before playing the most visited
+    max_moves: int = 0  # cap on a game's length; 0 = the game's own maximum
+
+    def validate(self):
+        _positive("selfplay.concurrent_games", self.concurrent_games)
+        _positive("selfplay.temperature", self.temperature, allow_zero=True)
+        _positive("selfplay.sample_moves", self.sample_moves, allow_zero=True)
+        _positive("selfplay.max_moves", self.max_moves, allow_zero=True)
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 100  # learning steps
+    positions_per_step: int = 512  # b_step (Go-Exploit Table 4: 2^12, scaled down)
+    minibatches_per_step: int = 4  # b_batch (Table 4: 8 of 2^9, scaled down)
+    batch_size: int = 256
+    replay_size: int = 50_000  # |B| (Table 4: 2^17, scaled down)
+    learning_rate: float = 1e-3  # lr (Table 6)
+    l2: float = 1e-5  # c (Table 6)
+    optimizer: str = "adam"
+    momentum: float = 0.9  # for sgd
+    checkpoint_every: int = 10
+    keep_checkpoints: int = 3
+
+    def validate(self):
+        for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
+                  "replay_size", "checkpoint_every", "keep_checkpoints"):
+            _positive(f"train.{k}", getattr(self, k))
+        _positive("train.learning_rate", self.learning_rate)
+        _positive("train.l2", self.l2, allow_zero=True)
+        _choice("train.optimizer", self.optimizer, ("adam", "sgd"))
+        _fraction("train.momentum", self.momentum)
+        if self.replay_size < self.batch_size:
+            raise UsageError("train.replay_size must be at least train.batch_size")
+
+
+@dataclass
+class EvalConfig:
+    every: int = 10  # learning steps between evaluations; 0 turns periodic evaluation off
+    games: int = 20
+    simulations: int = 100  # the agent's search in evaluation (Go-Exploit Table 4)
+    opponents: list[str] = field(default_factory=lambda: ["random", "mcts-solver:1x"])
+    final_games: int = 50  # games per opponent in the evaluation that ends a run
+
+    def validate(self):
+        _positive("eval.every", self.every, allow_zero=True)
+        _positive("eval.games", self.games)
+        _positive("eval.simulations", self.simulations)
+        _positive("eval.final_games", self.final_games, allow_zero=True)
+        for spec in self.opponents:
+            if not isinstance(spec, str) or not spec:
+                raise UsageError("eval.opponents must be a list of player names")
+
+    def opponent_specs(self) -> list[str]:
+        """`mcts-solver:Mx` is the ladder level M times the agent's evaluation simulations."""
+        out = []
+        for spec in self.opponents:
+            kind, _, sims = spec.partition(":")
+            if sims.endswith("x") and sims[:-1].isdigit():
+                spec = f"{kind}:{int(sims[:-1]) * self.simulations}"
+            out.append(spec)
+        return out
+
+
+@dataclass
+class RunConfig:
+    game: str = "connect_four"
+    algo: str = "alphazero"
+    seed: int = 0
+    device: str = "auto"
+    threads: int = 0  # torch intra-op threads; 0 = leave torch's default
+    net: NetConfig = field(default_factory=NetConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def validate(self):
+        _choice("device", self.device, ("auto", "cpu", "cuda"))
+        _positive("threads", self.threads, allow_zero=True)
+        for section in (self.net, self.search, self.selfplay, self.train, self.eval):
+            section.validate()
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------- validation helpers
+def _positive(key, value, allow_zero=False):
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, not {value}")
+
+
+def _fraction(key, value):
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{key} must lie in [0, 1], not {value}")
+
+
+def _choice(key, value, choices):
+    if value not in choices:
+        raise UsageError(f"{key} must be one of {', '.join(sorted(choices))}, not {value!r}")
+
+
+# ---------------------------------------------------------------- loading
+def _check_type(key: str, value, annotation):
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        if not isinstance(value, list):
+            raise UsageError(f"{key} must be a list, not {type(value).__name__}")
+        for v in value:
+            _check_type(key, v, item)
+        return value
+    ok = {
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+        bool: isinstance(value, bool),
+    }[annotation]
+    if not ok:
+        raise UsageError(f"{key} must be of type {annotation.__name__}, not {type(value).__name__} ({value!r})")
+    return float(value) if annotation is float else value
+
+
+def _merge(obj, data: dict, prefix: str = ""):
+    """Write `data` (nested dicts) into the dataclass `obj`, checking keys and types."""
+    hints = typing.get_type_hints(type(obj))
+    names = [f.name for f in dataclasses.fields(obj)]
+    for key, value in data.items():
+        full = prefix + key
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=3)
+            hint = f"; did you mean {', '.join(prefix + c for c in close)}?" if close else \
+                f"; valid keys: {', '.join(prefix + n for n in names)}"
+            raise UsageError(f"unknown config key '{full}'{hint}")
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, dict):
+                raise UsageError(f"config key '{full}' is a section, not a value")
+            _merge(current, value, full + ".")
+        else:
+            setattr(obj, key, _check_type(full, value, hints[key]))
+
+
+def parse_override(text: str) -> dict:
+    """'search.num_simulations=64' -> {'search': {'num_simulations': 64}} (TOML values;
+    a bare word is taken as a string)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"--set expects key=value, not {text!r}")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    out: dict = {}
+    node = out
+    parts = key.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+    return out
+
+
+def read_toml(path: str | Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise UsageError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def preset_name(algo: str, game: str) -> str:
+    base = game.split("(")[0]
+    return f"{algo}_{base}.toml"
+
+
+def load_preset(algo: str, game: str) -> dict | None:
+    """The shipped preset for this algorithm and game, if there is one."""
+    res = resources.files("polyzero.presets").joinpath(preset_name(algo, game))
+    if not res.is_file():
+        return None
+    return tomllib.loads(res.read_text())
+
+
+def build_config(game: str | None = None, algo: str | None = None, config_file: str | None = None,
+                 overrides: list[str] = (), base: dict | None = None) -> RunConfig:
+    """Resolve a run's configuration (see the module docstring for precedence)."""
+    cfg = RunConfig()
+    layers: list[dict] = []
+    if base is not None:
+        layers.append(base)
+    file_data = read_toml(config_file) if config_file else {}
+    algo = algo or file_data.get("algo") or (base or {}).get("algo") or cfg.algo
+    game = game or file_data.get("game") or (base or {}).get("game") or cfg.game
+    if base is None:
+        preset = load_preset(algo, game)
+        if preset is not None:
+            layers.append(preset)
+    layers.append(file_data)
+    layers.extend(parse_override(o) for o in overrides)
+    layers.append({"game": game, "algo": algo})
+    for layer in layers:
+        _merge(cfg, layer)
+    return cfg.validate()
+
+
+def to_toml(data: dict, prefix: str = "") -> str:
+    """A minimal TOML writer for the resolved config (scalars, lists of strings, tables)."""
+    lines, tables = [], []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        else:
+            lines.append(f"{k} = {_toml_value(v)}")
+    out = "\n".join(lines)
+    for k, v in tables:
+        out += f"\n\n[{prefix}{k}]\n" + to_toml(v, prefix + k + ".")
+    return out.strip() + "\n"
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(type(v))

@@ -1,0 +1,47 @@
+"""Players loaded from run directories and checkpoints, for arena, play and evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..algos import make_algorithm
+from ..algos.player import SearchPlayer
+from ..config import build_config, read_toml
+from ..errors import UsageError
+from ..games import game_spec_string, load_game
+from ..nets.inference import Evaluator
+from .checkpoint import read_learner, resolve_checkpoint
+
+
+def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu") -> SearchPlayer | None:
+    """`PATH` or `PATH@SIMS`: the checkpoint's network with its evaluation search
+    settings (SIMS overrides the simulations). None if PATH does not exist."""
+    path, _, sims = spec.partition("@")
+    if not Path(path).exists():
+        return None
+    if sims and not (sims.isdigit() and int(sims) > 0):
+        raise UsageError(f"bad player '{spec}': the part after @ must be a positive number of simulations")
+    ckpt = resolve_checkpoint(path)
+    cfg = build_config(base=read_toml(ckpt / "config.toml"))
+    own_game = load_game(cfg.game)
+    if game is not None and game_spec_string(game) != game_spec_string(own_game):
+        raise UsageError(f"player {path} was trained on '{game_spec_string(own_game)}', "
+                         f"not '{game_spec_string(game)}'")
+    algo = make_algorithm(cfg, own_game)
+    net = algo.build_network()
+    try:
+        net.load_state_dict(read_learner(ckpt)["net"])
+    except (KeyError, RuntimeError) as exc:
+        raise UsageError(f"checkpoint {ckpt} does not fit its config's network ({type(exc).__name__})") from None
+    simulations = int(sims) if sims else cfg.eval.simulations
+    return SearchPlayer(algo, Evaluator(net, device), cfg.search.params(simulations),
+                        name=f"{path}@{simulations}", seed=seed)
+
+
+def checkpoint_game(spec: str) -> str | None:
+    """The game a run directory or checkpoint was trained on, if `spec` is one."""
+    path = spec.partition("@")[0]
+    if not Path(path).exists():
+        return None
+    ckpt = resolve_checkpoint(path)
+    return read_toml(ckpt / "config.toml").get("game")

@@ -1,0 +1,216 @@
+"""The in-process driver: self-play actor, replay buffer, learner and evaluator in
+one process, deterministic under a seed.
+
+A learning step is b_step new positions followed by b_batch minibatch updates
+(Go-Exploit paper, Table 4). Checkpoints every N learning steps hold
+everything needed to continue exactly: `--resume` after `kill -9` reaches the
+same weights at step N as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..algos import make_algorithm
+from ..algos.player import SearchPlayer
+from ..config import RunConfig, build_config, read_toml, to_toml
+from ..errors import UsageError
+from ..games import game_spec_string, load_game
+from ..nets.inference import Evaluator, resolve_device
+from . import checkpoint as ckpt
+from .learner import Learner
+from .metrics import MetricsLog
+from .progress import Progress
+from .replay import ReplayBuffer
+from .selfplay import SelfPlayActor
+
+
+class Interrupted(Exception):
+    """SIGTERM or Ctrl-C: the run stops after writing a checkpoint."""
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.show_progress = progress
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        try:
+            self.device = resolve_device(cfg.device)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        self.game = load_game(cfg.game)
+        self.algo = make_algorithm(cfg, self.game)
+        torch.manual_seed(cfg.seed)
+        self.learner = Learner(self.algo, cfg.train, self.device)
+        self.actor_evaluator = Evaluator(self.algo.build_network(), self.device)
+        self.actor_evaluator.load_state_dict(self.learner.weights())
+        self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
+        self.replay = ReplayBuffer(cfg.train.replay_size, self.algo.example_specs())
+        self.sample_rng = np.random.default_rng([cfg.seed, 1])
+        self.step = 0
+        self.pending = 0  # positions added since the last learning step
+        self.elapsed = 0.0  # wall-clock of earlier sessions of this run
+        self.train_time = 0.0  # the same without evaluation time
+        self.last_eval: dict = {}
+
+    # ------------------------------------------------------------ run directory
+    @classmethod
+    def create(cls, cfg: RunConfig, run_dir: Path, progress: bool = True) -> "Trainer":
+        run_dir = Path(run_dir)
+        if (run_dir / "checkpoints").exists():
+            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to continue it")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        trainer = cls(cfg, run_dir, progress)
+        ckpt.atomic_write(run_dir / "config.toml", to_toml(cfg.to_dict()).encode())
+        return trainer
+
+    @classmethod
+    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True) -> "Trainer":
+        run_dir = Path(run_dir)
+        latest = ckpt.latest_checkpoint(run_dir)
+        if latest is None:
+            raise UsageError(f"{run_dir} holds no checkpoint to resume from")
+        cfg = build_config(config_file=None, overrides=list(overrides),
+                           base=read_toml(latest / "config.toml"))
+        trainer = cls(cfg, run_dir, progress)
+        trainer._restore(latest)
+        return trainer
+
+    def _restore(self, path: Path) -> None:
+        state = ckpt.read_state(path)
+        learner = ckpt.read_learner(path, map_location=self.device)
+        try:
+            self.learner.load_state_dict(learner)
+            torch.set_rng_state(learner["torch_rng"])
+            self.replay.load_bytes((path / "replay.npz").read_bytes())
+            self.actor.load_state_dict(state["actor"], ckpt.read_npz(path, "actor.npz"))
+        except UsageError:
+            raise
+        except Exception as exc:
+            raise UsageError(f"checkpoint {path} does not match this run ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+        self.actor_evaluator.load_state_dict(self.learner.weights())
+        self.sample_rng.bit_generator.state = state["sample_rng"]
+        self.step, self.pending = state["step"], state["pending"]
+        self.elapsed, self.train_time = state["elapsed"], state["train_time"]
+        self.last_eval = state.get("last_eval", {})
+        dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
+        msg = (f"resumed {self.run_dir} at learning step {self.step}; {len(self.actor.slots)} games in flight "
+               f"at that checkpoint continue; any games and metrics after it were discarded")
+        if dropped:
+            msg += f" ({dropped} metric records)"
+        print(msg, file=sys.stderr)
+
+    def save(self) -> Path:
+        meta, arrays = self.actor.state_dict()
+        learner = self.learner.state_dict()
+        learner["torch_rng"] = torch.get_rng_state()
+        state = {
+            "step": self.step, "pending": self.pending, "elapsed": self._now(),
+            "train_time": self.train_time, "sample_rng": self.sample_rng.bit_generator.state,
+            "actor": meta, "last_eval": self.last_eval, "game": game_spec_string(self.game),
+        }
+        buf = _npz_bytes(arrays)
+        files = {
+            "config.toml": to_toml(self.cfg.to_dict()).encode(),
+            "learner.pt": ckpt.torch_bytes(learner),
+            "replay.npz": self.replay.to_bytes(),
+            "actor.npz": buf,
+            "state.json": json.dumps(state).encode(),
+        }
+        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
+
+    def _now(self) -> float:
+        return self.elapsed + (time.perf_counter() - self._t0)
+
+    # ------------------------------------------------------------ the loop
+    def run(self) -> dict:
+        cfg = self.cfg
+        self._t0 = time.perf_counter()
+        log = MetricsLog(self.run_dir)
+        progress = Progress(cfg.train.steps, self.step, enabled=self.show_progress)
+        previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
+        signal.signal(signal.SIGTERM, _raise_interrupted)
+        try:
+            while self.step < cfg.train.steps:
+                t_step = time.perf_counter()
+                sp0 = dict(self.actor.stats)
+                while self.pending < cfg.train.positions_per_step:
+                    for traj in self.actor.tick():
+                        examples = self.algo.trajectory_examples(traj)
+                        self.replay.add(examples)
+                        self.pending += len(examples["value"])
+                self.pending -= cfg.train.positions_per_step
+                losses = [self.learner.update(self.replay.sample(cfg.train.batch_size, self.sample_rng))
+                          for _ in range(cfg.train.minibatches_per_step)]
+                self.actor_evaluator.load_state_dict(self.learner.weights())
+                self.step += 1
+                dt = time.perf_counter() - t_step
+                self.train_time += dt
+                loss = {k: float(np.mean([m[k] for m in losses])) for k in losses[0]}
+                sp = {f"selfplay/{k}": self.actor.stats[k] for k in ("games", "positions")}
+                sp["selfplay/positions_per_s"] = (self.actor.stats["positions"] - sp0["positions"]) / dt
+                sp["selfplay/simulations_per_s"] = (self.actor.stats["simulations"] - sp0["simulations"]) / dt
+                log.log("train", self.step, self._now(), {**loss, **sp, "replay/size": len(self.replay),
+                                                         "train_time": self.train_time})
+                if cfg.eval.every and self.step % cfg.eval.every == 0:
+                    self.last_eval = self.evaluate(cfg.eval.games)
+                    log.log("eval", self.step, self._now(), {**self.last_eval, "train_time": self.train_time})
+                if self.step % cfg.train.checkpoint_every == 0 or self.step == cfg.train.steps:
+                    self.save()
+                progress.update(self.step, loss, self.actor.stats, sp["selfplay/positions_per_s"], self.last_eval)
+        except (KeyboardInterrupt, Interrupted):
+            path = self.save()
+            progress.close()
+            log.close()
+            raise Interrupted(f"interrupted at learning step {self.step}; checkpoint written to {path}") from None
+        finally:
+            signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
+        progress.close()
+        log.close()
+        return {"step": self.step, "time": self._now(), "train_time": self.train_time}
+
+    # ------------------------------------------------------------ evaluation
+    def agent_player(self, simulations: int | None = None, seed: int = 0) -> SearchPlayer:
+        net = self.algo.build_network()
+        net.load_state_dict(self.learner.weights())
+        sims = simulations or self.cfg.eval.simulations
+        return SearchPlayer(self.algo, Evaluator(net, self.device), self.cfg.search.params(sims),
+                            name=f"agent@{self.step}", seed=seed)
+
+    def evaluate(self, games: int, seed: int | None = None) -> dict:
+        """Score the current network against each configured opponent."""
+        from ..eval import make_player, play_match
+
+        out = {}
+        seed = self.cfg.seed + 1000 * self.step if seed is None else seed
+        agent = self.agent_player(seed=seed)
+        for spec in self.cfg.eval.opponent_specs():
+            opponent = make_player(spec, self.game, seed=seed)
+            if self.game.num_players() == 1:
+                continue
+            res = play_match(self.game, agent, opponent, games, seed=seed)
+            out[f"eval/{spec}/score"] = res.score
+            out[f"eval/{spec}/ci_low"] = res.ci_low
+            out[f"eval/{spec}/ci_high"] = res.ci_high
+        return out
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted()
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()

@@ -1,0 +1,57 @@
+"""A uniform experience replay buffer of fixed size |B| over named arrays."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+
+class ReplayBuffer:
+    """Ring buffer of examples; the oldest are overwritten once full."""
+
+    def __init__(self, capacity: int, specs: dict[str, tuple[tuple[int, ...], type]]):
+        self.capacity = capacity
+        self.data = {k: np.zeros((capacity,) + tuple(shape), dtype) for k, (shape, dtype) in specs.items()}
+        self.size = 0
+        self.next = 0  # slot the next example goes to
+        self.total_added = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, examples: dict[str, np.ndarray]) -> None:
+        n = len(next(iter(examples.values())))
+        if n == 0:
+            return
+        if n > self.capacity:  # only the newest fit
+            examples = {k: v[-self.capacity:] for k, v in examples.items()}
+            n = self.capacity
+        idx = (self.next + np.arange(n)) % self.capacity
+        for k, arr in self.data.items():
+            arr[idx] = examples[k]
+        self.next = (self.next + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+        self.total_added += n
+
+    def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        idx = rng.integers(0, self.size, size=n)
+        return {k: v[idx] for k, v in self.data.items()}
+
+    # ------------------------------------------------------------ persistence
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        meta = np.array([self.size, self.next, self.total_added], np.int64)
+        np.savez(buf, _meta=meta, **{k: v[: self.size] for k, v in self.data.items()})
+        return buf.getvalue()
+
+    def load_bytes(self, raw: bytes) -> None:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as f:
+            size, nxt, total = (int(x) for x in f["_meta"])
+            if size > self.capacity:
+                raise ValueError(f"checkpointed replay holds {size} examples, more than capacity {self.capacity}")
+            for k, arr in self.data.items():
+                arr[:size] = f[k]
+        self.size, self.next, self.total_added = size, nxt % self.capacity, total

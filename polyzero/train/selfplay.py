@@ -1,0 +1,116 @@
+"""Self-play actor: many games at once through one batched search per move.
+
+Every tick makes one move in each live game: one search over all of them
+(B = number of live games), the visit policy pi_t with temperature tau as the
+target, an action sampled from pi_t for the first k moves of a game and the
+most visited one afterwards (Go-Exploit paper, Section 2.1). A finished game
+becomes a Trajectory and a new game takes its slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..algos.base import Trajectory
+from ..search.policy import choose_actions, visit_policy
+
+
+@dataclass
+class _Slot:
+    state: object
+    trajectory: Trajectory = field(default_factory=Trajectory)
+    moves: int = 0
+
+
+class SelfPlayActor:
+    def __init__(self, algo, game, cfg, evaluate, seed: int):
+        self.algo = algo
+        self.game = game
+        self.cfg = cfg
+        self.evaluate = evaluate
+        self.params = cfg.search.params()
+        self.rng = np.random.default_rng(seed)
+        self.max_moves = cfg.selfplay.max_moves or game.max_game_length()
+        self.slots = [self._new_slot() for _ in range(cfg.selfplay.concurrent_games)]
+        self.stats = {"games": 0, "positions": 0, "searches": 0, "simulations": 0}
+
+    def start_state(self):
+        """Where a new self-play game starts (Go-Exploit overrides this)."""
+        return self.game.new_initial_state()
+
+    def _new_slot(self) -> _Slot:
+        return _Slot(self.start_state())
+
+    def tick(self) -> list[Trajectory]:
+        """One move in every live game; returns the games that finished."""
+        sp = self.cfg.selfplay
+        states = [s.state for s in self.slots]
+        result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=True)
+        policies = visit_policy(result.root_visits, sp.temperature)
+        sample = np.array([s.moves < sp.sample_moves for s in self.slots])
+        actions = choose_actions(result.root_visits, sample, sp.temperature, self.rng)
+        observations = self.algo.encode(states)
+        self.stats["searches"] += len(states)
+        self.stats["simulations"] += len(states) * self.params.num_simulations
+        finished = []
+        for i, slot in enumerate(self.slots):
+            traj, state = slot.trajectory, slot.state
+            player = state.current_player()
+            traj.observations.append(observations[i])
+            traj.policies.append(policies[i])
+            traj.players.append(player)
+            traj.actions.append(int(actions[i]))
+            traj.root_values.append(float(result.root_value[i]))
+            traj.returns_before.append(float(state.returns()[player]))
+            state.apply_action(int(actions[i]))
+            slot.moves += 1
+            if state.is_terminal() or slot.moves >= self.max_moves:
+                traj.returns = np.asarray(state.returns(), np.float32)
+                finished.append(traj)
+                self.stats["games"] += 1
+                self.stats["positions"] += len(traj.actions)
+                self.slots[i] = self._new_slot()
+        return finished
+
+    # ------------------------------------------------------------ checkpointing
+    def state_dict(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """Games in flight as action histories plus their recorded search targets,
+        so that a resumed run continues them exactly."""
+        meta = {"rng": self.rng.bit_generator.state, "stats": dict(self.stats), "slots": []}
+        arrays = {}
+        for i, slot in enumerate(self.slots):
+            meta["slots"].append({"history": [int(a) for a in slot.state.history()],
+                                  "start_len": len(slot.state.history()) - slot.moves,
+                                  "moves": slot.moves})
+            t = slot.trajectory
+            arrays[f"slot{i}_policies"] = np.asarray(t.policies, np.float32).reshape(
+                len(t.policies), self.algo.num_actions)
+            arrays[f"slot{i}_root_values"] = np.asarray(t.root_values, np.float64)
+        return meta, arrays
+
+    def load_state_dict(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        self.rng.bit_generator.state = meta["rng"]
+        self.stats = dict(meta["stats"])
+        slots = []
+        for i, info in enumerate(meta["slots"]):
+            state = self.game.new_initial_state()
+            history = info["history"]
+            for a in history[: info["start_len"]]:
+                state.apply_action(a)
+            slot = _Slot(state)
+            policies = arrays[f"slot{i}_policies"]
+            root_values = arrays[f"slot{i}_root_values"]
+            for t, a in enumerate(history[info["start_len"]:]):
+                player = state.current_player()
+                slot.trajectory.observations.append(self.algo.encode([state])[0])
+                slot.trajectory.policies.append(policies[t])
+                slot.trajectory.players.append(player)
+                slot.trajectory.actions.append(a)
+                slot.trajectory.root_values.append(float(root_values[t]))
+                slot.trajectory.returns_before.append(float(state.returns()[player]))
+                state.apply_action(a)
+            slot.moves = info["moves"]
+            slots.append(slot)
+        self.slots = slots
