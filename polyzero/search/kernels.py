@@ -26,20 +26,10 @@ def _edge_q(reward, discount, value, b, child):
 
 
 @nb.njit(cache=True)
-def best_action(children, visits, value, reward, discount, prior, legal, q_min, q_max,
-                b, node, rule, norm, unvisited, c_puct, c1, c2, vmin, vmax):
-    """The action at `node` of tree `b` that maximises the selection score.
-
-    rule 0 (MuZero Eq. 2) and rule 1 (AlphaZero); Q normalised by known bounds
-    (norm 0), tree min-max (norm 1, MuZero Eq. 5) or parent-and-siblings min-max
-    (norm 2, as mctx). The parent count N(s) is the node's visit count,
-    which counts its own expansion (= 1 + sum_b N(s, b)), as mctx does, so the
-    prior term is active from the first simulation. Ties go to the lowest index.
-    """
-    num_actions = children.shape[2]
+def _score_terms(children, visits, value, reward, discount, legal, q_min, q_max, b, node,
+                 rule, norm, c_puct, c1, c2, vmin, vmax):
+    """(lo, span, coef): the Q normalisation range and the prior term's factor at a node."""
     parent_value = value[b, node]
-    n_parent = visits[b, node]
-    # Normalisation range.
     if norm == 0:
         lo = vmin
         hi = vmax
@@ -49,41 +39,78 @@ def best_action(children, visits, value, reward, discount, prior, legal, q_min, 
     else:
         lo = parent_value
         hi = parent_value
-        for a in range(num_actions):
+        for a in range(children.shape[2]):
             c = children[b, node, a]
             if c >= 0 and legal[b, node, a]:
                 q = _edge_q(reward, discount, value, b, c)
                 lo = min(lo, q)
                 hi = max(hi, q)
-    span = max(hi - lo, _EPS)
-    sqrt_n = math.sqrt(n_parent)
+    n_parent = visits[b, node]
     if rule == 0:
-        coef = sqrt_n * (c1 + math.log((n_parent + c2 + 1.0) / c2))
+        coef = math.sqrt(n_parent) * (c1 + math.log((n_parent + c2 + 1.0) / c2))
     else:
-        coef = sqrt_n * c_puct
+        coef = math.sqrt(n_parent) * c_puct
+    return lo, max(hi - lo, _EPS), coef
+
+
+@nb.njit(cache=True, inline="always")
+def _action_score(children, visits, value, reward, discount, prior, b, node, a, unvisited,
+                  lo, span, coef):
+    c = children[b, node, a]
+    if c >= 0:
+        n_a = visits[b, c]
+        qn = (_edge_q(reward, discount, value, b, c) - lo) / span
+    else:
+        n_a = 0
+        if unvisited == 0:
+            qn = 0.0
+        elif unvisited == 1:
+            qn = (0.0 - lo) / span
+        else:
+            qn = (value[b, node] - lo) / span
+    qn = min(max(qn, 0.0), 1.0)
+    return qn + coef * prior[b, node, a] / (1.0 + n_a)
+
+
+@nb.njit(cache=True)
+def best_action(children, visits, value, reward, discount, prior, legal, q_min, q_max,
+                b, node, rule, norm, unvisited, c_puct, c1, c2, vmin, vmax):
+    """The legal action at `node` of tree `b` with the highest selection score.
+
+    rule 0: MuZero Eq. 2, Q + P * sqrt(N) / (1 + N(a)) * (c1 + log((N + c2 + 1) / c2));
+    rule 1: AlphaZero (Go-Exploit Section 2), Q + c_puct * P * sqrt(N) / (1 + N(a)).
+    Q is normalised to [0, 1] by known bounds (norm 0), by the tree's min-max
+    (norm 1, MuZero Eq. 5) or by the min-max of the parent's value and its
+    visited children's Q (norm 2, as mctx). N is the node's visit count, which
+    counts its own expansion (= 1 + sum_b N(s, b)), as mctx does, so the prior
+    term is active from the first simulation. Ties go to the lowest index.
+    """
+    lo, span, coef = _score_terms(children, visits, value, reward, discount, legal, q_min,
+                                  q_max, b, node, rule, norm, c_puct, c1, c2, vmin, vmax)
     best = -1
     best_score = -np.inf
-    for a in range(num_actions):
-        if not legal[b, node, a]:
-            continue
-        c = children[b, node, a]
-        if c >= 0:
-            n_a = visits[b, c]
-            qn = (_edge_q(reward, discount, value, b, c) - lo) / span
-        else:
-            n_a = 0
-            if unvisited == 0:
-                qn = 0.0
-            elif unvisited == 1:
-                qn = (0.0 - lo) / span
-            else:
-                qn = (parent_value - lo) / span
-        qn = min(max(qn, 0.0), 1.0)
-        score = qn + coef * prior[b, node, a] / (1.0 + n_a)
-        if score > best_score:
-            best_score = score
-            best = a
+    for a in range(children.shape[2]):
+        if legal[b, node, a]:
+            score = _action_score(children, visits, value, reward, discount, prior, b, node,
+                                  a, unvisited, lo, span, coef)
+            if score > best_score:
+                best_score = score
+                best = a
     return best
+
+
+@nb.njit(cache=True)
+def action_scores(children, visits, value, reward, discount, prior, legal, q_min, q_max,
+                  b, node, rule, norm, unvisited, c_puct, c1, c2, vmin, vmax):
+    """Every action's selection score at one node (-inf where illegal); for tests and tools."""
+    lo, span, coef = _score_terms(children, visits, value, reward, discount, legal, q_min,
+                                  q_max, b, node, rule, norm, c_puct, c1, c2, vmin, vmax)
+    out = np.full(children.shape[2], -np.inf)
+    for a in range(children.shape[2]):
+        if legal[b, node, a]:
+            out[a] = _action_score(children, visits, value, reward, discount, prior, b, node,
+                                   a, unvisited, lo, span, coef)
+    return out
 
 
 @nb.njit(cache=True)
