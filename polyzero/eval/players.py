@@ -1,0 +1,108 @@
+"""Players: anything that picks moves for a batch of concurrent games.
+
+Reference players (`random`, `mcts:SIMS`, `mcts-solver:SIMS`) live here; learned
+agents are plugged in through `register_player_loader`, so this layer does not
+depend on the training code.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+import pyspiel
+
+from ..errors import UsageError
+
+__all__ = ["Player", "RandomPlayer", "MCTSPlayer", "reference_player",
+           "register_player_loader", "make_player"]
+
+
+class Player(Protocol):
+    """Batched player: `act` gets every game where it is to move in one call,
+    so learned agents can answer with one batched tree search."""
+
+    name: str
+
+    def reset(self, seed: int) -> None: ...
+
+    def act(self, states: Sequence[pyspiel.State]) -> list[int]: ...
+
+
+class RandomPlayer:
+    """Uniform over the legal actions."""
+
+    def __init__(self, seed: int = 0):
+        self.name = "random"
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def act(self, states: Sequence[pyspiel.State]) -> list[int]:
+        out = []
+        for state in states:
+            legal = state.legal_actions()
+            out.append(int(legal[self._rng.integers(len(legal))]))
+        return out
+
+
+class MCTSPlayer:
+    """OpenSpiel's C++ MCTS with random rollouts; `solve=True` is MCTS-Solver.
+
+    The bot keeps no tree between moves, so one bot serves every concurrent game.
+    """
+
+    def __init__(self, game, simulations: int, solve: bool, uct_c: float = 2.0,
+                 rollouts: int = 1, seed: int = 0):
+        self.game = game
+        self.simulations = simulations
+        self.solve = solve
+        self.uct_c = uct_c
+        self.rollouts = rollouts
+        self.name = f"{'mcts-solver' if solve else 'mcts'}:{simulations}"
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        # Evaluator and bot both keep RNGs; rebuild them so a reset replays exactly.
+        self._evaluator = pyspiel.RandomRolloutEvaluator(self.rollouts, seed)
+        self._bot = pyspiel.MCTSBot(self.game, self._evaluator, self.uct_c, self.simulations,
+                                    1000, self.solve, seed, False)
+
+    def act(self, states: Sequence[pyspiel.State]) -> list[int]:
+        return [int(self._bot.step(state)) for state in states]
+
+
+def reference_player(spec: str, game, seed: int = 0) -> Player | None:
+    """`random`, `mcts:SIMS` or `mcts-solver:SIMS`; None if `spec` is none of these."""
+    if spec == "random":
+        return RandomPlayer(seed)
+    kind, sep, sims = spec.partition(":")
+    if not sep or kind not in ("mcts", "mcts-solver"):
+        return None
+    if not (sims.isdigit() and int(sims) > 0):
+        raise UsageError(f"bad player '{spec}': {kind}:SIMS needs a positive whole number of simulations")
+    return MCTSPlayer(game, int(sims), solve=(kind == "mcts-solver"), seed=seed)
+
+
+Loader = Callable[[str, object, int], "Player | None"]
+_LOADERS: list[Loader] = []
+
+
+def register_player_loader(fn: Loader) -> None:
+    """Add `fn(spec, game, seed) -> Player | None`, tried after the reference players."""
+    if fn not in _LOADERS:  # the CLI registers on every call of main()
+        _LOADERS.append(fn)
+
+
+def make_player(spec: str, game, seed: int = 0) -> Player:
+    """A reference player, else the first registered loader that accepts `spec`."""
+    player = reference_player(spec, game, seed)
+    if player is not None:
+        return player
+    for loader in _LOADERS:
+        player = loader(spec, game, seed)
+        if player is not None:
+            return player
+    raise UsageError(f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
+                     "or a run directory / checkpoint file")

@@ -1,0 +1,218 @@
+"""Tests for polyzero.eval: intervals, arena, reference players, play, plots."""
+
+import json
+
+import pyspiel
+import pytest
+
+from polyzero.errors import UsageError
+from polyzero.eval import (LADDER_MULTIPLIERS, MatchResult, MCTSPlayer, RandomPlayer, ladder_specs,
+                           make_player, play_in_terminal, play_match, play_single_agent, plot_run,
+                           plot_runs, reference_player, register_player_loader, wilson_interval)
+from polyzero.eval import players as players_mod
+
+
+@pytest.fixture(scope="module")
+def ttt():
+    return pyspiel.load_game("tic_tac_toe")
+
+
+class FirstLegal:
+    """Deterministic: the lowest legal action. Records every batch it is given."""
+
+    def __init__(self, name="first"):
+        self.name = name
+        self.batches = []  # one list of (history, player) per act call
+
+    def reset(self, seed):
+        self.batches = []
+
+    def act(self, states):
+        self.batches.append([(tuple(s.history()), s.current_player()) for s in states])
+        return [s.legal_actions()[0] for s in states]
+
+
+# ------------------------------------------------------------------ stats
+@pytest.mark.parametrize("score,n,expected", [
+    (0.5, 100, (0.4038, 0.5962)),
+    (0.0, 10, (0.0, 0.2775)),      # z^2/(n+z^2) = 3.8415/13.8415
+    (1.0, 10, (0.7225, 1.0)),
+    (0.8, 50, (0.6696, 0.8876)),
+])
+def test_wilson_hand_computed(score, n, expected):
+    lo, hi = wilson_interval(score, n)
+    assert lo == pytest.approx(expected[0], abs=1e-4)
+    assert hi == pytest.approx(expected[1], abs=1e-4)
+
+
+def test_wilson_no_games():
+    assert wilson_interval(0.0, 0) == (0.0, 1.0)
+
+
+def test_match_result_arithmetic():
+    r = MatchResult(wins=130, draws=25, losses=45, name_a="A", name_b="B")
+    assert r.games == 200
+    assert r.score == pytest.approx((130 + 12.5) / 200)
+    assert (r.ci_low, r.ci_high) == pytest.approx(wilson_interval(r.score, 200))
+    assert str(r) == "A vs B: 0.713 [0.646, 0.771] (W 130 D 25 L 45, 200 games)"
+    d = r.to_dict()
+    assert d["wins"] == 130 and d["games"] == 200 and d["score"] == r.score
+    assert MatchResult(1, 0, 0, 1).games == 1
+    with pytest.raises(ValueError):
+        MatchResult(1, 0, 0, games=5)
+
+
+# ------------------------------------------------------------------ players
+def test_reference_player_parsing(ttt):
+    assert isinstance(reference_player("random", ttt), RandomPlayer)
+    p = reference_player("mcts:25", ttt)
+    assert isinstance(p, MCTSPlayer) and not p.solve and p.simulations == 25 and p.name == "mcts:25"
+    p = reference_player("mcts-solver:7", ttt)
+    assert p.solve and p.uct_c == 2.0 and p.rollouts == 1 and p.name == "mcts-solver:7"
+    assert reference_player("runs/foo", ttt) is None
+    assert reference_player("alphazero:3", ttt) is None
+    for bad in ("mcts:abc", "mcts:0", "mcts-solver:", "mcts:-5"):
+        with pytest.raises(UsageError) as exc:
+            reference_player(bad, ttt)
+        assert "\n" not in str(exc.value)
+
+
+def test_make_player_loaders(ttt, monkeypatch):
+    monkeypatch.setattr(players_mod, "_LOADERS", [])
+    with pytest.raises(UsageError, match="unknown player 'xyz': expected random, mcts:SIMS"):
+        make_player("xyz", ttt)
+    loader = lambda spec, game, seed: FirstLegal(spec) if spec == "xyz" else None  # noqa: E731
+    register_player_loader(loader)
+    register_player_loader(loader)  # registering twice must not duplicate
+    assert players_mod._LOADERS == [loader]
+    assert make_player("xyz", ttt).name == "xyz"
+    assert isinstance(make_player("random", ttt), RandomPlayer)
+
+
+def test_ladder():
+    assert LADDER_MULTIPLIERS == (1, 10, 100, 1000)
+    assert ladder_specs(50) == ["mcts-solver:50", "mcts-solver:500", "mcts-solver:5000", "mcts-solver:50000"]
+    assert ladder_specs(3, (2,)) == ["mcts-solver:6"]
+
+
+# ------------------------------------------------------------------ arena
+def test_seat_alternation_and_batching(ttt):
+    a = FirstLegal()
+    res = play_match(ttt, a, RandomPlayer(), 10, seed=3)
+    assert res.games == 10
+    # The opening move of each game is A's exactly when A holds seat 0.
+    openings = [h for batch in a.batches for h, p in batch if h == ()]
+    assert len(openings) == 5
+    seats = {p for batch in a.batches for _, p in batch}
+    assert seats == {0, 1}
+    assert max(len(b) for b in a.batches) > 1  # concurrent games reach act together
+
+
+def test_max_concurrent_limits_batch(ttt):
+    a = FirstLegal()
+    play_match(ttt, a, RandomPlayer(), 9, max_concurrent=2)
+    assert max(len(b) for b in a.batches) <= 2
+
+
+def test_deterministic_given_seed(ttt):
+    a, b = make_player("mcts:20", ttt), make_player("random", ttt)
+    assert play_match(ttt, a, b, 12, seed=5).to_dict() == play_match(ttt, a, b, 12, seed=5).to_dict()
+
+
+def test_first_legal_self_play_is_scored_per_seat(ttt):
+    # Both deterministic: game i is the same line with the seats swapped, so A's
+    # wins in seat 0 become losses in seat 1.
+    res = play_match(ttt, FirstLegal("a"), FirstLegal("b"), 4)
+    assert (res.wins, res.draws, res.losses) == (2, 0, 2)
+
+
+def test_solver_beats_random(ttt):
+    # Deterministic for this seed; 1000 simulations do not always solve the opening,
+    # so a few draws as the second player are expected.
+    res = play_match(ttt, make_player("mcts-solver:1000", ttt), make_player("random", ttt), 20, seed=1)
+    assert res.score >= 0.9, str(res)
+
+
+def test_solver_never_loses_to_mcts(ttt):
+    res = play_match(ttt, make_player("mcts-solver:1000", ttt), make_player("mcts:100", ttt), 10, seed=0)
+    assert res.losses == 0, str(res)
+
+
+def test_chance_and_single_agent():
+    game = pyspiel.load_game("pig", {"players": 2, "winscore": 10})
+    res = play_match(game, RandomPlayer(), RandomPlayer(1), 6, seed=0)
+    assert res.games == 6
+    with pytest.raises(ValueError):
+        play_single_agent(game, RandomPlayer(), 2)
+
+
+def test_play_single_agent():
+    game = pyspiel.load_game("catch")
+    out = play_single_agent(game, RandomPlayer(), 20, seed=0)
+    assert len(out["returns"]) == 20
+    assert out["ci_low"] <= out["mean_return"] <= out["ci_high"]
+
+
+# ------------------------------------------------------------------ play
+def test_play_in_terminal_scripted(ttt):
+    # Human X: 4 by its move string, then a bad id, then ids 2 and 6 (diagonal 2-4-6);
+    # the bot (lowest legal action) answers 0 and 1, so X wins.
+    inputs = iter(["banana", "x(1,1)", "99", "0", "2", "6"])
+    lines = []
+    returns = play_in_terminal(ttt, FirstLegal("bot"), 0, input_fn=lambda _: next(inputs),
+                               output_fn=lambda *a: lines.append(" ".join(map(str, a))))
+    text = "\n".join(lines)
+    assert "'banana' is not a legal move" in text and "'99' is not a legal move" in text
+    assert "'0' is not a legal move" in text  # taken by the bot
+    assert "4:x(1,1)" in text  # legal moves listed as id:string
+    assert "bot plays 0:o(0,0)" in text and "bot plays 1:o(0,1)" in text
+    assert returns == [1.0, -1.0] and "you win" in lines[-1]
+
+
+def test_play_in_terminal_input_closed(ttt):
+    def closed(_):
+        raise EOFError
+
+    with pytest.raises(UsageError, match="input closed"):
+        play_in_terminal(ttt, RandomPlayer(), 1, input_fn=closed, output_fn=lambda *a: None)
+
+
+# ------------------------------------------------------------------ plots
+def _write_metrics(run_dir):
+    recs = []
+    for step in range(1, 6):
+        recs.append({"step": step, "time": 30.0 * step, "kind": "train", "loss/total": 2.0 / step,
+                     "loss/value": 1.0 / step, "loss/policy": 0.9 / step, "loss/l2": 0.1, "other": "x"})
+        recs.append({"step": step, "time": 30.0 * step + 1, "kind": "selfplay", "selfplay/games": step})
+        if step % 2 == 0:
+            recs.append({"step": step, "time": 30.0 * step + 2, "kind": "eval",
+                         "eval/random/score": 0.6, "eval/random/ci_low": 0.4, "eval/random/ci_high": 0.8,
+                         "eval/mcts-solver:100/score": 0.2, "eval/mcts-solver:100/ci_low": 0.1,
+                         "eval/mcts-solver:100/ci_high": 0.4})
+    run_dir.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(json.dumps(r) for r in recs) + '\n{"step": 6, "time": 18'  # truncated crash line
+    (run_dir / "metrics.jsonl").write_text(text)
+
+
+def test_plot_run(tmp_path):
+    run = tmp_path / "run-a"
+    _write_metrics(run)
+    paths = plot_run(run)
+    assert sorted(p.name for p in paths) == ["losses.png", "scores.png"]
+    for p in paths:
+        assert p.parent == run / "plots" and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_runs_overlay(tmp_path):
+    for name in ("run-a", "run-b"):
+        _write_metrics(tmp_path / name)
+    paths = plot_runs([tmp_path / "run-a", tmp_path / "run-b"], tmp_path / "out")
+    assert {p.name for p in paths} == {"losses.png", "scores.png"}
+
+
+def test_plot_empty(tmp_path):
+    with pytest.raises(UsageError, match="no metrics in .*metrics.jsonl"):
+        plot_run(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text("not json\n")
+    with pytest.raises(UsageError, match="no metrics in"):
+        plot_run(tmp_path)
