@@ -1,0 +1,119 @@
+"""MuZero mode of the search: a learned model is stepped inside the tree.
+
+The tree never sees the real game below the root: every action is legal at an
+interior node and no interior node is terminal (MuZero paper, Appendix A);
+legal-action masking applies at the root only. Hidden states live in one
+preallocated ``[B, N, H]`` array indexed by node, so one simulation costs a
+gather of B parent states, one batched ``recurrent_fn`` call and a scatter of
+B new states -- no Python work per tree.
+
+NumPy in, NumPy out; the network behind ``recurrent_fn`` is the caller's.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .mcts import Expansion
+
+# recurrent_fn(hidden [M, H], action [M]) -> (reward [M], prior_logits [M, A], value [M], hidden' [M, H])
+RecurrentFn = Callable[[np.ndarray, np.ndarray],
+                       tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+
+class LearnedModel:
+    """A :class:`~polyzero.search.mcts.SearchModel` over a learned dynamics function.
+
+    Args:
+      prior_logits: float [B, A], the prediction function at the roots.
+      value: float [B], the roots' values for the player to move.
+      hidden: float [B, H], the roots' hidden states (representation output).
+      recurrent_fn: dynamics + prediction on M hidden states and actions.
+      discount: the signed discount on every edge: -1 for two-player
+        alternate-move games (mctx's convention), gamma for single-agent ones.
+      root_legal: optional bool [B, A]; legal actions at the roots (all legal
+        when omitted).
+      num_nodes: optional node capacity per tree (num_simulations + 1); when
+        omitted, the hidden-state store is allocated on the first step and
+        grown (doubling) when a node index exceeds it.
+    """
+
+    def __init__(self, prior_logits: np.ndarray, value: np.ndarray, hidden: np.ndarray,
+                 recurrent_fn: RecurrentFn, discount: float = -1.0,
+                 root_legal: np.ndarray | None = None, num_nodes: int | None = None):
+        prior_logits = np.asarray(prior_logits, np.float32)
+        hidden = np.asarray(hidden)
+        batch, num_actions = prior_logits.shape
+        if hidden.ndim != 2 or hidden.shape[0] != batch:
+            raise ValueError(f"hidden must be [B, H] with B={batch}, got {hidden.shape}")
+        self.num_actions = num_actions
+        self.batch_size = batch
+        self.recurrent_fn = recurrent_fn
+        self.discount = float(discount)
+        self.recurrent_calls = 0
+        self._root_hidden = hidden
+        self._root = Expansion(
+            prior_logits=prior_logits,
+            value=np.asarray(value, np.float64).reshape(batch),
+            legal=(np.ones((batch, num_actions), np.bool_) if root_legal is None
+                   else np.asarray(root_legal, np.bool_).reshape(batch, num_actions)),
+            reward=np.zeros(batch, np.float64),
+            discount=np.ones(batch, np.float64),
+            terminal=np.zeros(batch, np.bool_),
+        )
+        # Constant parts of every in-tree expansion (never written by the search).
+        self._legal = np.ones((batch, num_actions), np.bool_)
+        self._discount = np.full(batch, self.discount, np.float64)
+        self._terminal = np.zeros(batch, np.bool_)
+        self._row_base = None  # int64 [B], b * N: flat index of node 0 of tree b
+        self._flat = None  # [B * N, H] view of the hidden-state store
+        self._capacity = 0
+        if num_nodes is not None:
+            self._allocate(int(num_nodes))
+
+    # ------------------------------------------------------------ storage
+    def _allocate(self, num_nodes: int) -> None:
+        batch, h = self._root_hidden.shape
+        store = np.empty((batch, num_nodes, h), self._root_hidden.dtype)
+        if self._flat is not None:  # growing: keep what is stored
+            store[:, : self._capacity] = self._flat.reshape(batch, self._capacity, h)
+        else:
+            store[:, 0] = self._root_hidden
+        self.hidden = store  # [B, N, H], node-indexed
+        self._flat = store.reshape(batch * num_nodes, h)
+        self._row_base = np.arange(batch, dtype=np.int64) * num_nodes
+        self._capacity = num_nodes
+
+    # ------------------------------------------------------------ SearchModel
+    def initial(self) -> Expansion:
+        return self._root
+
+    def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray,
+             active: np.ndarray) -> Expansion:
+        top = int(new_node.max()) + 1
+        if top > self._capacity:
+            self._allocate(max(top, 2 * self._capacity, 2))
+        base = self._row_base
+        if active.all():
+            h = self._flat[base + parent_node]
+            reward, logits, value, h2 = self.recurrent_fn(h, action)
+            self._flat[base + new_node] = h2
+        else:  # only with a custom root hook; learned trees have no terminal leaves
+            rows = np.flatnonzero(active)
+            logits = np.zeros((self.batch_size, self.num_actions), np.float32)
+            reward = np.zeros(self.batch_size, np.float64)
+            value = np.zeros(self.batch_size, np.float64)
+            if rows.size:
+                r, lg, v, h2 = self.recurrent_fn(self._flat[base[rows] + parent_node[rows]],
+                                                 action[rows])
+                self._flat[base[rows] + new_node[rows]] = h2
+                logits[rows], reward[rows], value[rows] = lg, r, v
+        self.recurrent_calls += 1
+        return Expansion(logits, np.asarray(value, np.float64), self._legal,
+                         np.asarray(reward, np.float64), self._discount, self._terminal)
+
+    def node_hidden(self, b: int, node: int) -> np.ndarray:
+        """The hidden state stored for `node` of tree `b`."""
+        return self.hidden[b, node]
