@@ -1,0 +1,80 @@
+"""Which game classes an algorithm supports, and a one-line refusal when not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyspiel
+
+from polyzero.errors import UsageError
+from polyzero.games.loader import game_spec_string
+
+_GT = pyspiel.GameType
+
+
+@dataclass(frozen=True)
+class GameRequirements:
+    """What an algorithm can cope with. Defaults: deterministic, perfect-information,
+    sequential, one or two players, zero-sum when two-player."""
+
+    chance_nodes: bool = False
+    imperfect_information: bool = False
+    simultaneous_moves: bool = False
+    max_players: int = 2
+    single_player: bool = True  # single-player games allowed
+    zero_sum_required: bool = True  # two-player games must be zero- (or constant-) sum
+    terminal_rewards_only: bool = False  # refuse games with intermediate rewards
+
+
+def _missing(game: pyspiel.Game, req: GameRequirements) -> list[str]:
+    """Clauses (after "it ...") naming each capability the game needs but req lacks."""
+    gt = game.get_type()
+    n = game.num_players()
+    out = []
+    if gt.dynamics == _GT.Dynamics.SIMULTANEOUS and not req.simultaneous_moves:
+        out.append("has simultaneous moves")
+    if gt.information != _GT.Information.PERFECT_INFORMATION and not req.imperfect_information:
+        out.append("has imperfect information")
+    if gt.chance_mode != _GT.ChanceMode.DETERMINISTIC and not req.chance_nodes:
+        out.append("has chance nodes")
+    if n > req.max_players:
+        out.append(f"has {n} players (at most {req.max_players} supported)")
+    if n == 1 and not req.single_player:
+        out.append("is single-player")
+    zero_sum = gt.utility in (_GT.Utility.ZERO_SUM, _GT.Utility.CONSTANT_SUM)
+    if n == 2 and req.zero_sum_required and not zero_sum:
+        out.append(f"is not zero-sum ({gt.utility.name.lower()})")
+    if req.terminal_rewards_only and gt.reward_model != _GT.RewardModel.TERMINAL:
+        out.append("has intermediate rewards")
+    if not gt.provides_observation_tensor:
+        out.append("provides no observation tensor")
+    return out
+
+
+def check_supported(game: pyspiel.Game, req: GameRequirements, algo_name: str) -> None:
+    """Raise UsageError, one line, naming what `game` needs that `algo_name` lacks."""
+    missing = _missing(game, req)
+    if not missing:
+        return
+    first, rest = missing[0], missing[1:]
+    # "it has X (and Y, Z)": drop the repeated verb in the parenthesis to read naturally.
+    rest = [r.removeprefix("has ") for r in rest]
+    extra = f" (and {', '.join(rest)})" if rest else ""
+    raise UsageError(f"{algo_name} does not support {game_spec_string(game)!r}: it {first}{extra}")
+
+
+def describe_game(game: pyspiel.Game) -> dict:
+    """A plain dict summary of a game, for logs and checkpoints."""
+    gt = game.get_type()
+    shape = list(game.observation_tensor_shape()) if gt.provides_observation_tensor else None
+    return {
+        "name": game_spec_string(game),
+        "players": game.num_players(),
+        "num_distinct_actions": game.num_distinct_actions(),
+        "max_game_length": game.max_game_length(),
+        "observation_shape": shape,
+        "chance": gt.chance_mode.name.lower(),
+        "information": gt.information.name.lower(),
+        "dynamics": gt.dynamics.name.lower(),
+        "utility": gt.utility.name.lower(),
+    }

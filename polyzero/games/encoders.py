@@ -1,0 +1,96 @@
+"""Batched observation tensors and legal-action masks for search and training."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyspiel
+from open_spiel.python.observation import make_observation
+
+from polyzero.errors import UsageError
+
+
+def _check_out(out: np.ndarray, n: int, shape: tuple, dtype) -> np.ndarray:
+    # A preallocated buffer may be larger than the batch (fixed-size buffers, variable
+    # batches); we write its first n rows. It must be contiguous so a flat view aliases it.
+    if out.dtype != dtype or out.shape[1:] != shape or out.shape[0] < n:
+        raise ValueError(f"out must be {np.dtype(dtype).name} [>= {n}, *{shape}], got {out.dtype} {out.shape}")
+    if not out.flags.c_contiguous:
+        raise ValueError("out must be C-contiguous")
+    return out[:n]
+
+
+class ObservationEncoder:
+    """Encodes states as float32 tensors from the perspective of the player to move.
+
+    Shape is (C, H, W) for 3-D OpenSpiel observations, (1, H, W) for 2-D ones and (D,)
+    otherwise. Terminal (and chance/simultaneous) nodes are encoded for player 0.
+    Not thread-safe: one reusable pyspiel observer buffer backs every call.
+    """
+
+    def __init__(self, game: pyspiel.Game):
+        if not game.get_type().provides_observation_tensor:
+            raise UsageError(f"game {game.get_type().short_name!r} provides no observation tensor")
+        raw = tuple(game.observation_tensor_shape())
+        self.size = math.prod(raw)
+        if len(raw) == 3:
+            self.shape = raw
+        elif len(raw) == 2:
+            self.shape = (1, *raw)
+        else:
+            self.shape = (self.size,)
+        self.is_spatial = len(self.shape) == 3
+        # The observer API fills one preallocated buffer in C++: ~1.3 us a state against
+        # 3-55 us for state.observation_tensor(), which builds a Python list (go 9x9: 1.3
+        # vs 14.5 us, chess 1.8 vs 55 us). Fall back when a game has no such observer.
+        obs = make_observation(game)
+        tensor = getattr(obs, "tensor", None)
+        self._obs = obs if tensor is not None and np.size(tensor) == self.size else None
+
+    def encode(self, states: Sequence[pyspiel.State], out: np.ndarray | None = None) -> np.ndarray:
+        """float32 [len(states), *shape]; written into `out` (first rows) when given."""
+        n = len(states)
+        if out is None:
+            out = np.empty((n, *self.shape), np.float32)
+        else:
+            out = _check_out(out, n, self.shape, np.float32)
+        flat = out.reshape(n, self.size)  # a view: out is contiguous
+        obs = self._obs
+        if obs is not None:
+            tensor, set_from = obs.tensor, obs.set_from
+            for i, s in enumerate(states):
+                p = s.current_player()
+                set_from(s, p if p >= 0 else 0)
+                flat[i] = tensor
+        else:
+            for i, s in enumerate(states):
+                p = s.current_player()
+                flat[i] = s.observation_tensor(p if p >= 0 else 0)
+        return out
+
+    def encode_one(self, state: pyspiel.State) -> np.ndarray:
+        """float32 [*shape] for a single state."""
+        return self.encode([state])[0]
+
+
+def legal_action_mask(states: Sequence[pyspiel.State], num_actions: int,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """bool [B, num_actions]: True where the player to move may act.
+
+    Terminal and chance nodes have no player action, so their rows are all False.
+    """
+    n = len(states)
+    if out is None:
+        out = np.zeros((n, num_actions), bool)
+    else:
+        out = _check_out(out, n, (num_actions,), np.bool_)
+        out[:] = False
+    for i, s in enumerate(states):
+        if s.is_terminal() or s.is_chance_node():
+            continue
+        # legal_actions_mask() is ~2x faster than scattering legal_actions() (go 9x9).
+        m = s.legal_actions_mask()
+        out[i, : len(m)] = m
+    return out

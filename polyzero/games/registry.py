@@ -1,0 +1,17 @@
+"""Hook where polyzero's own Python games get registered with pyspiel."""
+
+_registered = False
+
+
+def register_polyzero_games() -> None:
+    """Register polyzero's Python games (Nannon, Scotland Yard) with pyspiel.
+
+    Idempotent: pyspiel refuses a second registration of the same name, so a
+    module-level flag makes repeated calls (every `load_game`) free and safe.
+    """
+    global _registered
+    if _registered:
+        return
+    # Python game modules are imported here as they are written; importing
+    # one calls pyspiel.register_game as a side effect.
+    _registered = True
