@@ -1,0 +1,523 @@
+"""Search throughput: polyzero's batched search against DeepMind's mctx, same network.
+
+MuZero mode (learned model): for every (B, num_simulations), in the same run and
+interleaved (blocked round-robin, a speedprobe sample per round):
+  * polyzero  : root forward + run_search(LearnedModel(tiny net), muzero rule,
+                parent_siblings Q normalisation, unvisited Q = min, no noise)
+  * net alone : the same network calls alone (1 root + n recurrent at batch B,
+                on stored hidden states), i.e. the floor polyzero sits on
+  * mctx      : jitted mctx.muzero_policy (JAX, CPU) with the same weights,
+                dirichlet_fraction 0 (the same search as polyzero's)
+and reports median ms per call, simulations per second, mean/max tree depth and
+the share of polyzero's time spent outside the network (measured two ways: the
+recurrent calls timed inside the search, and the network-alone job).
+
+Before timing, both searches run once on the same batch and their root visit
+counts are compared (exact-match fraction of rows, max abs difference), without
+and with a random root legal mask.
+
+AlphaZero mode: the shipped Connect Four preset (ResidualTower) searching from
+random Connect Four openings at B=256, 64 simulations, against the same number of
+network calls alone at the same batch size.
+
+Usage:
+  python benchmarks/search_throughput.py                 # full run (~3-5 min)
+  python benchmarks/search_throughput.py --quick         # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tinynet  # noqa: E402
+
+from polyzero.search.learned import LearnedModel  # noqa: E402
+from polyzero.search.mcts import run_search  # noqa: E402
+from polyzero.search.params import SearchParams  # noqa: E402
+
+SEED = 0
+
+
+# ------------------------------------------------------------------ speed probe
+def _probe_work(n=50_000):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def probe_ms():
+    """The anchor harness's speedprobe: a fixed pure-Python loop (~2.7 ms quiet)."""
+    t0 = time.perf_counter()
+    _probe_work()
+    return (time.perf_counter() - t0) * 1e3
+
+
+# ------------------------------------------------------------------ timing helpers
+def time_interleaved(jobs, min_calls, min_total_s, max_rounds, block_s=0.03, block_min_calls=2):
+    """Blocked round-robin (as the anchor's mctx_search.time_interleaved): each round
+    runs, for each job, a block of back-to-back calls (>= block_min_calls and
+    block_s seconds), each timed on its own, the first of every block dropped;
+    a speedprobe sample ends each round. jobs: [(name, fn, args_list)], fn must
+    block until its result is ready."""
+    times = {name: [] for name, _, _ in jobs}
+    probe = []
+    t_start = time.perf_counter()
+    r = 0
+    while (min(len(v) for v in times.values()) < min_calls
+           or time.perf_counter() - t_start < min_total_s) and r < max_rounds:
+        for name, fn, args_list in jobs:
+            t_block, k = time.perf_counter(), 0
+            while k < block_min_calls or time.perf_counter() - t_block < block_s:
+                args = args_list[(r + k) % len(args_list)]
+                t0 = time.perf_counter()
+                fn(*args)
+                dt = time.perf_counter() - t0
+                if k > 0:
+                    times[name].append(dt)
+                k += 1
+        probe.append(probe_ms())
+        r += 1
+    return times, probe
+
+
+def summarize(ts):
+    ts = sorted(ts)
+    q = lambda f: ts[min(len(ts) - 1, int(f * (len(ts) - 1) + 0.5))]  # noqa: E731
+    return {"n": len(ts), "median_s": statistics.median(ts), "min_s": ts[0],
+            "p25_s": q(0.25), "p75_s": q(0.75), "max_s": ts[-1]}
+
+
+def depth_from_parents(parents):
+    """parents [B, N] (root and unused = -1) -> mean node depth, max depth."""
+    parents = np.asarray(parents)
+    b, n = parents.shape
+    depth = np.zeros((b, n), np.int64)
+    for j in range(1, n):
+        par = parents[:, j]
+        ok = par >= 0
+        depth[ok, j] = depth[ok, par[ok]] + 1
+    valid = np.concatenate([np.ones((b, 1), bool), parents[:, 1:] >= 0], axis=1)
+    return {"mean_node_depth": float(depth[valid].mean()),
+            "max_depth_mean_over_batch": float(depth.max(axis=1).mean()),
+            "max_depth": int(depth.max())}
+
+
+# ------------------------------------------------------------------ polyzero (MuZero mode)
+MUZERO_PARAMS = dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min",
+                     c1=1.25, c2=19652.0, dirichlet_fraction=0.0)
+
+
+class PolyzeroMuZero:
+    """One call = root forward + batched search over a LearnedModel; the
+    network time inside is accumulated in `net_s`."""
+
+    def __init__(self, net: tinynet.TinyNetNumpy, num_simulations: int):
+        self.net = net
+        self.params = SearchParams(num_simulations=num_simulations, **MUZERO_PARAMS)
+        self.rng = np.random.default_rng(SEED)
+        self.net_s = 0.0
+        self.calls = 0
+
+    def _timed_recurrent(self, h, a):
+        t0 = time.perf_counter()
+        out = self.net.recurrent(h, a)
+        self.net_s += time.perf_counter() - t0
+        return out
+
+    def __call__(self, obs, root_legal=None):
+        t0 = time.perf_counter()
+        logits, value, hidden = self.net.initial(obs)
+        self.net_s += time.perf_counter() - t0
+        model = LearnedModel(logits, value, hidden, self._timed_recurrent, discount=-1.0,
+                             root_legal=root_legal, num_nodes=self.params.num_simulations + 1)
+        self.calls += 1
+        return run_search(model, self.params, self.rng, add_noise=False)
+
+
+def net_alone_fn(net: tinynet.TinyNetNumpy, num_simulations: int, batch: int):
+    """Root forward + num_simulations recurrent calls at batch B (gathering the
+    parent state from a stored array as the search does), no tree."""
+    rng = np.random.default_rng(SEED + 1)
+    store = rng.standard_normal((batch * 8, tinynet.HID)).astype(np.float32)
+    idx = [rng.integers(0, batch * 8, batch) for _ in range(8)]
+    acts = [rng.integers(0, tinynet.A, batch).astype(np.int32) for _ in range(8)]
+
+    def f(obs):
+        net.initial(obs)
+        for i in range(num_simulations):
+            net.recurrent(store[idx[i % 8]], acts[i % 8])
+    return f
+
+
+# ------------------------------------------------------------------ mctx (JAX)
+def make_mctx(num_simulations):
+    import jax
+    import jax.numpy as jnp
+    import mctx
+
+    A, HID = tinynet.A, tinynet.HID
+
+    def lin(p, name, x):
+        w, b = p[name]
+        return x @ w + b
+
+    def prediction(p, h):
+        x = jax.nn.relu(lin(p, "pred0", h))
+        x = jax.nn.relu(lin(p, "pred1", x))
+        out = lin(p, "pred_out", x)
+        return out[:, :A], jnp.tanh(out[:, A])
+
+    def root_fn(p, obs):
+        x = jax.nn.relu(lin(p, "repr0", obs))
+        x = jax.nn.relu(lin(p, "repr1", x))
+        h = jnp.tanh(lin(p, "repr_out", x))
+        logits, value = prediction(p, h)
+        return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=h)
+
+    def recurrent_fn(p, rng_key, action, embedding):
+        del rng_key
+        onehot = jax.nn.one_hot(action, A, dtype=embedding.dtype)
+        x = jnp.concatenate([embedding, onehot], axis=-1)
+        x = jax.nn.relu(lin(p, "dyn0", x))
+        x = jax.nn.relu(lin(p, "dyn1", x))
+        out = lin(p, "dyn_out", x)
+        h2 = jnp.tanh(out[:, :HID])
+        logits, value = prediction(p, h2)
+        return mctx.RecurrentFnOutput(reward=out[:, HID], discount=-jnp.ones_like(out[:, HID]),
+                                      prior_logits=logits, value=value), h2
+
+    def policy(p, rng_key, obs, invalid_actions):
+        root = root_fn(p, obs)
+        out = mctx.muzero_policy(p, rng_key, root, recurrent_fn, num_simulations=num_simulations,
+                                 invalid_actions=invalid_actions, dirichlet_fraction=0.0)
+        tree = out.search_tree
+        return out.action, tree.children_visits[:, 0], tree.parents
+
+    jitted = jax.jit(policy)
+
+    def call(*args):
+        return jax.block_until_ready(jitted(*args))
+    return call
+
+
+# ------------------------------------------------------------------ AlphaZero mode
+def alphazero_section(args, num_sims=64, batch=256):
+    """The Connect Four preset network in AlphaZero mode: search time against the
+    same number of network calls alone at the same batch size."""
+    try:
+        import polyzero.algos as algos
+        import polyzero.config as config
+        import polyzero.games as games
+        from polyzero.nets.inference import Evaluator
+    except Exception as e:  # noqa: BLE001  (the games layer may not exist yet)
+        return {"skipped": f"{type(e).__name__}: {e}"}
+
+    cfg = config.build_config("connect_four", "alphazero")
+    game = games.load_game("connect_four")
+    algo = algos.make_algorithm(cfg, game)
+    net = algo.build_network()
+    n_params = int(sum(p.numel() for p in net.parameters()))
+    evaluate = Evaluator(net, "cpu")
+    params = SearchParams(**{**{k: getattr(cfg.search, k) for k in vars(cfg.search)
+                                if k in SearchParams.__dataclass_fields__},
+                             "num_simulations": num_sims})
+    rng = np.random.default_rng(SEED)
+
+    def random_openings(n, seed):
+        r = np.random.default_rng(seed)
+        out = []
+        while len(out) < n:
+            s = game.new_initial_state()
+            for _ in range(int(r.integers(0, 9))):
+                s.apply_action(int(r.choice(s.legal_actions())))
+                if s.is_terminal():
+                    break
+            if not s.is_terminal():
+                out.append(s)
+        return out
+
+    state_sets = [random_openings(batch, seed) for seed in range(2)]
+    obs_sets = [algo.encode(s) for s in state_sets]
+    calls_per_search = {}
+
+    class Counting:
+        def __init__(self):
+            self.calls = 0
+            self.rows = 0
+            self.net_s = 0.0
+
+        def __call__(self, obs):
+            t0 = time.perf_counter()
+            out = evaluate(obs)
+            self.net_s += time.perf_counter() - t0
+            self.calls += 1
+            self.rows += len(obs)
+            return out
+
+    counting = Counting()
+    res = algo.search(counting, state_sets[0], params, rng, add_noise=False)
+    calls_per_search["calls"] = counting.calls
+    calls_per_search["mean_rows_per_call"] = counting.rows / counting.calls
+    depth = res.tree.depth_stats()
+
+    def search_job(states):
+        algo.search(evaluate, states, params, rng, add_noise=False)
+
+    def net_job(obs):
+        for _ in range(num_sims + 1):
+            evaluate(obs)
+
+    jobs = [("alphazero_search", search_job, [(s,) for s in state_sets]),
+            ("network_alone", net_job, [(o,) for o in obs_sets])]
+    ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=200)
+    s = summarize(ts["alphazero_search"])
+    n = summarize(ts["network_alone"])
+    # the network share inside search, by timing the evaluate calls in one more search
+    counting.net_s = 0.0
+    t0 = time.perf_counter()
+    algo.search(counting, state_sets[1], params, rng, add_noise=False)
+    total = time.perf_counter() - t0
+    return {
+        "B": batch, "num_simulations": num_sims, "network": repr(cfg.net),
+        "parameters": n_params,
+        "search_ms": s["median_s"] * 1e3, "network_alone_ms": n["median_s"] * 1e3,
+        "ratio": s["median_s"] / n["median_s"],
+        "search": s, "network_alone": n, "probe_ms": statistics.median(probe),
+        "network_calls_per_search": calls_per_search,
+        "net_share_inside_one_search": counting.net_s / total,
+        "depth": depth,
+    }
+
+
+# ------------------------------------------------------------------ main
+def machine_info():
+    info = {"python": platform.python_version(), "cpu_count": os.cpu_count()}
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket"):
+                info[k.strip()] = v.strip()
+    except OSError:
+        pass
+    return info
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch-sizes", default="1,16,256")
+    ap.add_argument("--sims", default="16,64")
+    ap.add_argument("--min-total-s", type=float, default=4.0)
+    ap.add_argument("--min-calls", type=int, default=9)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--net-mode", default="script", choices=["lean", "script", "eager_ref"])
+    ap.add_argument("--no-mctx", action="store_true")
+    ap.add_argument("--no-alphazero", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="small settings for a smoke run")
+    ap.add_argument("--out", default="benchmarks/results/search_throughput.json")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.batch_sizes, args.sims = "1,16", "16"
+        args.min_total_s, args.min_calls = 0.5, 3
+
+    torch.set_num_threads(args.threads)
+    batch_sizes = [int(x) for x in args.batch_sizes.split(",")]
+    sims_list = [int(x) for x in args.sims.split(",")]
+    net_err = tinynet.check(1e-5)
+    net = tinynet.TinyNetNumpy(args.net_mode)
+
+    meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+            "seed": SEED, "machine": machine_info(), "torch": torch.__version__,
+            "numpy": np.__version__, "torch_threads": torch.get_num_threads(),
+            "net_mode": args.net_mode, "net_parameters": tinynet.num_parameters(),
+            "net_max_abs_err_vs_numpy": net_err, "loadavg_start": os.getloadavg(),
+            "search_params": MUZERO_PARAMS}
+    import numba
+    meta["numba"] = numba.__version__
+    have_mctx = not args.no_mctx
+    if have_mctx:
+        try:
+            import jax
+            import jax.numpy as jnp
+            import jaxlib
+            import mctx
+            meta.update(jax=jax.__version__, jaxlib=jaxlib.__version__, mctx=mctx.__version__,
+                        jax_devices=[str(d) for d in jax.devices()])
+            jparams = jax.tree_util.tree_map(jnp.asarray, tinynet.make_params())
+        except ImportError as e:
+            print(f"mctx comparison skipped: {e}", flush=True)
+            have_mctx = False
+            meta["mctx_skipped"] = str(e)
+    print(json.dumps(meta), flush=True)
+
+    results = {"meta": meta, "rows": [], "visit_check": []}
+    for b in batch_sizes:
+        obs_list = [tinynet.make_obs(b, seed=s) for s in range(4)]
+        no_mask = np.zeros((b, tinynet.A), bool)
+        mrng = np.random.default_rng(SEED + 7)
+        invalid = mrng.random((b, tinynet.A)) < 0.3
+        invalid[np.arange(b), mrng.integers(0, tinynet.A, b)] = False  # >= 1 legal per row
+        for n in sims_list:
+            pz = PolyzeroMuZero(net, n)
+            pz(obs_list[0])  # warm (numba compile/cache load)
+            row = {"B": b, "num_simulations": n}
+            jobs = [("polyzero", pz, [(o,) for o in obs_list]),
+                    ("net_alone", net_alone_fn(net, n, b), [(o,) for o in obs_list])]
+            res0 = pz(obs_list[0])
+            row["polyzero_depth"] = res0.tree.depth_stats()
+            if have_mctx:
+                mc = make_mctx(n)
+                keys = list(jax.random.split(jax.random.PRNGKey(42), 4))
+                jobs_args = [(jparams, keys[i], jnp.asarray(obs_list[i]), jnp.asarray(no_mask))
+                             for i in range(4)]
+                t0 = time.perf_counter()
+                _, mv, mpar = mc(*jobs_args[0])
+                row["mctx_first_call_s"] = time.perf_counter() - t0
+                row["mctx_depth"] = depth_from_parents(mpar)
+                # ---- visit-count check on the same batch (no mask, then a random root mask)
+                for label, inv in (("all legal", no_mask), ("random root mask", invalid)):
+                    pv = pz(obs_list[0], root_legal=~inv).root_visits
+                    _, mv, _ = mc(jparams, keys[0], jnp.asarray(obs_list[0]), jnp.asarray(inv))
+                    mv = np.asarray(mv)
+                    diff = np.abs(pv.astype(np.int64) - mv)
+                    chk = {"B": b, "num_simulations": n, "root": label,
+                           "rows_exact": float((diff.sum(axis=1) == 0).mean()),
+                           "max_abs_diff": int(diff.max()),
+                           "masked_actions_visited": int(pv[inv].sum()) + int(mv[inv].sum())}
+                    results["visit_check"].append(chk)
+                    print(f"visit check B={b} sims={n} ({label}): rows exact "
+                          f"{chk['rows_exact']:.3f}, max |diff| {chk['max_abs_diff']}", flush=True)
+                jobs.append(("mctx", mc, jobs_args))
+            pz.net_s, pz.calls = 0.0, 0
+            t_wall = time.perf_counter()
+            ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500)
+            row["probe_ms"] = statistics.median(probe)
+            row["probe_min_max_ms"] = [min(probe), max(probe)]
+            for name in ts:
+                s = summarize(ts[name])
+                s["sims_per_s"] = b * n / s["median_s"]
+                row[name] = s
+            # network share inside polyzero's calls: accumulated net time / total time of those calls
+            pz_total = sum(ts["polyzero"]) + 0.0
+            row["polyzero_net_share_inner"] = None
+            if pz.calls:
+                # pz.net_s also counts the dropped first call of each block; scale per call
+                per_call_net = pz.net_s / pz.calls
+                row["polyzero_net_ms_inner"] = per_call_net * 1e3
+                row["polyzero_outside_net_share_inner"] = 1 - per_call_net / row["polyzero"]["median_s"]
+            row["polyzero_outside_net_share_alone"] = \
+                1 - row["net_alone"]["median_s"] / row["polyzero"]["median_s"]
+            del pz_total
+            line = (f"B={b:4d} sims={n:3d}  polyzero {row['polyzero']['median_s']*1e3:9.3f} ms"
+                    f"  net-alone {row['net_alone']['median_s']*1e3:9.3f} ms")
+            if have_mctx:
+                row["speedup_vs_mctx"] = row["mctx"]["median_s"] / row["polyzero"]["median_s"]
+                line += (f"  mctx {row['mctx']['median_s']*1e3:9.3f} ms  "
+                         f"x{row['speedup_vs_mctx']:.2f}")
+            line += (f"  outside-net {row['polyzero_outside_net_share_inner']:.2f}"
+                     f"  (probe {row['probe_ms']:.2f} ms, wall {time.perf_counter()-t_wall:.1f} s)")
+            print(line, flush=True)
+            results["rows"].append(row)
+
+    if not args.no_alphazero:
+        az = alphazero_section(args, num_sims=16 if args.quick else 64,
+                               batch=16 if args.quick else 256)
+        results["alphazero"] = az
+        if "skipped" in az:
+            print("AlphaZero mode skipped:", az["skipped"], flush=True)
+        else:
+            print(f"AlphaZero B={az['B']} sims={az['num_simulations']}: search "
+                  f"{az['search_ms']:.1f} ms, network alone {az['network_alone_ms']:.1f} ms, "
+                  f"ratio {az['ratio']:.3f} (probe {az['probe_ms']:.2f} ms)", flush=True)
+    results["meta"]["loadavg_end"] = os.getloadavg()
+
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as fh:
+            json.dump(results, fh, indent=1)
+        md = os.path.splitext(args.out)[0] + ".md"
+        with open(md, "w") as fh:
+            fh.write(render_markdown(results))
+        print(f"wrote {args.out} and {md}", flush=True)
+    return results
+
+
+def render_markdown(results) -> str:
+    m = results["meta"]
+    mach = m["machine"]
+    lines = ["# Search throughput: polyzero vs mctx", "",
+             f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
+             f"torch threads {m['torch_threads']}; JAX on {', '.join(m.get('jax_devices', ['-']))}",
+             f"- command: `{m['command']}`",
+             f"- seed {m['seed']}; python {mach['python']}, torch {m['torch']}, numpy {m['numpy']}, "
+             f"numba {m.get('numba')}, jax {m.get('jax', '-')}, jaxlib {m.get('jaxlib', '-')}, "
+             f"mctx {m.get('mctx', '-')}",
+             f"- network: the anchor tiny MuZero MLP ({m['net_parameters']} parameters), "
+             f"PyTorch '{m['net_mode']}' path, max |err| vs NumPy reference "
+             f"{m['net_max_abs_err_vs_numpy']:.1e}",
+             f"- search: {m['search_params']} (mctx: muzero_policy, dirichlet_fraction=0)",
+             f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}", "",
+             "Median ms per policy call (root forward + search), interleaved in the same run; "
+             "speed-up = mctx / polyzero. 'outside net' = share of polyzero's time not spent "
+             "in the network (inner: network calls timed inside the search; alone: 1 - "
+             "net-alone / polyzero). Depth: mean node depth / max depth.", "",
+             "| B | sims | polyzero ms | mctx ms | speed-up | polyzero sims/s | mctx sims/s "
+             "| net alone ms | outside net (inner / alone) | depth polyzero | depth mctx | probe ms |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results["rows"]:
+        pz, na = r["polyzero"], r["net_alone"]
+        mc = r.get("mctx")
+        pd, md_ = r["polyzero_depth"], r.get("mctx_depth")
+        lines.append(
+            f"| {r['B']} | {r['num_simulations']} | {pz['median_s']*1e3:.3f} | "
+            + (f"{mc['median_s']*1e3:.3f} | **{r['speedup_vs_mctx']:.2f}x** | " if mc else "- | - | ")
+            + f"{pz['sims_per_s']:,.0f} | " + (f"{mc['sims_per_s']:,.0f} | " if mc else "- | ")
+            + f"{na['median_s']*1e3:.3f} | {r['polyzero_outside_net_share_inner']:.2f} / "
+            f"{r['polyzero_outside_net_share_alone']:.2f} | "
+            f"{pd['mean_node_depth']:.2f} / {pd['max_depth']} | "
+            + (f"{md_['mean_node_depth']:.2f} / {md_['max_depth']} | " if md_ else "- | ")
+            + f"{r['probe_ms']:.2f} |")
+    if results["visit_check"]:
+        lines += ["", "## Root visit counts, polyzero vs mctx (same batch, before timing)", "",
+                  "| B | sims | root | rows matching exactly | max abs diff | visits to masked actions |",
+                  "|---:|---:|---|---:|---:|---:|"]
+        for c in results["visit_check"]:
+            lines.append(f"| {c['B']} | {c['num_simulations']} | {c['root']} | "
+                         f"{c['rows_exact']:.3f} | {c['max_abs_diff']} | {c['masked_actions_visited']} |")
+    az = results.get("alphazero")
+    if az:
+        lines += ["", "## AlphaZero mode (Connect Four preset network)", ""]
+        if "skipped" in az:
+            lines.append(f"Skipped: {az['skipped']}")
+        else:
+            lines += [
+                f"Network: {az['network']}, {az['parameters']:,} parameters; B = {az['B']} random "
+                f"Connect Four openings, {az['num_simulations']} simulations, "
+                f"{az['network_calls_per_search']['calls']} network calls per search "
+                f"(mean {az['network_calls_per_search']['mean_rows_per_call']:.1f} rows per call).", "",
+                "| search ms | same number of network calls alone ms | ratio (target <= 1.15) "
+                "| network share inside one search | depth mean / max | probe ms |",
+                "|---:|---:|---:|---:|---:|---:|",
+                f"| {az['search_ms']:.1f} | {az['network_alone_ms']:.1f} | **{az['ratio']:.3f}** | "
+                f"{az['net_share_inside_one_search']:.2f} | {az['depth']['mean_node_depth']:.2f} / "
+                f"{az['depth']['max_depth']} | {az['probe_ms']:.2f} |"]
+    lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
