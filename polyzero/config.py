@@ -117,12 +117,14 @@ class EvalConfig:
     simulations: int = 100  # the agent's search in evaluation (Go-Exploit Table 4)
     opponents: list[str] = field(default_factory=lambda: ["random", "mcts-solver:1x"])
     final_games: int = 50  # games per opponent in the evaluation that ends a run
+    sample_moves: int = 0  # opening moves the agent samples from its visits (0: always the most visited)
 
     def validate(self):
         _positive("eval.every", self.every, allow_zero=True)
         _positive("eval.games", self.games)
         _positive("eval.simulations", self.simulations)
         _positive("eval.final_games", self.final_games, allow_zero=True)
+        _positive("eval.sample_moves", self.sample_moves, allow_zero=True)
         for spec in self.opponents:
             if not isinstance(spec, str) or not spec:
                 raise UsageError("eval.opponents must be a list of player names")

@@ -12,13 +12,17 @@ from ..search.policy import choose_actions
 
 
 class SearchPlayer:
+    """`sample_moves` > 0 samples the first moves of a game in proportion to the
+    visits (tau = 1) instead of playing the most visited action: two deterministic
+    players would otherwise replay the same two games in a whole match."""
+
     def __init__(self, algo, evaluate, params: SearchParams, name: str, seed: int = 0,
-                 temperature: float = 0.0):
+                 sample_moves: int = 0):
         self.algo = algo
         self.evaluate = evaluate
         self.params = params
         self.name = name
-        self.temperature = temperature
+        self.sample_moves = sample_moves
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seed: int) -> None:
@@ -26,5 +30,5 @@ class SearchPlayer:
 
     def act(self, states: Sequence) -> list[int]:
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
-        sample = np.full(len(states), self.temperature > 0)
-        return [int(a) for a in choose_actions(result.root_visits, sample, self.temperature, self.rng)]
+        sample = np.array([len(s.history()) < self.sample_moves for s in states])
+        return [int(a) for a in choose_actions(result.root_visits, sample, 1.0, self.rng)]

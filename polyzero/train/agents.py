@@ -35,7 +35,7 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
         raise UsageError(f"checkpoint {ckpt} does not fit its config's network ({type(exc).__name__})") from None
     simulations = int(sims) if sims else cfg.eval.simulations
     return SearchPlayer(algo, Evaluator(net, device), cfg.search.params(simulations),
-                        name=f"{path}@{simulations}", seed=seed)
+                        name=f"{path}@{simulations}", seed=seed, sample_moves=cfg.eval.sample_moves)
 
 
 def checkpoint_game(spec: str) -> str | None:

@@ -179,12 +179,15 @@ class Trainer:
         return {"step": self.step, "time": self._now(), "train_time": self.train_time}
 
     # ------------------------------------------------------------ evaluation
-    def agent_player(self, simulations: int | None = None, seed: int = 0) -> SearchPlayer:
+    def agent_player(self, simulations: int | None = None, seed: int = 0,
+                     sample_moves: int | None = None) -> SearchPlayer:
+        """The current network with the evaluation search settings."""
         net = self.algo.build_network()
         net.load_state_dict(self.learner.weights())
         sims = simulations or self.cfg.eval.simulations
+        sample = self.cfg.eval.sample_moves if sample_moves is None else sample_moves
         return SearchPlayer(self.algo, Evaluator(net, self.device), self.cfg.search.params(sims),
-                            name=f"agent@{self.step}", seed=seed)
+                            name=f"agent@{self.step}", seed=seed, sample_moves=sample)
 
     def evaluate(self, games: int, seed: int | None = None) -> dict:
         """Score the current network against each configured opponent."""

@@ -30,9 +30,9 @@ class Learner:
         total.backward()
         self.optimizer.step()
         self.updates += 1
-        out = {k: float(v) for k, v in parts.items()}
-        out["loss/l2"] = float(l2)
-        out["loss/total"] = float(total)
+        out = {k: v.item() for k, v in parts.items()}
+        out["loss/l2"] = l2.item()
+        out["loss/total"] = total.item()
         return out
 
     def weights(self) -> dict[str, torch.Tensor]:
