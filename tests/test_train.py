@@ -1,0 +1,147 @@
+"""AlphaZero training end to end: learning that cannot pass without learning, and exact resume."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.algos.player import SearchPlayer
+from polyzero.config import build_config
+from polyzero.eval import play_match
+from polyzero.nets.inference import Evaluator
+from polyzero.search.policy import masked_softmax
+from polyzero.train.checkpoint import latest_checkpoint, read_learner
+from polyzero.train.driver import Trainer
+
+from ttt_solver import optimal_actions, solved_positions
+
+# The shipped tic-tac-toe preset (200 learning steps, under a minute), one torch thread.
+LEARN = ["eval.every=0", "eval.final_games=0", "threads=1", "seed=3"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=LEARN)
+    trainer = Trainer.create(cfg, tmp_path_factory.mktemp("ttt") / "run", progress=False)
+    untrained = trainer.learner.weights()
+    trainer.run()
+    return trainer, untrained
+
+
+def test_trained_agent_beats_untrained_at_equal_search(trained):
+    trainer, untrained = trained
+    sims = trainer.cfg.eval.simulations
+    agent = trainer.agent_player(simulations=sims)
+    net = trainer.algo.build_network()
+    net.load_state_dict(untrained)
+    baseline = SearchPlayer(trainer.algo, Evaluator(net), trainer.cfg.search.params(sims), "untrained",
+                            sample_moves=trainer.cfg.eval.sample_moves)
+    result = play_match(trainer.game, agent, baseline, 200, seed=11)
+    print("trained vs untrained:", result)
+    assert result.score >= 0.65
+
+
+def _optimal_fraction(trainer, weights, positions):
+    net = trainer.algo.build_network()
+    net.load_state_dict(weights)
+    logits, _ = Evaluator(net)(trainer.algo.encode(positions))
+    legal = np.zeros_like(logits, bool)
+    for i, s in enumerate(positions):
+        legal[i, s.legal_actions()] = True
+    choice = masked_softmax(logits, legal).argmax(axis=1)
+    return np.mean([c in optimal_actions(s) for c, s in zip(choice, positions)])
+
+
+def test_raw_policy_plays_minimax_optimal_moves(trained):
+    trainer, untrained = trained
+    positions = solved_positions(100, seed=5)
+    before = _optimal_fraction(trainer, untrained, positions)
+    after = _optimal_fraction(trainer, trainer.learner.weights(), positions)
+    print(f"raw policy optimal: untrained {before:.2f}, trained {after:.2f}")
+    assert after >= 0.9
+
+
+def test_metrics_and_checkpoints_written(trained):
+    trainer, _ = trained
+    run = trainer.run_dir
+    assert (run / "config.toml").is_file()
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == trainer.cfg.train.steps
+    assert latest_checkpoint(run).name == f"step_{trainer.cfg.train.steps:06d}"
+    assert any((run / "tensorboard").iterdir())
+
+
+# ------------------------------------------------------------------ resume
+SMALL = ["train.steps=8", "train.checkpoint_every=2", "train.positions_per_step=48",
+         "train.minibatches_per_step=2", "train.batch_size=32", "train.replay_size=512",
+         "search.num_simulations=6", "selfplay.concurrent_games=8", "eval.every=0",
+         "eval.final_games=0", "threads=1", "seed=7"]
+
+
+def _weights(run_dir):
+    return read_learner(latest_checkpoint(run_dir))["net"]
+
+
+def _assert_same(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+def test_resumed_run_reaches_the_same_weights(tmp_path):
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL)
+    Trainer.create(cfg, tmp_path / "full", progress=False).run()
+    half = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.steps=3"])
+    Trainer.create(half, tmp_path / "split", progress=False).run()
+    assert latest_checkpoint(tmp_path / "split").name == "step_000003"
+    Trainer.resume(tmp_path / "split", ["train.steps=8"], progress=False).run()
+    _assert_same(_weights(tmp_path / "full"), _weights(tmp_path / "split"))
+
+
+def test_resume_after_kill_9(tmp_path):
+    """kill -9 mid-run; --resume restores the last checkpoint exactly and finishes
+    with the same weights as an uninterrupted run."""
+    steps = ["train.steps=14"]
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + steps)
+    Trainer.create(cfg, tmp_path / "full", progress=False).run()
+
+    run = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "polyzero", "train", "tic_tac_toe", "--run-dir", str(run), "--no-progress"]
+    for o in SMALL + steps:
+        cmd += ["--set", o]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (run / "checkpoints" / "step_000004").exists():
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = latest_checkpoint(run)
+    assert killed_at is not None and killed_at.name < "step_000014", "the run finished before the kill"
+    resumed = subprocess.run([sys.executable, "-m", "polyzero", "train", "--resume", str(run), "--no-progress"],
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed {run} at learning step {int(killed_at.name[5:])}" in resumed.stderr
+    _assert_same(_weights(tmp_path / "full"), _weights(run))
+
+
+def test_sigterm_writes_a_checkpoint(tmp_path):
+    run = tmp_path / "term"
+    cmd = [sys.executable, "-m", "polyzero", "train", "tic_tac_toe", "--run-dir", str(run), "--no-progress"]
+    for o in SMALL + ["train.steps=1000", "train.checkpoint_every=1000"]:
+        cmd += ["--set", o]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (run / "metrics.jsonl").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "checkpoint written" in err
+    assert latest_checkpoint(run) is not None
