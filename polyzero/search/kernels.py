@@ -149,12 +149,33 @@ def select_leaves(children, visits, value, reward, discount, prior, legal, termi
             depth += 1
 
 
+@nb.njit(cache=True, inline="always")
+def _softmax_into(logits, legal, out):
+    top = -np.inf
+    for k in range(logits.shape[0]):
+        if legal[k] and logits[k] > top:
+            top = logits[k]
+    total = 0.0
+    for k in range(logits.shape[0]):
+        if legal[k]:
+            e = math.exp(logits[k] - top)
+            out[k] = e
+            total += e
+        else:
+            out[k] = 0.0
+    if total > 0.0:
+        for k in range(logits.shape[0]):
+            out[k] /= total
+
+
 @nb.njit(cache=True)
 def expand_and_backup(children, parent, action, depth, visits, value, raw_value, reward,
                       discount, prior, legal, terminal, num_nodes, q_min, q_max,
-                      leaf_node, leaf_action, leaf_kind, new_prior, new_legal, new_value,
+                      leaf_node, leaf_action, leaf_kind, new_logits, new_legal, new_value,
                       new_reward, new_discount, new_terminal):
     """Add each tree's new node (if any) and back its value up to the root.
+
+    A new node's prior is the softmax of its logits over its legal actions.
 
     Backup follows MuZero Eq. 3-4: going up, G <- r + discount * G, and each
     node's mean value absorbs G. A terminal node is worth 0 after its
@@ -179,8 +200,8 @@ def expand_and_backup(children, parent, action, depth, visits, value, raw_value,
             value[b, n] = v
             visits[b, n] = 1
             if not new_terminal[b]:
+                _softmax_into(new_logits[b], new_legal[b], prior[b, n])
                 for k in range(children.shape[2]):
-                    prior[b, n, k] = new_prior[b, k]
                     legal[b, n, k] = new_legal[b, k]
         else:
             n = leaf_node[b]

@@ -103,14 +103,12 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
         new_node = tree.num_nodes.copy()
         exp = model.step(leaf_node, leaf_action, new_node, active)
         calls += 1
-        new_prior = masked_softmax(exp.prior_logits, exp.legal | ~active[:, None])
         kernels.expand_and_backup(
             tree.children, tree.parent, tree.action, tree.depth, tree.visits, tree.value,
             tree.raw_value, tree.reward, tree.discount, tree.prior, tree.legal,
             tree.terminal, tree.num_nodes, tree.q_min, tree.q_max, leaf_node, leaf_action,
-            leaf_kind, new_prior, exp.legal.astype(np.bool_),
-            np.asarray(exp.value, np.float64), np.asarray(exp.reward, np.float64),
-            np.asarray(exp.discount, np.float64), exp.terminal.astype(np.bool_))
+            leaf_kind, exp.prior_logits, exp.legal, exp.value, exp.reward, exp.discount,
+            exp.terminal)
     return SearchResult(
         tree=tree,
         root_prior=prior,
