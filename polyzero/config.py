@@ -146,7 +146,10 @@ class RunConfig:
     algo: str = "alphazero"
     seed: int = 0
     device: str = "auto"
-    threads: int = 0  # torch intra-op threads; 0 = leave torch's default
+    # torch intra-op threads; 0 leaves torch's default (all cores). One is the safe
+    # default: self-play batches are small, and on a busy machine spinning
+    # intra-op threads can slow inference down tenfold.
+    threads: int = 1
     net: NetConfig = field(default_factory=NetConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
