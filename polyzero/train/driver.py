@@ -110,7 +110,7 @@ class Trainer:
         print(msg, file=sys.stderr)
 
     def save(self) -> Path:
-        meta, arrays = self.actor.state_dict()
+        meta, arrays = self._actor_state()
         learner = self.learner.state_dict()
         learner["torch_rng"] = torch.get_rng_state()
         state = {
@@ -131,6 +131,29 @@ class Trainer:
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - self._t0)
 
+    # ------------------------------------------------------------ what a driver plugs in
+    @property
+    def selfplay_stats(self) -> dict:
+        """Totals over the run: games, positions, searches, simulations."""
+        return self.actor.stats
+
+    def _collect(self) -> None:
+        """Self-play until b_step new positions have entered the replay buffer."""
+        while self.pending < self.cfg.train.positions_per_step:
+            for traj in self.actor.tick():
+                examples = self.algo.trajectory_examples(traj)
+                self.replay.add(examples)
+                self.pending += len(examples["value"])
+
+    def _publish_weights(self) -> None:
+        self.actor_evaluator.load_state_dict(self.learner.weights())
+
+    def _runtime_metrics(self, step_seconds: float) -> dict:
+        return {}
+
+    def _actor_state(self) -> tuple[dict, dict]:
+        return self.actor.state_dict()
+
     # ------------------------------------------------------------ the loop
     def run(self) -> dict:
         cfg = self.cfg
@@ -142,31 +165,29 @@ class Trainer:
         try:
             while self.step < cfg.train.steps:
                 t_step = time.perf_counter()
-                sp0 = dict(self.actor.stats)
-                while self.pending < cfg.train.positions_per_step:
-                    for traj in self.actor.tick():
-                        examples = self.algo.trajectory_examples(traj)
-                        self.replay.add(examples)
-                        self.pending += len(examples["value"])
+                sp0 = dict(self.selfplay_stats)
+                self._collect()
                 self.pending -= cfg.train.positions_per_step
                 losses = [self.learner.update(self.replay.sample(cfg.train.batch_size, self.sample_rng))
                           for _ in range(cfg.train.minibatches_per_step)]
-                self.actor_evaluator.load_state_dict(self.learner.weights())
                 self.step += 1
+                self._publish_weights()
                 dt = time.perf_counter() - t_step
                 self.train_time += dt
                 loss = {k: float(np.mean([m[k] for m in losses])) for k in losses[0]}
-                sp = {f"selfplay/{k}": self.actor.stats[k] for k in ("games", "positions")}
-                sp["selfplay/positions_per_s"] = (self.actor.stats["positions"] - sp0["positions"]) / dt
-                sp["selfplay/simulations_per_s"] = (self.actor.stats["simulations"] - sp0["simulations"]) / dt
-                log.log("train", self.step, self._now(), {**loss, **sp, "replay/size": len(self.replay),
+                stats = self.selfplay_stats
+                sp = {f"selfplay/{k}": stats[k] for k in ("games", "positions")}
+                sp["selfplay/positions_per_s"] = (stats["positions"] - sp0["positions"]) / dt
+                sp["selfplay/simulations_per_s"] = (stats["simulations"] - sp0["simulations"]) / dt
+                log.log("train", self.step, self._now(), {**loss, **sp, **self._runtime_metrics(dt),
+                                                         "replay/size": len(self.replay),
                                                          "train_time": self.train_time})
                 if cfg.eval.every and self.step % cfg.eval.every == 0:
                     self.last_eval = self.evaluate(cfg.eval.games)
                     log.log("eval", self.step, self._now(), {**self.last_eval, "train_time": self.train_time})
                 if self.step % cfg.train.checkpoint_every == 0 or self.step == cfg.train.steps:
                     self.save()
-                progress.update(self.step, loss, self.actor.stats, sp["selfplay/positions_per_s"], self.last_eval)
+                progress.update(self.step, loss, stats, sp["selfplay/positions_per_s"], self.last_eval)
         except (KeyboardInterrupt, Interrupted):
             path = self.save()
             progress.close()

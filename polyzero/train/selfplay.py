@@ -91,8 +91,12 @@ class SelfPlayActor:
         return meta, arrays
 
     def load_state_dict(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        """Restore the games in flight; a checkpoint without them (written by the
+        Ray driver, whose workers keep theirs) leaves freshly started games."""
         self.rng.bit_generator.state = meta["rng"]
         self.stats = dict(meta["stats"])
+        if not meta["slots"]:
+            return
         slots = []
         for i, info in enumerate(meta["slots"]):
             state = self.game.new_initial_state()
