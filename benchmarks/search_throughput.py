@@ -131,6 +131,7 @@ class PolyzeroMuZero:
         self.rng = np.random.default_rng(SEED)
         self.net_s = 0.0
         self.calls = 0
+        self.net_shares = []  # per call: network time / call time
 
     def _timed_recurrent(self, h, a):
         t0 = time.perf_counter()
@@ -140,12 +141,15 @@ class PolyzeroMuZero:
 
     def __call__(self, obs, root_legal=None):
         t0 = time.perf_counter()
+        net0 = self.net_s
         logits, value, hidden = self.net.initial(obs)
         self.net_s += time.perf_counter() - t0
         model = LearnedModel(logits, value, hidden, self._timed_recurrent, discount=-1.0,
                              root_legal=root_legal, num_nodes=self.params.num_simulations + 1)
         self.calls += 1
-        return run_search(model, self.params, self.rng, add_noise=False)
+        res = run_search(model, self.params, self.rng, add_noise=False)
+        self.net_shares.append((self.net_s - net0) / (time.perf_counter() - t0))
+        return res
 
 
 def net_alone_fn(net: tinynet.TinyNetNumpy, num_simulations: int, batch: int):
@@ -345,6 +349,8 @@ def main(argv=None):
             "numpy": np.__version__, "torch_threads": torch.get_num_threads(),
             "net_mode": args.net_mode, "net_parameters": tinynet.num_parameters(),
             "net_max_abs_err_vs_numpy": net_err, "loadavg_start": os.getloadavg(),
+            "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                                                   "XLA_FLAGS", "JAX_PLATFORMS")},
             "search_params": MUZERO_PARAMS}
     import numba
     meta["numba"] = numba.__version__
@@ -402,7 +408,7 @@ def main(argv=None):
                     print(f"visit check B={b} sims={n} ({label}): rows exact "
                           f"{chk['rows_exact']:.3f}, max |diff| {chk['max_abs_diff']}", flush=True)
                 jobs.append(("mctx", mc, jobs_args))
-            pz.net_s, pz.calls = 0.0, 0
+            pz.net_s, pz.calls, pz.net_shares = 0.0, 0, []
             t_wall = time.perf_counter()
             ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500)
             row["probe_ms"] = statistics.median(probe)
@@ -411,17 +417,13 @@ def main(argv=None):
                 s = summarize(ts[name])
                 s["sims_per_s"] = b * n / s["median_s"]
                 row[name] = s
-            # network share inside polyzero's calls: accumulated net time / total time of those calls
-            pz_total = sum(ts["polyzero"]) + 0.0
-            row["polyzero_net_share_inner"] = None
-            if pz.calls:
-                # pz.net_s also counts the dropped first call of each block; scale per call
-                per_call_net = pz.net_s / pz.calls
-                row["polyzero_net_ms_inner"] = per_call_net * 1e3
-                row["polyzero_outside_net_share_inner"] = 1 - per_call_net / row["polyzero"]["median_s"]
+            # share of each polyzero call spent outside the network (network calls
+            # timed inside the search), median over calls
+            row["polyzero_outside_net_share_inner"] = 1 - statistics.median(pz.net_shares)
             row["polyzero_outside_net_share_alone"] = \
                 1 - row["net_alone"]["median_s"] / row["polyzero"]["median_s"]
-            del pz_total
+            row["polyzero_mean_ms"] = statistics.mean(ts["polyzero"]) * 1e3
+            row["mctx_mean_ms"] = statistics.mean(ts["mctx"]) * 1e3 if "mctx" in ts else None
             line = (f"B={b:4d} sims={n:3d}  polyzero {row['polyzero']['median_s']*1e3:9.3f} ms"
                     f"  net-alone {row['net_alone']['median_s']*1e3:9.3f} ms")
             if have_mctx:
