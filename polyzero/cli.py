@@ -41,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR from its last checkpoint")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where the networks run (default: auto)")
     t.add_argument("--seed", type=int, help="random seed (default: 0)")
+    t.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="run self-play on N Ray actors (a local Ray instance on 127.0.0.1 unless "
+                        "--ray-address is given); 0 (default) runs everything in this process")
+    t.add_argument("--ray-address", metavar="ADDR", help="join an existing Ray cluster (e.g. 10.0.0.5:6379)")
     t.add_argument("--no-progress", action="store_true", help="no live progress bar")
 
     a = sub.add_parser("arena", help="play two players against each other",
@@ -78,6 +82,16 @@ def cmd_train(args) -> int:
     from .config import build_config
     from .train.driver import Interrupted, Trainer
 
+    if args.workers < 0:
+        raise UsageError("--workers must be 0 (in-process) or a positive number of Ray actors")
+    if args.ray_address and not args.workers:
+        raise UsageError("--ray-address needs --workers N")
+    driver = {}
+    if args.workers:
+        from .train.ray_driver import RayTrainer
+
+        Trainer = RayTrainer  # noqa: N806 - the same interface, another driver
+        driver = {"workers": args.workers, "ray_address": args.ray_address}
     if args.resume:
         if args.game or args.config or args.algo:
             raise UsageError("--resume continues a run with its own game, algorithm and config; "
@@ -85,7 +99,7 @@ def cmd_train(args) -> int:
         overrides = list(args.overrides)
         if args.device:
             overrides.append(f'device="{args.device}"')
-        trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress)
+        trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
     else:
         if not args.game:
             raise UsageError("train needs a GAME (or --resume DIR)")
@@ -96,18 +110,19 @@ def cmd_train(args) -> int:
             overrides.append(f"seed={args.seed}")
         cfg = build_config(args.game, args.algo, args.config, overrides)
         run_dir = args.run_dir or Path("runs") / f"{args.game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
-        trainer = Trainer.create(cfg, run_dir)
-        trainer.show_progress = not args.no_progress
+        trainer = Trainer.create(cfg, run_dir, progress=not args.no_progress, **driver)
     cfg = trainer.cfg
+    where = f"{args.workers} Ray workers" if args.workers else "in-process"
     print(f"training {cfg.algo} on {cfg.game} for {cfg.train.steps} learning steps in {trainer.run_dir} "
-          f"(device {trainer.device}, seed {cfg.seed})", file=sys.stderr)
+          f"({where}, device {trainer.device}, seed {cfg.seed})", file=sys.stderr)
     try:
         summary = trainer.run()
     except Interrupted as exc:
         print(str(exc), file=sys.stderr)
         return 130
+    stats = trainer.selfplay_stats
     print(f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
-          f"({trainer.actor.stats['games']} self-play games, {trainer.actor.stats['positions']} positions)")
+          f"({stats['games']} self-play games, {stats['positions']} positions)")
     if cfg.eval.final_games and trainer.game.num_players() == 2:
         print(f"final evaluation: agent at {cfg.eval.simulations} simulations, "
               f"{cfg.eval.final_games} games per opponent, seats alternated")

@@ -11,38 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from polyzero.algos.player import SearchPlayer
 from polyzero.config import build_config
-from polyzero.eval import play_match
 from polyzero.nets.inference import Evaluator
 from polyzero.search.policy import masked_softmax
 from polyzero.train.checkpoint import latest_checkpoint, read_learner
 from polyzero.train.driver import Trainer
 
+from conftest import score_against_untrained
 from ttt_solver import optimal_actions, solved_positions
-
-# The shipped tic-tac-toe preset (200 learning steps, under a minute), one torch thread.
-LEARN = ["eval.every=0", "eval.final_games=0", "threads=1", "seed=3"]
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=LEARN)
-    trainer = Trainer.create(cfg, tmp_path_factory.mktemp("ttt") / "run", progress=False)
-    untrained = trainer.learner.weights()
-    trainer.run()
-    return trainer, untrained
-
 
 def test_trained_agent_beats_untrained_at_equal_search(trained):
     trainer, untrained = trained
-    sims = trainer.cfg.eval.simulations
-    agent = trainer.agent_player(simulations=sims)
-    net = trainer.algo.build_network()
-    net.load_state_dict(untrained)
-    baseline = SearchPlayer(trainer.algo, Evaluator(net), trainer.cfg.search.params(sims), "untrained",
-                            sample_moves=trainer.cfg.eval.sample_moves)
-    result = play_match(trainer.game, agent, baseline, 200, seed=11)
+    result = score_against_untrained(trainer, untrained)
     print("trained vs untrained:", result)
     assert result.score >= 0.65
 

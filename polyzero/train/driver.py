@@ -64,24 +64,24 @@ class Trainer:
 
     # ------------------------------------------------------------ run directory
     @classmethod
-    def create(cls, cfg: RunConfig, run_dir: Path, progress: bool = True) -> "Trainer":
+    def create(cls, cfg: RunConfig, run_dir: Path, progress: bool = True, **driver) -> "Trainer":
         run_dir = Path(run_dir)
-        if (run_dir / "checkpoints").exists():
+        if (run_dir / "checkpoints").exists() or (run_dir / "metrics.jsonl").exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to continue it")
         run_dir.mkdir(parents=True, exist_ok=True)
-        trainer = cls(cfg, run_dir, progress)
+        trainer = cls(cfg, run_dir, progress, **driver)
         ckpt.atomic_write(run_dir / "config.toml", to_toml(cfg.to_dict()).encode())
         return trainer
 
     @classmethod
-    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True) -> "Trainer":
+    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, **driver) -> "Trainer":
         run_dir = Path(run_dir)
         latest = ckpt.latest_checkpoint(run_dir)
         if latest is None:
             raise UsageError(f"{run_dir} holds no checkpoint to resume from")
         cfg = build_config(config_file=None, overrides=list(overrides),
                            base=read_toml(latest / "config.toml"))
-        trainer = cls(cfg, run_dir, progress)
+        trainer = cls(cfg, run_dir, progress, **driver)
         trainer._restore(latest)
         return trainer
 
@@ -103,8 +103,10 @@ class Trainer:
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
         self.last_eval = state.get("last_eval", {})
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
-        msg = (f"resumed {self.run_dir} at learning step {self.step}; {len(self.actor.slots)} games in flight "
-               f"at that checkpoint continue; any games and metrics after it were discarded")
+        in_flight = (f"{len(state['actor']['slots'])} games in flight at that checkpoint continue"
+                     if state["actor"]["slots"] else "games in flight were not in it and start anew")
+        msg = (f"resumed {self.run_dir} at learning step {self.step}; {in_flight}; "
+               f"any games and metrics after it were discarded")
         if dropped:
             msg += f" ({dropped} metric records)"
         print(msg, file=sys.stderr)

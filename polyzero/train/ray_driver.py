@@ -1,0 +1,206 @@
+"""The Ray driver: the same self-play actor class as Ray actors, one per worker,
+feeding the learner and replay buffer of the driver process.
+
+* Weights reach the workers through Ray's object store (`ray.put` once, one
+  reference to all) every `ray.weights_every` learning steps; every batch of
+  examples records the weights version that produced it, and the staleness
+  (learner version minus example version) is logged.
+* Flow control: each worker has at most one task in flight (a bounded queue
+  of one batch per worker), and the learner consumes b_step new positions per
+  learning step, so the ratio of training to new samples is the same as
+  in-process; workers keep playing while the learner trains.
+* Fault tolerance: a worker whose process dies is restarted by Ray
+  (max_restarts); the batch it was playing is lost, counted in
+  `ray/worker_failures`, and the restarted worker receives the latest weights.
+* The run directory, config, metrics and checkpoints are the in-process
+  driver's; a checkpoint written here resumes in-process and the reverse
+  (the workers' games in flight are not part of it and are discarded).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..errors import UsageError
+from .driver import Trainer
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--workers needs Ray: pip install 'polyzero[ray]'") from None
+    return ray
+
+
+class SelfPlayWorker:
+    """A plain class Ray runs as an actor: one SelfPlayActor and its network."""
+
+    def __init__(self, cfg_dict: dict, index: int):
+        import torch
+
+        from ..algos import make_algorithm
+        from ..config import build_config
+        from ..games import load_game
+        from ..nets.inference import Evaluator, resolve_device
+        from .selfplay import SelfPlayActor
+
+        cfg = build_config(base=cfg_dict)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        game = load_game(cfg.game)
+        self.algo = make_algorithm(cfg, game)
+        device = resolve_device(cfg.device)
+        self.evaluator = Evaluator(self.algo.build_network(), device)
+        # A restarted worker gets fresh randomness, so it does not replay its games.
+        seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
+        self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)
+        self.version = -1
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def set_weights(self, weights: dict, version: int) -> int:
+        self.evaluator.load_state_dict(weights)
+        self.version = version
+        return version
+
+    def play(self, min_positions: int) -> dict:
+        """Play until at least `min_positions` positions of finished games are ready."""
+        t0 = time.perf_counter()
+        before = dict(self.actor.stats)
+        batches, n = [], 0
+        while n < min_positions:
+            for traj in self.actor.tick():
+                ex = self.algo.trajectory_examples(traj)
+                batches.append(ex)
+                n += len(ex["value"])
+        examples = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+        delta = {k: self.actor.stats[k] - before[k] for k in before}
+        return {"examples": examples, "stats": delta, "version": self.version,
+                "seconds": time.perf_counter() - t0, "pid": os.getpid()}
+
+
+class RayTrainer(Trainer):
+    """Trainer whose self-play runs on `workers` Ray actors."""
+
+    def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2,
+                 ray_address: str | None = None, weights_every: int = 1):
+        super().__init__(cfg, run_dir, progress)
+        self.ray = _import_ray()
+        self.num_workers = workers
+        self.ray_address = ray_address
+        self.weights_every = weights_every
+        self.totals = {"games": 0, "positions": 0, "searches": 0, "simulations": 0}
+        self.failures = 0
+        self.staleness: list[int] = []
+        self.worker_seconds = 0.0
+        self.workers = []
+        self.in_flight: dict = {}
+        self.worker_pids: dict = {}
+        self._owns_ray = False
+
+    # ------------------------------------------------------------ lifecycle
+    def _start(self) -> None:
+        ray = self.ray
+        if not ray.is_initialized():
+            self._owns_ray = True
+            if self.ray_address:
+                ray.init(address=self.ray_address, log_to_driver=False)
+            else:
+                ray.init(num_cpus=max(self.num_workers, 1), include_dashboard=False,
+                         _node_ip_address="127.0.0.1", log_to_driver=False,
+                         runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+        remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
+        cfg_dict = self.cfg.to_dict()
+        self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
+        self._publish_weights(force=True)
+
+    def _stop(self) -> None:
+        for w in self.workers:
+            self.ray.kill(w, no_restart=True)
+        self.workers, self.in_flight = [], {}
+        if self._owns_ray:
+            self.ray.shutdown()
+
+    def run(self) -> dict:
+        self._start()
+        try:
+            return super().run()
+        finally:
+            self._stop()
+
+    # ------------------------------------------------------------ driver hooks
+    @property
+    def selfplay_stats(self) -> dict:
+        return self.totals
+
+    def _submit(self, worker) -> None:
+        chunk = max(1, self.cfg.train.positions_per_step // max(self.num_workers, 1))
+        self.in_flight[worker.play.remote(chunk)] = worker
+
+    def _collect(self) -> None:
+        ray = self.ray
+        for w in self.workers:
+            if w not in self.in_flight.values():
+                self._submit(w)
+        while self.pending < self.cfg.train.positions_per_step:
+            ready, _ = ray.wait(list(self.in_flight), num_returns=1)
+            ref = ready[0]
+            worker = self.in_flight.pop(ref)
+            try:
+                out = ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+                self._worker_lost(worker, type(exc).__name__)
+                continue
+            known = self.worker_pids.setdefault(worker, out["pid"])
+            if known != out["pid"] or out["version"] < 0:
+                # Restarted between tasks: its batch came from freshly initialised weights.
+                self.worker_pids[worker] = out["pid"]
+                self._worker_lost(worker, "restarted")
+                continue
+            n = len(out["examples"]["value"])
+            self.replay.add(out["examples"])
+            self.pending += n
+            for k, v in out["stats"].items():
+                self.totals[k] += v
+            self.staleness.append(self.step - out["version"])
+            self.worker_seconds += out["seconds"]
+            self._submit(worker)
+
+    def _worker_lost(self, worker, why: str) -> None:
+        self.failures += 1
+        print(f"self-play worker failed ({why}); Ray restarts it and its batch is dropped", file=sys.stderr)
+        self._send_weights(worker)
+        self._submit(worker)
+
+    def _send_weights(self, worker) -> None:
+        worker.set_weights.remote(self._weights_ref, self._weights_version)
+
+    def _publish_weights(self, force: bool = False) -> None:
+        if not force and self.step % self.weights_every:
+            return
+        self._weights_ref = self.ray.put(self.learner.weights())
+        self._weights_version = self.step
+        for w in self.workers:
+            self._send_weights(w)
+
+    def _runtime_metrics(self, step_seconds: float) -> dict:
+        out = {"ray/workers": self.num_workers, "ray/worker_failures": self.failures,
+               "ray/queue": len(self.in_flight)}
+        if self.staleness:
+            out["ray/weight_staleness"] = float(np.mean(self.staleness))
+            self.staleness = []
+        return out
+
+    def _actor_state(self) -> tuple[dict, dict]:
+        meta = {"rng": self.actor.rng.bit_generator.state, "stats": dict(self.totals), "slots": []}
+        return meta, {}
+
+    def _restore(self, path) -> None:
+        super()._restore(path)
+        self.totals = dict(self.actor.stats)
