@@ -141,6 +141,20 @@ class EvalConfig:
 
 
 @dataclass
+class RayConfig:
+    """Settings of the Ray driver (`polyzero train --workers N`)."""
+
+    weights_every: int = 1  # learning steps between weight broadcasts to the workers
+    worker_cpus: float = 1.0  # Ray resources each self-play worker asks for
+    worker_gpus: float = 0.0  # e.g. 0.25: four workers share a GPU for their inference
+
+    def validate(self):
+        _positive("ray.weights_every", self.weights_every)
+        _positive("ray.worker_cpus", self.worker_cpus, allow_zero=True)
+        _positive("ray.worker_gpus", self.worker_gpus, allow_zero=True)
+
+
+@dataclass
 class RunConfig:
     game: str = "connect_four"
     algo: str = "alphazero"
@@ -155,11 +169,12 @@ class RunConfig:
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
 
     def validate(self):
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)
-        for section in (self.net, self.search, self.selfplay, self.train, self.eval):
+        for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray):
             section.validate()
         return self
 

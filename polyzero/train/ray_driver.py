@@ -89,12 +89,12 @@ class RayTrainer(Trainer):
     """Trainer whose self-play runs on `workers` Ray actors."""
 
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2,
-                 ray_address: str | None = None, weights_every: int = 1):
+                 ray_address: str | None = None):
         super().__init__(cfg, run_dir, progress)
         self.ray = _import_ray()
         self.num_workers = workers
         self.ray_address = ray_address
-        self.weights_every = weights_every
+        self.weights_every = cfg.ray.weights_every
         self.totals = {"games": 0, "positions": 0, "searches": 0, "simulations": 0}
         self.failures = 0
         self.staleness: list[int] = []
@@ -112,10 +112,11 @@ class RayTrainer(Trainer):
             if self.ray_address:
                 ray.init(address=self.ray_address, log_to_driver=False)
             else:
-                ray.init(num_cpus=max(self.num_workers, 1), include_dashboard=False,
+                ray.init(num_cpus=max(self.num_workers, os.cpu_count() or 1), include_dashboard=False,
                          _node_ip_address="127.0.0.1", log_to_driver=False,
                          runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
-        remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
+        remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
+                            max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
         self._publish_weights(force=True)
