@@ -1,0 +1,631 @@
+"""Benchmark `connect_four_alphazero`: polyzero's AlphaZero on Connect Four against
+MCTS-Solver 1x / 10x over wall-clock training time, with OpenSpiel's own AlphaZero
+(same game, same network size, same wall clock, same machine conditions) as the
+peer anchor.
+
+  python benchmarks/connect_four_alphazero.py all --budget-min 60 --games 200
+
+Phases (each resumable: re-running continues where it stopped):
+  train   both arms at the same time, each pinned to one core (taskset), one
+          thread each: polyzero (`polyzero train connect_four`, shipped preset,
+          stopped by SIGTERM at every --mark-min of wall clock and resumed with
+          `polyzero train --resume`, so each mark leaves a checkpoint) and
+          OpenSpiel's AlphaZero (benchmarks/openspiel_az.py, which copies the
+          learner's weights at every mark).
+  eval    every checkpoint at every mark, the agent at 100 simulations (no noise,
+          most-visited move) against MCTS-Solver 1x (100 simulations) and 10x
+          (1000), seats alternated; games are played in chunks by one worker per
+          core and cached under WORK/eval/, so an interrupted eval loses at most
+          a chunk. Evaluation time is not training time.
+  report  benchmarks/results/connect_four_alphazero.{json,md,png}.
+
+Targets (the issue): >= 90% vs MCTS-Solver 1x and >= 60% vs 10x within 60 minutes
+of training, ahead of OpenSpiel's AlphaZero at every equal wall-clock point.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+NAME = "connect_four_alphazero"
+PY = sys.executable
+POLYZERO = str(Path(PY).with_name("polyzero"))
+ARMS = ("polyzero", "openspiel")
+LEVELS = {"1x": 100, "10x": 1000}  # MCTS-Solver simulations (Go-Exploit Table 4: the agent at 100)
+AGENT_SIMS = 100
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+              "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+POLYZERO_SETS = ["threads=1", "eval.every=0", "train.steps=100000000", "train.checkpoint_every=100000000",
+                 "train.keep_checkpoints=100000"]
+
+
+# ----------------------------------------------------------------------------- speed probe
+def _work(n=50_000):  # the idea of /work/shared/bench/speedprobe.py: a fixed pure-Python loop
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def probe_median_ms(k=5) -> float:
+    out = []
+    for _ in range(k):
+        t0 = time.perf_counter()
+        _work()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(out)
+
+
+def record_probe(work: Path, label: str) -> dict:
+    rec = {"label": label, "utc": utcnow(), "probe_ms": round(probe_median_ms(), 3),
+           "loadavg": os.getloadavg()}
+    with open(work / "probes.jsonl", "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    return rec
+
+
+def utcnow() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+# ----------------------------------------------------------------------------- train
+def _taskset(core: int | None) -> list[str]:
+    return ["taskset", "-c", str(core)] if core is not None else []
+
+
+def _latest_polyzero(run: Path) -> tuple[Path | None, dict | None]:
+    from polyzero.train.checkpoint import latest_checkpoint
+    ckpt = latest_checkpoint(run)
+    if ckpt is None:
+        return None, None
+    return ckpt, json.loads((ckpt / "state.json").read_text())
+
+
+def _keep_mark(ckpt: Path, dest: Path) -> None:
+    """The network and config of a checkpoint (what load_search_player reads), kept
+    under its wall-clock mark: polyzero names checkpoints by learning step, so a later
+    interrupt at the same step would overwrite it."""
+    import shutil
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in ("config.toml", "learner.pt", "state.json"):
+        shutil.copy2(ckpt / name, tmp / name)
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+
+
+def train_polyzero(args, work: Path) -> None:
+    """Segments of --mark-min wall clock; SIGTERM at each mark writes a checkpoint,
+    the next segment resumes it. The x-axis is the cumulative wall clock of the
+    segments (process start to exit: imports and checkpoint writing included)."""
+    run = work / "polyzero"
+    seg_file = work / "polyzero_segments.jsonl"
+    budget, mark_s = args.budget_min * 60, args.mark_min * 60
+    env = {**os.environ, **ONE_THREAD}
+    while True:
+        segs = read_jsonl(seg_file)
+        wall = segs[-1]["wall_s"] if segs else 0.0
+        ckpt, state = _latest_polyzero(run)
+        if segs and state and state["elapsed"] > segs[-1]["elapsed"] + 1:  # a segment the driver lost
+            wall += state["elapsed"] - segs[-1]["elapsed"]
+        if wall >= budget - 1:
+            return
+        target = min((int(wall // mark_s) + 1) * mark_s, budget)
+        if ckpt is None:
+            cmd = [POLYZERO, "train", "connect_four", "--run-dir", str(run), "--seed", str(args.seed),
+                   "--no-progress"] + [x for s in POLYZERO_SETS for x in ("--set", s)]
+        else:
+            cmd = [POLYZERO, "train", "--resume", str(run), "--no-progress"]
+        cmd = _taskset(args.core_polyzero) + cmd
+        t_start = time.time()
+        log = open(work / "polyzero_train.log", "a")
+        log.write(f"\n# {utcnow()} {' '.join(cmd)}\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        deadline = t_start + (target - wall)
+        while proc.poll() is None and time.time() < deadline:
+            time.sleep(min(1.0, max(0.01, deadline - time.time())))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        t_end = time.time()
+        ckpt, state = _latest_polyzero(run)
+        if state is None:
+            raise SystemExit(f"polyzero train wrote no checkpoint (see {work / 'polyzero_train.log'})")
+        mark_dir = work / "polyzero_marks" / f"wc{int(round(target)):06d}"
+        _keep_mark(ckpt, mark_dir)
+        rec = {"mark_s": target, "wall_s": wall + (t_end - t_start), "checkpoint": str(mark_dir.relative_to(work)),
+               "source": ckpt.name,
+               "elapsed": state["elapsed"], "train_time": state["train_time"], "learning_step": state["step"],
+               "games": (state.get("actor") or {}).get("stats", {}).get("games"),
+               "utc": utcnow(), "returncode": proc.returncode}
+        with open(seg_file, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(f"[polyzero] {rec['wall_s'] / 60:.1f} min: step {rec['learning_step']} -> {ckpt.name}", flush=True)
+
+
+def train_openspiel(args, work: Path) -> None:
+    cmd = _taskset(args.core_openspiel) + [PY, str(ROOT / "benchmarks" / "openspiel_az.py"), "train",
+                                           "--dir", str(work / "openspiel"), "--budget-min", str(args.budget_min),
+                                           "--mark-min", str(args.mark_min)]
+    with open(work / "openspiel_train.log", "a") as log:
+        log.write(f"\n# {utcnow()} {' '.join(cmd)}\n")
+        log.flush()
+        subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ONE_THREAD}, cwd=ROOT)
+
+
+def phase_train(args, work: Path) -> None:
+    import threading
+    record_probe(work, "train-start")
+    stop = threading.Event()
+
+    def prober():
+        while not stop.wait(120):
+            record_probe(work, "during-train")
+
+    threading.Thread(target=prober, daemon=True).start()
+    threads = []
+    if "polyzero" in args.arms:
+        threads.append(threading.Thread(target=train_polyzero, args=(args, work)))
+    if "openspiel" in args.arms:
+        threads.append(threading.Thread(target=train_openspiel, args=(args, work)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    record_probe(work, "train-end")
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def checkpoints(work: Path, arm: str, budget_s: float) -> list[dict]:
+    """{'mark_s', 'wall_s', 'path' or ('dir', 'name'), 'learning_step'} per wall-clock mark."""
+    out = []
+    if arm == "polyzero":
+        for r in read_jsonl(work / "polyzero_segments.jsonl"):
+            if r["mark_s"] <= budget_s + 1e-6:
+                out.append({"mark_s": r["mark_s"], "wall_s": r["wall_s"], "path": str(work / r["checkpoint"]),
+                            "learning_step": r["learning_step"], "train_time": r["train_time"]})
+    else:
+        for r in read_jsonl(work / "openspiel" / "wallclock.jsonl"):
+            if r["mark_s"] <= budget_s + 1e-6:
+                out.append({"mark_s": r["mark_s"], "wall_s": r["elapsed"], "dir": str(work / "openspiel"),
+                            "name": r["checkpoint"], "learning_step": r["learning_step"]})
+    return out
+
+
+def make_agent(arm: str, ck: dict, game):
+    if arm == "polyzero":
+        from polyzero.train.agents import load_search_player
+        p = load_search_player(f"{ck['path']}@{AGENT_SIMS}", game)
+        p.sample_moves = 0  # most-visited move from the first move on
+        return p
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from openspiel_az import OpenSpielAZPlayer
+    return OpenSpielAZPlayer(ck["dir"], ck["name"], game, AGENT_SIMS, jit=True)
+
+
+# ----------------------------------------------------------------------------- eval
+def eval_tasks(args, work: Path) -> list[tuple]:
+    """(chunk, level, arm, mark) in the order games are spread: every point gets its
+    first chunk before any point gets its second; 1x before 10x in each round."""
+    games = {"1x": args.games, "10x": args.games_10x if args.games_10x is not None else args.games}
+    chunks = {lv: (g + args.chunk - 1) // args.chunk for lv, g in games.items()}
+    tasks = []
+    for c in range(max(chunks.values())):
+        for lv in LEVELS:
+            if c >= chunks[lv]:
+                continue
+            for arm in args.arms:
+                for ck in checkpoints(work, arm, args.budget_min * 60):
+                    tasks.append((c, lv, arm, ck["mark_s"]))
+    return tasks
+
+
+def _task_file(work: Path, task) -> Path:
+    c, lv, arm, mark = task
+    return work / "eval" / f"{arm}-{int(mark):06d}-{lv}-{c:03d}.json"
+
+
+def eval_worker(args, work: Path) -> None:
+    """Claims chunks (an O_EXCL claim file) and plays them; stops at --deadline."""
+    import pyspiel
+    from polyzero.eval import make_player, play_match
+
+    game = pyspiel.load_game("connect_four")
+    agents, solvers = {}, {}
+    (work / "eval").mkdir(exist_ok=True)
+    deadline = parse_deadline(args.deadline)
+    for task in eval_tasks(args, work):
+        if deadline and time.time() > deadline:
+            break
+        out = _task_file(work, task)
+        claim = out.with_suffix(".claim")
+        if out.exists():
+            continue
+        try:
+            os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        c, lv, arm, mark = task
+        ck = next(k for k in checkpoints(work, arm, args.budget_min * 60) if k["mark_s"] == mark)
+        key = (arm, mark)
+        if key not in agents:
+            agents.clear()
+            agents[key] = make_agent(arm, ck, game)
+        if lv not in solvers:
+            solvers[lv] = make_player(f"mcts-solver:{LEVELS[lv]}", game)
+        seed = args.seed * 1_000_003 + 7919 * c + (0 if lv == "1x" else 104729)
+        t0 = time.time()
+        res = play_match(game, agents[key], solvers[lv], args.chunk, seed=seed)
+        rec = {"arm": arm, "mark_s": mark, "level": lv, "chunk": c, "seed": seed, "wins": res.wins,
+               "draws": res.draws, "losses": res.losses, "seconds": time.time() - t0,
+               "probe_ms": round(probe_median_ms(3), 3), "utc": utcnow()}
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(rec))
+        os.replace(tmp, out)
+        claim.unlink(missing_ok=True)
+        print(f"[eval {arm} {mark / 60:.0f}min {lv} chunk {c}] W{res.wins} D{res.draws} L{res.losses} "
+              f"({rec['seconds']:.0f}s)", flush=True)
+
+
+def parse_deadline(s: str | None) -> float | None:
+    """'HH:MM' (UTC, today) or None."""
+    if not s:
+        return None
+    now = dt.datetime.now(dt.timezone.utc)
+    h, m = map(int, s.split(":"))
+    return now.replace(hour=h, minute=m, second=0, microsecond=0).timestamp()
+
+
+def phase_eval(args, work: Path) -> None:
+    record_probe(work, "eval-start")
+    for stale in (work / "eval").glob("*.claim") if (work / "eval").exists() else []:
+        stale.unlink()  # claims left by a killed eval
+    cores = [args.core_polyzero, args.core_openspiel][: args.eval_workers]
+    cmd = [PY, str(Path(__file__).resolve()), "_eval_worker"] + _passthrough(args)
+    procs = []
+    for i in range(args.eval_workers):
+        core = cores[i] if i < len(cores) else None
+        log = open(work / f"eval_worker{i}.log", "a")
+        procs.append(subprocess.Popen(_taskset(core) + cmd, stdout=log, stderr=subprocess.STDOUT,
+                                      env={**os.environ, **ONE_THREAD}, cwd=ROOT))
+    for p in procs:
+        p.wait()
+    record_probe(work, "eval-end")
+
+
+def _passthrough(args) -> list[str]:
+    out = ["--work", str(args.work), "--budget-min", str(args.budget_min), "--mark-min", str(args.mark_min),
+           "--games", str(args.games), "--chunk", str(args.chunk), "--seed", str(args.seed),
+           "--arms", ",".join(args.arms)]
+    if args.games_10x is not None:
+        out += ["--games-10x", str(args.games_10x)]
+    if args.deadline:
+        out += ["--deadline", args.deadline]
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+def _wilson(score: float, n: int) -> tuple[float, float]:
+    from polyzero.eval import wilson_interval
+    return wilson_interval(score, n)
+
+
+def collect_curves(args, work: Path) -> dict:
+    results = {}
+    for f in sorted((work / "eval").glob("*.json")) if (work / "eval").exists() else []:
+        r = json.loads(f.read_text())
+        key = (r["arm"], r["mark_s"], r["level"])
+        acc = results.setdefault(key, {"wins": 0, "draws": 0, "losses": 0, "seconds": 0.0, "seeds": []})
+        for k in ("wins", "draws", "losses"):
+            acc[k] += r[k]
+        acc["seconds"] += r["seconds"]
+        acc["seeds"].append(r["seed"])
+    curves = {}
+    for arm in ARMS:
+        pts = []
+        for ck in checkpoints(work, arm, args.budget_min * 60):
+            pt = {"minutes": round(ck["wall_s"] / 60, 2), "mark_min": ck["mark_s"] / 60,
+                  "learning_step": ck["learning_step"]}
+            if "train_time" in ck:
+                pt["polyzero_train_time_min"] = round(ck["train_time"] / 60, 2)
+            for lv in LEVELS:
+                acc = results.get((arm, ck["mark_s"], lv))
+                if acc:
+                    n = acc["wins"] + acc["draws"] + acc["losses"]
+                    score = (acc["wins"] + 0.5 * acc["draws"]) / n
+                    lo, hi = _wilson(score, n)
+                    pt[lv] = {"score": round(score, 4), "ci95": [round(lo, 4), round(hi, 4)], "games": n,
+                              "wins": acc["wins"], "draws": acc["draws"], "losses": acc["losses"],
+                              "eval_seconds": round(acc["seconds"], 1)}
+            pts.append(pt)
+        if pts:
+            curves[arm] = pts
+    return curves
+
+
+def targets(curves: dict) -> dict:
+    pz, osp = curves.get("polyzero", []), curves.get("openspiel", [])
+    within60 = [p for p in pz if p["mark_min"] <= 60 + 1e-6]
+
+    def reached(lv, thr):
+        hits = [p["mark_min"] for p in within60 if lv in p and p[lv]["score"] >= thr]
+        if not within60 or not any(lv in p for p in within60):
+            return {"met": None, "note": "not measured"}
+        covered = max(p["mark_min"] for p in within60 if lv in p)
+        return {"met": bool(hits), "first_mark_min": min(hits) if hits else None,
+                "trained_up_to_min": covered, "threshold": thr,
+                "note": "" if hits or covered >= 60 else f"only {covered:.0f} of the 60 minutes trained/evaluated"}
+
+    ahead = []
+    by_mark = {p["mark_min"]: p for p in osp}
+    for p in pz:
+        q = by_mark.get(p["mark_min"])
+        if not q:
+            continue
+        for lv in LEVELS:
+            if lv in p and lv in q:
+                ahead.append({"mark_min": p["mark_min"], "level": lv, "polyzero": p[lv]["score"],
+                              "openspiel": q[lv]["score"], "ahead": p[lv]["score"] > q[lv]["score"],
+                              "ahead_beyond_ci": p[lv]["ci95"][0] > q[lv]["ci95"][1]})
+    return {"vs_1x_90pct_within_60min": reached("1x", 0.9), "vs_10x_60pct_within_60min": reached("10x", 0.6),
+            "ahead_of_openspiel_at_every_point": {"met": all(a["ahead"] for a in ahead) if ahead else None,
+                                                  "points": ahead}}
+
+
+def machine() -> dict:
+    info = {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()}
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() in ("Model name", "CPU(s)", "Core(s) per socket", "Thread(s) per core",
+                             "Hypervisor vendor", "L3 cache"):
+                info[k.strip()] = v.strip()
+    except OSError:
+        pass
+    try:
+        info["mem_total"] = next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split(":")[1].strip()
+    except (OSError, StopIteration):
+        pass
+    return info
+
+
+def versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+    out = {}
+    for pkg in ("polyzero", "open_spiel", "torch", "numpy", "jax", "jaxlib", "flax", "optax", "orbax-checkpoint"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    try:
+        out["polyzero_git"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                             cwd=ROOT).stdout.strip()
+    except OSError:
+        pass
+    return out
+
+
+def phase_report(args, work: Path) -> dict:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from openspiel_az import OPENSPIEL_CONFIG
+    curves = collect_curves(args, work)
+    pz_cfg = None
+    ck, _ = _latest_polyzero(work / "polyzero")
+    if ck is not None:
+        try:
+            import tomllib
+            pz_cfg = tomllib.loads((ck / "config.toml").read_text())
+        except Exception:  # noqa: BLE001 - the report still goes out
+            pz_cfg = None
+    os_cfg_file = work / "openspiel" / "config.json"
+    os_cfg = json.loads(os_cfg_file.read_text()) if os_cfg_file.exists() else OPENSPIEL_CONFIG
+    meta_file = work / "meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    games_used = {lv: sorted({p[lv]["games"] for arm in curves for p in curves[arm] if lv in p}) for lv in LEVELS}
+    report = {
+        "benchmark": NAME,
+        "generated_utc": utcnow(),
+        "machine": machine(),
+        "machine_shared": args.shared_note,
+        "speed_probe_ms": read_jsonl(work / "probes.jsonl"),
+        "speed_probe_note": "median of 5 runs of a fixed pure-Python loop (idea of /work/shared/bench/speedprobe.py); "
+                            "~2.7 ms on this VM when quiet, larger when the host/other jobs compete",
+        "commands": meta.get("commands", []),
+        "seed": args.seed,
+        "budget_min": args.budget_min,
+        "mark_min": args.mark_min,
+        "protocol": {
+            "agent": f"{AGENT_SIMS} simulations, no Dirichlet noise, most-visited move (polyzero: "
+                     "load_search_player(CKPT@100), sample_moves=0; OpenSpiel: mcts.MCTSBot + "
+                     "AlphaZeroEvaluator, solve=False, no noise)",
+            "opponents": {lv: f"MCTS-Solver, {s} simulations, random rollouts (polyzero.eval "
+                                  f"make_player('mcts-solver:{s}'))" for lv, s in LEVELS.items()},
+            "games_per_point": games_used,
+            "games_requested": {"1x": args.games, "10x": args.games_10x if args.games_10x is not None
+                                else args.games},
+            "seats": "alternated (the agent moves first in even games)",
+            "x_axis": "training wall-clock minutes: polyzero = cumulative process time of its train "
+                      "segments (start to exit, imports and checkpoint writes included); OpenSpiel = time "
+                      "since its launch when its learner's latest weights were copied",
+            "concurrency": "both arms trained at the same time, each pinned to one core with taskset "
+                           "(polyzero core %s, OpenSpiel core %s), 1 intra-op thread each (OMP/XLA flags, "
+                           "polyzero threads=1). This deviates from the issue's '2 cores' per arm; it is what "
+                           "makes the two arms see the same machine conditions on a shared 2-core VM."
+                           % (args.core_polyzero, args.core_openspiel),
+            "evaluation_time": "excluded from training time (eval runs after training)",
+        },
+        "network": "both arms: residual tower of 3 blocks x 64 channels (polyzero preset net.blocks=3, "
+                   "channels=64; OpenSpiel nn_model=resnet, nn_depth=3, nn_width=64)",
+        "configs": {"polyzero": pz_cfg, "openspiel": os_cfg,
+                    "differences": [
+                        "OpenSpiel's learner does len(replay)//batch minibatches per learning step (up to 64 "
+                        "of 256 once the buffer is full) vs polyzero's 4 of 256; not configurable there",
+                        "OpenSpiel's search is a sequential Python MCTSBot with one unbatched, un-jitted "
+                        "network call per leaf; polyzero batches 64 concurrent games",
+                        "polyzero search: q_normalisation=bounds, unvisited_q=zero; OpenSpiel: PUCT with "
+                        "raw mean value, unvisited children valued by prior term only",
+                        "OpenSpiel has no seed (model init seed 0, actors unseeded) and no resume (our "
+                        "wrapper restarts the learner from its last wall-clock checkpoint with an empty "
+                        "replay buffer, not used in this run unless stated)",
+                        "OpenSpiel's Dirichlet noise is applied by MCTSBot at the root of each search, as "
+                        "polyzero does; temperature_drop=10 ~ sample_moves=10",
+                    ]},
+        "curves": curves,
+        "targets": targets(curves),
+        "versions": versions(),
+        "notes": args.note or [],
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{NAME}.json").write_text(json.dumps(report, indent=1) + "\n")
+    plot(curves, RESULTS / f"{NAME}.png")
+    (RESULTS / f"{NAME}.md").write_text(markdown(report))
+    print(f"wrote {RESULTS / NAME}.json/.md/.png")
+    return report
+
+
+def plot(curves: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, lv in zip(axes, LEVELS):
+        for arm, color in (("polyzero", "tab:blue"), ("openspiel", "tab:orange")):
+            pts = [p for p in curves.get(arm, []) if lv in p]
+            if not pts:
+                continue
+            x = [p["minutes"] for p in pts]
+            y = [p[lv]["score"] for p in pts]
+            lo = [p[lv]["score"] - p[lv]["ci95"][0] for p in pts]
+            hi = [p[lv]["ci95"][1] - p[lv]["score"] for p in pts]
+            ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=color,
+                        label="polyzero" if arm == "polyzero" else "OpenSpiel AlphaZero")
+        ax.axhline(0.9 if lv == "1x" else 0.6, ls="--", color="grey", lw=0.8, label="target")
+        ax.set_title(f"vs MCTS-Solver {lv} ({LEVELS[lv]} sims); agent at {AGENT_SIMS} sims")
+        ax.set_xlabel("training wall clock (min, 1 core each)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    axes[0].set_ylabel("score (W + D/2) / N, Wilson 95% CI")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def markdown(r: dict) -> str:
+    m = r["machine"]
+    lines = [f"# Benchmark `{NAME}`", "",
+             f"Generated {r['generated_utc']}. Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', m['cpus'])} "
+             f"CPUs ({m.get('Hypervisor vendor', '')} VM), {m.get('mem_total', '')}. {r['machine_shared']}", "",
+             f"Seed {r['seed']}; training budget {r['budget_min']:g} min per arm; checkpoints every "
+             f"{r['mark_min']:g} min of wall clock.", "",
+             "## Protocol", ""]
+    for k, v in r["protocol"].items():
+        lines.append(f"- **{k}**: {json.dumps(v) if not isinstance(v, str) else v}")
+    lines += [f"- **network**: {r['network']}", "", "## Curves", "",
+              "Score = (W + D/2) / N for the agent, Wilson 95% interval; minutes of training wall clock.", "",
+              "| arm | minutes | learning steps | vs 1x | games | vs 10x | games |",
+              "|---|---:|---:|---|---:|---|---:|"]
+    for arm, pts in r["curves"].items():
+        for p in pts:
+            cells = []
+            for lv in LEVELS:
+                if lv in p:
+                    q = p[lv]
+                    cells += [f"{q['score']:.3f} [{q['ci95'][0]:.3f}, {q['ci95'][1]:.3f}]", str(q["games"])]
+                else:
+                    cells += ["-", "0"]
+            lines.append(f"| {arm} | {p['minutes']:.1f} | {p['learning_step']} | " + " | ".join(cells) + " |")
+    lines += ["", f"![curves]({NAME}.png)", "", "## Targets", ""]
+    t = r["targets"]
+    for k in ("vs_1x_90pct_within_60min", "vs_10x_60pct_within_60min"):
+        v = t[k]
+        lines.append(f"- `{k}`: met = {v['met']}" + (f", first at {v['first_mark_min']:g} min"
+                                                       if v.get("first_mark_min") else "")
+                     + (f" ({v['note']})" if v.get("note") else ""))
+    a = t["ahead_of_openspiel_at_every_point"]
+    lines.append(f"- `ahead_of_openspiel_at_every_point`: met = {a['met']}")
+    for p in a["points"]:
+        lines.append(f"  - {p['mark_min']:g} min, {p['level']}: polyzero {p['polyzero']:.3f} vs OpenSpiel "
+                     f"{p['openspiel']:.3f} ({'ahead' if p['ahead'] else 'NOT ahead'}"
+                     f"{', beyond the CIs' if p['ahead_beyond_ci'] else ''})")
+    lines += ["", "## Machine speed probe (shared machine)", "", "| when | UTC | probe ms | loadavg |",
+              "|---|---|---:|---|"]
+    for p in r["speed_probe_ms"]:
+        lines.append(f"| {p['label']} | {p['utc']} | {p['probe_ms']:.2f} | "
+                     f"{', '.join(f'{x:.2f}' for x in p['loadavg'])} |")
+    lines += ["", f"{r['speed_probe_note']}.", "", "## Commands", ""]
+    lines += [f"    {c}" for c in r["commands"]]
+    lines += ["", "## Configurations", "", "Differences between the arms:", ""]
+    lines += [f"- {d}" for d in r["configs"]["differences"]]
+    lines += ["", "OpenSpiel Config:", "", "```json", json.dumps(r["configs"]["openspiel"], indent=1), "```", "",
+              "polyzero config (resolved, from the last checkpoint):", "", "```json",
+              json.dumps(r["configs"]["polyzero"], indent=1), "```", "", "## Versions", ""]
+    lines += [f"- {k}: {v}" for k, v in r["versions"].items()]
+    if r["notes"]:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in r["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- main
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("phase", choices=["train", "eval", "report", "all", "_eval_worker"])
+    p.add_argument("--work", default=str(ROOT / "runs" / "bench" / NAME), help="run directories and caches")
+    p.add_argument("--budget-min", type=float, default=60.0, help="training wall clock per arm (minutes)")
+    p.add_argument("--mark-min", type=float, default=10.0, help="checkpoint every this many minutes")
+    p.add_argument("--games", type=int, default=200, help="games per point vs MCTS-Solver 1x")
+    p.add_argument("--games-10x", type=int, default=None, help="games per point vs 10x (default: --games)")
+    p.add_argument("--chunk", type=int, default=10, help="games per cached evaluation chunk (even)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--arms", default="polyzero,openspiel")
+    p.add_argument("--core-polyzero", type=int, default=0)
+    p.add_argument("--core-openspiel", type=int, default=1)
+    p.add_argument("--eval-workers", type=int, default=2)
+    p.add_argument("--deadline", default=None, help="eval: take no new chunk after HH:MM UTC")
+    p.add_argument("--shared-note", default="The machine was shared with other jobs (see the speed probe).")
+    p.add_argument("--note", action="append", help="a line for the report's notes (repeatable)")
+    args = p.parse_args(argv)
+    args.arms = [a for a in args.arms.split(",") if a]
+    if args.chunk % 2:
+        p.error("--chunk must be even (seats alternate)")
+    work = Path(args.work).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    if args.phase == "_eval_worker":
+        eval_worker(args, work)
+        return
+    meta_file = work / "meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"commands": []}
+    meta["commands"].append(f"{utcnow()}: python benchmarks/{NAME}.py " + " ".join(argv or sys.argv[1:]))
+    meta_file.write_text(json.dumps(meta, indent=1))
+    if args.phase in ("train", "all"):
+        phase_train(args, work)
+    if args.phase in ("eval", "all"):
+        phase_eval(args, work)
+    if args.phase in ("report", "all"):
+        phase_report(args, work)
+
+
+if __name__ == "__main__":
+    main()
