@@ -269,8 +269,7 @@ def eval_worker(args, work: Path) -> None:
         c, lv, arm, mark = task
         ck = next(k for k in checkpoints(work, arm, args.budget_min * 60) if k["mark_s"] == mark)
         key = (arm, mark)
-        if key not in agents:
-            agents.clear()
+        if key not in agents:  # small networks: all of them stay loaded
             agents[key] = make_agent(arm, ck, game)
         if lv not in solvers:
             solvers[lv] = make_player(f"mcts-solver:{LEVELS[lv]}", game)
@@ -460,8 +459,9 @@ def phase_report(args, work: Path) -> dict:
             "agent": f"{AGENT_SIMS} simulations, no Dirichlet noise, most-visited move (polyzero: "
                      "load_search_player(CKPT@100), sample_moves=0; OpenSpiel: mcts.MCTSBot + "
                      "AlphaZeroEvaluator, solve=False, no noise)",
-            "opponents": {lv: f"MCTS-Solver, {s} simulations, random rollouts (polyzero.eval "
-                                  f"make_player('mcts-solver:{s}'))" for lv, s in LEVELS.items()},
+            "opponents": {lv: f"MCTS-Solver, {s} simulations: OpenSpiel's C++ MCTSBot, solve=True, uct_c=2, "
+                                  f"1 random rollout per leaf (polyzero.eval make_player('mcts-solver:{s}'))"
+                              for lv, s in LEVELS.items()},
             "games_per_point": games_used,
             "games_requested": {"1x": args.games, "10x": args.games_10x if args.games_10x is not None
                                 else args.games},

@@ -4,12 +4,14 @@ as the peer anchor of benchmarks/connect_four_alphazero.py.
   python benchmarks/openspiel_az.py train --dir DIR --budget-min 40 --mark-min 10
 
 runs `alpha_zero.alpha_zero(config)` unchanged (1 actor process + the learner in
-this process, no evaluator processes) with a wrapper around the learner's model
-that, after each learning step, keeps an extra checkpoint `checkpoint-wcNNNN` the
-first time the wall-clock since the start passes each `--mark-min` mark, writes
-`wallclock.jsonl` (mark, elapsed seconds, learning step, states seen), and stops
-the run at `--budget-min` (a final `checkpoint-wcNNNN`). OpenSpiel's AlphaZero has
-no resume and no seed: a run must fit in one session (the benchmark's runs do).
+this process, no evaluator processes). A thread copies the learner's latest weights
+(the rolling `checkpoint--1` the learner writes after every learning step, which is
+what the actors play with) to `checkpoint-wcNNNNNN` (NNNNNN = seconds) at every
+`--mark-min` of wall clock since the launch, appends the mark, the elapsed seconds
+and the learning step to `wallclock.jsonl`, and stops the run (SIGINT, which
+alpha_zero() handles) at `--budget-min`. OpenSpiel's AlphaZero has no seed and no
+resume; re-running with a larger budget restarts the learner from the last
+wall-clock checkpoint (weights and Adam state; the replay buffer starts empty).
 
 `OpenSpielAZPlayer` loads such a checkpoint with OpenSpiel's own model class and
 plays with `mcts.MCTSBot` + `AlphaZeroEvaluator` (no noise, most-visited move),
