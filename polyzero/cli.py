@@ -34,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
     t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
     t.add_argument("--algo", default=None, help="algorithm (default: alphazero)")
+    t.add_argument("--search", default=None, metavar="KIND",
+                   help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
+                        "full_gumbel (Gumbel root and deterministic non-root selection); "
+                        "the same as --set search.kind=KIND")
     t.add_argument("--config", metavar="FILE.toml", help="config file, applied over the shipped preset")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one config value, e.g. --set search.num_simulations=64 (repeatable)")
@@ -93,7 +97,7 @@ def cmd_train(args) -> int:
         Trainer = RayTrainer  # noqa: N806 - the same interface, another driver
         driver = {"workers": args.workers, "ray_address": args.ray_address}
     if args.resume:
-        if args.game or args.config or args.algo:
+        if args.game or args.config or args.algo or args.search:
             raise UsageError("--resume continues a run with its own game, algorithm and config; "
                              "only --set, --device and --seed may be given with it")
         overrides = list(args.overrides)
@@ -104,6 +108,8 @@ def cmd_train(args) -> int:
         if not args.game:
             raise UsageError("train needs a GAME (or --resume DIR)")
         overrides = list(args.overrides)
+        if args.search:
+            overrides.append(f'search.kind="{args.search}"')
         if args.device:
             overrides.append(f'device="{args.device}"')
         if args.seed is not None:

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
-from .search.params import Q_NORMALISATIONS, SELECTION_RULES, UNVISITED_Q, SearchParams
+from .search.params import Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams
 
 
 @dataclass
@@ -39,6 +39,7 @@ class SearchConfig:
     """Defaults: Go-Exploit Table 6 (Connect Four) for AlphaZero; MuZero Appendix B for c1, c2."""
 
     num_simulations: int = 100  # Go-Exploit Table 4
+    kind: str = "puct"  # how the root is searched (see polyzero.search.params.SEARCH_KINDS)
     selection: str = "alphazero"
     c_puct: float = 1.0
     c1: float = 1.25
@@ -52,6 +53,7 @@ class SearchConfig:
 
     def validate(self):
         _positive("search.num_simulations", self.num_simulations)
+        _choice("search.kind", self.kind, SEARCH_KINDS)
         _choice("search.selection", self.selection, SELECTION_RULES)
         _choice("search.q_normalisation", self.q_normalisation, Q_NORMALISATIONS)
         _choice("search.unvisited_q", self.unvisited_q, UNVISITED_Q)

@@ -16,7 +16,8 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder
 from ..nets.alphazero import NetSpec, PolicyValueNet
-from ..search.mcts import SearchResult, run_search
+from ..nets.inference import Evaluator
+from ..search.mcts import SearchResult, search
 from ..search.params import SearchParams
 from .base import Trajectory
 from .simulator import SimulatorModel
@@ -40,6 +41,10 @@ class AlphaZero:
             spec = NetSpec(**{**vars(self.cfg.net), "kind": "mlp"})
         return PolicyValueNet(self.encoder.shape, self.num_actions, spec)
 
+    def make_evaluator(self, net: torch.nn.Module, device) -> Evaluator:
+        """What `search` calls the network through (NumPy in, NumPy out)."""
+        return Evaluator(net, device)
+
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)
 
@@ -47,7 +52,7 @@ class AlphaZero:
                add_noise: bool) -> SearchResult:
         model = SimulatorModel([s.clone() for s in states], self.encoder, evaluate,
                                self.num_actions, params.discount)
-        return run_search(model, params, rng, add_noise=add_noise)
+        return search(model, params, rng, add_noise=add_noise)
 
     # ------------------------------------------------------------ training data
     def example_specs(self):

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from ..search.params import SearchParams
-from ..search.policy import choose_actions
+from ..search.policy import select_moves
 
 
 class SearchPlayer:
@@ -31,4 +31,4 @@ class SearchPlayer:
     def act(self, states: Sequence) -> list[int]:
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
         sample = np.array([len(s.history()) < self.sample_moves for s in states])
-        return [int(a) for a in choose_actions(result.root_visits, sample, 1.0, self.rng)]
+        return [int(a) for a in select_moves(result, sample, 1.0, self.rng)]

@@ -57,9 +57,21 @@ class SearchResult:
     root_value: np.ndarray  # float64 [B], the root's mean value after search
     root_raw_value: np.ndarray  # float64 [B], the model's value before search
     model_calls: int
+    # Set by searches that decide more than visit counts (a Gumbel root): the
+    # policy target pi' for training and the action to play (A_{n+1}).
+    policy_target: np.ndarray | None = None  # float32 [B, A]
+    action: np.ndarray | None = None  # int64 [B]
 
 
 RootActionFn = Callable[[int, Tree], np.ndarray]
+
+
+def search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
+           add_noise: bool = False) -> SearchResult:
+    """The search `params.kind` names, over any model: every algorithm calls this."""
+    if params.kind == "puct":
+        return run_search(model, params, rng, add_noise=add_noise)
+    raise ValueError(f"unknown search kind {params.kind!r}")
 
 
 def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generator,

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Search kinds: how the root is searched and what the search returns.
+SEARCH_KINDS = {
+    # pUCT at every node; visit counts give the policy target and the move.
+    "puct": 0,
+}
+
 # Selection rules.
 SELECTION_RULES = {
     # MuZero Eq. 2: Q + P * sqrt(N) / (1 + N(a)) * (c1 + log((N + c2 + 1) / c2)).
@@ -44,6 +50,7 @@ class SearchParams:
     """Everything the batched search needs to know besides the model."""
 
     num_simulations: int = 100
+    kind: str = "puct"
     selection: str = "alphazero"
     c_puct: float = 1.0  # alphazero rule (Go-Exploit Table 6: 1.0 on Connect Four)
     c1: float = 1.25  # muzero rule (MuZero Appendix B)
@@ -60,6 +67,7 @@ class SearchParams:
         if self.num_simulations < 1:
             raise ValueError("num_simulations must be at least 1")
         for name, table in (
+            ("kind", SEARCH_KINDS),
             ("selection", SELECTION_RULES),
             ("q_normalisation", Q_NORMALISATIONS),
             ("unvisited_q", UNVISITED_Q),

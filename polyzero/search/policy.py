@@ -59,3 +59,22 @@ def choose_actions(visits: np.ndarray, sample: np.ndarray, temperature: float,
             best = np.flatnonzero(visits[b] == visits[b].max())
             actions[b] = best[0] if len(best) == 1 else rng.choice(best)
     return actions
+
+
+def policy_targets(result, temperature: float) -> np.ndarray:
+    """float32 [B, A]: what the network's policy learns from a search: the search's
+    own target when it sets one (a Gumbel root's pi'), else the visit policy."""
+    if result.policy_target is not None:
+        return result.policy_target
+    return visit_policy(result.root_visits, temperature)
+
+
+def select_moves(result, sample: np.ndarray, temperature: float,
+                 rng: np.random.Generator) -> np.ndarray:
+    """The moves to play after a search: sampled from the visits where `sample[b]`
+    (the first k moves of a game); elsewhere the search's own choice when it makes
+    one (a Gumbel root's A_{n+1}), else the most visited action."""
+    actions = choose_actions(result.root_visits, sample, temperature, rng)
+    if result.action is not None:
+        actions = np.where(sample & (temperature > 0), actions, result.action)
+    return actions

@@ -9,7 +9,6 @@ from ..algos.player import SearchPlayer
 from ..config import build_config, read_toml
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
-from ..nets.inference import Evaluator
 from .checkpoint import read_learner, resolve_checkpoint
 
 
@@ -34,7 +33,7 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
     except (KeyError, RuntimeError) as exc:
         raise UsageError(f"checkpoint {ckpt} does not fit its config's network ({type(exc).__name__})") from None
     simulations = int(sims) if sims else cfg.eval.simulations
-    return SearchPlayer(algo, Evaluator(net, device), cfg.search.params(simulations),
+    return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(simulations),
                         name=f"{path}@{simulations}", seed=seed, sample_moves=cfg.eval.sample_moves)
 
 

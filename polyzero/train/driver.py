@@ -23,7 +23,7 @@ from ..algos.player import SearchPlayer
 from ..config import RunConfig, build_config, read_toml, to_toml
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
-from ..nets.inference import Evaluator, resolve_device
+from ..nets.inference import resolve_device
 from . import checkpoint as ckpt
 from .learner import Learner
 from .metrics import MetricsLog
@@ -51,7 +51,7 @@ class Trainer:
         self.algo = make_algorithm(cfg, self.game)
         torch.manual_seed(cfg.seed)
         self.learner = Learner(self.algo, cfg.train, self.device)
-        self.actor_evaluator = Evaluator(self.algo.build_network(), self.device)
+        self.actor_evaluator = self.algo.make_evaluator(self.algo.build_network(), self.device)
         self.actor_evaluator.load_state_dict(self.learner.weights())
         self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = ReplayBuffer(cfg.train.replay_size, self.algo.example_specs())
@@ -209,7 +209,7 @@ class Trainer:
         net.load_state_dict(self.learner.weights())
         sims = simulations or self.cfg.eval.simulations
         sample = self.cfg.eval.sample_moves if sample_moves is None else sample_moves
-        return SearchPlayer(self.algo, Evaluator(net, self.device), self.cfg.search.params(sims),
+        return SearchPlayer(self.algo, self.algo.make_evaluator(net, self.device), self.cfg.search.params(sims),
                             name=f"agent@{self.step}", seed=seed, sample_moves=sample)
 
     def evaluate(self, games: int, seed: int | None = None) -> dict:

@@ -46,7 +46,7 @@ class SelfPlayWorker:
         from ..algos import make_algorithm
         from ..config import build_config
         from ..games import load_game
-        from ..nets.inference import Evaluator, resolve_device
+        from ..nets.inference import resolve_device
         from .selfplay import SelfPlayActor
 
         cfg = build_config(base=cfg_dict)
@@ -55,7 +55,7 @@ class SelfPlayWorker:
         game = load_game(cfg.game)
         self.algo = make_algorithm(cfg, game)
         device = resolve_device(cfg.device)
-        self.evaluator = Evaluator(self.algo.build_network(), device)
+        self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
         # A restarted worker gets fresh randomness, so it does not replay its games.
         seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
         self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..algos.base import Trajectory
-from ..search.policy import choose_actions, visit_policy
+from ..search.policy import policy_targets, select_moves
 
 
 @dataclass
@@ -48,9 +48,9 @@ class SelfPlayActor:
         sp = self.cfg.selfplay
         states = [s.state for s in self.slots]
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=True)
-        policies = visit_policy(result.root_visits, sp.temperature)
+        policies = policy_targets(result, sp.temperature)
         sample = np.array([s.moves < sp.sample_moves for s in self.slots])
-        actions = choose_actions(result.root_visits, sample, sp.temperature, self.rng)
+        actions = select_moves(result, sample, sp.temperature, self.rng)
         observations = self.algo.encode(states)
         self.stats["searches"] += len(states)
         self.stats["simulations"] += len(states) * self.params.num_simulations
