@@ -1,7 +1,8 @@
 """Compiled tree bookkeeping: selection and backup for all B trees in one call.
 
-One simulation of a batched search calls :func:`select_leaves` once, the model
-once for all B leaves, and :func:`expand_and_backup` once. Both kernels loop
+One simulation of a batched search calls :func:`select_paths` once, the model
+once for all B leaves, and :func:`expand_and_backup` once (a Gumbel root also
+calls :func:`gumbel_root_actions` first). Both kernels loop
 over trees and tree depth in compiled code (Numba), so there is no Python
 work per node.
 """
@@ -117,13 +118,30 @@ def action_scores(children, visits, value, reward, discount, prior, legal, q_min
 def select_leaves(children, visits, value, reward, discount, prior, legal, terminal,
                   q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2,
                   vmin, vmax, out_node, out_action, out_kind):
+    """:func:`select_paths` for the pUCT rules (rule 0 or 1), which need no raw
+    values and no Gumbel constants."""
+    select_paths(children, visits, value, value, reward, discount, prior, legal, terminal,
+                 q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2, vmin,
+                 vmax, 0, 50.0, 1.0, out_node, out_action, out_kind)
+
+
+@nb.njit(cache=True)
+def select_paths(children, visits, value, raw_value, reward, discount, prior, legal, terminal,
+                 q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2,
+                 vmin, vmax, gumbel_norm, c_visit, c_scale, out_node, out_action, out_kind):
     """Walk every tree from its root to a leaf.
 
     For tree b: out_kind[b] = NEW_LEAF with (out_node[b], out_action[b]) the
     parent and the edge to expand, or TERMINAL_LEAF with out_node[b] the
     terminal node reached. root_action[b] >= 0 forces the action at the root
-    (the hook a Gumbel root uses); -1 lets the rule choose.
+    (the hook a Gumbel root uses); -1 lets the rule choose. Rules 0 and 1 are
+    pUCT (:func:`best_action`); rule 2 is the Gumbel paper's Eq. 14
+    (:func:`gumbel_interior_action`, with `gumbel_norm`, `c_visit`, `c_scale`).
     """
+    num_actions = children.shape[2]
+    q_buf = np.empty(num_actions)
+    n_buf = np.empty(num_actions)
+    s_buf = np.empty(num_actions)
     for b in range(children.shape[0]):
         node = 0
         depth = 0
@@ -135,6 +153,10 @@ def select_leaves(children, visits, value, reward, discount, prior, legal, termi
                 break
             if depth == 0 and root_action[b] >= 0:
                 a = root_action[b]
+            elif rule == 2:
+                a = gumbel_interior_action(children, visits, value, raw_value, reward, discount,
+                                           prior, legal, b, node, gumbel_norm, vmin, vmax,
+                                           c_visit, c_scale, q_buf, n_buf, s_buf)
             else:
                 a = best_action(children, visits, value, reward, discount, prior, legal,
                                 q_min, q_max, b, node, rule, norm, unvisited, c_puct,
@@ -147,6 +169,207 @@ def select_leaves(children, visits, value, reward, discount, prior, legal, termi
                 break
             node = child
             depth += 1
+
+
+# ---------------------------------------------------------------- Gumbel (Danihelka et al. 2022)
+_TINY = float(np.finfo(np.float32).tiny)  # keeps v_mix finite if a visited prior is 0 (as mctx)
+
+
+@nb.njit(cache=True)
+def mixed_value(raw_value, q, visits, prior, legal):
+    """v_mix (Gumbel paper, Appendix D):
+
+        v_mix = (v_hat + sum_b N(b) * sum_{a: N(a)>0} pi(a) q(a) / sum_{b: N(b)>0} pi(b))
+                / (1 + sum_b N(b)),
+
+    the value network's v_hat interpolated with the prior-weighted mean of the
+    visited actions' Q; v_hat alone when nothing is visited.
+    """
+    total_visits = 0.0
+    sum_p = 0.0
+    sum_pq = 0.0
+    for a in range(q.shape[0]):
+        if legal[a] and visits[a] > 0:
+            p = max(prior[a], _TINY)
+            total_visits += visits[a]
+            sum_p += p
+            sum_pq += p * q[a]
+    if total_visits == 0.0:
+        return raw_value
+    return (raw_value + total_visits * sum_pq / sum_p) / (1.0 + total_visits)
+
+
+@nb.njit(cache=True)
+def completed_sigma(q, visits, prior, legal, raw_value, norm, vmin, vmax, c_visit, c_scale, out):
+    """sigma(completedQ) for every legal action of one node, written into `out`
+    (0 where illegal); returns v_mix.
+
+    completedQ(a) = q(a) if N(a) > 0 else v_mix (Eq. 10, Appendix D), mapped to
+    [0, 1] (norm 0: by the bounds [vmin, vmax]; 1: min-max over the visited Q and
+    v_mix; 2: min-max over the completed Q of every action, illegal ones holding
+    v_mix, as mctx), then sigma(q) = (c_visit + max_b N(b)) * c_scale * q (Eq. 8).
+    """
+    v_mix = mixed_value(raw_value, q, visits, prior, legal)
+    max_visits = 0.0
+    if norm == 0:
+        lo = vmin
+        hi = vmax
+    elif norm == 1:
+        lo = v_mix
+        hi = v_mix
+    else:
+        lo = np.inf
+        hi = -np.inf
+    for a in range(q.shape[0]):
+        visited = legal[a] and visits[a] > 0
+        completed = q[a] if visited else v_mix
+        if visited:
+            max_visits = max(max_visits, float(visits[a]))
+        if (norm == 1 and visited) or norm == 2:
+            lo = min(lo, completed)
+            hi = max(hi, completed)
+        out[a] = completed
+    span = max(hi - lo, _EPS)
+    scale = (c_visit + max_visits) * c_scale
+    for a in range(q.shape[0]):
+        if legal[a]:
+            out[a] = scale * min(max((out[a] - lo) / span, 0.0), 1.0)
+        else:
+            out[a] = 0.0
+    return v_mix
+
+
+@nb.njit(cache=True, inline="always")
+def _gather_children(children, visits, value, reward, discount, b, node, q_out, n_out):
+    """Q(node, a) for the node's mover and N(node, a), 0 where unexpanded."""
+    for a in range(children.shape[2]):
+        c = children[b, node, a]
+        if c >= 0:
+            q_out[a] = _edge_q(reward, discount, value, b, c)
+            n_out[a] = visits[b, c]
+        else:
+            q_out[a] = 0.0
+            n_out[a] = 0.0
+
+
+@nb.njit(cache=True)
+def gumbel_interior_action(children, visits, value, raw_value, reward, discount, prior, legal,
+                           b, node, norm, vmin, vmax, c_visit, c_scale, q_buf, n_buf, s_buf):
+    """Deterministic non-root selection (Gumbel paper, Eq. 14, Appendix E):
+
+        argmax_a  pi'(a) - N(a) / (1 + sum_b N(b)),
+        pi' = softmax(logits + sigma(completedQ))  (Eq. 11),
+
+    with logits = log prior (the stored prior is softmax(logits) over the legal
+    actions, so they differ by a constant that softmax ignores). The buffers
+    are scratch space of length A. Ties go to the lowest index.
+    """
+    node_legal = legal[b, node]
+    node_prior = prior[b, node]
+    _gather_children(children, visits, value, reward, discount, b, node, q_buf, n_buf)
+    completed_sigma(q_buf, n_buf, node_prior, node_legal, raw_value[b, node], norm, vmin, vmax,
+                    c_visit, c_scale, s_buf)
+    top = -np.inf
+    total_visits = 0.0
+    for a in range(children.shape[2]):
+        if node_legal[a]:
+            s_buf[a] += math.log(max(node_prior[a], _TINY))
+            top = max(top, s_buf[a])
+            total_visits += n_buf[a]
+    total = 0.0
+    for a in range(children.shape[2]):
+        if node_legal[a]:
+            s_buf[a] = math.exp(s_buf[a] - top)
+            total += s_buf[a]
+    best = -1
+    best_score = -np.inf
+    for a in range(children.shape[2]):
+        if node_legal[a]:
+            score = s_buf[a] / total - n_buf[a] / (1.0 + total_visits)
+            if score > best_score:
+                best_score = score
+                best = a
+    return best
+
+
+@nb.njit(cache=True)
+def gumbel_root_actions(children, visits, value, raw_value, reward, discount, prior, legal,
+                        gumbel_logits, considered_visit, norm, vmin, vmax, c_visit, c_scale,
+                        out_action):
+    """One simulation's root actions under Sequential Halving with Gumbel
+    (Gumbel paper, Algorithm 2, in mctx's form): among the legal root actions
+    visited exactly `considered_visit[b]` times so far, the one with the highest
+    g + logits + sigma(q_hat) (`gumbel_logits` = g + logits). With the visit
+    schedule of :func:`polyzero.search.gumbel.considered_visit_table` this first
+    visits the top m of g + logits (Gumbel-Top-k, Eq. 3-5) and then keeps the
+    better half by g + logits + sigma(q_hat) in every phase.
+    """
+    num_actions = children.shape[2]
+    q_buf = np.empty(num_actions)
+    n_buf = np.empty(num_actions)
+    s_buf = np.empty(num_actions)
+    for b in range(children.shape[0]):
+        _gather_children(children, visits, value, reward, discount, b, 0, q_buf, n_buf)
+        completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin,
+                        vmax, c_visit, c_scale, s_buf)
+        best = -1
+        best_score = -np.inf
+        fallback = -1
+        fallback_score = -np.inf
+        for a in range(num_actions):
+            if legal[b, 0, a]:
+                score = gumbel_logits[b, a] + s_buf[a]
+                if n_buf[a] == considered_visit[b] and score > best_score:
+                    best_score = score
+                    best = a
+                if score > fallback_score:
+                    fallback_score = score
+                    fallback = a
+        out_action[b] = best if best >= 0 else fallback
+
+
+@nb.njit(cache=True)
+def gumbel_root_outputs(children, visits, value, raw_value, reward, discount, prior, legal,
+                        logits, gumbel, norm, vmin, vmax, c_visit, c_scale, out_policy,
+                        out_action):
+    """What a Gumbel root returns after its n simulations, for every tree:
+
+    * out_policy: pi' = softmax(logits + sigma(completedQ)) over the legal
+      actions (Eq. 11), the policy target of Eq. 12;
+    * out_action: A_{n+1}, the most visited legal action with the highest
+      g + logits + sigma(q_hat) (Algorithm 2; Appendix F on the most visited).
+    """
+    num_actions = children.shape[2]
+    q_buf = np.empty(num_actions)
+    n_buf = np.empty(num_actions)
+    s_buf = np.empty(num_actions)
+    for b in range(children.shape[0]):
+        _gather_children(children, visits, value, reward, discount, b, 0, q_buf, n_buf)
+        completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin,
+                        vmax, c_visit, c_scale, s_buf)
+        max_visits = -1.0
+        top = -np.inf
+        for a in range(num_actions):
+            if legal[b, 0, a]:
+                max_visits = max(max_visits, n_buf[a])
+                top = max(top, logits[b, a] + s_buf[a])
+        total = 0.0
+        best = -1
+        best_score = -np.inf
+        for a in range(num_actions):
+            if legal[b, 0, a]:
+                e = math.exp(logits[b, a] + s_buf[a] - top)
+                out_policy[b, a] = e
+                total += e
+                score = gumbel[b, a] + logits[b, a] + s_buf[a]
+                if n_buf[a] == max_visits and score > best_score:
+                    best_score = score
+                    best = a
+            else:
+                out_policy[b, a] = 0.0
+        for a in range(num_actions):
+            out_policy[b, a] /= total
+        out_action[b] = best
 
 
 @nb.njit(cache=True, inline="always")

@@ -6,7 +6,7 @@ The loop is the same for every algorithm; what differs plugs in:
 * :class:`~polyzero.search.params.SearchParams` picks the selection rule and
   the Q normalisation,
 * an optional ``root_action_fn`` chooses the root action of each simulation
-  (the hook a Gumbel root plugs into).
+  (the hook the Gumbel root of :mod:`polyzero.search.gumbel` plugs into).
 """
 
 from __future__ import annotations
@@ -71,6 +71,10 @@ def search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
     """The search `params.kind` names, over any model: every algorithm calls this."""
     if params.kind == "puct":
         return run_search(model, params, rng, add_noise=add_noise)
+    if params.kind in ("gumbel", "full_gumbel"):
+        from .gumbel import gumbel_search  # gumbel builds on this module
+
+        return gumbel_search(model, params, rng, add_noise=add_noise)
     raise ValueError(f"unknown search kind {params.kind!r}")
 
 
@@ -79,7 +83,19 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
     """Run `params.num_simulations` simulations on every tree; each simulation
     is one model call for all B leaves (the root is evaluated before the loop,
     so the root's children receive exactly num_simulations visits)."""
+    tree, root, prior = start_tree(model, params, rng, add_noise)
+    calls = simulate(model, params, tree, root_action_fn)
+    return finish(tree, prior, calls)
+
+
+def start_tree(model: SearchModel, params: SearchParams, rng: np.random.Generator,
+               add_noise: bool) -> tuple[Tree, Expansion, np.ndarray]:
+    """Evaluate the B roots and store them as node 0 of fresh trees; returns the
+    tree, the root expansion (its arrays copied: models reuse their buffers) and
+    the root prior after Dirichlet noise (when `add_noise`)."""
     root = model.initial()
+    root = Expansion(*(np.array(x, copy=True) for x in (
+        root.prior_logits, root.value, root.legal, root.reward, root.discount, root.terminal)))
     batch, num_actions = root.prior_logits.shape
     if np.any(root.terminal):
         raise ValueError("cannot search from a terminal state")
@@ -96,7 +112,14 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
     tree.value[:, 0] = root.value
     tree.raw_value[:, 0] = root.value
     tree.visits[:, 0] = 1
+    return tree, root, prior
 
+
+def simulate(model: SearchModel, params: SearchParams, tree: Tree,
+             root_action_fn: RootActionFn | None = None) -> int:
+    """The simulation loop on a started tree; returns the number of model calls
+    (the root's included)."""
+    batch = tree.batch_size
     rule, norm, unvisited = params.codes
     leaf_node = np.zeros(batch, np.int32)
     leaf_action = np.zeros(batch, np.int32)
@@ -106,11 +129,12 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
     for sim in range(params.num_simulations):
         root_action = no_root_action if root_action_fn is None else \
             np.asarray(root_action_fn(sim, tree), np.int32)
-        kernels.select_leaves(
-            tree.children, tree.visits, tree.value, tree.reward, tree.discount, tree.prior,
-            tree.legal, tree.terminal, tree.q_min, tree.q_max, root_action, rule, norm,
-            unvisited, params.c_puct, params.c1, params.c2, params.value_min,
-            params.value_max, leaf_node, leaf_action, leaf_kind)
+        kernels.select_paths(
+            tree.children, tree.visits, tree.value, tree.raw_value, tree.reward, tree.discount,
+            tree.prior, tree.legal, tree.terminal, tree.q_min, tree.q_max, root_action, rule,
+            norm, unvisited, params.c_puct, params.c1, params.c2, params.value_min,
+            params.value_max, params.gumbel_norm, params.c_visit, params.c_scale, leaf_node,
+            leaf_action, leaf_kind)
         active = leaf_kind == kernels.NEW_LEAF
         new_node = tree.num_nodes.copy()
         exp = model.step(leaf_node, leaf_action, new_node, active)
@@ -121,6 +145,11 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
             tree.terminal, tree.num_nodes, tree.q_min, tree.q_max, leaf_node, leaf_action,
             leaf_kind, exp.prior_logits, exp.legal, exp.value, exp.reward, exp.discount,
             exp.terminal)
+    return calls
+
+
+def finish(tree: Tree, prior: np.ndarray, calls: int) -> SearchResult:
+    """The visit-count result of a finished search."""
     return SearchResult(
         tree=tree,
         root_prior=prior,

@@ -13,6 +13,34 @@ from dataclasses import dataclass
 SEARCH_KINDS = {
     # pUCT at every node; visit counts give the policy target and the move.
     "puct": 0,
+    # Gumbel root: Gumbel-Top-k and Sequential Halving (Gumbel paper, Algorithm 2),
+    # pUCT (`selection`) below the root; pi' (Eq. 11) is the target, A_{n+1} the move.
+    "gumbel": 1,
+    # As "gumbel", and the deterministic non-root selection of Eq. 14 below the root.
+    "full_gumbel": 2,
+}
+
+# The selection-rule code of Eq. 14 (full_gumbel below the root); not a `selection` name.
+GUMBEL_INTERIOR_RULE = 2
+
+# How a Gumbel search maps completed Q-values into [0, 1] before sigma (Eq. 8).
+GUMBEL_Q_NORMALISATIONS = {
+    # Known value bounds (value_min, value_max): board games with returns in [-1, 1].
+    "bounds": 0,
+    # Per node, min-max over the visited children's Q and v_mix (Gumbel paper,
+    # Section 7: the range includes the value estimate): unbounded values.
+    "minmax": 1,
+    # Per node, min-max over the completed Q of every action, illegal ones
+    # included (they hold v_mix): mctx's qtransform_completed_by_mix_value.
+    "completed_minmax": 2,
+}
+
+# The policy loss a Gumbel search's target gives the AlphaZero/MuZero cross-entropy.
+GUMBEL_POLICY_LOSSES = {
+    # KL(pi', pi) with pi' = softmax(logits + sigma(completed Q)) (Eq. 11-12).
+    "kl": 0,
+    # -log pi(A_{n+1}): a one-hot target on the action Sequential Halving chose (Eq. 9).
+    "simple": 1,
 }
 
 # Selection rules.
@@ -62,6 +90,14 @@ class SearchParams:
     dirichlet_alpha: float = 1.0  # Go-Exploit Table 6 (Connect Four)
     dirichlet_fraction: float = 0.25  # epsilon
     discount: float = 1.0
+    # Gumbel search (kind "gumbel"/"full_gumbel"); the Gumbel paper's defaults.
+    max_considered_actions: int = 16  # m = min(n, this, #legal) (Section 3.4, Appendix F)
+    c_visit: float = 50.0  # sigma, Eq. 8
+    c_scale: float = 1.0  # sigma, Eq. 8 (0.1 on Atari, Section 7)
+    gumbel_scale: float = 1.0  # Gumbel noise with add_noise (self-play)
+    eval_gumbel_scale: float = 0.0  # without add_noise (evaluation: Appendix F, Fig. 8b)
+    gumbel_q_normalisation: str = "bounds"
+    policy_loss: str = "kl"
 
     def __post_init__(self):
         if self.num_simulations < 1:
@@ -71,6 +107,8 @@ class SearchParams:
             ("selection", SELECTION_RULES),
             ("q_normalisation", Q_NORMALISATIONS),
             ("unvisited_q", UNVISITED_Q),
+            ("gumbel_q_normalisation", GUMBEL_Q_NORMALISATIONS),
+            ("policy_loss", GUMBEL_POLICY_LOSSES),
         ):
             if getattr(self, name) not in table:
                 raise ValueError(f"{name} must be one of {sorted(table)}, not {getattr(self, name)!r}")
@@ -80,11 +118,23 @@ class SearchParams:
             raise ValueError("dirichlet_fraction must lie in [0, 1]")
         if self.dirichlet_alpha <= 0:
             raise ValueError("dirichlet_alpha must be positive")
+        if self.max_considered_actions < 1:
+            raise ValueError("max_considered_actions must be at least 1")
+        for name in ("c_visit", "c_scale", "gumbel_scale", "eval_gumbel_scale"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be non-negative")
 
     @property
     def codes(self) -> tuple[int, int, int]:
+        """(selection rule, Q normalisation, unvisited Q) codes for the kernels; below
+        a full_gumbel root the rule is Eq. 14."""
+        rule = GUMBEL_INTERIOR_RULE if self.kind == "full_gumbel" else SELECTION_RULES[self.selection]
         return (
-            SELECTION_RULES[self.selection],
+            rule,
             Q_NORMALISATIONS[self.q_normalisation],
             UNVISITED_Q[self.unvisited_q],
         )
+
+    @property
+    def gumbel_norm(self) -> int:
+        return GUMBEL_Q_NORMALISATIONS[self.gumbel_q_normalisation]
