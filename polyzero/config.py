@@ -16,7 +16,8 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
-from .search.params import Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams
+from .search.params import (GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS, Q_NORMALISATIONS,
+                            SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
 
 
 @dataclass
@@ -27,11 +28,20 @@ class NetConfig:
     width: int = 128
     layers: int = 2
     value_hidden: int = 64
+    # Residual blocks (resnet): "basic" (AlphaZero's) or "bottleneck" (Gumbel paper,
+    # Appendix F.1: 1x1 down to bottleneck_channels, 3x3, 3x3, 1x1 up), where every
+    # broadcast_every-th block is a global broadcasting block (0: none).
+    block: str = "basic"
+    bottleneck_channels: int = 0  # 0: channels // 2 (the paper's 256 -> 128)
+    broadcast_every: int = 8  # bottleneck towers only
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
+        _choice("net.block", self.block, ("basic", "bottleneck"))
         for k in ("channels", "blocks", "width", "layers", "value_hidden"):
             _positive(f"net.{k}", getattr(self, k), allow_zero=k == "blocks")
+        _positive("net.bottleneck_channels", self.bottleneck_channels, allow_zero=True)
+        _positive("net.broadcast_every", self.broadcast_every, allow_zero=True)
 
 
 @dataclass
@@ -50,6 +60,18 @@ class SearchConfig:
     unvisited_q: str = "zero"
     dirichlet_alpha: float = 1.0
     dirichlet_fraction: float = 0.25
+    # Gumbel search (kind "gumbel" or "full_gumbel"; docs/gumbel.md): the Gumbel paper's
+    # defaults. Gumbel roots ignore the Dirichlet keys (Appendix F: no Dirichlet noise).
+    max_considered_actions: int = 16  # m = min(n, this, #legal) sampled by Gumbel-Top-k
+    c_visit: float = 50.0  # sigma(q) = (c_visit + max_b N(b)) * c_scale * q (Eq. 8)
+    c_scale: float = 1.0  # 0.1 for single-agent games (the paper's Atari runs)
+    gumbel_scale: float = 1.0  # Gumbel noise in self-play
+    eval_gumbel_scale: float = 0.0  # Gumbel noise in evaluation (0: deterministic, Appendix F)
+    # Q normalisation before sigma: "bounds" (value_min/value_max: board games),
+    # "minmax" (per node over visited Q and v_mix: unbounded values, Section 7), or
+    # "completed_minmax" (mctx's qtransform_completed_by_mix_value).
+    gumbel_q_normalisation: str = "bounds"
+    policy_loss: str = "kl"  # "kl": pi' target (Eq. 12); "simple": one-hot A_{n+1} (Eq. 9)
 
     def validate(self):
         _positive("search.num_simulations", self.num_simulations)
@@ -62,6 +84,13 @@ class SearchConfig:
         _positive("search.c2", self.c2)
         _positive("search.dirichlet_alpha", self.dirichlet_alpha)
         _fraction("search.dirichlet_fraction", self.dirichlet_fraction)
+        _positive("search.max_considered_actions", self.max_considered_actions)
+        _positive("search.c_visit", self.c_visit, allow_zero=True)
+        _positive("search.c_scale", self.c_scale, allow_zero=True)
+        _positive("search.gumbel_scale", self.gumbel_scale, allow_zero=True)
+        _positive("search.eval_gumbel_scale", self.eval_gumbel_scale, allow_zero=True)
+        _choice("search.gumbel_q_normalisation", self.gumbel_q_normalisation, GUMBEL_Q_NORMALISATIONS)
+        _choice("search.policy_loss", self.policy_loss, GUMBEL_POLICY_LOSSES)
         if not self.value_max > self.value_min:
             raise UsageError("search.value_max must be greater than search.value_min")
 

@@ -3,10 +3,16 @@
 f_theta(s) = (p, v) guides a search that steps the real game; self-play
 produces (s_t, pi_t, z) and the network minimises
 (z - v)^2 - pi^T log p + c ||theta||^2.
+
+With ``search.kind`` "gumbel" or "full_gumbel" this is Gumbel AlphaZero: pi_t is
+the search's pi' (Gumbel paper, Eq. 11), so the same cross-entropy is
+KL(pi', p) up to a constant (Eq. 12), or -log p(A_{n+1}) with
+``search.policy_loss = "simple"`` (Eq. 9).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import numpy as np
@@ -17,6 +23,7 @@ from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
+from ..nets.towers import ResidualTower
 from ..search.mcts import SearchResult, search
 from ..search.params import SearchParams
 from .base import Trajectory
@@ -36,10 +43,18 @@ class AlphaZero:
         self.num_players = game.num_players()
 
     def build_network(self) -> torch.nn.Module:
-        spec = NetSpec(**vars(self.cfg.net))
-        if spec.kind == "resnet" and len(self.encoder.shape) != 3:
-            spec = NetSpec(**{**vars(self.cfg.net), "kind": "mlp"})
-        return PolicyValueNet(self.encoder.shape, self.num_actions, spec)
+        net_cfg = self.cfg.net
+        fields = {f.name: getattr(net_cfg, f.name) for f in dataclasses.fields(NetSpec)}
+        if fields["kind"] == "resnet" and len(self.encoder.shape) != 3:
+            fields["kind"] = "mlp"
+        net = PolicyValueNet(self.encoder.shape, self.num_actions, NetSpec(**fields))
+        if fields["kind"] == "resnet" and net_cfg.block != "basic":
+            # The Gumbel paper's tower (Appendix F.1); NetSpec has no block options yet.
+            c, h, w = self.encoder.shape
+            net.trunk = ResidualTower(c, net_cfg.channels, net_cfg.blocks, block=net_cfg.block,
+                                      bottleneck_channels=net_cfg.bottleneck_channels,
+                                      broadcast_every=net_cfg.broadcast_every, cells=h * w)
+        return net
 
     def make_evaluator(self, net: torch.nn.Module, device) -> Evaluator:
         """What `search` calls the network through (NumPy in, NumPy out)."""

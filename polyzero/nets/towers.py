@@ -39,17 +39,84 @@ class ResidualBlock(nn.Module):
         return F.relu(x + y)
 
 
-class ResidualTower(nn.Module):
-    """A 3x3 conv stem followed by `blocks` residual blocks of `channels` filters."""
+class BottleneckBlock(nn.Module):
+    """1x1 conv down to `bottleneck` planes, two 3x3 convs, 1x1 conv back up, each
+    followed by BN (ReLU but after the last), skip, ReLU (Gumbel paper, Appendix F.1,
+    Fig. 11 and 13: ResBlock with stack_size 4)."""
 
-    def __init__(self, in_channels: int, channels: int, blocks: int):
+    def __init__(self, channels: int, bottleneck: int):
+        super().__init__()
+        shapes = [(channels, bottleneck, 1), (bottleneck, bottleneck, 3),
+                  (bottleneck, bottleneck, 3), (bottleneck, channels, 1)]
+        self.convs = nn.ModuleList(nn.Conv2d(i, o, k, padding=k // 2, bias=False) for i, o, k in shapes)
+        self.norms = nn.ModuleList(nn.BatchNorm2d(o) for _, o, _ in shapes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x
+        last = len(self.convs) - 1
+        for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
+            y = norm(conv(y))
+            if i < last:
+                y = F.relu(y)
+        return F.relu(x + y)
+
+
+class BroadcastBlock(nn.Module):
+    """Global broadcasting residual block (Gumbel paper, Appendix F.1, Fig. 11): a 1x1
+    conv mixes channels, one dense layer over the H*W cells (the same weights for
+    every plane) mixes each plane globally, a 1x1 conv mixes channels again; BN
+    after each, ReLU but after the last, skip, ReLU."""
+
+    def __init__(self, channels: int, cells: int):
+        super().__init__()
+        self.mix_in = nn.Conv2d(channels, channels, 1, bias=False)
+        self.bn_in = nn.BatchNorm2d(channels)
+        self.broadcast = nn.Linear(cells, cells)
+        self.bn_mid = nn.BatchNorm2d(channels)
+        self.mix_out = nn.Conv2d(channels, channels, 1, bias=False)
+        self.bn_out = nn.BatchNorm2d(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn_in(self.mix_in(x)))
+        n, c, h, w = y.shape
+        y = F.relu(self.broadcast(y.reshape(n, c, h * w))).reshape(n, c, h, w)
+        y = F.relu(self.bn_mid(y))
+        y = self.bn_out(self.mix_out(y))
+        return F.relu(x + y)
+
+
+class ResidualTower(nn.Module):
+    """A 3x3 conv stem followed by `blocks` residual blocks of `channels` filters.
+
+    block "basic": AlphaZero's blocks. block "bottleneck": the Gumbel paper's tower
+    (Appendix F.1, Fig. 13): bottleneck blocks of `bottleneck_channels` planes
+    (0: channels // 2), and every `broadcast_every`-th block (0: none) a broadcast
+    block, which needs the board's `cells` (H * W).
+    """
+
+    def __init__(self, in_channels: int, channels: int, blocks: int, block: str = "basic",
+                 bottleneck_channels: int = 0, broadcast_every: int = 0, cells: int | None = None):
         super().__init__()
         self.stem = nn.Sequential(
             nn.Conv2d(in_channels, channels, 3, padding=1, bias=False),
             nn.BatchNorm2d(channels),
             nn.ReLU(),
         )
-        self.blocks = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
+        if block == "basic":
+            layers = [ResidualBlock(channels) for _ in range(blocks)]
+        elif block == "bottleneck":
+            bottleneck = bottleneck_channels or max(1, channels // 2)
+            layers = []
+            for i in range(blocks):
+                if broadcast_every > 0 and i % broadcast_every == broadcast_every - 1:
+                    if cells is None:
+                        raise ValueError("a broadcast block needs the board's cells (H * W)")
+                    layers.append(BroadcastBlock(channels, cells))
+                else:
+                    layers.append(BottleneckBlock(channels, bottleneck))
+        else:
+            raise ValueError(f"block must be 'basic' or 'bottleneck', not {block!r}")
+        self.blocks = nn.Sequential(*layers)
         self.out_channels = channels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
