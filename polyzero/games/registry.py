@@ -15,6 +15,5 @@ def register_polyzero_games() -> None:
     # Python game modules are imported here as they are written; importing
     # one calls pyspiel.register_game as a side effect.
     import polyzero.games.scotland_yard  # noqa: F401
-    import polyzero.games.scotland_yard  # noqa: F401
     import polyzero.games.nannon  # noqa: F401  (Nannon, shared/specs/nannon.md)
     _registered = True
