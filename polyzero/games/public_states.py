@@ -1,0 +1,311 @@
+"""Public states and beliefs: the public tree of a game (Student of Games paper,
+"Background and terminology").
+
+A public state s_pub(h) is the sequence of public observations O_pub(w, a, w')
+along a history h. For each public state this module gives its world states
+(histories) with their chance reach probabilities, and each player's
+information states S_i(s_pub), each a set of those worlds. Search over a public
+tree (GT-CFR, "Search via GT-CFR") keeps its ranges over these information
+states.
+
+Where the public observation comes from (`public_observation_function`):
+- a per-game rule where OpenSpiel has no public observer: ``liars_dice`` (the
+  bids are public, the dice are not), ``scotland_yard`` (detectives' moves, Mr
+  X's ticket types and his revealed positions) and matrix games converted with
+  ``pyspiel.convert_to_turn_based`` (a round's actions become public when the
+  round is complete, so the second mover does not see the first's action);
+- perfect-information games: the action itself, so every public state holds one
+  world and beliefs are singletons;
+- otherwise OpenSpiel's public observer, ``IIGObservationType(public_info=True,
+  perfect_recall=True, private_info=NONE)`` (kuhn_poker, leduc_poker, ...).
+
+Chance events whose outcomes are all observed alike at the start of the game
+(the private deals of poker) are folded into the root public state's chance
+reach probabilities, so the root is the first public state where a player acts
+(as in the paper's poker example). Public chance events (Leduc's board card)
+are chance nodes of the public tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyspiel
+
+from polyzero.errors import UsageError
+
+# O_pub(w, a, w'): the public observation of taking action a in world w, reaching w'.
+PublicObservationFn = Callable[[pyspiel.State, int, pyspiel.State], str]
+
+DECISION, CHANCE, TERMINAL = "decision", "chance", "terminal"
+
+
+# -- public observations ---------------------------------------------------------
+
+def _liars_dice_observation(state, action, child) -> str:
+    """Liar's Dice: the rolls are private; every bid (and the call of liar) is public."""
+    return "roll" if state.is_chance_node() else f"{state.current_player()}:{action}"
+
+
+def _scotland_yard_observation(state, action, child) -> str:
+    """Scotland Yard (shared/specs/scotland_yard.md): the detectives see all
+    detective moves, the ticket Mr X uses (and a double-move card), Mr X's
+    station after his move in a reveal round, and the end of the game."""
+    rules = state.rules
+    # The end of the game is public: a capture, Mr X stuck, or the last round over.
+    end = f" end:{child.returns()[0]:+.0f}" if child.is_terminal() else ""
+    if state.current_player() != 0:
+        return f"{state.turn}:{action}{end}"  # a detective's move or pass
+    if action == rules.double_action:
+        return "X:double" + end
+    ticket = action // rules.num_stations
+    revealed = child.log[-1][2]
+    return f"X:{ticket}" + (f"@{child.mrx}" if revealed else "") + end
+
+
+def _turn_based_simultaneous_observation(state, action, child) -> str:
+    """A game from `pyspiel.convert_to_turn_based`: the players' actions of a
+    simultaneous round are hidden until the round is complete, then all public."""
+    if state.is_chance_node():
+        return f"chance:{action}"
+    next_player = child.current_player()
+    if child.is_terminal() or child.is_chance_node() or next_player <= state.current_player():
+        return f"round:{child.history()}"  # the round ended: everything so far is public
+    return f"{state.current_player()}:acted"
+
+
+_RULES: dict[str, PublicObservationFn] = {
+    "liars_dice": _liars_dice_observation,
+    "scotland_yard": _scotland_yard_observation,
+    "turn_based_simultaneous_game": _turn_based_simultaneous_observation,
+}
+
+
+def _perfect_information_observation(state, action, child) -> str:
+    return f"{state.current_player()}:{action}"
+
+
+def public_observation_function(game: pyspiel.Game) -> PublicObservationFn:
+    """O_pub for a game: a per-game rule, the action (perfect information), or
+    OpenSpiel's public observer; a `UsageError` when there is none."""
+    game_type = game.get_type()
+    rule = _RULES.get(game_type.short_name)
+    if rule is not None:
+        return rule
+    if game_type.information == pyspiel.GameType.Information.PERFECT_INFORMATION:
+        return _perfect_information_observation
+    public = pyspiel.IIGObservationType(
+        public_info=True, perfect_recall=True, private_info=pyspiel.PrivateInfoType.NONE)
+    try:
+        from open_spiel.python.observation import make_observation
+
+        observation = make_observation(game, public)
+    except (pyspiel.SpielError, RuntimeError, ValueError):
+        observation = None
+    if observation is None:
+        raise UsageError(f"no public observations for game {game_type.short_name!r}: "
+                         "OpenSpiel has no public observer for it and polyzero no rule")
+
+    def observer_observation(state, action, child) -> str:
+        return observation.string_from(child, 0)
+
+    return observer_observation
+
+
+# -- the public tree ---------------------------------------------------------------
+
+@dataclass
+class World:
+    """A world state (history) inside a public state."""
+
+    state: pyspiel.State
+    chance_reach: float  # product of the chance probabilities along the history
+    info_states: tuple[int, ...]  # per player: index into PublicState.info_states[player]
+
+
+@dataclass
+class Transition:
+    """Action `action` in world `world` of a node leads to world `child_world` of node `child`."""
+
+    world: int
+    action: int
+    child: int
+    child_world: int
+    probability: float  # the chance probability at chance nodes, 1 at decisions
+
+
+@dataclass
+class PublicState:
+    """One public state: its worlds and each player's information states over them."""
+
+    key: tuple[str, ...]  # the public observation sequence s_pub
+    kind: str  # DECISION, CHANCE or TERMINAL
+    player: int  # the acting player (pyspiel ids for chance and terminal)
+    worlds: list[World]
+    info_states: list[list[str]]  # per player, its information-state strings here
+    parent: int | None = None
+    depth: int = 0  # public actions from the root
+    children: dict[str, int] = field(default_factory=dict)  # public observation -> node
+    transitions: list[Transition] = field(default_factory=list)
+
+    def chance_reach_sum(self) -> float:
+        return sum(w.chance_reach for w in self.worlds)
+
+    def worlds_of(self, player: int, info_state: int) -> list[int]:
+        """Indices of the worlds in one of `player`'s information states."""
+        return [i for i, w in enumerate(self.worlds) if w.info_states[player] == info_state]
+
+    def info_state_chance_reach(self, player: int) -> list[float]:
+        """Chance reach summed over each of `player`'s information states."""
+        out = [0.0] * len(self.info_states[player])
+        for w in self.worlds:
+            out[w.info_states[player]] += w.chance_reach
+        return out
+
+
+def _info_state_string(game_type, state, player: int) -> str:
+    if game_type.provides_information_state_string:
+        try:
+            return state.information_state_string(player)
+        except (pyspiel.SpielError, RuntimeError):
+            pass
+    return state.history_str()  # perfect information: the history is what a player knows
+
+
+def _kind(state) -> tuple[str, int]:
+    if state.is_terminal():
+        return TERMINAL, int(pyspiel.PlayerId.TERMINAL)
+    if state.is_chance_node():
+        return CHANCE, int(pyspiel.PlayerId.CHANCE)
+    if state.is_simultaneous_node():
+        raise UsageError("simultaneous-move games enter public trees through pyspiel.convert_to_turn_based")
+    return DECISION, state.current_player()
+
+
+def _successors(state) -> list[tuple[int, float]]:
+    if state.is_chance_node():
+        return state.chance_outcomes()
+    return [(a, 1.0) for a in state.legal_actions()]
+
+
+class PublicTree:
+    """The public tree of a game, enumerated breadth-first from its root public state.
+
+    `nodes[0]` is the root. `max_depth` stops below that many public actions
+    (nodes at the limit are kept, their children are not built), for games too
+    large to enumerate whole.
+    """
+
+    def __init__(self, game: pyspiel.Game, max_depth: int | None = None):
+        self.game = game
+        self.observe = public_observation_function(game)
+        self.num_players = game.num_players()
+        self._type = game.get_type()
+        self.nodes: list[PublicState] = []
+        key, pairs = root_worlds(game, self.observe)
+        self._add_node(key, pairs, parent=None, depth=0)
+        index = 0
+        while index < len(self.nodes):  # nodes grow as we go: breadth-first
+            node = self.nodes[index]
+            if node.kind != TERMINAL and (max_depth is None or node.depth < max_depth):
+                self._expand(index)
+            index += 1
+
+    def _add_node(self, key, pairs, parent, depth) -> int:
+        kinds = {_kind(state) for state, _ in pairs}
+        if len(kinds) != 1:
+            raise AssertionError(f"public state {key} mixes node kinds/players {sorted(kinds)}: "
+                                 "the public observation must show who acts")
+        kind, player = kinds.pop()
+        info_index = [dict() for _ in range(self.num_players)]
+        worlds = []
+        for state, reach in pairs:
+            ids = []
+            for p in range(self.num_players):
+                s = _info_state_string(self._type, state, p)
+                ids.append(info_index[p].setdefault(s, len(info_index[p])))
+            worlds.append(World(state, reach, tuple(ids)))
+        node = PublicState(key, kind, player, worlds, [list(d) for d in info_index], parent, depth)
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+    def _expand(self, index: int) -> None:
+        node = self.nodes[index]
+        groups: dict[str, list] = {}
+        for w, world in enumerate(node.worlds):
+            for action, prob in _successors(world.state):
+                child = world.state.child(action)
+                groups.setdefault(self.observe(world.state, action, child), []).append((w, action, prob, child))
+        for obs, items in groups.items():
+            pairs = [(child, node.worlds[w].chance_reach * prob) for w, _, prob, child in items]
+            child_index = self._add_node(node.key + (obs,), pairs, index, node.depth + 1)
+            node.children[obs] = child_index
+            node.transitions += [Transition(w, a, child_index, cw, p) for cw, (w, a, p, _) in enumerate(items)]
+
+    # -- queries -------------------------------------------------------------------
+
+    def of_kind(self, kind: str) -> list[PublicState]:
+        return [n for n in self.nodes if n.kind == kind]
+
+    def num_info_states(self, acting_only: bool = True) -> int:
+        """Information states summed over decision public states: of the acting
+        player only (OpenSpiel's count of a game's information states), or of all."""
+        nodes = self.of_kind(DECISION)
+        if acting_only:
+            return sum(len(n.info_states[n.player]) for n in nodes)
+        return sum(len(s) for n in nodes for s in n.info_states)
+
+
+def root_worlds(game: pyspiel.Game, observe: PublicObservationFn) -> tuple[tuple[str, ...], list]:
+    """The root public state's key and (state, chance reach) pairs: the initial
+    state, with leading chance events that every outcome observes alike folded in."""
+    key: tuple[str, ...] = ()
+    pairs = [(game.new_initial_state(), 1.0)]
+    while all(state.is_chance_node() for state, _ in pairs):
+        expanded, observations = [], set()
+        for state, reach in pairs:
+            for action, prob in state.chance_outcomes():
+                child = state.child(action)
+                observations.add(observe(state, action, child))
+                expanded.append((child, reach * prob))
+        if len(observations) != 1:
+            break  # a public chance event: the root is a chance node
+        key += (observations.pop(),)
+        pairs = expanded
+    return key, pairs
+
+
+def public_key(game: pyspiel.Game, state: pyspiel.State, observe: PublicObservationFn | None = None) -> tuple[str, ...]:
+    """s_pub(h): the public observation sequence along the state's history."""
+    observe = observe or public_observation_function(game)
+    current = game.new_initial_state()
+    key = []
+    for action in state.history():
+        child = current.child(action)
+        key.append(observe(current, action, child))
+        current = child
+    return tuple(key)
+
+
+def public_state_at(game: pyspiel.Game, state: pyspiel.State) -> PublicState:
+    """The public state of `state` with all its worlds and information states,
+    built by following its public observations from the root (only the worlds
+    along that path are expanded, so it works in games too large to enumerate)."""
+    observe = public_observation_function(game)
+    target = public_key(game, state, observe)
+    key, pairs = root_worlds(game, observe)
+    if target[:len(key)] != key:
+        raise ValueError("state precedes the root public state (a leading private chance event)")
+    for obs in target[len(key):]:
+        nxt = []
+        for world, reach in pairs:
+            for action, prob in _successors(world):
+                child = world.child(action)
+                if observe(world, action, child) == obs:
+                    nxt.append((child, reach * prob))
+        pairs = nxt
+    tree = PublicTree.__new__(PublicTree)  # reuse the node builder without enumerating
+    tree.num_players, tree._type, tree.nodes = game.num_players(), game.get_type(), []
+    tree._add_node(target, pairs, parent=None, depth=len(target) - len(key))
+    return tree.nodes[0]
