@@ -1,4 +1,4 @@
-"""polyzero's command line: train, arena, play, plot.
+"""polyzero's command line: train, arena, play, plot, solve.
 
 User mistakes print one line `polyzero: error: ...` and exit with status 2.
 """
@@ -19,6 +19,7 @@ EPILOG = """examples:
   polyzero arena runs/ttt mcts-solver:100 --games 100
   polyzero play tic_tac_toe --agent runs/ttt --human-seat 0
   polyzero plot runs/ttt
+  polyzero solve nannon
 """
 
 
@@ -68,6 +69,14 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--agent", required=True, help="the opponent: a run directory, checkpoint or reference player")
     pl.add_argument("--human-seat", type=int, choices=[0, 1], default=0)
     pl.add_argument("--seed", type=int, default=0)
+
+    sv = sub.add_parser("solve", help="solve a game exactly (Nannon) and cache the solution",
+                        description="Solve a Nannon game exactly by value iteration, cache the optimal "
+                                    "values and policy (under $POLYZERO_CACHE or ~/.cache/polyzero), and "
+                                    "print the opening values. The 'optimal' player reads this cache.")
+    sv.add_argument("game", help="a nannon game, e.g. nannon or 'nannon(points=12,checkers=5)'")
+    sv.add_argument("--force", action="store_true", help="recompute even when a cached solution exists")
+    sv.add_argument("--no-progress", action="store_true")
 
     pt = sub.add_parser("plot", help="learning-curve PNGs for one or more runs")
     pt.add_argument("run_dirs", nargs="+", type=Path)
@@ -129,6 +138,11 @@ def cmd_train(args) -> int:
     stats = trainer.selfplay_stats
     print(f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
           f"({stats['games']} self-play games, {stats['positions']} positions)")
+    if cfg.eval.final_games and trainer.game.num_players() == 1:
+        res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
+        print(f"final evaluation: agent at {cfg.eval.simulations} simulations, {cfg.eval.final_games} episodes: "
+              f"mean return {res['eval/return/mean']:.1f}  95% CI [{res['eval/return/ci_low']:.1f}, "
+              f"{res['eval/return/ci_high']:.1f}]")
     if cfg.eval.final_games and trainer.game.num_players() == 2:
         print(f"final evaluation: agent at {cfg.eval.simulations} simulations, "
               f"{cfg.eval.final_games} games per opponent, seats alternated")
@@ -191,7 +205,33 @@ def cmd_plot(args) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "arena": cmd_arena, "play": cmd_play, "plot": cmd_plot}
+def cmd_solve(args) -> int:
+    from .games import game_spec_string, load_game
+
+    game = load_game(args.game)
+    if game.get_type().short_name != "nannon":
+        raise UsageError(f"solve knows only nannon games (exact value iteration); got '{args.game}'")
+    from .eval.nannon_solver import NannonParams, solve
+
+    params = NannonParams.from_game(game)
+    sol = solve(params, progress=not args.no_progress, force=args.force)
+    info, values = sol.info, sol.opening_values()
+    how = "loaded from the cache" if info.get("cached") else f"solved in {info['seconds']:.1f} s"
+    print(f"{game_spec_string(game)}: {sol.positions.size:,} positions, {how} "
+          f"({info['sweeps']} sweeps, Bellman residual {info['residual']:.1e})")
+
+    def show(points: float) -> str:  # a win probability only where points are +-1
+        return f"{points:+.6f}" + ("" if params.double else f" (wins {(1 + points) / 2:.4%})")
+
+    print(f"first mover, before its roll:     {show(values['first_mover'])}")
+    print(f"winner of the difference roll-off: {show(values['rolloff_winner'])}")
+    print(f"player 0 under opening={params.opening}: {show(values['player0'])}")
+    print(f"cached at {info['path']}")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "arena": cmd_arena, "play": cmd_play, "plot": cmd_plot,
+            "solve": cmd_solve}
 
 
 def main(argv: list[str] | None = None) -> int:

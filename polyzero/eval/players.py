@@ -1,6 +1,6 @@
 """Players: anything that picks moves for a batch of concurrent games.
 
-Reference players (`random`, `mcts:SIMS`, `mcts-solver:SIMS`) live here; learned
+Reference players (`random`, `mcts:SIMS`, `mcts-solver:SIMS`; `optimal` for Nannon) live here; learned
 agents are plugged in through `register_player_loader`, so this layer does not
 depend on the training code.
 """
@@ -14,7 +14,7 @@ import pyspiel
 
 from ..errors import UsageError
 
-__all__ = ["Player", "RandomPlayer", "MCTSPlayer", "reference_player",
+__all__ = ["Player", "RandomPlayer", "MCTSPlayer", "OptimalPlayer", "reference_player",
            "register_player_loader", "make_player"]
 
 
@@ -73,10 +73,35 @@ class MCTSPlayer:
         return [int(self._bot.step(state)) for state in states]
 
 
+class OptimalPlayer:
+    """Nannon's optimal player: the policy of exact value iteration
+    (polyzero.eval.nannon_solver; the NDMZ paper's reference opponent, Section 4.1).
+    Solved once per parameter set and cached on disk (`polyzero solve`)."""
+
+    def __init__(self, game, seed: int = 0):
+        import sys
+
+        from .nannon_solver import shared_solution
+
+        if game.get_type().short_name != "nannon":
+            raise UsageError(f"player 'optimal' needs a nannon game (an exact solution); "
+                             f"'{game.get_type().short_name}' has none")
+        self.name = "optimal"
+        self.solution = shared_solution(game, progress=sys.stderr.isatty())
+
+    def reset(self, seed: int) -> None:
+        pass  # deterministic
+
+    def act(self, states: Sequence[pyspiel.State]) -> list[int]:
+        return [self.solution.action(state) for state in states]
+
+
 def reference_player(spec: str, game, seed: int = 0) -> Player | None:
-    """`random`, `mcts:SIMS` or `mcts-solver:SIMS`; None if `spec` is none of these."""
+    """`random`, `optimal` (Nannon), `mcts:SIMS` or `mcts-solver:SIMS`; None otherwise."""
     if spec == "random":
         return RandomPlayer(seed)
+    if spec == "optimal":
+        return OptimalPlayer(game, seed)
     kind, sep, sims = spec.partition(":")
     if not sep or kind not in ("mcts", "mcts-solver"):
         return None
