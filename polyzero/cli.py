@@ -138,6 +138,11 @@ def cmd_train(args) -> int:
     stats = trainer.selfplay_stats
     print(f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
           f"({stats['games']} self-play games, {stats['positions']} positions)")
+    if cfg.eval.final_games and trainer.game.num_players() == 1:
+        res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
+        print(f"final evaluation: agent at {cfg.eval.simulations} simulations, {cfg.eval.final_games} episodes: "
+              f"mean return {res['eval/return/mean']:.1f}  95% CI [{res['eval/return/ci_low']:.1f}, "
+              f"{res['eval/return/ci_high']:.1f}]")
     if cfg.eval.final_games and trainer.game.num_players() == 2:
         print(f"final evaluation: agent at {cfg.eval.simulations} simulations, "
               f"{cfg.eval.final_games} games per opponent, seats alternated")

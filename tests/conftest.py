@@ -17,13 +17,13 @@ import pytest  # noqa: E402
 LEARN = ["eval.every=0", "eval.final_games=0", "threads=1", "seed=3"]
 
 
-def train_tic_tac_toe(run_dir, **driver):
-    """A trained tic-tac-toe run (in-process, or Ray with driver=dict(workers=N)) and
-    the untrained weights it started from."""
+def train_tic_tac_toe(run_dir, algo="alphazero", overrides=(), **driver):
+    """A trained tic-tac-toe run (in-process, or Ray with driver=dict(workers=N)) of the
+    algorithm's shipped preset, and the untrained weights it started from."""
     from polyzero.config import build_config
     from polyzero.train.driver import Trainer
 
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=LEARN)
+    cfg = build_config("tic_tac_toe", algo, overrides=LEARN + list(overrides))
     if driver:
         from polyzero.train.ray_driver import RayTrainer as Trainer  # noqa: N814
     trainer = Trainer.create(cfg, run_dir, progress=False, **driver)
@@ -36,12 +36,12 @@ def score_against_untrained(trainer, untrained, games=200, seed=11):
     """The trained agent against its untrained network at equal search, seats alternated."""
     from polyzero.algos.player import SearchPlayer
     from polyzero.eval import play_match
-    from polyzero.nets.inference import Evaluator
 
     sims = trainer.cfg.eval.simulations
     net = trainer.algo.build_network()
     net.load_state_dict(untrained)
-    baseline = SearchPlayer(trainer.algo, Evaluator(net), trainer.cfg.search.params(sims), "untrained",
+    baseline = SearchPlayer(trainer.algo, trainer.algo.make_evaluator(net, "cpu"),
+                            trainer.cfg.search.params(sims), "untrained",
                             sample_moves=trainer.cfg.eval.sample_moves)
     return play_match(trainer.game, trainer.agent_player(simulations=sims), baseline, games, seed=seed)
 

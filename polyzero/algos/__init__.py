@@ -6,8 +6,9 @@ from ..errors import UsageError
 from ..games import check_supported
 from .alphazero import AlphaZero
 from .base import Algorithm, Trajectory
+from .muzero import MuZero
 
-ALGORITHMS = {"alphazero": AlphaZero}
+ALGORITHMS = {"alphazero": AlphaZero, "muzero": MuZero}
 
 
 def make_algorithm(cfg, game) -> Algorithm:

@@ -26,6 +26,7 @@ from ..nets.inference import Evaluator
 from ..nets.towers import ResidualTower
 from ..search.mcts import SearchResult, search
 from ..search.params import SearchParams
+from ..train.replay import ReplayBuffer
 from .base import Trajectory
 from .simulator import SimulatorModel
 
@@ -76,6 +77,10 @@ class AlphaZero:
             "policy": ((self.num_actions,), np.float32),
             "value": ((), np.float32),
         }
+
+    def make_replay(self) -> ReplayBuffer:
+        """Uniform replay of (s, pi, z) positions (Go-Exploit Table 4's |B|)."""
+        return ReplayBuffer(self.cfg.train.replay_size, self.example_specs())
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """(s_t, pi_t, z): z is what the mover at t went on to receive (the final

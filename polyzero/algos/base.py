@@ -25,6 +25,7 @@ class Trajectory:
     policies: list = field(default_factory=list)  # search policy targets pi_t
     players: list = field(default_factory=list)  # who moved at t
     actions: list = field(default_factory=list)
+    legal: list = field(default_factory=list)  # bool [A] legal-action masks at t
     root_values: list = field(default_factory=list)
     returns_before: list = field(default_factory=list)  # mover's return so far at t
     returns: np.ndarray | None = None  # final returns, one per player
@@ -43,6 +44,8 @@ class Algorithm(Protocol):
     def encode(self, states: Sequence) -> np.ndarray: ...
 
     def example_specs(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]: ...
+
+    def make_replay(self): ...
 
     def trajectory_examples(self, trajectory: Trajectory) -> dict[str, np.ndarray]: ...
 

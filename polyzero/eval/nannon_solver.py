@@ -95,6 +95,8 @@ class Positions:
         self.pair_index = np.full(disjoint.shape, -1, np.int64)
         self.pair_index[self.mover, self.other] = np.arange(self.size)
         self.swapped = self.pair_index[self.other, self.mover]  # same board, other side to move
+        # Positions where the game is on (the rest are over, or unreachable: the mover won).
+        self.decision = (self.safe[self.mover] < c) & (self.safe[self.other] < c)
         self.initial = int(self.pair_index[self.placement_id[c - 2, 3], self.placement_id[c - 2, 3]])
 
     def index(self, mover_view: tuple[int, int], other_view: tuple[int, int]) -> int:
@@ -537,8 +539,7 @@ def tabulate_player(sol: Solution, game, player, batch: int = 256) -> np.ndarray
     moves and passes are filled in without asking."""
     pos, tb = sol.positions, sol.tables
     table = tb.source[:, :, 0].astype(np.int8).copy()  # the move when it is the only one
-    terminal = pos.terminal_values()[0]
-    todo = np.argwhere((tb.num_legal >= 2) & ~terminal[:, None])
+    todo = np.argwhere((tb.num_legal >= 2) & pos.decision[:, None])
     for i in range(0, len(todo), batch):
         states = []
         for s, d in todo[i:i + batch]:

@@ -101,20 +101,37 @@ def _plot_losses(runs: dict[str, list[dict]], path: Path) -> Path | None:
     return _save(plt, fig, axes, path, "loss", "training losses")
 
 
+def _plot_band(axes, records, prefix: str, value_key: str, name: str) -> None:
+    """`prefix/value_key` against steps and minutes, with its `prefix/ci_low..ci_high` band."""
+    steps, mins, score = _series(records, f"{prefix}/{value_key}")
+    lows = _series(records, f"{prefix}/ci_low")[2]
+    highs = _series(records, f"{prefix}/ci_high")[2]
+    # A band only when every scored record has both ends; otherwise they would misalign.
+    band = len(lows) == len(highs) == len(score)
+    for ax, xs in ((axes[0], steps), (axes[1], mins)):
+        (line,) = ax.plot(xs, score, marker=".", label=name)
+        if band:
+            ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.2)
+
+
+def _plot_returns(runs: dict[str, list[dict]], path: Path) -> Path | None:
+    """Single-agent runs: the mean episode return of the evaluations, 95% CI."""
+    plt, fig, axes = _figure()
+    for label, records in runs.items():
+        if any("eval/return/mean" in r for r in records):
+            _plot_band(axes, records, "eval/return", "mean", "mean return" if len(runs) == 1 else label)
+    if not axes[0].lines:
+        plt.close(fig)
+        return None
+    return _save(plt, fig, axes, path, "mean episode return, 95% CI", "evaluation returns")
+
+
 def _plot_scores(runs: dict[str, list[dict]], path: Path) -> Path | None:
     plt, fig, axes = _figure()
     for label, records in runs.items():
         for opp in _opponents(records):
-            steps, mins, score = _series(records, f"eval/{opp}/score")
-            lows = _series(records, f"eval/{opp}/ci_low")[2]
-            highs = _series(records, f"eval/{opp}/ci_high")[2]
-            # A band only when every scored record has both ends; otherwise they would misalign.
-            band = len(lows) == len(highs) == len(score)
             name = f"vs {opp}" if len(runs) == 1 else f"{label} vs {opp}"
-            for ax, xs in ((axes[0], steps), (axes[1], mins)):
-                (line,) = ax.plot(xs, score, marker=".", label=name)
-                if band:
-                    ax.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.2)
+            _plot_band(axes, records, f"eval/{opp}", "score", name)
     if not axes[0].lines:
         plt.close(fig)
         return None
@@ -134,11 +151,12 @@ def plot_runs(run_dirs, out_dir) -> list[Path]:
         runs[label] = read_metrics(d)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = [_plot_losses(runs, out / "losses.png"), _plot_scores(runs, out / "scores.png")]
+    written = [_plot_losses(runs, out / "losses.png"), _plot_scores(runs, out / "scores.png"),
+               _plot_returns(runs, out / "returns.png")]
     return [p for p in written if p is not None]
 
 
 def plot_run(run_dir, out_dir=None) -> list[Path]:
-    """`losses.png` and `scores.png` (vs step and vs wall-clock) in `out_dir` (default RUN_DIR/plots)."""
+    """`losses.png`, `scores.png` and for single-agent runs `returns.png` (vs step and vs wall-clock) in `out_dir` (default RUN_DIR/plots)."""
     run_dir = Path(run_dir)
     return plot_runs([run_dir], out_dir if out_dir is not None else run_dir / "plots")

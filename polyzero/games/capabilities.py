@@ -17,7 +17,8 @@ class GameRequirements:
     """What an algorithm can cope with. Defaults: deterministic, perfect-information,
     sequential, one or two players, zero-sum when two-player."""
 
-    chance_nodes: bool = False
+    chance_nodes: bool = False  # explicit chance nodes in the game tree
+    sampled_stochastic: bool = False  # randomness inside the environment, no chance nodes (gymnasium, minatar)
     imperfect_information: bool = False
     simultaneous_moves: bool = False
     max_players: int = 2
@@ -35,7 +36,10 @@ def _missing(game: pyspiel.Game, req: GameRequirements) -> list[str]:
         out.append("has simultaneous moves")
     if gt.information != _GT.Information.PERFECT_INFORMATION and not req.imperfect_information:
         out.append("has imperfect information")
-    if gt.chance_mode != _GT.ChanceMode.DETERMINISTIC and not req.chance_nodes:
+    if gt.chance_mode == _GT.ChanceMode.SAMPLED_STOCHASTIC:
+        if not req.sampled_stochastic:
+            out.append("is a stochastic environment that cannot be stepped inside a search")
+    elif gt.chance_mode != _GT.ChanceMode.DETERMINISTIC and not req.chance_nodes:
         out.append("has chance nodes")
     if n > req.max_players:
         out.append(f"has {n} players (at most {req.max_players} supported)")

@@ -92,9 +92,23 @@ def _game_type(name: str) -> pyspiel.GameType | None:
     return None
 
 
+# Short names for single-agent environments (and the presets named after them).
+GAME_ALIASES = {
+    "cartpole": "gymnasium(env=CartPole-v1)",
+    "acrobot": "gymnasium(env=Acrobot-v1)",
+    "mountaincar": "gymnasium(env=MountainCar-v0)",
+    **{f"minatar-{g}": f"minatar(game={g})"
+       for g in ("asterix", "breakout", "freeway", "seaquest", "space_invaders")},
+    "atari-breakout": "atari(game=Breakout)",
+    "atari-pong": "atari(game=Pong)",
+}
+
+
 def load_game(spec: str) -> pyspiel.Game:
-    """Load a game by spec string, validating name and parameters first."""
+    """Load a game by spec string (or one of GAME_ALIASES), validating name and parameters first."""
     register_polyzero_games()
+    if isinstance(spec, str):
+        spec = GAME_ALIASES.get(spec.strip(), spec)
     name, raw = _split_spec(spec)
     names = list(pyspiel.registered_names())
     if name not in names:

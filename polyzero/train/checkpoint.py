@@ -110,12 +110,17 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def read_learner(ckpt: Path, map_location="cpu") -> dict:
+    return read_torch(ckpt, "learner.pt", map_location)
+
+
+def read_torch(ckpt: Path, name: str, map_location="cpu") -> dict:
+    """A torch file of the checkpoint, loaded with weights_only=True (no code runs on load)."""
     try:
-        return torch.load(ckpt / "learner.pt", map_location=map_location, weights_only=True)
+        return torch.load(ckpt / name, map_location=map_location, weights_only=True)
     except FileNotFoundError:
-        raise UsageError(f"checkpoint {ckpt} is incomplete: learner.pt is missing") from None
+        raise UsageError(f"checkpoint {ckpt} is incomplete: {name} is missing") from None
     except Exception as exc:  # corrupt pickle, truncated zip, foreign objects
-        raise UsageError(f"checkpoint {ckpt} is corrupt: learner.pt could not be read ({type(exc).__name__})") from None
+        raise UsageError(f"checkpoint {ckpt} is corrupt: {name} could not be read ({type(exc).__name__})") from None
 
 
 def read_state(ckpt: Path) -> dict:

@@ -28,7 +28,6 @@ from . import checkpoint as ckpt
 from .learner import Learner
 from .metrics import MetricsLog
 from .progress import Progress
-from .replay import ReplayBuffer
 from .selfplay import SelfPlayActor
 
 
@@ -54,7 +53,14 @@ class Trainer:
         self.actor_evaluator = self.algo.make_evaluator(self.algo.build_network(), self.device)
         self.actor_evaluator.load_state_dict(self.learner.weights())
         self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
-        self.replay = ReplayBuffer(cfg.train.replay_size, self.algo.example_specs())
+        self.replay = self.algo.make_replay()
+        self.reanalyser = None
+        if getattr(cfg, "muzero", None) is not None and cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0:
+            from .reanalyse import Reanalyser
+
+            self.reanalyser = Reanalyser(self.algo, cfg, self.device, cfg.seed)
+            self.reanalyser.set_weights(self.learner.weights(), 0)
+            self.replay.reanalyser = self.reanalyser
         self.sample_rng = np.random.default_rng([cfg.seed, 1])
         self.step = 0
         self.pending = 0  # positions added since the last learning step
@@ -100,6 +106,11 @@ class Trainer:
         self.actor_evaluator.load_state_dict(self.learner.weights())
         self.sample_rng.bit_generator.state = state["sample_rng"]
         self.step, self.pending = state["step"], state["pending"]
+        self._set_acting_temperature()
+        if self.reanalyser is not None:
+            extra = ckpt.read_torch(path, "reanalyser.pt", map_location=self.device)
+            self.reanalyser.load_state_dict(extra)
+            self.reanalyser.set_weights(self.learner.weights(), -1)
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
         self.last_eval = state.get("last_eval", {})
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
@@ -128,6 +139,8 @@ class Trainer:
             "actor.npz": buf,
             "state.json": json.dumps(state).encode(),
         }
+        if self.reanalyser is not None:
+            files["reanalyser.pt"] = ckpt.torch_bytes(self.reanalyser.state_dict())
         return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
 
     def _now(self) -> float:
@@ -143,18 +156,31 @@ class Trainer:
         """Self-play until b_step new positions have entered the replay buffer."""
         while self.pending < self.cfg.train.positions_per_step:
             for traj in self.actor.tick():
-                examples = self.algo.trajectory_examples(traj)
-                self.replay.add(examples)
-                self.pending += len(examples["value"])
+                self.pending += self.replay.add(self.algo.trajectory_examples(traj))
 
     def _publish_weights(self) -> None:
         self.actor_evaluator.load_state_dict(self.learner.weights())
+        self._set_acting_temperature()
+
+    def _set_acting_temperature(self) -> None:
+        schedule = getattr(self.algo, "acting_temperature", None)
+        if schedule is not None:
+            self.actor.temperature = schedule(self.step)
 
     def _runtime_metrics(self, step_seconds: float) -> dict:
         return {}
 
     def _actor_state(self) -> tuple[dict, dict]:
         return self.actor.state_dict()
+
+    def _update(self) -> dict:
+        """One minibatch update; prioritized replays get the new priorities back."""
+        batch = self.replay.sample(self.cfg.train.batch_size, self.sample_rng)
+        metrics = self.learner.update(batch)
+        priority = metrics.pop("priority", None)
+        if priority is not None and getattr(self.replay, "prioritized", False):
+            self.replay.update_priorities(batch["index"], priority)
+        return metrics
 
     # ------------------------------------------------------------ the loop
     def run(self) -> dict:
@@ -170,9 +196,10 @@ class Trainer:
                 sp0 = dict(self.selfplay_stats)
                 self._collect()
                 self.pending -= cfg.train.positions_per_step
-                losses = [self.learner.update(self.replay.sample(cfg.train.batch_size, self.sample_rng))
-                          for _ in range(cfg.train.minibatches_per_step)]
+                losses = [self._update() for _ in range(cfg.train.minibatches_per_step)]
                 self.step += 1
+                if self.reanalyser is not None:
+                    self.reanalyser.set_weights(self.learner.weights(), self.step)
                 self._publish_weights()
                 dt = time.perf_counter() - t_step
                 self.train_time += dt
@@ -214,15 +241,17 @@ class Trainer:
 
     def evaluate(self, games: int, seed: int | None = None) -> dict:
         """Score the current network against each configured opponent."""
-        from ..eval import make_player, play_match
+        from ..eval import make_player, play_match, play_single_agent
 
         out = {}
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
         agent = self.agent_player(seed=seed)
+        if self.game.num_players() == 1:
+            res = play_single_agent(self.game, agent, games, seed=seed)
+            return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
+                    "eval/return/ci_high": res["ci_high"]}
         for spec in self.cfg.eval.opponent_specs():
             opponent = make_player(spec, self.game, seed=seed)
-            if self.game.num_players() == 1:
-                continue
             res = play_match(self.game, agent, opponent, games, seed=seed)
             out[f"eval/{spec}/score"] = res.score
             out[f"eval/{spec}/ci_low"] = res.ci_low

@@ -22,8 +22,9 @@ class Learner:
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """One gradient step on a minibatch; returns the loss terms."""
         self.net.train()
-        tensors = {k: torch.from_numpy(v).to(self.device) for k, v in batch.items()}
+        tensors = {k: torch.from_numpy(v).to(self.device) for k, v in batch.items() if k != "index"}
         loss, parts = self.algo.loss(self.net, tensors)
+        priority = parts.pop("priority", None)
         l2 = self.cfg.l2 * sum((p * p).sum() for p in self.net.parameters())
         total = loss + l2
         self.optimizer.zero_grad(set_to_none=True)
@@ -33,6 +34,8 @@ class Learner:
         out = {k: v.item() for k, v in parts.items()}
         out["loss/l2"] = l2.item()
         out["loss/total"] = total.item()
+        if priority is not None:
+            out["priority"] = priority.cpu().numpy()
         return out
 
     def weights(self) -> dict[str, torch.Tensor]:

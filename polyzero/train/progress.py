@@ -23,7 +23,9 @@ class Progress:
             "pos/s": f"{positions_per_s:.0f}",
         }
         for key, value in last_eval.items():
-            if key.endswith("/score"):
+            if key == "eval/return/mean":
+                post["return"] = f"{value:.1f}"
+            elif key.endswith("/score"):
                 post[key[len("eval/"):-len("/score")]] = f"{value:.2f}"
         self.bar.set_postfix(post, refresh=False)
         self.bar.refresh()

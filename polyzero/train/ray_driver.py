@@ -65,8 +65,13 @@ class SelfPlayWorker:
         return os.getpid()
 
     def set_weights(self, weights: dict, version: int) -> int:
+        """New weights, `version` = the learner's step (which also sets an acting
+        temperature schedule's point)."""
         self.evaluator.load_state_dict(weights)
         self.version = version
+        schedule = getattr(self.algo, "acting_temperature", None)
+        if schedule is not None:
+            self.actor.temperature = schedule(version)
         return version
 
     def play(self, min_positions: int) -> dict:
@@ -76,12 +81,11 @@ class SelfPlayWorker:
         batches, n = [], 0
         while n < min_positions:
             for traj in self.actor.tick():
-                ex = self.algo.trajectory_examples(traj)
-                batches.append(ex)
-                n += len(ex["value"])
-        examples = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+                batches.append(self.algo.trajectory_examples(traj))
+                n += len(traj.actions)
         delta = {k: self.actor.stats[k] - before[k] for k in before}
-        return {"examples": examples, "stats": delta, "version": self.version,
+        # One batch of examples per finished game: a sequence replay keeps games apart.
+        return {"examples": batches, "stats": delta, "version": self.version,
                 "seconds": time.perf_counter() - t0, "pid": os.getpid()}
 
 
@@ -164,9 +168,8 @@ class RayTrainer(Trainer):
                 self.worker_pids[worker] = out["pid"]
                 self._worker_lost(worker, "restarted")
                 continue
-            n = len(out["examples"]["value"])
-            self.replay.add(out["examples"])
-            self.pending += n
+            for examples in out["examples"]:
+                self.pending += self.replay.add(examples)
             for k, v in out["stats"].items():
                 self.totals[k] += v
             self.staleness.append(self.step - out["version"])

@@ -20,10 +20,11 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self.size
 
-    def add(self, examples: dict[str, np.ndarray]) -> None:
+    def add(self, examples: dict[str, np.ndarray]) -> int:
+        """Store the examples; returns how many were added."""
         n = len(next(iter(examples.values())))
         if n == 0:
-            return
+            return 0
         if n > self.capacity:  # only the newest fit
             examples = {k: v[-self.capacity:] for k, v in examples.items()}
             n = self.capacity
@@ -33,6 +34,7 @@ class ReplayBuffer:
         self.next = (self.next + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
         self.total_added += n
+        return n
 
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         if self.size == 0:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..algos.base import Trajectory
+from ..games import legal_action_mask
 from ..search.policy import policy_targets, select_moves
 
 
@@ -31,6 +32,7 @@ class SelfPlayActor:
         self.cfg = cfg
         self.evaluate = evaluate
         self.params = cfg.search.params()
+        self.temperature = cfg.selfplay.temperature  # acting temperature; a schedule may change it
         self.rng = np.random.default_rng(seed)
         self.max_moves = cfg.selfplay.max_moves or game.max_game_length()
         self.slots = [self._new_slot() for _ in range(cfg.selfplay.concurrent_games)]
@@ -50,8 +52,9 @@ class SelfPlayActor:
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=True)
         policies = policy_targets(result, sp.temperature)
         sample = np.array([s.moves < sp.sample_moves for s in self.slots])
-        actions = select_moves(result, sample, sp.temperature, self.rng)
+        actions = select_moves(result, sample, self.temperature, self.rng)
         observations = self.algo.encode(states)
+        legal = legal_action_mask(states, self.algo.num_actions)
         self.stats["searches"] += len(states)
         self.stats["simulations"] += len(states) * self.params.num_simulations
         finished = []
@@ -62,6 +65,7 @@ class SelfPlayActor:
             traj.policies.append(policies[i])
             traj.players.append(player)
             traj.actions.append(int(actions[i]))
+            traj.legal.append(legal[i])
             traj.root_values.append(float(result.root_value[i]))
             traj.returns_before.append(float(state.returns()[player]))
             state.apply_action(int(actions[i]))
@@ -80,6 +84,8 @@ class SelfPlayActor:
         so that a resumed run continues them exactly."""
         meta = {"rng": self.rng.bit_generator.state, "stats": dict(self.stats), "slots": []}
         arrays = {}
+        if not _replayable(self.game):  # an environment's episode cannot be rebuilt from its actions
+            return meta, arrays
         for i, slot in enumerate(self.slots):
             meta["slots"].append({"history": [int(a) for a in slot.state.history()],
                                   "start_len": len(slot.state.history()) - slot.moves,
@@ -112,9 +118,17 @@ class SelfPlayActor:
                 slot.trajectory.policies.append(policies[t])
                 slot.trajectory.players.append(player)
                 slot.trajectory.actions.append(a)
+                slot.trajectory.legal.append(legal_action_mask([state], self.algo.num_actions)[0])
                 slot.trajectory.root_values.append(float(root_values[t]))
                 slot.trajectory.returns_before.append(float(state.returns()[player]))
                 state.apply_action(a)
             slot.moves = info["moves"]
             slots.append(slot)
         self.slots = slots
+
+
+def _replayable(game) -> bool:
+    """Whether a state is rebuilt exactly by replaying its actions from the initial state."""
+    import pyspiel
+
+    return game.get_type().chance_mode != pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC

@@ -1,0 +1,169 @@
+"""MuZero: planning with a learned model (MuZero paper, Sections 3-4, Appendices A-H).
+
+The search is the shared batched core stepping the dynamics function g
+instead of the game (`search.learned.LearnedModel`): legal actions are masked
+at the root only and nothing inside the tree is terminal (Appendix A). The
+network is trained on K-step unrolls of replayed trajectories with the loss of
+Eq. 1,
+
+    l = sum_k l^p(pi_{t+k}, p^k) + l^v(z_{t+k}, v^k) + l^r(u_{t+k}, r^k) + c ||theta||^2,
+
+scalar squared errors for board games (no reward loss, Appendix G) and
+cross-entropies on the categorical support for single-agent environments
+(Appendix F); the losses of unrolled steps are scaled by 1/K and the gradient
+entering the dynamics function by 1/2 (Appendix G).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import RunConfig
+from ..games import GameRequirements, ObservationEncoder, legal_action_mask
+from ..nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
+from ..nets.support import scalar_to_support
+from ..search.learned import LearnedModel
+from ..search.mcts import SearchResult, search
+from ..search.params import SearchParams
+from ..train.sequence_replay import SequenceReplay
+from .base import Trajectory
+
+
+def scale_gradient(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """Identity forward; the gradient flowing back is multiplied by `scale`."""
+    return x * scale + x.detach() * (1.0 - scale)
+
+
+class MuZero:
+    name = "muzero"
+    # The game class AlphaZero plays, plus single-agent environments whose
+    # start and dynamics are random (they need no simulator inside the search).
+    requirements = GameRequirements(sampled_stochastic=True)
+
+    def __init__(self, cfg: RunConfig, game):
+        self.cfg = cfg
+        self.mz = cfg.muzero
+        self.game = game
+        self.encoder = ObservationEncoder(game)
+        self.num_actions = game.num_distinct_actions()
+        self.num_players = game.num_players()
+        self.single_agent = self.num_players == 1
+        # Edge discount with mctx's sign convention: -1 between alternating players.
+        self.edge_discount = self.mz.discount if self.single_agent else -1.0
+
+    # ------------------------------------------------------------ network and search
+    def build_network(self) -> MuZeroNet:
+        net = vars(self.cfg.net)
+        kind = net["kind"] if len(self.encoder.shape) == 3 else "mlp"
+        spec = MuZeroSpec(kind=kind, channels=net["channels"], blocks=net["blocks"], width=net["width"],
+                          layers=net["layers"], value_hidden=net["value_hidden"],
+                          hidden_size=self.mz.hidden_size,
+                          support=self.mz.support if self.single_agent else 0,
+                          scale_hidden=self.mz.scale_hidden)
+        return MuZeroNet(self.encoder.shape, self.num_actions, spec)
+
+    def make_evaluator(self, net: torch.nn.Module, device) -> MuZeroInference:
+        return MuZeroInference(net, device)
+
+    def encode(self, states: Sequence) -> np.ndarray:
+        return self.encoder.encode(states)
+
+    def search(self, evaluate: MuZeroInference, states: Sequence, params: SearchParams,
+               rng: np.random.Generator, add_noise: bool) -> SearchResult:
+        legal = legal_action_mask(states, self.num_actions)
+        return self.search_observations(evaluate, self.encode(states), legal, params, rng, add_noise)
+
+    def search_observations(self, evaluate: MuZeroInference, obs: np.ndarray, legal: np.ndarray,
+                            params: SearchParams, rng: np.random.Generator,
+                            add_noise: bool) -> SearchResult:
+        """Search from encoded observations alone (self-play, and Reanalyze on stored positions)."""
+        hidden, logits, value = evaluate.initial(obs)
+        model = LearnedModel(logits, value, hidden, evaluate.recurrent, discount=self.edge_discount,
+                             root_legal=legal, num_nodes=params.num_simulations + 1)
+        return search(model, params, rng, add_noise=add_noise)
+
+    def acting_temperature(self, step: int) -> float:
+        """Appendix D: for single-agent environments T = 1, 0.5, 0.25 after 50% and 75% of
+        the training steps; board games keep the configured temperature."""
+        base = self.cfg.selfplay.temperature
+        if not (self.single_agent and self.mz.temperature_schedule):
+            return base
+        done = step / max(self.cfg.train.steps, 1)
+        return base if done < 0.5 else base * 0.5 if done < 0.75 else base * 0.25
+
+    # ------------------------------------------------------------ training data
+    def make_replay(self) -> SequenceReplay:
+        mz = self.mz
+        prioritized = mz.prioritized == "on" or (mz.prioritized == "auto" and self.single_agent)
+        return SequenceReplay(self.cfg.train.replay_size, self.encoder.shape, self.num_actions,
+                              unroll_steps=mz.unroll_steps, td_steps=mz.td_steps, discount=mz.discount,
+                              board_game=not self.single_agent, prioritized=prioritized,
+                              alpha=mz.priority_alpha, beta=mz.priority_beta)
+
+    def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
+        """One replay segment: per position the observation, action, the reward that
+        followed it, the search value and policy, and the outcome for the mover."""
+        returns_before = np.asarray(traj.returns_before, np.float32)
+        final = np.asarray(traj.returns, np.float32)
+        players = np.asarray(traj.players)
+        # The mover's return after the move: the next position's running return for the
+        # same player in single-agent games, the final return after the last move.
+        after = np.append(returns_before[1:], final[players[-1]]) if self.single_agent else \
+            np.zeros_like(returns_before)
+        reward = after - returns_before if self.single_agent else np.zeros_like(returns_before)
+        n = len(traj.actions)
+        return {
+            "obs": np.asarray(traj.observations, np.float32),
+            "action": np.asarray(traj.actions, np.int64),
+            "reward": reward.astype(np.float32),
+            "root_value": np.asarray(traj.root_values, np.float32),
+            "policy": np.asarray(traj.policies, np.float32),
+            "legal": np.asarray(traj.legal, np.bool_).reshape(n, self.num_actions),
+            "outcome": (final[players] - returns_before).astype(np.float32),
+            "sampleable": np.ones(n, np.bool_),
+            "done": np.array([True]),
+        }
+
+    def loss(self, net: MuZeroNet, batch: dict[str, torch.Tensor]):
+        """Eq. 1 over a K-step unroll with Appendix G's gradient scaling; per-sample
+        importance weights; the new priorities |nu - z| at the first step."""
+        mz = self.mz
+        k_steps = batch["actions"].shape[1]
+        weight = batch["weight"]
+        s = net.represent(batch["obs"])
+        total = torch.zeros_like(weight)
+        parts = {"value": 0.0, "policy": 0.0, "reward": 0.0}
+        priority = None
+        for k in range(k_steps + 1):
+            if k > 0:
+                if mz.gradient_scaling:
+                    s = scale_gradient(s, 0.5)
+                s, reward_out = net.dynamics(s, batch["actions"][:, k - 1])
+            logits, value_out = net.predict(s)
+            value_loss = self._scalar_loss(value_out, batch["target_value"][:, k])
+            policy_loss = -(batch["target_policy"][:, k] * F.log_softmax(logits, -1)).sum(-1) \
+                * batch["policy_mask"][:, k]
+            step = mz.value_loss_weight * value_loss + policy_loss
+            if k > 0 and reward_out is not None:
+                reward_loss = self._scalar_loss(reward_out, batch["target_reward"][:, k])
+                step = step + reward_loss
+                parts["reward"] += reward_loss.mean() / k_steps
+            scale = 1.0 / k_steps if (k > 0 and mz.gradient_scaling) else 1.0
+            total = total + scale * step
+            parts["value"] += value_loss.mean() / (k_steps + 1)
+            parts["policy"] += policy_loss.mean() / (k_steps + 1)
+            if k == 0:
+                priority = (net.value_scalar(value_out) - batch["target_value"][:, 0]).abs().detach()
+        out = {f"loss/{name}": v for name, v in parts.items() if torch.is_tensor(v)}
+        out["priority"] = priority
+        return (total * weight).mean(), out
+
+    def _scalar_loss(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Squared error on scalars (board games) or cross-entropy to phi(target) (Appendix F)."""
+        if not self.mz.support or not self.single_agent:
+            return (out - target) ** 2
+        return -(scalar_to_support(target, self.mz.support) * F.log_softmax(out, -1)).sum(-1)

@@ -1,0 +1,190 @@
+"""MuZero's model: representation h, dynamics g and prediction f (MuZero paper, Fig. 1, Eq. 1).
+
+    s^0 = h(o_t),   r^k, s^k = g(s^(k-1), a^k),   p^k, v^k = f(s^k)
+
+Two shapes of model, as the games need:
+* ``resnet`` for games whose observations are planes (C, H, W): hidden
+  states are ``channels`` planes of the board's size; the action enters g as
+  one extra plane (a 1 on the action's cell when the actions map onto the
+  cells, else a learned plane per action) stacked with the hidden state
+  (Appendix E: "actions are encoded spatially in planes").
+* ``mlp`` for flat observations: hidden states are vectors of
+  ``hidden_size`` and the action enters g as a one-hot vector.
+
+Hidden states are scaled to [0, 1] per sample after h and after every g,
+(s - min s) / (max s - min s + eps) (Appendix G), unless switched off.
+
+Values and rewards are scalars for board games (tanh value, no reward head:
+board games have no intermediate rewards and the reward loss is omitted,
+Appendix G), and categorical over -S..S with the h transform for
+single-agent environments (Appendix F; ``support`` > 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .support import support_to_scalar
+from .towers import MLPTower, ResidualTower
+
+_EPS = 1e-5
+
+
+@dataclass(frozen=True)
+class MuZeroSpec:
+    kind: str = "resnet"
+    channels: int = 64
+    blocks: int = 3
+    width: int = 128
+    layers: int = 2
+    value_hidden: int = 64
+    hidden_size: int = 64  # mlp: size of the hidden state
+    support: int = 0  # 0: scalar values, no reward head; S > 0: categorical on -S..S
+    scale_hidden: bool = True
+
+
+def scale_hidden_state(s: torch.Tensor) -> torch.Tensor:
+    """(s - min s) / (max s - min s + eps), per sample over all its units (Appendix G)."""
+    flat = s.flatten(1)
+    lo = flat.min(dim=1, keepdim=True).values
+    hi = flat.max(dim=1, keepdim=True).values
+    return ((flat - lo) / (hi - lo + _EPS)).view_as(s)
+
+
+class MuZeroNet(nn.Module):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, spec: MuZeroSpec):
+        super().__init__()
+        self.obs_shape = tuple(obs_shape)
+        self.num_actions = num_actions
+        self.spec = spec
+        out = 2 * spec.support + 1 if spec.support else 1
+        if spec.kind == "resnet":
+            if len(obs_shape) != 3:
+                raise ValueError(f"net.kind 'resnet' needs planes (C, H, W); this game's observation is {obs_shape}")
+            c, hgt, wid = obs_shape
+            ch = spec.channels
+            self.hidden_shape = (ch, hgt, wid)
+            self.representation = ResidualTower(c, ch, spec.blocks)
+            self.dynamics_tower = ResidualTower(ch + 1, ch, spec.blocks)
+            cells = hgt * wid
+            self.action_plane = None if num_actions <= cells else nn.Embedding(num_actions, cells)
+            self.policy_head = nn.Sequential(
+                nn.Conv2d(ch, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(),
+                nn.Flatten(), nn.Linear(2 * cells, num_actions))
+            self.value_head = _conv_scalar_head(ch, cells, spec.value_hidden, out)
+            self.reward_head = _conv_scalar_head(ch, cells, spec.value_hidden, out) if spec.support else None
+        elif spec.kind == "mlp":
+            in_dim = int(np.prod(obs_shape))
+            hs = spec.hidden_size
+            self.hidden_shape = (hs,)
+            self.representation = nn.Sequential(MLPTower(in_dim, spec.width, spec.layers),
+                                                nn.Linear(spec.width, hs))
+            self.dynamics_tower = nn.Sequential(MLPTower(hs + num_actions, spec.width, spec.layers),
+                                                nn.Linear(spec.width, hs))
+            self.prediction_trunk = MLPTower(hs, spec.width, spec.layers)
+            self.policy_head = nn.Linear(spec.width, num_actions)
+            self.value_head = nn.Sequential(nn.Linear(spec.width, spec.value_hidden), nn.ReLU(),
+                                            nn.Linear(spec.value_hidden, out))
+            self.reward_head = nn.Sequential(
+                MLPTower(hs, spec.width, 1), nn.Linear(spec.width, out)) if spec.support else None
+        else:
+            raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {spec.kind!r}")
+
+    # ------------------------------------------------------------ h, g, f
+    def represent(self, obs: torch.Tensor) -> torch.Tensor:
+        """h: observations [B, *obs_shape] -> hidden states [B, *hidden_shape]."""
+        s = self.representation(obs)
+        return scale_hidden_state(s) if self.spec.scale_hidden else s
+
+    def dynamics(self, s: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """g: (s^(k-1), a^k) -> (s^k, reward output or None for board games)."""
+        if self.spec.kind == "resnet":
+            s2 = self.dynamics_tower(torch.cat([s, self._action_planes(action, s)], dim=1))
+        else:
+            onehot = torch.nn.functional.one_hot(action.long(), self.num_actions).to(s.dtype)
+            s2 = self.dynamics_tower(torch.cat([s, onehot], dim=1))
+        s2 = scale_hidden_state(s2) if self.spec.scale_hidden else s2
+        return s2, (self.reward_head(s2) if self.reward_head is not None else None)
+
+    def predict(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """f: s^k -> (policy logits [B, A], value output: tanh scalar [B] or logits [B, 2S+1])."""
+        x = self.prediction_trunk(s) if self.spec.kind == "mlp" else s
+        value = self.value_head(x)
+        value = torch.tanh(value).squeeze(-1) if not self.spec.support else value
+        return self.policy_head(x), value
+
+    def _action_planes(self, action: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        b, _, hgt, wid = s.shape
+        if self.action_plane is None:
+            plane = torch.zeros(b, hgt * wid, dtype=s.dtype, device=s.device)
+            plane[torch.arange(b, device=s.device), action.long()] = 1.0
+        else:
+            plane = self.action_plane(action.long())
+        return plane.view(b, 1, hgt, wid)
+
+    # ------------------------------------------------------------ scalars
+    def value_scalar(self, value_out: torch.Tensor) -> torch.Tensor:
+        return support_to_scalar(value_out, self.spec.support) if self.spec.support else value_out
+
+    def reward_scalar(self, reward_out: torch.Tensor | None, batch: int, like: torch.Tensor) -> torch.Tensor:
+        if reward_out is None:
+            return torch.zeros(batch, dtype=like.dtype, device=like.device)
+        return support_to_scalar(reward_out, self.spec.support)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Initial inference's policy and scalar value (the AlphaZero-shaped view of f(h(o)))."""
+        logits, value = self.predict(self.represent(obs))
+        return logits, self.value_scalar(value)
+
+
+def _conv_scalar_head(channels: int, cells: int, hidden: int, out: int) -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(channels, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(),
+        nn.Flatten(), nn.Linear(cells, hidden), nn.ReLU(), nn.Linear(hidden, out))
+
+
+class MuZeroInference:
+    """NumPy in, NumPy out: the initial and recurrent inference the search calls.
+
+    Hidden states travel as flat float32 rows [M, prod(hidden_shape)] (the
+    search's node-indexed store is 2-D) and are reshaped here.
+    """
+
+    def __init__(self, net: MuZeroNet, device: torch.device | str = "cpu"):
+        self.device = torch.device(device)
+        self.net = net.to(self.device).eval()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.net.load_state_dict(state)
+        self.net.eval()
+
+    def _tensor(self, x: np.ndarray, dtype=np.float32) -> torch.Tensor:
+        t = torch.from_numpy(np.ascontiguousarray(x, dtype=dtype))
+        return t.to(self.device, non_blocking=True) if self.device.type != "cpu" else t
+
+    @torch.inference_mode()
+    def initial(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(hidden [M, H], policy logits [M, A], value [M])."""
+        s = self.net.represent(self._tensor(obs))
+        logits, value = self.net.predict(s)
+        return (s.flatten(1).float().cpu().numpy(), logits.float().cpu().numpy(),
+                self.net.value_scalar(value).float().cpu().numpy())
+
+    @torch.inference_mode()
+    def recurrent(self, hidden: np.ndarray, action: np.ndarray):
+        """(reward [M], policy logits [M, A], value [M], hidden' [M, H]): the search's recurrent_fn."""
+        s = self._tensor(hidden).view(-1, *self.net.hidden_shape)
+        s2, reward = self.net.dynamics(s, self._tensor(action, np.int64))
+        logits, value = self.net.predict(s2)
+        r = self.net.reward_scalar(reward, s.shape[0], s2)
+        return (r.float().cpu().numpy(), logits.float().cpu().numpy(),
+                self.net.value_scalar(value).float().cpu().numpy(), s2.flatten(1).float().cpu().numpy())
+
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(policy logits, value) at the representation: the AlphaZero-shaped evaluator."""
+        _, logits, value = self.initial(obs)
+        return logits, value

@@ -1,0 +1,207 @@
+"""Replay of self-play positions in trajectory order, for algorithms that unroll a
+learned model (MuZero paper, Appendices D and G).
+
+Positions are stored in a ring, each segment (a finished episode, or a chunk of
+a long one) contiguous, so the K steps that follow a sampled position are found
+by index. Targets are built at sample time, vectorised over the batch, so that
+a refreshed search policy or value (Reanalyze, Appendix H) is used at once:
+
+* value z_{t+k}: for board games the final outcome for the player to move at
+  t+k; for single-agent environments the n-step return
+  u_{t+k+1} + ... + gamma^(n-1) u_{t+k+n} + gamma^n v_{t+k+n}, bootstrapping
+  from the search value stored at t+k+n (none past the episode's end);
+* reward u_{t+k}: the reward received after the action at t+k-1;
+* policy pi_{t+k}: the search policy stored at t+k.
+
+Unrolled steps past the end of an episode are absorbing: reward 0, policy loss
+masked, value 0 -- except in board games, where the side to move after the
+last move is taken to have the final outcome of alternating play (it lost if
+the last mover won): with the reward loss omitted in board games (Appendix G),
+this is what lets the learned model's search see a winning move as one.
+
+Sampling is uniform (board games) or prioritized (single-agent, Appendix G):
+P(i) = p_i^alpha / sum_k p_k^alpha with p_i = |nu_i - z_i|, corrected by
+importance weights w_i = (N P(i))^-beta, divided by the largest weight in the
+minibatch so that they lie in (0, 1] (Schaul et al. 2016, Algorithm 1; dividing
+by the largest weight the buffer could give instead lets one near-zero priority
+shrink every update to nothing). New positions enter with the largest priority
+seen so far.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+_PRIORITY_EPS = 1e-6
+
+
+class SequenceReplay:
+    def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
+                 unroll_steps: int, td_steps: int, discount: float, board_game: bool,
+                 prioritized: bool, alpha: float = 1.0, beta: float = 1.0):
+        self.capacity = capacity
+        self.num_actions = num_actions
+        self.unroll_steps = unroll_steps
+        self.td_steps = td_steps
+        self.discount = discount
+        self.board_game = board_game
+        self.prioritized = prioritized
+        self.alpha = alpha
+        self.beta = beta
+        c = capacity
+        self.data = {
+            "obs": np.zeros((c, *obs_shape), np.float32),
+            "action": np.zeros(c, np.int64),  # a_t, taken at t
+            "reward": np.zeros(c, np.float32),  # u_{t+1}, received after a_t
+            "root_value": np.zeros(c, np.float32),  # search value nu_t for the mover at t
+            "policy": np.zeros((c, num_actions), np.float32),
+            "legal": np.zeros((c, num_actions), np.bool_),  # legal actions at t (root masks for Reanalyze)
+            "outcome": np.zeros(c, np.float32),  # board games: final outcome for the mover at t
+            "sampleable": np.zeros(c, np.bool_),  # False for a chunk's look-ahead context
+            "position": np.zeros(c, np.int64),  # absolute index of this position
+            "seg_end": np.zeros(c, np.int64),  # absolute index one past the segment's end
+            "done": np.zeros(c, np.bool_),  # the segment ends where its episode ended
+            "priority": np.zeros(c, np.float64),
+        }
+        self.next_abs = 0  # absolute index the next position gets
+        self.max_priority = 1.0
+        self.reanalyser = None  # set to refresh sampled positions before targets are built
+
+    def __len__(self) -> int:
+        return min(self.next_abs, self.capacity)
+
+    @property
+    def total_added(self) -> int:
+        return self.next_abs
+
+    # ------------------------------------------------------------ writing
+    def add(self, segment: dict[str, np.ndarray]) -> int:
+        """Store one segment (per-position arrays obs, action, reward, root_value, policy,
+        legal, outcome, sampleable, and a flag `done`); returns how many sampleable positions it added."""
+        n = len(segment["action"])
+        if n == 0:
+            return 0
+        if n > self.capacity:
+            raise ValueError(f"a segment of {n} positions does not fit a replay of {self.capacity}")
+        absolute = self.next_abs + np.arange(n)
+        slots = absolute % self.capacity
+        d = self.data
+        for key in ("obs", "action", "reward", "root_value", "policy", "legal", "outcome", "sampleable"):
+            d[key][slots] = segment[key]
+        d["position"][slots] = absolute
+        d["seg_end"][slots] = self.next_abs + n
+        d["done"][slots] = bool(np.asarray(segment["done"]).reshape(-1)[0])
+        d["priority"][slots] = self.max_priority
+        self.next_abs += n
+        return int(np.count_nonzero(segment["sampleable"]))
+
+    def update_priorities(self, slots: np.ndarray, priorities: np.ndarray) -> None:
+        """p_i = |nu_i - z_i| after a learner update (Appendix G)."""
+        p = np.abs(np.asarray(priorities, np.float64)) + _PRIORITY_EPS
+        self.data["priority"][slots] = p
+        self.max_priority = max(self.max_priority, float(p.max()))
+
+    def refresh(self, slots: np.ndarray, policy: np.ndarray | None = None,
+                root_value: np.ndarray | None = None) -> None:
+        """Reanalyze (Appendix H): replace stored search policies and values."""
+        if policy is not None:
+            self.data["policy"][slots] = policy
+        if root_value is not None:
+            self.data["root_value"][slots] = root_value
+
+    # ------------------------------------------------------------ sampling
+    def sampling_probabilities(self) -> np.ndarray:
+        """P(i) over the ring's slots: 0 for context and empty slots."""
+        valid = self.data["sampleable"].copy()
+        valid[len(self):] = False
+        if not valid.any():
+            raise ValueError("cannot sample from an empty replay buffer")
+        if self.prioritized:
+            p = np.where(valid, self.data["priority"] ** self.alpha, 0.0)
+        else:
+            p = valid.astype(np.float64)
+        return p / p.sum()
+
+    def sample_slots(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """n slots drawn by P(i), and their importance weights (N P(i))^-beta / max over the batch."""
+        probs = self.sampling_probabilities()
+        slots = rng.choice(self.capacity, size=n, p=probs)
+        if not self.prioritized:
+            return slots, np.ones(n, np.float32)
+        weights = (np.count_nonzero(probs) * probs[slots]) ** -self.beta
+        return slots, (weights / weights.max()).astype(np.float32)
+
+    def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        slots, weights = self.sample_slots(n, rng)
+        if self.reanalyser is not None:
+            self.reanalyser.refresh(self, slots)
+        batch = self.unroll_targets(slots, rng)
+        batch["weight"] = weights
+        batch["index"] = slots
+        return batch
+
+    def unroll_targets(self, slots: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Observations at t and the K-step unroll targets of each sampled slot (Appendix G)."""
+        d = self.data
+        k_steps, cap = self.unroll_steps, self.capacity
+        ks = np.arange(k_steps + 1)
+        pos = d["position"][slots][:, None] + ks  # [B, K+1] absolute positions t+k
+        end = d["seg_end"][slots][:, None]
+        inside = pos < end
+        at = (slots[:, None] + ks) % cap  # ring slots of t+k (meaningful where inside)
+
+        actions = np.where(inside[:, :-1], d["action"][at[:, :-1]],
+                           rng.integers(0, self.num_actions, size=(len(slots), k_steps)))
+        rewards = np.zeros((len(slots), k_steps + 1), np.float32)
+        rewards[:, 1:] = np.where(inside[:, :-1], d["reward"][at[:, :-1]], 0.0)
+        policy = np.where(inside[..., None], d["policy"][at], 0.0).astype(np.float32)
+        return {
+            "obs": d["obs"][slots],
+            "actions": actions.astype(np.int64),
+            "target_value": self._value_targets(slots, pos, end, inside, at),
+            "target_reward": rewards,
+            "target_policy": policy,
+            "policy_mask": inside.astype(np.float32),
+        }
+
+    def _value_targets(self, slots, pos, end, inside, at) -> np.ndarray:
+        d = self.data
+        if self.board_game:
+            last = (slots[:, None] + (end - 1 - d["position"][slots][:, None])) % self.capacity
+            past = pos - (end - 1)  # plies after the last position
+            after_end = d["outcome"][last] * np.where(past % 2 == 0, 1.0, -1.0)
+            after_end = np.where(d["done"][slots][:, None], after_end, 0.0)
+            return np.where(inside, d["outcome"][at], after_end).astype(np.float32)
+        n, gamma, cap = self.td_steps, self.discount, self.capacity
+        steps = np.arange(n)
+        rpos = pos[..., None] + steps  # [B, K+1, n] positions whose rewards count
+        rslot = (at[..., None] + steps) % cap
+        rewards = np.where(rpos < end[..., None], d["reward"][rslot], 0.0)
+        value = (rewards * gamma ** steps).sum(-1)
+        boot = pos + n
+        boot_ok = boot < end
+        value += np.where(boot_ok, gamma ** n * d["root_value"][(at + n) % cap], 0.0)
+        return np.where(inside, value, 0.0).astype(np.float32)
+
+    # ------------------------------------------------------------ persistence
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        filled = len(self)
+        meta = np.array([self.next_abs], np.int64)
+        np.savez(buf, _meta=meta, _max_priority=np.array([self.max_priority]),
+                 **{k: v[:filled] for k, v in self.data.items()})
+        return buf.getvalue()
+
+    def load_bytes(self, raw: bytes) -> None:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as f:
+            next_abs = int(f["_meta"][0])
+            filled = min(next_abs, self.capacity)
+            for k, arr in self.data.items():
+                if f[k].shape[0] != filled or f[k].shape[1:] != arr.shape[1:]:
+                    raise ValueError(f"checkpointed replay array {k!r} has shape {f[k].shape}, "
+                                     f"expected ({filled}, {', '.join(map(str, arr.shape[1:]))})")
+                arr[:filled] = f[k]
+            self.max_priority = float(f["_max_priority"][0])
+        self.next_abs = next_abs

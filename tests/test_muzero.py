@@ -1,0 +1,255 @@
+"""MuZero: the value transform, replay targets, prioritized sampling, the unrolled
+loss, learning on tic-tac-toe, and exact resume with priorities."""
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.algos.muzero import scale_gradient
+from polyzero.config import build_config
+from polyzero.nets.support import h, h_inverse, scalar_to_support, support_to_scalar, two_hot
+from polyzero.train.checkpoint import latest_checkpoint, read_learner
+from polyzero.train.driver import Trainer
+from polyzero.train.sequence_replay import SequenceReplay
+
+from conftest import score_against_untrained, train_tic_tac_toe
+
+
+# ------------------------------------------------------------------ value transform (Appendix F)
+def test_h_and_its_inverse_round_trip():
+    x = torch.tensor([-1000.0, -37.5, -3.7, -1.0, 0.0, 0.25, 3.7, 42.0, 1000.0], dtype=torch.float64)
+    assert torch.allclose(h_inverse(h(x)), x, rtol=1e-9, atol=1e-9)
+    # h(3) = sqrt(4) - 1 + 0.003 = 1.003, and h is odd
+    assert h(torch.tensor(3.0, dtype=torch.float64)).item() == pytest.approx(1.003, abs=1e-12)
+    assert torch.equal(h(-x), -h(x))
+
+
+def test_two_hot_of_3_7_is_0_3_on_3_and_0_7_on_4():
+    phi = two_hot(torch.tensor([3.7], dtype=torch.float64), support=5)[0]
+    expected = np.zeros(11)
+    expected[5 + 3], expected[5 + 4] = 0.3, 0.7
+    assert np.allclose(phi.numpy(), expected, atol=1e-12)
+    phi = two_hot(torch.tensor([-2.25], dtype=torch.float64), support=5)[0]
+    assert phi[5 - 3].item() == pytest.approx(0.25) and phi[5 - 2].item() == pytest.approx(0.75)
+
+
+def test_expectation_of_the_projection_recovers_the_scalar():
+    x = torch.tensor([-250.0, -3.7, 0.0, 1.5, 3.7, 99.0], dtype=torch.float64)
+    logits = torch.log(scalar_to_support(x, 300).clamp_min(1e-300))
+    assert torch.allclose(support_to_scalar(logits, 300), x, atol=1e-6)
+
+
+# ------------------------------------------------------------------ targets (Appendix G)
+def _segment(n, num_actions=3, rewards=None, values=None, outcome=None, done=True):
+    return {
+        "obs": np.arange(n, dtype=np.float32)[:, None],
+        "action": np.arange(n) % num_actions,
+        "reward": np.asarray(rewards if rewards is not None else np.zeros(n), np.float32),
+        "root_value": np.asarray(values if values is not None else np.zeros(n), np.float32),
+        "policy": np.eye(num_actions, dtype=np.float32)[np.arange(n) % num_actions],
+        "legal": np.ones((n, num_actions), bool),
+        "outcome": np.asarray(outcome if outcome is not None else np.zeros(n), np.float32),
+        "sampleable": np.ones(n, bool),
+        "done": np.array([done]),
+    }
+
+
+def _single_agent_replay(**kw):
+    return SequenceReplay(16, (1,), 3, unroll_steps=2, td_steps=3, discount=0.5, board_game=False,
+                          prioritized=False, **kw)
+
+
+def test_n_step_value_targets_with_discount_and_episode_end():
+    replay = _single_agent_replay()
+    replay.add(_segment(5, rewards=[1, 2, 3, 4, 5], values=[10, 20, 30, 40, 50]))
+    t = replay.unroll_targets(np.array([0, 2, 3, 4]), np.random.default_rng(0))
+    # z_0 = 1 + .5*2 + .25*3 + .125*v_3 = 7.75; z_1 = 2 + .5*3 + .25*4 + .125*v_4 = 10.75;
+    # z_2 = 3 + .5*4 + .25*5 (no bootstrap past the end) = 6.25; z_3 = 4 + .5*5; z_4 = 5; past the end 0.
+    assert np.allclose(t["target_value"][0], [7.75, 10.75, 6.25])
+    assert np.allclose(t["target_value"][1], [6.25, 6.5, 5.0])
+    assert np.allclose(t["target_value"][2], [6.5, 5.0, 0.0])
+    assert np.allclose(t["target_value"][3], [5.0, 0.0, 0.0])
+
+
+def test_unroll_alignment_of_actions_rewards_policies_and_masks():
+    replay = _single_agent_replay()
+    replay.add(_segment(3, rewards=[1, 2, 3]))
+    replay.add(_segment(4, rewards=[7, 8, 9, 10]))  # a second episode right behind the first
+    t = replay.unroll_targets(np.array([0, 1, 2]), np.random.default_rng(0))
+    assert t["obs"][:, 0].tolist() == [0, 1, 2]
+    assert t["actions"][0].tolist() == [0, 1]  # a_t, a_{t+1}
+    assert t["target_reward"][0].tolist() == [0, 1, 2]  # u_{t+1} after a_t, u_{t+2} after a_{t+1}
+    assert t["target_reward"][1].tolist() == [0, 2, 3]
+    assert t["target_reward"][2].tolist() == [0, 3, 0]  # absorbing after the episode's end
+    assert t["policy_mask"].tolist() == [[1, 1, 1], [1, 1, 0], [1, 0, 0]]
+    assert np.array_equal(t["target_policy"][1, 0], np.eye(3)[1])
+    assert not t["target_policy"][2, 1:].any()
+    assert set(t["actions"][2, 1:].tolist()) <= {0, 1, 2}  # random action past the end
+
+
+def test_board_game_targets_are_the_outcome_for_the_mover_and_alternate_past_the_end():
+    replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
+                            prioritized=False)
+    replay.add(_segment(3, outcome=[1, -1, 1]))  # the first player won with the last move
+    t = replay.unroll_targets(np.array([1]), np.random.default_rng(0))
+    # positions 1, 2, then two plies past the end: the side to move there lost, then won
+    assert t["target_value"][0].tolist() == [-1, 1, -1, 1]
+    assert t["target_reward"][0].tolist() == [0, 0, 0, 0]
+
+
+def test_ring_wraps_and_only_keeps_whole_forward_sequences():
+    replay = _single_agent_replay()
+    for _ in range(5):
+        replay.add(_segment(5, rewards=[1, 1, 1, 1, 1]))
+    assert len(replay) == 16 and replay.total_added == 25
+    slots, _ = replay.sample_slots(200, np.random.default_rng(1))
+    t = replay.unroll_targets(slots, np.random.default_rng(1))
+    # every episode of 5 steps: z_t = 1 + .5 + .25 (n = 3 rewards), or fewer near the end
+    assert set(np.round(t["target_value"][:, 0], 6)) <= {1.75, 1.5, 1.0}
+
+
+# ------------------------------------------------------------------ prioritized replay (Appendix G)
+def test_prioritized_sampling_frequencies_and_importance_weights():
+    replay = SequenceReplay(8, (1,), 3, unroll_steps=1, td_steps=1, discount=1.0, board_game=False,
+                            prioritized=True, alpha=1.0, beta=1.0)
+    replay.add(_segment(4))
+    replay.update_priorities(np.arange(4), np.array([1.0, 2.0, 3.0, 4.0]))
+    expected = np.array([0.1, 0.2, 0.3, 0.4])
+    assert np.allclose(replay.sampling_probabilities()[:4], expected, atol=1e-6)
+    slots, weights = replay.sample_slots(40_000, np.random.default_rng(0))
+    freq = np.bincount(slots, minlength=8)[:4] / len(slots)
+    assert np.allclose(freq, expected, atol=0.01)
+    # w_i = (N P(i))^-beta / max_j w_j: slot 0 has the largest weight, 1 / (4 * 0.1) = 2.5
+    w = dict(zip(slots.tolist(), weights.tolist()))
+    assert w[0] == pytest.approx(1.0) and w[3] == pytest.approx(0.25, rel=1e-5)
+    assert w[1] == pytest.approx(0.5, rel=1e-5)
+
+
+def test_new_positions_enter_with_the_largest_priority():
+    replay = SequenceReplay(8, (1,), 3, unroll_steps=1, td_steps=1, discount=1.0, board_game=False,
+                            prioritized=True)
+    replay.add(_segment(2))
+    replay.update_priorities(np.array([0, 1]), np.array([5.0, 0.5]))
+    replay.add(_segment(2))
+    assert replay.data["priority"][2] == pytest.approx(5.0, rel=1e-5)
+
+
+# ------------------------------------------------------------------ the loss (Eq. 1, Appendix G)
+def test_scale_gradient_scales_only_the_gradient():
+    x = torch.tensor([2.0, -3.0], requires_grad=True)
+    y = scale_gradient(x, 0.5)
+    assert torch.equal(y, x)
+    y.sum().backward()
+    assert torch.equal(x.grad, torch.tensor([0.5, 0.5]))
+
+
+def _algo_and_batch(game="tic_tac_toe", overrides=()):
+    from polyzero.algos import make_algorithm
+    from polyzero.games import load_game
+
+    cfg = build_config(game, "muzero", overrides=list(overrides))
+    algo = make_algorithm(cfg, load_game(game))
+    replay = algo.make_replay()
+    rng = np.random.default_rng(0)
+    n = 7
+    seg = _segment(n, num_actions=algo.num_actions, outcome=(-1.0) ** np.arange(n))
+    seg["obs"] = rng.random((n, *algo.encoder.shape)).astype(np.float32)
+    replay.add(seg)
+    batch = replay.sample(6, rng)
+    return algo, {k: torch.from_numpy(v) for k, v in batch.items() if k != "index"}
+
+
+def test_loss_sums_the_unrolled_steps_with_one_over_k():
+    torch.manual_seed(0)
+    algo, batch = _algo_and_batch()
+    net = algo.build_network()
+    loss, parts = algo.loss(net, batch)
+    # the same loss by hand: step 0 in full, steps 1..K at 1/K
+    k_steps = batch["actions"].shape[1]
+    s = net.represent(batch["obs"])
+    total = 0
+    for k in range(k_steps + 1):
+        if k:
+            s, _ = net.dynamics(s, batch["actions"][:, k - 1])
+        logits, v = net.predict(s)
+        step = (v - batch["target_value"][:, k]) ** 2 - (batch["target_policy"][:, k] * torch.log_softmax(
+            logits, -1)).sum(-1) * batch["policy_mask"][:, k]
+        total = total + (step / k_steps if k else step)
+    assert loss.item() == pytest.approx((total * batch["weight"]).mean().item(), rel=1e-5)
+    assert parts["priority"].shape == (6,)
+    assert "loss/reward" not in parts  # board games: no reward loss
+
+
+def test_half_gradient_enters_the_dynamics():
+    torch.manual_seed(0)
+    algo, batch = _algo_and_batch(overrides=["muzero.unroll_steps=1"])
+    batch["policy_mask"][:, 0] = 0  # only step 1's losses, so the representation's gradient
+    batch["target_value"][:, 0] = 0  # flows through g alone ... except step 0's value loss:
+    grads = {}
+    for scaling in (True, False):
+        algo.mz.gradient_scaling = scaling
+        net = algo.build_network()
+        torch.manual_seed(0)
+        net.load_state_dict(_fixed_state(algo))
+        loss, _ = algo.loss(net, {**batch, "target_value": batch["target_value"]})
+        net.zero_grad()
+        loss.backward()
+        grads[scaling] = {n: p.grad.clone() for n, p in net.named_parameters() if p.grad is not None}
+    # the dynamics tower sees the step-1 loss at 1/K = 1 either way; the representation's share
+    # through g is halved -- the prediction head's gradient (shared by both steps) is not
+    for name, g in grads[True].items():
+        if name.startswith("dynamics_tower"):
+            assert torch.allclose(g, grads[False][name], atol=1e-6), name
+    assert any(not torch.allclose(grads[True][n], grads[False][n]) for n in grads[True]
+               if n.startswith("representation"))
+
+
+_STATE = {}
+
+
+def _fixed_state(algo):
+    if "s" not in _STATE:
+        torch.manual_seed(1)
+        _STATE["s"] = algo.build_network().state_dict()
+    return _STATE["s"]
+
+
+def test_categorical_value_and_reward_for_single_agent():
+    torch.manual_seed(0)
+    algo, batch = _algo_and_batch("cartpole")
+    net = algo.build_network()
+    logits, value = net.predict(net.represent(batch["obs"]))
+    assert value.shape[-1] == 2 * algo.mz.support + 1
+    loss, parts = algo.loss(net, batch)
+    assert torch.isfinite(loss) and "loss/reward" in parts
+
+
+# ------------------------------------------------------------------ learning and resume
+def test_trained_muzero_beats_untrained_at_equal_search(tmp_path):
+    trainer, untrained = train_tic_tac_toe(tmp_path / "mz", algo="muzero", overrides=["train.steps=100"])
+    result = score_against_untrained(trainer, untrained)
+    print("muzero trained vs untrained:", result)
+    assert result.score >= 0.65
+
+
+SMALL = ["train.steps=6", "train.checkpoint_every=2", "train.positions_per_step=48",
+         "train.minibatches_per_step=2", "train.batch_size=32", "train.replay_size=512",
+         "search.num_simulations=6", "selfplay.concurrent_games=8", "eval.every=0",
+         "eval.final_games=0", "threads=1", "seed=7", 'muzero.prioritized="on"']
+
+
+def test_resumed_muzero_run_keeps_priorities_and_reaches_the_same_weights(tmp_path):
+    Trainer.create(build_config("tic_tac_toe", "muzero", overrides=SMALL), tmp_path / "full",
+                   progress=False).run()
+    half = build_config("tic_tac_toe", "muzero", overrides=SMALL + ["train.steps=3"])
+    first = Trainer.create(half, tmp_path / "split", progress=False)
+    first.run()
+    saved = first.replay.data["priority"][: len(first.replay)].copy()
+    assert len(np.unique(saved)) > 10  # learned priorities, not the initial ones
+    resumed = Trainer.resume(tmp_path / "split", ["train.steps=6"], progress=False)
+    assert np.array_equal(resumed.replay.data["priority"][: len(resumed.replay)], saved)
+    resumed.run()
+    a = read_learner(latest_checkpoint(tmp_path / "full"))["net"]
+    b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
