@@ -15,7 +15,9 @@ code with other terminal values:
     V(s) = 1/D sum_d max_m -V(succ(s, d, m))          (terminal s: -points lost)
 
 NumPy only (no torch): the games layer's rules are re-implemented here as array code,
-and tests check the two against each other position by position.
+and tests check the two against each other position by position. One module (~590
+lines) on purpose: positions, tables, value iteration and policy evaluation share the
+same position index and move slots, and splitting them would expose those internals.
 """
 
 from __future__ import annotations
@@ -192,6 +194,21 @@ def _moves_from(k, d, n, mh, mm, oh, om, orev, pos: Positions):
     return legal, nxt
 
 
+def successors(pos: Positions, s: int, d: int) -> list[int]:
+    """Successor positions of one position's legal moves with roll d (its pass if
+    none): the rows of `Tables` for one position, without building all of them."""
+    one = np.array([s])
+    mh, mm = pos.home[pos.mover[one]], pos.mask[pos.mover[one]]
+    oh, om = pos.home[pos.other[one]], pos.mask[pos.other[one]]
+    orev = _reverse_bits(om, pos.params.points)
+    out = []
+    for k in range(pos.params.points + 1):
+        legal, nxt = _moves_from(k, d, pos.params.points, mh, mm, oh, om, orev, pos)
+        if legal[0]:
+            out.append(int(nxt[0]))
+    return out or [int(pos.swapped[s])]
+
+
 def _bar(enabled: bool, total, desc: str, unit: str):
     if not enabled:
         return None
@@ -286,8 +303,8 @@ class Solution:
         difference roll-off (rule 3), and the game's value for player 0 under the opening."""
         p = self.params
         s0, D = self.positions.initial, p.die_sides
-        ext = np.append(self.value, np.inf)
-        per_roll = (-ext[self.tables.succ[s0]]).max(axis=1)  # [D]
+        per_roll = np.array([max(-self.value[t] for t in successors(self.positions, s0, d))
+                             for d in range(1, D + 1)])
         rolloff = sum(2 * (D - d) / (D * (D - 1)) * per_roll[d - 1] for d in range(1, D))
         player0 = 0.0 if p.opening == "difference" else float(self.value[s0])
         return {"first_mover": float(self.value[s0]), "rolloff_winner": float(rolloff),

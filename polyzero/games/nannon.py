@@ -285,8 +285,10 @@ class NannonState(pyspiel.State):
         n = self._n
         width = len(str(n))
         cells = ["." if v < 0 else MARKS[v] for v in self.board[1:n + 1]]
-        lines = [" " * 4 + " ".join(str(k).rjust(width) for k in range(1, n + 1)),
-                 " " * 4 + " ".join(c.rjust(width) for c in cells)]
+        # Both numberings: move strings use the mover's own points.
+        lines = ["x: " + " ".join(str(k).rjust(width) for k in range(1, n + 1)),
+                 "   " + " ".join(c.rjust(width) for c in cells),
+                 "o: " + " ".join(str(n + 1 - k).rjust(width) for k in range(1, n + 1))]
         for p, way in ((0, f"1 -> {n}"), (1, f"{n} -> 1")):
             lines.append(f"{MARKS[p]}: home {self.home[p]}  safety {self.safe[p]}  (moves {way})")
         if self.winner is not None:
