@@ -110,6 +110,18 @@ def test_mrx_wins_when_the_rounds_run_out():
     assert state.is_terminal() and state.returns() == [1.0, -1.0] and state.mrx_tickets[TAXI] == 0
 
 
+def test_detectives_first_move_order():
+    game = load_game("scotland_yard(detectives_first=true,rounds=2,reveal_rounds=2)")
+    state = game.new_initial_state()
+    assert state.current_player() == 1 and state.legal_actions() == [move(TAXI, 2)]
+    state = play(game, [move(TAXI, 2), move(TAXI, 10), move(TAXI, 5)])
+    assert state.current_player() == 1 and state.round() == 1
+    state = play(game, [move(TAXI, 2), move(TAXI, 10), move(TAXI, 5), move(TAXI, 3), move(TAXI, 9), move(TAXI, 6)])
+    # Round 2 ends with Mr X's move: he was not caught, he wins.
+    assert state.is_terminal() and state.returns() == [1.0, -1.0]
+    assert state.information_state_string(1) == "D1:taxi->2 D2:taxi->10 X:taxi D1:taxi->3 D2:taxi->9 X:taxi@6 end:mrx"
+
+
 def test_reveal_round_and_hidden_positions(glasses):
     # Two histories that differ only in Mr X's first (hidden) move look the same to the detectives.
     a = play(glasses, [move(TAXI, 5), move(TAXI, 2), move(TAXI, 10)])
@@ -135,7 +147,8 @@ def test_reveal_round_and_hidden_positions(glasses):
 
 
 def test_other_transports_black_tickets_and_ferry():
-    spec = "scotland_yard(map=1-2:taxi;2-3:bus;3-4:underground;4-1:ferry;2-4:bus,mrx_start=2,detective_starts=3,num_detectives=1,mrx_bus=1,black_tickets=1,detective_bus=0,detective_underground=2)"
+    spec = ("scotland_yard(map=1-2:taxi;2-3:bus;3-4:underground;4-1:ferry;2-4:bus,mrx_start=2,"
+            "detective_starts=3,num_detectives=1,mrx_bus=1,black_tickets=1,detective_underground=2)")
     game = load_game(spec)
     n = game.rules.num_stations
     state = game.new_initial_state()

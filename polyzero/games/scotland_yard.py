@@ -12,7 +12,8 @@ his move in a reveal round; they see every ticket he uses.
 **Our choices where the spec leaves them open** (so results on the glasses map
 are not directly comparable with the paper's Fig. 3B): each round Mr X moves
 first, then detective 1, 2, ...; his position is revealed after his move in
-round 3 (``reveal_rounds="3"``). Both are parameters. Beyond the spec: a
+round 3 (``reveal_rounds="3"``). Both are parameters (``detectives_first=true``
+plays each round's detectives before Mr X). Beyond the spec: a
 double-move card is played as a public ``double`` action before Mr X's two
 moves, which fill two rounds of his log (as in the board game); if he then has
 no legal second move he is caught. Detectives' used tickets are not passed to
@@ -25,8 +26,9 @@ detective has no move).
 
 Parameters: ``map`` ("glasses" or an edge list ``"1-2:taxi;2-3:bus;..."`` with
 transports taxi/bus/underground/ferry), ``num_detectives``, ``mrx_start``,
-``detective_starts`` ("1;11"), ``rounds``, ``reveal_rounds`` ("3;8"; "" for
-none; lists use ";" since "," separates OpenSpiel parameters), ticket counts ``mrx_taxi``, ``mrx_bus``, ``mrx_underground``,
+``detective_starts`` ("1;11"), ``rounds``, ``detectives_first``, ``reveal_rounds`` ("3;8"; "" for
+none; lists use ";" since "," separates OpenSpiel parameters), ticket counts
+``mrx_taxi``, ``mrx_bus``, ``mrx_underground``,
 ``black_tickets``, ``double_moves``, ``detective_taxi``, ``detective_bus``,
 ``detective_underground``.
 """
@@ -51,6 +53,7 @@ _DEFAULT_PARAMS = {
     "detective_starts": "1;11",
     "rounds": 5,
     "reveal_rounds": "3",
+    "detectives_first": False,
     "mrx_taxi": 5,
     "mrx_bus": 0,
     "mrx_underground": 0,
@@ -129,6 +132,7 @@ class _Rules:
         self.detective_starts = _parse_ints(p["detective_starts"], "detective_starts")
         self.rounds = int(p["rounds"])
         self.reveal_rounds = frozenset(_parse_ints(p["reveal_rounds"], "reveal_rounds"))
+        self.detectives_first = bool(p["detectives_first"])
         # Mr X: taxi, bus, underground, black, double; detectives: taxi, bus, underground.
         self.mrx_tickets = (p["mrx_taxi"], p["mrx_bus"], p["mrx_underground"], p["black_tickets"], p["double_moves"])
         self.detective_tickets = (p["detective_taxi"], p["detective_bus"], p["detective_underground"])
@@ -142,7 +146,8 @@ class _Rules:
         if d < 1:
             raise ValueError("scotland_yard: num_detectives must be at least 1")
         if len(self.detective_starts) != d:
-            raise ValueError(f"scotland_yard: detective_starts has {len(self.detective_starts)} stations for {d} detectives")
+            raise ValueError(f"scotland_yard: detective_starts has {len(self.detective_starts)} stations "
+                             f"for {d} detectives")
         starts = [self.mrx_start, *self.detective_starts]
         if any(not 1 <= s <= n for s in starts):
             raise ValueError(f"scotland_yard: start stations must be in 1..{n}, got {starts}")
@@ -183,7 +188,8 @@ class ScotlandYardGame(pyspiel.Game):
         return ScotlandYardState(self)
 
     def make_py_observer(self, iig_obs_type=None, params=None):
-        return ScotlandYardObserver(self.rules, iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+        iig_obs_type = iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False)
+        return ScotlandYardObserver(self.rules, iig_obs_type, params)
 
 
 class ScotlandYardState(pyspiel.State):
@@ -199,9 +205,10 @@ class ScotlandYardState(pyspiel.State):
         self.detective_tickets = [list(r.detective_tickets) for _ in range(r.num_detectives)]
         # Mr X's travel log, one entry per round: (ticket, true station, revealed?, first of a double?)
         self.log: list[tuple[int, int, bool, bool]] = []
-        # Detectives' moves after log entry r: det_moves[r][d] = (ticket or 3 for pass, station)
+        # Detectives' moves, one list per detectives' turn: (ticket or 3 for pass, station)
         self.det_moves: list[list[tuple[int, int] | None]] = []
-        self.turn = 0  # 0 = Mr X, k = detective k
+        self.public_events: list[str] = []  # what everyone saw, in order
+        self.turn = 1 if r.detectives_first else 0  # 0 = Mr X, k = detective k
         self.double_left = 0  # Mr X moves still owed by a double-move card
         self.winner: int | None = None
         self._check_mrx_can_move()
@@ -252,39 +259,56 @@ class ScotlandYardState(pyspiel.State):
         return self._mrx_moves() if self.turn == 0 else self._detective_moves(self.turn)
 
     def _apply_action(self, action):
-        r = self.rules
-        n = r.num_stations
         if self.turn == 0:
-            if action == r.double_action:
-                self.mrx_tickets[4] -= 1
-                self.double_left = 2
-                return
-            ticket, dest = divmod(action, n)
-            self.mrx_tickets[ticket] -= 1
-            self.mrx = dest + 1
-            first_of_double = self.double_left == 2
-            self.log.append((ticket, self.mrx, len(self.log) + 1 in r.reveal_rounds, first_of_double))
-            self.det_moves.append([None] * r.num_detectives)
-            if self.double_left:
-                self.double_left -= 1
-            if self.double_left == 0:
-                self.turn = 1
-            self._check_mrx_can_move()  # the second move of a double
+            self._apply_mrx_action(action)
+        else:
+            self._apply_detective_action(action)
+        if self.winner is not None:
+            self.public_events.append("end:" + ("mrx" if self.winner == MRX else "detectives"))
+
+    def _apply_mrx_action(self, action: int) -> None:
+        r = self.rules
+        if action == r.double_action:
+            self.mrx_tickets[4] -= 1
+            self.double_left = 2
+            self.public_events.append("X:double")
             return
+        ticket, dest = divmod(action, r.num_stations)
+        self.mrx_tickets[ticket] -= 1
+        self.mrx = dest + 1
+        revealed = len(self.log) + 1 in r.reveal_rounds
+        self.log.append((ticket, self.mrx, revealed, self.double_left == 2))
+        self.public_events.append(("X2:" if self.double_left == 2 else "X:") + TICKETS[ticket]
+                                  + (f"@{self.mrx}" if revealed else ""))
+        if self.double_left:
+            self.double_left -= 1
+        if self.double_left:
+            self._check_mrx_can_move()  # the second move of a double
+        elif r.detectives_first and len(self.log) >= r.rounds:
+            self.winner = MRX  # not caught by the end of the last round
+        else:
+            self.turn = 1
+
+    def _apply_detective_action(self, action: int) -> None:
+        r = self.rules
         k = self.turn
+        if k == 1:
+            self.det_moves.append([None] * r.num_detectives)
         if action == r.pass_action:
             self.det_moves[-1][k - 1] = (3, self.detectives[k - 1])
+            self.public_events.append(f"D{k}:pass")
         else:
-            ticket, dest = divmod(action, n)
+            ticket, dest = divmod(action, r.num_stations)
             self.detective_tickets[k - 1][ticket] -= 1
             self.detectives[k - 1] = dest + 1
             self.det_moves[-1][k - 1] = (ticket, dest + 1)
+            self.public_events.append(f"D{k}:{TICKETS[ticket]}->{dest + 1}")
             if dest + 1 == self.mrx:
                 self.winner = DETECTIVES
                 return
         if k < r.num_detectives:
             self.turn = k + 1
-        elif len(self.log) >= r.rounds:
+        elif not r.detectives_first and len(self.log) >= r.rounds:
             self.winner = MRX  # not caught by the end of the last round
         else:
             self.turn = 0
@@ -345,7 +369,8 @@ def board_string(state: ScotlandYardState, show_mrx: bool) -> str:
                  f"underground {t[2]} black {t[3]} double {t[4]}")
     for k, (d, dt) in enumerate(zip(state.detectives, state.detective_tickets)):
         lines.append(f"D{k + 1} at {d}: taxi {dt[0]} bus {dt[1]} underground {dt[2]}")
-    log = [f"{i + 1}:{TICKETS[tk]}" + (f"@{st}" if rev or show_mrx else "") for i, (tk, st, rev, _) in enumerate(state.log)]
+    log = [f"{i + 1}:{TICKETS[tk]}" + (f"@{st}" if rev or show_mrx else "")
+           for i, (tk, st, rev, _) in enumerate(state.log)]
     lines.append("log: " + (" ".join(log) if log else "-"))
     return "\n".join(lines)
 
@@ -470,18 +495,9 @@ class ScotlandYardObserver:
 
 
 def public_history_string(state: ScotlandYardState) -> str:
-    """Everything public so far, in order: Mr X's tickets (and reveals), detectives' moves."""
-    out = []
-    for i, (ticket, station, revealed, first) in enumerate(state.log):
-        out.append(("X2:" if first else "X:") + TICKETS[ticket] + (f"@{station}" if revealed else ""))
-        for k, move in enumerate(state.det_moves[i]):
-            if move is not None:
-                out.append(f"D{k + 1}:" + ("pass" if move[0] == 3 else f"{TICKETS[move[0]]}->{move[1]}"))
-    if state.double_left == 2:
-        out.append("X:double")
-    if state.winner is not None:  # a capture (or Mr X stuck) ends the game in public
-        out.append("end:" + ("mrx" if state.winner == MRX else "detectives"))
-    return " ".join(out) or "start"
+    """Everything public so far, in order: Mr X's tickets (and reveals), detectives'
+    moves, and the end of the game (a capture, or Mr X stuck, is seen by all)."""
+    return " ".join(state.public_events) or "start"
 
 
 pyspiel.register_game(_GAME_TYPE, ScotlandYardGame)
