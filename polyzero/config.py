@@ -186,6 +186,39 @@ class RayConfig:
 
 
 @dataclass
+class MuZeroConfig:
+    """MuZero's learned model and targets; defaults from the MuZero paper's appendices."""
+
+    unroll_steps: int = 5  # K (Appendix G)
+    td_steps: int = 10  # n of the n-step value target, single-agent (Appendix G; 5 with Reanalyze)
+    discount: float = 0.997  # gamma, single-agent (Appendix C); board games use 1
+    hidden_size: int = 64  # mlp models: size of the hidden state
+    scale_hidden: bool = True  # min-max scale hidden states to [0, 1] (Appendix G)
+    support: int = 300  # categorical value/reward support -S..S, single-agent (Appendix F)
+    value_loss_weight: float = 1.0  # 0.25 with Reanalyze (Appendix H)
+    gradient_scaling: bool = True  # 1/K on unrolled steps, 1/2 into the dynamics (Appendix G)
+    prioritized: str = "auto"  # auto: prioritized for single-agent, uniform for board games
+    priority_alpha: float = 1.0  # alpha = beta = 1 (Appendix G)
+    priority_beta: float = 1.0
+    temperature_schedule: bool = True  # single-agent acting temperature 1, 0.5, 0.25 (Appendix D)
+    reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
+    target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
+    chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
+
+    def validate(self):
+        _positive("muzero.chunk_length", self.chunk_length, allow_zero=True)
+        for k in ("unroll_steps", "td_steps", "hidden_size", "target_update_every"):
+            _positive(f"muzero.{k}", getattr(self, k))
+        _positive("muzero.support", self.support, allow_zero=True)
+        _fraction("muzero.discount", self.discount)
+        _positive("muzero.value_loss_weight", self.value_loss_weight)
+        _choice("muzero.prioritized", self.prioritized, ("auto", "on", "off"))
+        _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
+        _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)
+        _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)
+
+
+@dataclass
 class RunConfig:
     game: str = "connect_four"
     algo: str = "alphazero"
@@ -201,11 +234,12 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    muzero: MuZeroConfig = field(default_factory=MuZeroConfig)
 
     def validate(self):
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)
-        for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray):
+        for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray, self.muzero):
             section.validate()
         return self
 

@@ -241,3 +241,35 @@ def test_resumed_muzero_run_keeps_priorities_and_reaches_the_same_weights(tmp_pa
     b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+def test_long_episodes_enter_replay_in_chunks_with_look_ahead():
+    """Appendix D: a chunk of `chunk_length` samples plus K + n positions of context;
+    the next chunk starts where the samples of the previous one ended."""
+    from polyzero.algos import make_algorithm
+    from polyzero.games import load_game
+    from polyzero.train.selfplay import SelfPlayActor
+
+    cfg = build_config("cartpole", "muzero", overrides=[
+        "muzero.chunk_length=5", "muzero.unroll_steps=2", "muzero.td_steps=3",
+        "selfplay.concurrent_games=1", "search.num_simulations=2"])
+    game = load_game(cfg.game)
+    algo = make_algorithm(cfg, game)
+    actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(algo.build_network(), "cpu"), seed=0)
+    pieces = []
+    while len(pieces) < 2 or pieces[-1].returns is None:  # an episode of more than 10 steps
+        if pieces and pieces[-1].returns is not None:
+            pieces = []
+        pieces.extend(actor.tick())
+    chunks, last = pieces[:-1], pieces[-1]
+    for c in chunks:
+        assert c.samples == 5 and len(c.actions) == 5 + 2 + 3
+        seg = algo.trajectory_examples(c)
+        assert seg["sampleable"].tolist() == [True] * 5 + [False] * 5 and not seg["done"][0]
+        assert np.allclose(seg["reward"][:-1], 1.0)  # CartPole pays 1 a step
+    for a, b in zip(chunks, pieces[1:]):
+        assert np.array_equal(a.observations[5], b.observations[0])
+    seg = algo.trajectory_examples(last)
+    assert seg["done"][0] and seg["sampleable"].all()
+    total = sum(c.samples for c in chunks) + len(last.actions)
+    assert total == last.returns[0]  # every step of the episode is a sample exactly once

@@ -28,7 +28,21 @@ class Trajectory:
     legal: list = field(default_factory=list)  # bool [A] legal-action masks at t
     root_values: list = field(default_factory=list)
     returns_before: list = field(default_factory=list)  # mover's return so far at t
-    returns: np.ndarray | None = None  # final returns, one per player
+    returns: np.ndarray | None = None  # final returns, one per player (None: unfinished)
+    samples: int | None = None  # an unfinished chunk: only its first `samples` positions are samples
+
+    _FIELDS = ("observations", "policies", "players", "actions", "legal", "root_values", "returns_before")
+
+    def split_chunk(self, length: int, overlap: int) -> "Trajectory":
+        """An unfinished episode's first `length` positions as a chunk (MuZero Appendix D),
+        with `overlap` more positions of look-ahead for its targets; the chunk's
+        positions are then dropped from this trajectory."""
+        chunk = Trajectory(samples=length)
+        for name in self._FIELDS:
+            values = getattr(self, name)
+            setattr(chunk, name, values[: length + overlap])
+            setattr(self, name, values[length:])
+        return chunk
 
 
 class Algorithm(Protocol):

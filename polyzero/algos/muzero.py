@@ -54,6 +54,10 @@ class MuZero:
         self.single_agent = self.num_players == 1
         # Edge discount with mctx's sign convention: -1 between alternating players.
         self.edge_discount = self.mz.discount if self.single_agent else -1.0
+        # Single-agent episodes enter replay in chunks (Appendix D; board games whole),
+        # each with the K + n positions of look-ahead its targets read.
+        self.chunk_length = self.mz.chunk_length if self.single_agent else 0
+        self.chunk_overlap = self.mz.unroll_steps + self.mz.td_steps
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> MuZeroNet:
@@ -106,16 +110,19 @@ class MuZero:
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that
-        followed it, the search value and policy, and the outcome for the mover."""
+        followed it, the search value and policy, and the outcome for the mover. An
+        unfinished chunk's look-ahead positions are context, not samples."""
         returns_before = np.asarray(traj.returns_before, np.float32)
-        final = np.asarray(traj.returns, np.float32)
+        done = traj.returns is not None
+        final = np.asarray(traj.returns if done else [returns_before[-1]] * self.num_players, np.float32)
         players = np.asarray(traj.players)
-        # The mover's return after the move: the next position's running return for the
-        # same player in single-agent games, the final return after the last move.
-        after = np.append(returns_before[1:], final[players[-1]]) if self.single_agent else \
-            np.zeros_like(returns_before)
+        # The mover's return after the move: the next position's running return in
+        # single-agent games, the final return after the last move (a chunk's last
+        # position is context, and its reward unknown yet: 0).
+        after = np.append(returns_before[1:], final[players[-1]])
         reward = after - returns_before if self.single_agent else np.zeros_like(returns_before)
         n = len(traj.actions)
+        samples = n if traj.samples is None else traj.samples
         return {
             "obs": np.asarray(traj.observations, np.float32),
             "action": np.asarray(traj.actions, np.int64),
@@ -124,8 +131,8 @@ class MuZero:
             "policy": np.asarray(traj.policies, np.float32),
             "legal": np.asarray(traj.legal, np.bool_).reshape(n, self.num_actions),
             "outcome": (final[players] - returns_before).astype(np.float32),
-            "sampleable": np.ones(n, np.bool_),
-            "done": np.array([True]),
+            "sampleable": np.arange(n) < samples,
+            "done": np.array([done]),
         }
 
     def loss(self, net: MuZeroNet, batch: dict[str, torch.Tensor]):

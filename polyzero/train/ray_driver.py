@@ -82,7 +82,7 @@ class SelfPlayWorker:
         while n < min_positions:
             for traj in self.actor.tick():
                 batches.append(self.algo.trajectory_examples(traj))
-                n += len(traj.actions)
+                n += traj.samples or len(traj.actions)
         delta = {k: self.actor.stats[k] - before[k] for k in before}
         # One batch of examples per finished game: a sequence replay keeps games apart.
         return {"examples": batches, "stats": delta, "version": self.version,

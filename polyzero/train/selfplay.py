@@ -35,6 +35,10 @@ class SelfPlayActor:
         self.temperature = cfg.selfplay.temperature  # acting temperature; a schedule may change it
         self.rng = np.random.default_rng(seed)
         self.max_moves = cfg.selfplay.max_moves or game.max_game_length()
+        # Long episodes leave in chunks (MuZero Appendix D): `chunk_length` positions plus
+        # the look-ahead their targets need; 0 sends every game whole when it ends.
+        self.chunk_length = getattr(algo, "chunk_length", 0)
+        self.chunk_overlap = getattr(algo, "chunk_overlap", 0)
         self.slots = [self._new_slot() for _ in range(cfg.selfplay.concurrent_games)]
         self.stats = {"games": 0, "positions": 0, "searches": 0, "simulations": 0}
 
@@ -46,7 +50,8 @@ class SelfPlayActor:
         return _Slot(self.start_state())
 
     def tick(self) -> list[Trajectory]:
-        """One move in every live game; returns the games that finished."""
+        """One move in every live game; returns the games that finished (and the chunks
+        of long games that are ready)."""
         sp = self.cfg.selfplay
         states = [s.state for s in self.slots]
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=True)
@@ -76,6 +81,9 @@ class SelfPlayActor:
                 self.stats["games"] += 1
                 self.stats["positions"] += len(traj.actions)
                 self.slots[i] = self._new_slot()
+            elif self.chunk_length and len(traj.actions) >= self.chunk_length + self.chunk_overlap:
+                finished.append(traj.split_chunk(self.chunk_length, self.chunk_overlap))
+                self.stats["positions"] += self.chunk_length
         return finished
 
     # ------------------------------------------------------------ checkpointing
