@@ -16,4 +16,5 @@ def register_polyzero_games() -> None:
     # one calls pyspiel.register_game as a side effect.
     import polyzero.games.scotland_yard  # noqa: F401
     import polyzero.games.nannon  # noqa: F401  (Nannon, shared/specs/nannon.md)
+    import polyzero.games.envs  # noqa: F401  (Gymnasium, MinAtar, Atari as one-player games)
     _registered = True
