@@ -20,9 +20,16 @@ AlphaZero mode: the shipped Connect Four preset (ResidualTower) searching from
 random Connect Four openings at B=256, 64 simulations, against the same number of
 network calls alone at the same batch size.
 
+Gumbel mode (--gumbel): polyzero's Gumbel and Full Gumbel searches (mctx-equivalent
+settings: completed-by-mix-value normalisation, c_scale 0.1, m = 16) beside pUCT
+and jitted mctx.gumbel_muzero_policy, same network, interleaved; root visit counts,
+A_{n+1} and pi' are first compared with mctx's on mctx's own Gumbel draws; the
+tree's cost per (batch element x simulation x level visited) is set against pUCT's.
+
 Usage:
   python benchmarks/search_throughput.py                 # full run (~3-5 min)
   python benchmarks/search_throughput.py --quick         # smoke run
+  python benchmarks/search_throughput.py --gumbel --batch-sizes 16,256 --sims 64
 """
 
 from __future__ import annotations
@@ -45,10 +52,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tinynet  # noqa: E402
 
 from polyzero.search.learned import LearnedModel  # noqa: E402
+from polyzero.search.gumbel import gumbel_search  # noqa: E402
 from polyzero.search.mcts import run_search  # noqa: E402
 from polyzero.search.params import SearchParams  # noqa: E402
 
 SEED = 0
+DEFAULT_OUT = "benchmarks/results/search_throughput.json"
 
 
 # ------------------------------------------------------------------ speed probe
@@ -125,9 +134,9 @@ class PolyzeroMuZero:
     """One call = root forward + batched search over a LearnedModel; the
     network time inside is accumulated in `net_s`."""
 
-    def __init__(self, net: tinynet.TinyNetNumpy, num_simulations: int):
+    def __init__(self, net: tinynet.TinyNetNumpy, num_simulations: int, **params):
         self.net = net
-        self.params = SearchParams(num_simulations=num_simulations, **MUZERO_PARAMS)
+        self.params = SearchParams(num_simulations=num_simulations, **{**MUZERO_PARAMS, **params})
         self.rng = np.random.default_rng(SEED)
         self.net_s = 0.0
         self.calls = 0
@@ -139,7 +148,7 @@ class PolyzeroMuZero:
         self.net_s += time.perf_counter() - t0
         return out
 
-    def __call__(self, obs, root_legal=None):
+    def __call__(self, obs, root_legal=None, gumbel=None):
         t0 = time.perf_counter()
         net0 = self.net_s
         logits, value, hidden = self.net.initial(obs)
@@ -147,7 +156,10 @@ class PolyzeroMuZero:
         model = LearnedModel(logits, value, hidden, self._timed_recurrent, discount=-1.0,
                              root_legal=root_legal, num_nodes=self.params.num_simulations + 1)
         self.calls += 1
-        res = run_search(model, self.params, self.rng, add_noise=False)
+        if self.params.kind == "puct":
+            res = run_search(model, self.params, self.rng, add_noise=False)
+        else:  # Gumbel noise on (scale 1), as mctx.gumbel_muzero_policy's default
+            res = gumbel_search(model, self.params, self.rng, add_noise=True, gumbel=gumbel)
         self.net_shares.append((self.net_s - net0) / (time.perf_counter() - t0))
         return res
 
@@ -168,7 +180,7 @@ def net_alone_fn(net: tinynet.TinyNetNumpy, num_simulations: int, batch: int):
 
 
 # ------------------------------------------------------------------ mctx (JAX)
-def make_mctx(num_simulations):
+def make_mctx(num_simulations, gumbel=False):
     import jax
     import jax.numpy as jnp
     import mctx
@@ -206,6 +218,12 @@ def make_mctx(num_simulations):
 
     def policy(p, rng_key, obs, invalid_actions):
         root = root_fn(p, obs)
+        if gumbel:  # Full Gumbel MuZero, mctx's defaults (m = 16, c_visit 50, c_scale 0.1)
+            out = mctx.gumbel_muzero_policy(p, rng_key, root, recurrent_fn,
+                                            num_simulations=num_simulations,
+                                            invalid_actions=invalid_actions)
+            tree = out.search_tree
+            return out.action, tree.children_visits[:, 0], tree.parents, out.action_weights
         out = mctx.muzero_policy(p, rng_key, root, recurrent_fn, num_simulations=num_simulations,
                                  invalid_actions=invalid_actions, dirichlet_fraction=0.0)
         tree = out.search_tree
@@ -216,6 +234,151 @@ def make_mctx(num_simulations):
     def call(*args):
         return jax.block_until_ready(jitted(*args))
     return call
+
+
+# ------------------------------------------------------------------ Gumbel
+# mctx-equivalent Gumbel settings: gumbel_muzero_policy's qtransform_completed_by_mix_value
+# (value_scale 0.1, maxvisit_init 50, min-max of the completed Q), m = 16.
+GUMBEL_PARAMS = dict(gumbel_q_normalisation="completed_minmax", c_visit=50.0, c_scale=0.1,
+                     max_considered_actions=16, gumbel_scale=1.0)
+
+
+def mctx_gumbel_draw(key, batch):
+    """The Gumbel vector gumbel_muzero_policy draws from `key` (its first split)."""
+    import jax
+
+    _, gumbel_rng = jax.random.split(key)
+    return np.asarray(jax.random.gumbel(gumbel_rng, shape=(batch, tinynet.A), dtype=np.float32),
+                      np.float64)
+
+
+def bookkeeping_per_level(pz, obs, calls=5):
+    """Median over calls of (call time - network time) / (B x levels visited), where a
+    simulation visits as many levels as its new node's depth (MuZero trees have no
+    terminal revisits): the tree's cost per batch element, simulation and level."""
+    out = []
+    for _ in range(calls):
+        net0 = pz.net_s
+        t0 = time.perf_counter()
+        res = pz(obs)
+        total = time.perf_counter() - t0
+        used = np.arange(res.tree.depth.shape[1])[None, :] < res.tree.num_nodes[:, None]
+        levels = int(res.tree.depth[used].sum())
+        out.append((total - (pz.net_s - net0)) / levels)
+    return statistics.median(out)
+
+
+def gumbel_section(args, net, jparams, batch_sizes, sims_list):
+    """Gumbel and Full Gumbel search beside pUCT and mctx.gumbel_muzero_policy, same
+    network, interleaved; root visit counts checked against mctx first with mctx's own
+    Gumbel draws (Full Gumbel in the mctx-equivalent mode)."""
+    out = {"params": GUMBEL_PARAMS, "rows": [], "visit_check": []}
+    for b in batch_sizes:
+        obs_list = [tinynet.make_obs(b, seed=s) for s in range(4)]
+        no_mask = np.zeros((b, tinynet.A), bool)
+        mrng = np.random.default_rng(SEED + 7)
+        invalid = mrng.random((b, tinynet.A)) < 0.3
+        invalid[np.arange(b), mrng.integers(0, tinynet.A, b)] = False
+        for n in sims_list:
+            searches = {
+                "puct": PolyzeroMuZero(net, n),
+                "gumbel": PolyzeroMuZero(net, n, kind="gumbel", **GUMBEL_PARAMS),
+                "full_gumbel": PolyzeroMuZero(net, n, kind="full_gumbel", **GUMBEL_PARAMS),
+            }
+            for pz in searches.values():
+                pz(obs_list[0])  # warm (numba compile/cache load)
+            row = {"B": b, "num_simulations": n}
+            jobs = [(name, pz, [(o,) for o in obs_list]) for name, pz in searches.items()]
+            if jparams is not None:
+                import jax
+                import jax.numpy as jnp
+
+                mc = make_mctx(n, gumbel=True)
+                keys = list(jax.random.split(jax.random.PRNGKey(42), 4))
+                jobs_args = [(jparams, keys[i], jnp.asarray(obs_list[i]), jnp.asarray(no_mask))
+                             for i in range(4)]
+                mc(*jobs_args[0])
+                for label, inv in (("all legal", no_mask), ("random root mask", invalid)):
+                    g = mctx_gumbel_draw(keys[0], b)
+                    res = searches["full_gumbel"](obs_list[0], root_legal=~inv, gumbel=g)
+                    act, mv, _, weights = mc(jparams, keys[0], jnp.asarray(obs_list[0]),
+                                             jnp.asarray(inv))
+                    mv = np.asarray(mv)
+                    diff = np.abs(res.root_visits.astype(np.int64) - mv)
+                    chk = {"B": b, "num_simulations": n, "root": label,
+                           "rows_exact": float((diff.sum(axis=1) == 0).mean()),
+                           "max_abs_diff": int(diff.max()),
+                           "actions_equal": float((res.action == np.asarray(act)).mean()),
+                           "max_abs_policy_diff": float(np.abs(res.policy_target -
+                                                               np.asarray(weights)).max()),
+                           "masked_actions_visited": int(res.root_visits[inv].sum()) + int(mv[inv].sum())}
+                    out["visit_check"].append(chk)
+                    print(f"gumbel visit check B={b} sims={n} ({label}): rows exact "
+                          f"{chk['rows_exact']:.3f}, max |diff| {chk['max_abs_diff']}, actions "
+                          f"equal {chk['actions_equal']:.3f}, max |pi' diff| "
+                          f"{chk['max_abs_policy_diff']:.1e}", flush=True)
+                jobs.append(("mctx_gumbel", mc, jobs_args))
+            ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500)
+            row["probe_ms"] = statistics.median(probe)
+            for name in ts:
+                s = summarize(ts[name])
+                s["sims_per_s"] = b * n / s["median_s"]
+                row[name] = s
+            for name, pz in searches.items():
+                row[f"{name}_bookkeeping_us_per_level"] = bookkeeping_per_level(pz, obs_list[1]) * 1e6
+                row[f"{name}_depth"] = pz(obs_list[1]).tree.depth_stats()
+            for name in ("gumbel", "full_gumbel"):
+                row[f"{name}_bookkeeping_vs_puct"] = (row[f"{name}_bookkeeping_us_per_level"] /
+                                                     row["puct_bookkeeping_us_per_level"])
+                if "mctx_gumbel" in row:
+                    row[f"{name}_speedup_vs_mctx"] = row["mctx_gumbel"]["median_s"] / row[name]["median_s"]
+            line = f"B={b:4d} sims={n:3d} " + "  ".join(
+                f"{name} {row[name]['median_s']*1e3:8.3f} ms" for name in ts)
+            line += "  bookkeeping/level vs puct: " + ", ".join(
+                f"{k} {row[f'{k}_bookkeeping_vs_puct']:.2f}" for k in ("gumbel", "full_gumbel"))
+            print(line, flush=True)
+            out["rows"].append(row)
+    return out
+
+
+def render_gumbel_markdown(meta, g) -> str:
+    mach = meta["machine"]
+    lines = ["# Gumbel search throughput: polyzero vs mctx.gumbel_muzero_policy", "",
+             f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
+             f"torch threads {meta['torch_threads']}",
+             f"- command: `{meta['command']}`",
+             f"- seed {meta['seed']}; numba {meta.get('numba')}, jax {meta.get('jax', '-')}, "
+             f"mctx {meta.get('mctx', '-')}",
+             f"- network: the anchor tiny MuZero MLP ({meta['net_parameters']} parameters, "
+             f"{tinynet.A} actions), PyTorch '{meta['net_mode']}' path",
+             f"- polyzero Gumbel settings: {g['params']}; pUCT inside `gumbel`: {MUZERO_PARAMS}",
+             f"- load average start/end: {meta['loadavg_start']} / {meta.get('loadavg_end')}", "",
+             "Median ms per policy call (root forward + search), all jobs interleaved in the same "
+             "run. Speed-up = mctx / polyzero. Bookkeeping per level = (call time - network "
+             "time) / (B x levels visited), in microseconds, relative to pUCT's.", "",
+             "| B | sims | pUCT ms | gumbel ms | full_gumbel ms | mctx gumbel ms | full_gumbel speed-up "
+             "| gumbel speed-up | bookkeeping us/level puct / gumbel / full | gumbel/puct | full/puct |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for r in g["rows"]:
+        mc = r.get("mctx_gumbel")
+        lines.append(
+            f"| {r['B']} | {r['num_simulations']} | {r['puct']['median_s']*1e3:.3f} | "
+            f"{r['gumbel']['median_s']*1e3:.3f} | {r['full_gumbel']['median_s']*1e3:.3f} | "
+            + (f"{mc['median_s']*1e3:.3f} | **{r['full_gumbel_speedup_vs_mctx']:.2f}x** | "
+               f"{r['gumbel_speedup_vs_mctx']:.2f}x | " if mc else "- | - | - | ")
+            + f"{r['puct_bookkeeping_us_per_level']:.3f} / {r['gumbel_bookkeeping_us_per_level']:.3f}"
+            f" / {r['full_gumbel_bookkeeping_us_per_level']:.3f} | "
+            f"{r['gumbel_bookkeeping_vs_puct']:.2f} | {r['full_gumbel_bookkeeping_vs_puct']:.2f} |")
+    if g["visit_check"]:
+        lines += ["", "## Root visit counts, Full Gumbel (mctx-equivalent mode) vs mctx, same Gumbel draws", "",
+                  "| B | sims | root | rows matching exactly | max abs diff | A_{n+1} equal | max abs pi' diff "
+                  "| visits to masked actions |",
+                  "|---:|---:|---|---:|---:|---:|---:|---:|"]
+        for c in g["visit_check"]:
+            lines.append(f"| {c['B']} | {c['num_simulations']} | {c['root']} | {c['rows_exact']:.3f} | "
+                         f"{c['max_abs_diff']} | {c['actions_equal']:.3f} | "
+                         f"{c['max_abs_policy_diff']:.1e} | {c['masked_actions_visited']} |")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------ AlphaZero mode
@@ -331,8 +494,10 @@ def main(argv=None):
     ap.add_argument("--net-mode", default="script", choices=["lean", "script", "eager_ref"])
     ap.add_argument("--no-mctx", action="store_true")
     ap.add_argument("--no-alphazero", action="store_true")
+    ap.add_argument("--gumbel", action="store_true",
+                    help="only the Gumbel section (Gumbel, Full Gumbel, pUCT, mctx.gumbel_muzero_policy)")
     ap.add_argument("--quick", action="store_true", help="small settings for a smoke run")
-    ap.add_argument("--out", default="benchmarks/results/search_throughput.json")
+    ap.add_argument("--out", default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     if args.quick:
         args.batch_sizes, args.sims = "1,16", "16"
@@ -369,6 +534,22 @@ def main(argv=None):
             have_mctx = False
             meta["mctx_skipped"] = str(e)
     print(json.dumps(meta), flush=True)
+
+    if args.gumbel:
+        if args.out == DEFAULT_OUT:
+            args.out = "benchmarks/results/search_throughput_gumbel.json"
+        gumbel = gumbel_section(args, net, jparams if have_mctx else None, batch_sizes, sims_list)
+        meta["loadavg_end"] = os.getloadavg()
+        results = {"meta": meta, "gumbel": gumbel}
+        if args.out:
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            with open(args.out, "w") as fh:
+                json.dump(results, fh, indent=1)
+            md = os.path.splitext(args.out)[0] + ".md"
+            with open(md, "w") as fh:
+                fh.write(render_gumbel_markdown(meta, gumbel))
+            print(f"wrote {args.out} and {md}", flush=True)
+        return results
 
     results = {"meta": meta, "rows": [], "visit_check": []}
     for b in batch_sizes:
