@@ -84,3 +84,17 @@ def test_sigterm_checkpoint_resumes_in_process(tmp_path):
     trainer = Trainer.resume(run, [f"train.steps={step + 2}"], progress=False)
     trainer.run()
     assert trainer.step == step + 2
+
+
+def test_muzero_runs_under_ray_and_resumes_in_process(local_ray, tmp_path):
+    """MuZero's sequence replay and prioritized sampling under the Ray driver, on a
+    single-agent environment whose episodes arrive in chunks."""
+    extra = ["muzero.chunk_length=8", "muzero.support=10", "train.steps=3", "train.checkpoint_every=3"]
+    cfg = build_config("cartpole", "muzero", overrides=SMALL + extra)
+    trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=2)
+    trainer.run()
+    assert trainer.step == 3 and len(trainer.replay) >= 3 * 48
+    resumed = Trainer.resume(tmp_path / "run", ["train.steps=4"], progress=False)
+    assert len(resumed.replay) == len(trainer.replay)
+    resumed.run()
+    assert resumed.step == 4
