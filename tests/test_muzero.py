@@ -273,3 +273,28 @@ def test_long_episodes_enter_replay_in_chunks_with_look_ahead():
     assert seg["done"][0] and seg["sampleable"].all()
     total = sum(c.samples for c in chunks) + len(last.actions)
     assert total == last.returns[0]  # every step of the episode is a sample exactly once
+
+
+def test_observation_history_stacks_frames_and_action_planes():
+    """Appendix E: the last H observations with the action that led to each as a bias plane."""
+    from polyzero.games import ObservationEncoder, load_game
+
+    game = load_game("minatar(game=breakout,history=3)")
+    assert game.observation_tensor_shape() == [3 * (4 + 1), 10, 10]
+    state = game.new_initial_state()
+    first = ObservationEncoder(game).encode([state])[0]
+    assert not first[:8].any()  # two empty frames before the episode's start
+    state.apply_action(1)
+    state.apply_action(2)
+    obs = ObservationEncoder(game).encode([state])[0]
+    assert np.allclose(obs[12:15], np.array([0, 2 / 3, 1])[:, None, None])  # (a + 1) / A; none before
+    assert np.array_equal(obs[0:4], first[8:12])  # the oldest frame is the first observation
+
+
+def test_downsampling_stack_takes_96_by_96_frames_to_6_by_6():
+    from polyzero.nets.muzero import MuZeroNet, MuZeroSpec
+
+    net = MuZeroNet((4, 96, 96), 18, MuZeroSpec(channels=16, blocks=1, support=5, downsample=True))
+    s = net.represent(torch.zeros(2, 4, 96, 96))
+    s2, reward = net.dynamics(s, torch.tensor([0, 17]))
+    assert s.shape == s2.shape == (2, 16, 6, 6) and reward.shape == (2, 11)

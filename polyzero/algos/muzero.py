@@ -67,8 +67,14 @@ class MuZero:
                           layers=net["layers"], value_hidden=net["value_hidden"],
                           hidden_size=self.mz.hidden_size,
                           support=self.mz.support if self.single_agent else 0,
-                          scale_hidden=self.mz.scale_hidden)
+                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(kind))
         return MuZeroNet(self.encoder.shape, self.num_actions, spec)
+
+    def _downsample(self, kind: str) -> bool:
+        """Appendix F's downsampling for image inputs: `auto` when frames are 32 x 32 or more."""
+        if kind != "resnet" or self.mz.downsample == "off":
+            return False
+        return self.mz.downsample == "on" or min(self.encoder.shape[1:]) >= 32
 
     def make_evaluator(self, net: torch.nn.Module, device) -> MuZeroInference:
         return MuZeroInference(net, device)

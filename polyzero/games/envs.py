@@ -11,7 +11,11 @@ evaluator sees one interface:
   minimal action set;
 * ``atari(game=Breakout,frame_skip=4,sticky_action_prob=0.25,noop_max=30,max_frames=108000,seed=0)``:
   ALE through Gymnasium with the MuZero paper's evaluation protocol (Appendix
-  I), grayscale frames downsampled to 96x96 (Appendix E; one frame, no stack).
+  I), grayscale frames downsampled to 96x96.
+
+Every kind takes ``history=H``: the observation is then the last H frames with
+the action that led to each as a bias plane (MuZero Appendix E; the paper
+uses 32 for Atari; 1, the default, is the current frame alone).
 
 A state is one episode: rewards arrive at every step (intermediate rewards),
 the episode ends when the environment terminates or truncates (the episode
@@ -157,6 +161,51 @@ class _MinAtarEnv(_Env):
         return self._obs(), float(reward), bool(terminal)
 
 
+class _History(_Env):
+    """MuZero Appendix E: the last `length` observations, each with the action that led
+    to it as a bias plane (a + 1) / A (0: none, before the episode's start), stacked
+    along the first axis (flat observations: the vectors and the scaled actions)."""
+
+    def __init__(self, env: _Env, length: int):
+        self.env = env
+        self.length = length
+        self.num_actions = env.num_actions
+        self.max_steps = env.max_steps
+        shape = env.obs_shape
+        if len(shape) == 3:
+            c, h, w = shape
+            self.obs_shape = (length * (c + 1), h, w)
+        else:
+            self.obs_shape = (length * (int(np.prod(shape)) + 1),)
+        self._image = len(shape) == 3
+
+    def _stack(self) -> np.ndarray:
+        scaled = np.asarray(self._actions, np.float32) / self.num_actions
+        if self._image:
+            h, w = self._frames[0].shape[1:]
+            planes = np.broadcast_to(scaled[:, None, None, None], (self.length, 1, h, w))
+            return np.concatenate([np.concatenate(self._frames), planes.reshape(self.length, h, w)])
+        return np.concatenate([np.concatenate([f.ravel() for f in self._frames]), scaled])
+
+    def reset(self, seed: int) -> np.ndarray:
+        obs = self.env.reset(seed)
+        self._frames = [np.zeros_like(obs)] * (self.length - 1) + [obs]
+        self._actions = [0] * self.length
+        return self._stack()
+
+    def step(self, action: int):
+        obs, reward, done = self.env.step(action)
+        self._frames = self._frames[1:] + [obs]
+        self._actions = self._actions[1:] + [action + 1]
+        return self._stack(), reward, done
+
+
+def _with_history(env: _Env, length: int) -> _Env:
+    if length < 1:
+        raise UsageError(f"history must be at least 1, not {length}")
+    return env if length == 1 else _History(env, length)
+
+
 class EnvGame(pyspiel.Game):
     """A one-player game whose episodes are an environment's."""
 
@@ -243,11 +292,11 @@ class _EnvObserver:
 
 
 # ---------------------------------------------------------------- registration
-_GYM_PARAMS = {"env": "CartPole-v1", "max_steps": 0, "seed": 0}
+_GYM_PARAMS = {"env": "CartPole-v1", "max_steps": 0, "history": 1, "seed": 0}
 _MINATAR_PARAMS = {"game": "breakout", "sticky_action_prob": 0.1, "difficulty_ramping": True,
-                   "max_steps": 0, "seed": 0}
+                   "max_steps": 0, "history": 1, "seed": 0}
 _ATARI_PARAMS = {"game": "Breakout", "frame_skip": 4, "sticky_action_prob": 0.25, "noop_max": 30,
-                 "max_frames": 108_000, "seed": 0}
+                 "max_frames": 108_000, "history": 1, "seed": 0}
 
 _GYM_TYPE = _game_type("gymnasium", "Gymnasium environment", _GYM_PARAMS)
 _MINATAR_TYPE = _game_type("minatar", "MinAtar", _MINATAR_PARAMS)
@@ -257,22 +306,24 @@ _ATARI_TYPE = _game_type("atari", "Atari 2600 through ALE", _ATARI_PARAMS)
 class GymnasiumGame(EnvGame):
     def __init__(self, params=None):
         p = {**_GYM_PARAMS, **(params or {})}
-        super().__init__(_GYM_TYPE, p, lambda: _GymnasiumEnv(p["env"], int(p["max_steps"])))
+        super().__init__(_GYM_TYPE, p, lambda: _with_history(
+            _GymnasiumEnv(p["env"], int(p["max_steps"])), int(p["history"])))
 
 
 class MinAtarGame(EnvGame):
     def __init__(self, params=None):
         p = {**_MINATAR_PARAMS, **(params or {})}
-        super().__init__(_MINATAR_TYPE, p, lambda: _MinAtarEnv(
-            p["game"], float(p["sticky_action_prob"]), bool(p["difficulty_ramping"]), int(p["max_steps"])))
+        super().__init__(_MINATAR_TYPE, p, lambda: _with_history(_MinAtarEnv(
+            p["game"], float(p["sticky_action_prob"]), bool(p["difficulty_ramping"]), int(p["max_steps"])),
+            int(p["history"])))
 
 
 class AtariGame(EnvGame):
     def __init__(self, params=None):
         p = {**_ATARI_PARAMS, **(params or {})}
-        super().__init__(_ATARI_TYPE, p, lambda: _AtariEnv(
+        super().__init__(_ATARI_TYPE, p, lambda: _with_history(_AtariEnv(
             p["game"], int(p["frame_skip"]), float(p["sticky_action_prob"]), int(p["noop_max"]),
-            int(p["max_frames"])))
+            int(p["max_frames"])), int(p["history"])))
 
 
 pyspiel.register_game(_GYM_TYPE, GymnasiumGame)

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from .support import support_to_scalar
-from .towers import MLPTower, ResidualTower
+from .towers import MLPTower, ResidualBlock, ResidualTower
 
 _EPS = 1e-5
 
@@ -45,6 +45,29 @@ class MuZeroSpec:
     hidden_size: int = 64  # mlp: size of the hidden state
     support: int = 0  # 0: scalar values, no reward head; S > 0: categorical on -S..S
     scale_hidden: bool = True
+    downsample: bool = False  # resnet: Appendix F's stack, the board resolution / 16 (96 -> 6)
+
+
+class DownsampleStack(nn.Module):
+    """MuZero Appendix F, for large frames: conv stride 2 (channels / 2), 2 residual
+    blocks, conv stride 2 (channels), 3 residual blocks, average pooling stride 2,
+    3 residual blocks, average pooling stride 2 -- 96 x 96 becomes 6 x 6 (the paper
+    uses 128 and 256 planes)."""
+
+    def __init__(self, in_channels: int, channels: int):
+        super().__init__()
+        half = max(channels // 2, 1)
+        self.layers = nn.Sequential(
+            nn.Conv2d(in_channels, half, 3, stride=2, padding=1), nn.ReLU(),
+            *(ResidualBlock(half) for _ in range(2)),
+            nn.Conv2d(half, channels, 3, stride=2, padding=1), nn.ReLU(),
+            *(ResidualBlock(channels) for _ in range(3)),
+            nn.AvgPool2d(3, stride=2, padding=1),
+            *(ResidualBlock(channels) for _ in range(3)),
+            nn.AvgPool2d(3, stride=2, padding=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
 
 
 def scale_hidden_state(s: torch.Tensor) -> torch.Tensor:
@@ -67,8 +90,14 @@ class MuZeroNet(nn.Module):
                 raise ValueError(f"net.kind 'resnet' needs planes (C, H, W); this game's observation is {obs_shape}")
             c, hgt, wid = obs_shape
             ch = spec.channels
+            if spec.downsample:
+                stack = DownsampleStack(c, ch)
+                with torch.no_grad():
+                    _, _, hgt, wid = stack(torch.zeros(1, c, hgt, wid)).shape
+                self.representation = nn.Sequential(stack, *(ResidualBlock(ch) for _ in range(spec.blocks)))
+            else:
+                self.representation = ResidualTower(c, ch, spec.blocks)
             self.hidden_shape = (ch, hgt, wid)
-            self.representation = ResidualTower(c, ch, spec.blocks)
             self.dynamics_tower = ResidualTower(ch + 1, ch, spec.blocks)
             cells = hgt * wid
             self.action_plane = None if num_actions <= cells else nn.Embedding(num_actions, cells)
