@@ -265,7 +265,7 @@ def bookkeeping_per_level(pz, obs, calls=5):
         used = np.arange(res.tree.depth.shape[1])[None, :] < res.tree.num_nodes[:, None]
         levels = int(res.tree.depth[used].sum())
         out.append((total - (pz.net_s - net0)) / levels)
-    return statistics.median(out)
+    return statistics.median(out), levels / res.tree.batch_size / pz.params.num_simulations
 
 
 def gumbel_section(args, net, jparams, batch_sizes, sims_list):
@@ -325,7 +325,9 @@ def gumbel_section(args, net, jparams, batch_sizes, sims_list):
                 s["sims_per_s"] = b * n / s["median_s"]
                 row[name] = s
             for name, pz in searches.items():
-                row[f"{name}_bookkeeping_us_per_level"] = bookkeeping_per_level(pz, obs_list[1]) * 1e6
+                per_level, levels_per_sim = bookkeeping_per_level(pz, obs_list[1])
+                row[f"{name}_bookkeeping_us_per_level"] = per_level * 1e6
+                row[f"{name}_levels_per_simulation"] = levels_per_sim
                 row[f"{name}_depth"] = pz(obs_list[1]).tree.depth_stats()
             for name in ("gumbel", "full_gumbel"):
                 row[f"{name}_bookkeeping_vs_puct"] = (row[f"{name}_bookkeeping_us_per_level"] /
@@ -357,8 +359,9 @@ def render_gumbel_markdown(meta, g) -> str:
              "run. Speed-up = mctx / polyzero. Bookkeeping per level = (call time - network "
              "time) / (B x levels visited), in microseconds, relative to pUCT's.", "",
              "| B | sims | pUCT ms | gumbel ms | full_gumbel ms | mctx gumbel ms | full_gumbel speed-up "
-             "| gumbel speed-up | bookkeeping us/level puct / gumbel / full | gumbel/puct | full/puct |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+             "| gumbel speed-up | bookkeeping us/level puct / gumbel / full | gumbel/puct | full/puct "
+             "| levels per simulation puct / gumbel / full |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
     for r in g["rows"]:
         mc = r.get("mctx_gumbel")
         lines.append(
@@ -368,7 +371,9 @@ def render_gumbel_markdown(meta, g) -> str:
                f"{r['gumbel_speedup_vs_mctx']:.2f}x | " if mc else "- | - | - | ")
             + f"{r['puct_bookkeeping_us_per_level']:.3f} / {r['gumbel_bookkeeping_us_per_level']:.3f}"
             f" / {r['full_gumbel_bookkeeping_us_per_level']:.3f} | "
-            f"{r['gumbel_bookkeeping_vs_puct']:.2f} | {r['full_gumbel_bookkeeping_vs_puct']:.2f} |")
+            f"{r['gumbel_bookkeeping_vs_puct']:.2f} | {r['full_gumbel_bookkeeping_vs_puct']:.2f} | "
+            f"{r['puct_levels_per_simulation']:.2f} / {r['gumbel_levels_per_simulation']:.2f} / "
+            f"{r['full_gumbel_levels_per_simulation']:.2f} |")
     if g["visit_check"]:
         lines += ["", "## Root visit counts, Full Gumbel (mctx-equivalent mode) vs mctx, same Gumbel draws", "",
                   "| B | sims | root | rows matching exactly | max abs diff | A_{n+1} equal | max abs pi' diff "

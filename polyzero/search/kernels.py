@@ -261,8 +261,9 @@ def gumbel_interior_action(children, visits, value, raw_value, reward, discount,
         pi' = softmax(logits + sigma(completedQ))  (Eq. 11),
 
     with logits = log prior (the stored prior is softmax(logits) over the legal
-    actions, so they differ by a constant that softmax ignores). The buffers
-    are scratch space of length A. Ties go to the lowest index.
+    actions, so they differ by a constant that softmax ignores): pi'(a) is
+    prior(a) exp(sigma(a)) normalised, with no log. The buffers are scratch
+    space of length A. Ties go to the lowest index.
     """
     node_legal = legal[b, node]
     node_prior = prior[b, node]
@@ -273,13 +274,12 @@ def gumbel_interior_action(children, visits, value, raw_value, reward, discount,
     total_visits = 0.0
     for a in range(children.shape[2]):
         if node_legal[a]:
-            s_buf[a] += math.log(max(node_prior[a], _TINY))
             top = max(top, s_buf[a])
             total_visits += n_buf[a]
     total = 0.0
     for a in range(children.shape[2]):
         if node_legal[a]:
-            s_buf[a] = math.exp(s_buf[a] - top)
+            s_buf[a] = node_prior[a] * math.exp(s_buf[a] - top)
             total += s_buf[a]
     best = -1
     best_score = -np.inf
