@@ -403,3 +403,23 @@ def test_learns_tic_tac_toe_with_two_simulations(tmp_path):
                             "untrained", sample_moves=trainer.cfg.eval.sample_moves)
     result = play_match(trainer.game, trainer.agent_player(simulations=2), baseline, 200, seed=11)
     assert result.ci_low > 0.6, result  # measured: 0.825-1.0 over seeds 0-3
+
+
+def test_cli_train_with_full_gumbel(tmp_path, capsys):
+    """`polyzero train tic_tac_toe --search full_gumbel --set search.num_simulations=2`,
+    two learning steps and a final evaluation, the choice recorded in the run's config."""
+    import tomllib
+
+    from polyzero.cli import main
+
+    run = tmp_path / "run"
+    argv = ["train", "tic_tac_toe", "--search", "full_gumbel", "--run-dir", str(run),
+            "--set", "search.num_simulations=2", "--set", "train.steps=2",
+            "--set", "train.positions_per_step=32", "--set", "train.batch_size=16",
+            "--set", "selfplay.concurrent_games=8", "--set", "eval.every=0",
+            "--set", "eval.final_games=2", "--set", "eval.simulations=2",
+            "--set", "eval.opponents=[\"random\"]", "--set", "threads=1", "--no-progress"]
+    assert main(argv) == 0
+    search_cfg = tomllib.loads((run / "config.toml").read_text())["search"]
+    assert search_cfg["kind"] == "full_gumbel" and search_cfg["gumbel_q_normalisation"] == "bounds"
+    assert '"step": 2' in (run / "metrics.jsonl").read_text()
