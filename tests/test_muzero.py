@@ -298,3 +298,28 @@ def test_downsampling_stack_takes_96_by_96_frames_to_6_by_6():
     s = net.represent(torch.zeros(2, 4, 96, 96))
     s2, reward = net.dynamics(s, torch.tensor([0, 17]))
     assert s.shape == s2.shape == (2, 16, 6, 6) and reward.shape == (2, 11)
+
+
+def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path):
+    """Appendix H: the sampled unroll's stored policies become the latest parameters'
+    search policies, and its bootstrap values the target network's."""
+    from polyzero.search.policy import visit_policy
+
+    cfg = build_config("cartpole", "muzero", overrides=SMALL[:-1] + [
+        "train.steps=1", "train.positions_per_step=300", "muzero.support=10", "muzero.reanalyse_fraction=1.0",
+        "muzero.chunk_length=0"])
+    trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
+    trainer.run()
+    replay, reanalyser = trainer.replay, trainer.reanalyser
+    k, n = cfg.muzero.unroll_steps, cfg.muzero.td_steps
+    d = replay.data
+    s = int(np.flatnonzero(d["seg_end"][: len(replay)] - d["position"][: len(replay)] > k + n)[0])
+    torch.manual_seed(5)
+    reanalyser.target.load_state_dict(trainer.algo.build_network().state_dict())  # differs from latest
+    reanalyser.refresh(replay, np.array([s]))
+    unroll = slice(s, s + k + 1)
+    expected = trainer.algo.search_observations(reanalyser.latest, d["obs"][unroll], d["legal"][unroll],
+                                                reanalyser.params, np.random.default_rng(0), add_noise=False)
+    assert np.allclose(d["policy"][unroll], visit_policy(expected.root_visits, 1.0))
+    _, _, target_values = reanalyser.target.initial(d["obs"][s + n: s + n + k + 1])
+    assert np.allclose(d["root_value"][s + n: s + n + k + 1], target_values, atol=1e-6)
