@@ -289,6 +289,7 @@ def gumbel_section(args, net, jparams, batch_sizes, sims_list):
                 pz(obs_list[0])  # warm (numba compile/cache load)
             row = {"B": b, "num_simulations": n}
             jobs = [(name, pz, [(o,) for o in obs_list]) for name, pz in searches.items()]
+            jobs.append(("net_alone", net_alone_fn(net, n, b), [(o,) for o in obs_list]))
             if jparams is not None:
                 import jax
                 import jax.numpy as jnp
@@ -356,12 +357,15 @@ def render_gumbel_markdown(meta, g) -> str:
              f"- polyzero Gumbel settings: {g['params']}; pUCT inside `gumbel`: {MUZERO_PARAMS}",
              f"- load average start/end: {meta['loadavg_start']} / {meta.get('loadavg_end')}", "",
              "Median ms per policy call (root forward + search), all jobs interleaved in the same "
-             "run. Speed-up = mctx / polyzero. Bookkeeping per level = (call time - network "
-             "time) / (B x levels visited), in microseconds, relative to pUCT's.", "",
+             "run. Speed-up = mctx / polyzero. Net alone: the same network calls without a tree "
+             "(1 root + n recurrent at batch B), polyzero's floor. Bookkeeping per level = (call "
+             "time - network time) / (B x levels visited), in microseconds, relative to pUCT's; "
+             "Gumbel trees are shallower (levels per simulation), so per-simulation costs weigh "
+             "more per level.", "",
              "| B | sims | pUCT ms | gumbel ms | full_gumbel ms | mctx gumbel ms | full_gumbel speed-up "
-             "| gumbel speed-up | bookkeeping us/level puct / gumbel / full | gumbel/puct | full/puct "
+             "| gumbel speed-up | net alone ms | bookkeeping us/level puct / gumbel / full | gumbel/puct | full/puct "
              "| levels per simulation puct / gumbel / full |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
     for r in g["rows"]:
         mc = r.get("mctx_gumbel")
         lines.append(
@@ -369,6 +373,7 @@ def render_gumbel_markdown(meta, g) -> str:
             f"{r['gumbel']['median_s']*1e3:.3f} | {r['full_gumbel']['median_s']*1e3:.3f} | "
             + (f"{mc['median_s']*1e3:.3f} | **{r['full_gumbel_speedup_vs_mctx']:.2f}x** | "
                f"{r['gumbel_speedup_vs_mctx']:.2f}x | " if mc else "- | - | - | ")
+            + f"{r['net_alone']['median_s']*1e3:.3f} | "
             + f"{r['puct_bookkeeping_us_per_level']:.3f} / {r['gumbel_bookkeeping_us_per_level']:.3f}"
             f" / {r['full_gumbel_bookkeeping_us_per_level']:.3f} | "
             f"{r['gumbel_bookkeeping_vs_puct']:.2f} | {r['full_gumbel_bookkeeping_vs_puct']:.2f} | "

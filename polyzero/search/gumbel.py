@@ -90,9 +90,8 @@ class SequentialHalvingRoot:
                  legal: np.ndarray):
         self.params = params
         self.gumbel_logits = np.where(legal, gumbel + logits, -np.inf)
-        table = considered_visit_table(int(num_considered(params, legal).max()),
-                                       params.num_simulations)
-        self.schedule = table[num_considered(params, legal)]  # [B, n]
+        m = num_considered(params, legal)
+        self.schedule = considered_visit_table(int(m.max()), params.num_simulations)[m]  # [B, n]
         self.actions = np.zeros(len(logits), np.int32)
 
     def __call__(self, sim: int, tree: Tree) -> np.ndarray:
