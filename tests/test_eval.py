@@ -216,3 +216,12 @@ def test_plot_empty(tmp_path):
     (tmp_path / "metrics.jsonl").write_text("not json\n")
     with pytest.raises(UsageError, match="no metrics in"):
         plot_run(tmp_path)
+
+
+def test_mcts_players_on_a_game_written_in_python():
+    """OpenSpiel's C++ MCTS bot crashes on Python games; the player uses its Python MCTS there."""
+    from polyzero.games import load_game
+
+    game = load_game("nannon")
+    res = play_match(game, MCTSPlayer(game, 30, solve=True, seed=1), RandomPlayer(2), 20, seed=0)
+    assert res.wins + res.draws + res.losses == 20 and res.score > 0.5

@@ -51,6 +51,8 @@ class MCTSPlayer:
     """OpenSpiel's C++ MCTS with random rollouts; `solve=True` is MCTS-Solver.
 
     The bot keeps no tree between moves, so one bot serves every concurrent game.
+    Games written in Python (Nannon, Scotland Yard, ...) get OpenSpiel's Python
+    MCTS with the same settings: its C++ bot crashes on them in this build.
     """
 
     def __init__(self, game, simulations: int, solve: bool, uct_c: float = 2.0,
@@ -65,9 +67,17 @@ class MCTSPlayer:
 
     def reset(self, seed: int) -> None:
         # Evaluator and bot both keep RNGs; rebuild them so a reset replays exactly.
-        self._evaluator = pyspiel.RandomRolloutEvaluator(self.rollouts, seed)
-        self._bot = pyspiel.MCTSBot(self.game, self._evaluator, self.uct_c, self.simulations,
-                                    1000, self.solve, seed, False)
+        if type(self.game).__module__.startswith("pyspiel"):
+            self._evaluator = pyspiel.RandomRolloutEvaluator(self.rollouts, seed)
+            self._bot = pyspiel.MCTSBot(self.game, self._evaluator, self.uct_c, self.simulations,
+                                        1000, self.solve, seed, False)
+            return
+        from open_spiel.python.algorithms import mcts
+
+        rng = np.random.RandomState(seed)
+        self._bot = mcts.MCTSBot(self.game, self.uct_c, self.simulations,
+                                 mcts.RandomRolloutEvaluator(self.rollouts, rng), solve=self.solve,
+                                 random_state=rng)
 
     def act(self, states: Sequence[pyspiel.State]) -> list[int]:
         return [int(self._bot.step(state)) for state in states]
