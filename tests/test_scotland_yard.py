@@ -177,6 +177,12 @@ def test_double_move():
     assert "X2:taxi X:taxi" in state.information_state_string(1)
 
 
+def test_no_reveal_rounds():
+    game = load_game("scotland_yard(reveal_rounds=none)")
+    assert game.rules.reveal_rounds == frozenset()
+    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": ""}).rules.reveal_rounds == frozenset()
+
+
 def test_bad_parameters_are_usage_errors():
     for spec in ["scotland_yard(detective_starts=1)", "scotland_yard(map=1-2:boat)",
                  "scotland_yard(mrx_start=1)", "scotland_yard(reveal_rounds=9)"]:

@@ -26,7 +26,7 @@ detective has no move).
 
 Parameters: ``map`` ("glasses" or an edge list ``"1-2:taxi;2-3:bus;..."`` with
 transports taxi/bus/underground/ferry), ``num_detectives``, ``mrx_start``,
-``detective_starts`` ("1;11"), ``rounds``, ``detectives_first``, ``reveal_rounds`` ("3;8"; "" for
+``detective_starts`` ("1;11"), ``rounds``, ``detectives_first``, ``reveal_rounds`` ("3;8"; "none" or "" for
 none; lists use ";" since "," separates OpenSpiel parameters), ticket counts
 ``mrx_taxi``, ``mrx_bus``, ``mrx_underground``,
 ``black_tickets``, ``double_moves``, ``detective_taxi``, ``detective_bus``,
@@ -86,6 +86,8 @@ MRX, DETECTIVES = 0, 1
 
 def _parse_ints(text: str, what: str) -> list[int]:
     text = text.strip()
+    if text.lower() == "none":  # spec strings cannot carry an empty value
+        return []
     try:
         return [int(x) for x in text.split(";")] if text else []
     except ValueError:
