@@ -221,6 +221,58 @@ class MuZeroConfig:
 
 
 @dataclass
+class StartConfig:
+    """Go-Exploit search control (Go-Exploit paper, Sections 3.1-3.2; Appendix A): where
+    self-play trajectories start. Defaults: Table 6 (Connect Four), GEVC/GESC columns."""
+
+    archive: str = "none"  # "none" (AlphaZero), "visited" (GEVE/GEVC) or "search" (GESR/GESC)
+    archive_type: str = "circular"  # "expanding", "circular" or "reservoir" (Algorithm 5)
+    archive_size: int = 1_000_000  # |A| of circular and reservoir archives (Table 6: 10^6)
+    initial_probability: float = 0.1  # lambda: start from s_0 with this probability (Table 6)
+    # Search states (Algorithm 3): complete games from s_0 played by archive actors that
+    # train nothing. In-process: this many archive games per learning step (Table 4's 50
+    # archive actors beside 700 training actors, about one archive game per 14 trajectories
+    # of a full-length game); under Ray, `archive_workers` extra workers do the same.
+    archive_games_per_step: int = 2
+    archive_workers: int = 1
+    track_unique_states: bool = False  # Section 6.1: count unique nonterminal states per depth
+
+    def validate(self):
+        _choice("start.archive", self.archive, ("none", "visited", "search"))
+        _choice("start.archive_type", self.archive_type, ("expanding", "circular", "reservoir"))
+        _positive("start.archive_size", self.archive_size)
+        _fraction("start.initial_probability", self.initial_probability)
+        _positive("start.archive_games_per_step", self.archive_games_per_step, allow_zero=True)
+        _positive("start.archive_workers", self.archive_workers, allow_zero=True)
+        if self.archive == "search" and self.archive_games_per_step == 0:
+            raise UsageError("start.archive = \"search\" needs start.archive_games_per_step > 0 "
+                             "(archive actors are what fill the archive)")
+
+
+@dataclass
+class KataGoConfig:
+    """KataGo's self-play techniques (Wu 2019; Go-Exploit Section 5; shared/specs/katago.md).
+    The defaults turn every technique off; KataGo's own values are in the comments."""
+
+    playout_cap_probability: float = 1.0  # p of a full search (KataGo: 0.25); 1: always full
+    cheap_simulations: int = 0  # n of a cheap search (KataGo: 100 of 600); 0: num_simulations // 6
+    cheap_value_samples: bool = False  # keep cheap positions as value-only samples (zero policy target)
+    forced_playouts: bool = False  # forced playouts at the root and policy target pruning (Wu 3.2)
+    forced_k: float = 2.0  # n_forced(c) = (k P(c) sum_c' N(c'))^(1/2)
+    init_moves: int = 0  # moves from s_0 sampled from the raw policy p before searching (trajectory init)
+    branch_probability: float = 0.0  # per move: start a side game from another action there
+
+    def validate(self):
+        _fraction("katago.playout_cap_probability", self.playout_cap_probability)
+        if self.playout_cap_probability == 0.0:
+            raise UsageError("katago.playout_cap_probability must be positive (some searches must be full)")
+        _positive("katago.cheap_simulations", self.cheap_simulations, allow_zero=True)
+        _positive("katago.forced_k", self.forced_k)
+        _positive("katago.init_moves", self.init_moves, allow_zero=True)
+        _fraction("katago.branch_probability", self.branch_probability)
+
+
+@dataclass
 class RunConfig:
     game: str = "connect_four"
     algo: str = "alphazero"
@@ -237,11 +289,14 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     muzero: MuZeroConfig = field(default_factory=MuZeroConfig)
+    start: StartConfig = field(default_factory=StartConfig)
+    katago: KataGoConfig = field(default_factory=KataGoConfig)
 
     def validate(self):
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)
-        for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray, self.muzero):
+        for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray, self.muzero,
+                        self.start, self.katago):
             section.validate()
         return self
 
