@@ -30,6 +30,9 @@ class Trajectory:
     returns_before: list = field(default_factory=list)  # mover's return so far at t
     returns: np.ndarray | None = None  # final returns, one per player (None: unfinished)
     samples: int | None = None  # an unfinished chunk: only its first `samples` positions are samples
+    # KataGo's playout cap randomization: False where position t had a cheap search
+    # (empty: every search was full).
+    full_search: list = field(default_factory=list)
 
     _FIELDS = ("observations", "policies", "players", "actions", "legal", "root_values", "returns_before")
 

@@ -52,7 +52,15 @@ class Trainer:
         self.learner = Learner(self.algo, cfg.train, self.device)
         self.actor_evaluator = self.algo.make_evaluator(self.algo.build_network(), self.device)
         self.actor_evaluator.load_state_dict(self.learner.weights())
-        self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
+        # Go-Exploit start states and KataGo's techniques (polyzero.goexploit), when configured.
+        self.search_control = None
+        from ..goexploit import SearchControl, needs_search_control
+
+        if needs_search_control(cfg):
+            self.search_control = SearchControl(cfg, self.game, self.algo, self.actor_evaluator, seed=cfg.seed)
+            self.actor = self.search_control.make_actor(self.algo, self.game, cfg, self.actor_evaluator, cfg.seed)
+        else:
+            self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = self.algo.make_replay()
         self.reanalyser = None
         if getattr(cfg, "muzero", None) is not None and cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0:
@@ -111,6 +119,8 @@ class Trainer:
             extra = ckpt.read_torch(path, "reanalyser.pt", map_location=self.device)
             self.reanalyser.load_state_dict(extra)
             self.reanalyser.set_weights(self.learner.weights(), -1)
+        if self.search_control is not None and (path / "goexploit.npz").is_file():
+            self.search_control.load_bytes((path / "goexploit.npz").read_bytes())
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
         self.last_eval = state.get("last_eval", {})
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
@@ -141,6 +151,8 @@ class Trainer:
         }
         if self.reanalyser is not None:
             files["reanalyser.pt"] = ckpt.torch_bytes(self.reanalyser.state_dict())
+        if self.search_control is not None:  # the archive and the archive actor
+            files["goexploit.npz"] = self.search_control.to_bytes()
         return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
 
     def _now(self) -> float:
@@ -201,6 +213,7 @@ class Trainer:
                 if self.reanalyser is not None:
                     self.reanalyser.set_weights(self.learner.weights(), self.step)
                 self._publish_weights()
+                control = self.search_control.end_step(self.actor) if self.search_control is not None else {}
                 dt = time.perf_counter() - t_step
                 self.train_time += dt
                 loss = {k: float(np.mean([m[k] for m in losses])) for k in losses[0]}
@@ -208,6 +221,8 @@ class Trainer:
                 sp = {f"selfplay/{k}": stats[k] for k in ("games", "positions")}
                 sp["selfplay/positions_per_s"] = (stats["positions"] - sp0["positions"]) / dt
                 sp["selfplay/simulations_per_s"] = (stats["simulations"] - sp0["simulations"]) / dt
+                sp["selfplay/games_per_step"] = stats["games"] - sp0["games"]  # Go-Exploit Section 6.2
+                sp.update(control)
                 log.log("train", self.step, self._now(), {**loss, **sp, **self._runtime_metrics(dt),
                                                          "replay/size": len(self.replay),
                                                          "train_time": self.train_time})

@@ -58,7 +58,12 @@ class SelfPlayWorker:
         self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
         # A restarted worker gets fresh randomness, so it does not replay its games.
         seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
-        self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)
+        from ..goexploit import make_worker_actor, needs_search_control
+
+        if needs_search_control(cfg):  # Go-Exploit / KataGo: start histories come with each task
+            self.actor = make_worker_actor(self.algo, game, cfg, self.evaluator, seed)
+        else:
+            self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)
         self.version = -1
 
     def pid(self) -> int:
@@ -74,9 +79,14 @@ class SelfPlayWorker:
             self.actor.temperature = schedule(version)
         return version
 
-    def play(self, min_positions: int) -> dict:
-        """Play until at least `min_positions` positions of finished games are ready."""
+    def play(self, min_positions: int, starts: list | None = None) -> dict:
+        """Play until at least `min_positions` positions of finished games are ready;
+        `starts`: Go-Exploit start histories drawn by the driver, used in turn."""
         t0 = time.perf_counter()
+        if starts is not None:
+            from collections import deque
+
+            self.actor.start_queue = deque(starts)
         before = dict(self.actor.stats)
         batches, n = [], 0
         while n < min_positions:
@@ -85,8 +95,11 @@ class SelfPlayWorker:
                 n += traj.samples or len(traj.actions)
         delta = {k: self.actor.stats[k] - before[k] for k in before}
         # One batch of examples per finished game: a sequence replay keeps games apart.
-        return {"examples": batches, "stats": delta, "version": self.version,
-                "seconds": time.perf_counter() - t0, "pid": os.getpid()}
+        out = {"examples": batches, "stats": delta, "version": self.version,
+               "seconds": time.perf_counter() - t0, "pid": os.getpid()}
+        if hasattr(self.actor, "drain_new_states"):  # visited states for the driver's archive
+            out["visited"] = self.actor.drain_new_states()
+        return out
 
 
 class RayTrainer(Trainer):
@@ -146,6 +159,12 @@ class RayTrainer(Trainer):
 
     def _submit(self, worker) -> None:
         chunk = max(1, self.cfg.train.positions_per_step // max(self.num_workers, 1))
+        if self.search_control is not None and self.search_control.archive is not None:
+            # Go-Exploit start states for the games this task may begin: a generous supply
+            # (every game at least one position, plus the slots refilled), lambda applied.
+            starts = self.search_control.sample_starts(chunk + 2 * self.cfg.selfplay.concurrent_games)
+            self.in_flight[worker.play.remote(chunk, starts)] = worker
+            return
         self.in_flight[worker.play.remote(chunk)] = worker
 
     def _collect(self) -> None:
@@ -170,6 +189,8 @@ class RayTrainer(Trainer):
                 continue
             for examples in out["examples"]:
                 self.pending += self.replay.add(examples)
+            if self.search_control is not None:
+                self.search_control.pending.extend(out.get("visited", []))
             for k, v in out["stats"].items():
                 self.totals[k] += v
             self.staleness.append(self.step - out["version"])

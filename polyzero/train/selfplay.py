@@ -49,19 +49,31 @@ class SelfPlayActor:
     def _new_slot(self) -> _Slot:
         return _Slot(self.start_state())
 
-    def tick(self) -> list[Trajectory]:
-        """One move in every live game; returns the games that finished (and the chunks
-        of long games that are ready)."""
+    def search_moves(self, states: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One batched search over the live games: the policy targets [B, A], the moves
+        to play [B] and the root values [B] (KataGo's playout cap and forced playouts,
+        polyzero.goexploit, override this)."""
         sp = self.cfg.selfplay
-        states = [s.state for s in self.slots]
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=True)
         policies = policy_targets(result, sp.temperature)
         sample = np.array([s.moves < sp.sample_moves for s in self.slots])
         actions = select_moves(result, sample, self.temperature, self.rng)
-        observations = self.algo.encode(states)
-        legal = legal_action_mask(states, self.algo.num_actions)
         self.stats["searches"] += len(states)
         self.stats["simulations"] += len(states) * self.params.num_simulations
+        return policies, actions, result.root_value
+
+    def finish_game(self, index: int, slot: _Slot) -> Trajectory:
+        """The trajectory a finished game in slot `index` hands on (Go-Exploit records
+        its visited states here)."""
+        return slot.trajectory
+
+    def tick(self) -> list[Trajectory]:
+        """One move in every live game; returns the games that finished (and the chunks
+        of long games that are ready)."""
+        states = [s.state for s in self.slots]
+        policies, actions, root_values = self.search_moves(states)
+        observations = self.algo.encode(states)
+        legal = legal_action_mask(states, self.algo.num_actions)
         finished = []
         for i, slot in enumerate(self.slots):
             traj, state = slot.trajectory, slot.state
@@ -71,12 +83,13 @@ class SelfPlayActor:
             traj.players.append(player)
             traj.actions.append(int(actions[i]))
             traj.legal.append(legal[i])
-            traj.root_values.append(float(result.root_value[i]))
+            traj.root_values.append(float(root_values[i]))
             traj.returns_before.append(float(state.returns()[player]))
             state.apply_action(int(actions[i]))
             slot.moves += 1
             if state.is_terminal() or slot.moves >= self.max_moves:
                 traj.returns = np.asarray(state.returns(), np.float32)
+                traj = self.finish_game(i, slot)
                 finished.append(traj)
                 self.stats["games"] += 1
                 self.stats["positions"] += len(traj.actions)
