@@ -423,3 +423,23 @@ def test_cli_train_with_full_gumbel(tmp_path, capsys):
     search_cfg = tomllib.loads((run / "config.toml").read_text())["search"]
     assert search_cfg["kind"] == "full_gumbel" and search_cfg["gumbel_q_normalisation"] == "bounds"
     assert '"step": 2' in (run / "metrics.jsonl").read_text()
+
+
+@pytest.mark.parametrize("spec", ["connect_four", "amazons", "go(board_size=5)", "cliff_walking"])
+def test_whole_games_through_the_gumbel_search(spec):
+    """Whole games (a mover moving twice in amazons, pass and terminal play in Go, a
+    single-agent game) through full_gumbel with 4 simulations: moves are A_{n+1}."""
+    from polyzero.algos import make_algorithm
+    from polyzero.algos.player import SearchPlayer
+    from polyzero.games import check_game, load_game
+
+    game = load_game(spec)
+    cfg = build_config(spec, "alphazero", overrides=[
+        "net.channels=8", "net.blocks=1", "net.width=16", "net.value_hidden=8", "threads=1",
+        'search.kind="full_gumbel"', "search.eval_gumbel_scale=1.0",
+        'search.gumbel_q_normalisation="minmax"'])
+    algo = make_algorithm(cfg, game)
+    player = SearchPlayer(algo, algo.make_evaluator(algo.build_network(), "cpu"),
+                          cfg.search.params(4), "gumbel", seed=1)
+    report = check_game(game, num_games=2, seed=1, search_fn=player.act)
+    assert report.games_played == 2
