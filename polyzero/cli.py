@@ -78,6 +78,44 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--force", action="store_true", help="recompute even when a cached solution exists")
     sv.add_argument("--no-progress", action="store_true")
 
+    ld = sub.add_parser("ladder", help="a run's checkpoints against the MCTS-Solver ladder, with AUC",
+                        description="Play each checkpoint of RUN_DIR against MCTS-Solver at multiples of the "
+                                    "agent's evaluation simulations (Go-Exploit Section 4), seats alternated, "
+                                    "draws 1/2; print win rates, the windowed learning curve and its area (AUC) "
+                                    "per level. Results are cached in RUN_DIR/ladder.json (a rerun plays only "
+                                    "what is new); the plot goes to RUN_DIR/plots/ladder.png. Keep enough "
+                                    "checkpoints for a curve: train with --set train.keep_checkpoints=1000.")
+    ld.add_argument("run_dir", type=Path)
+    ld.add_argument("--games", type=int, default=20, help="games per checkpoint and level (default: 20)")
+    ld.add_argument("--levels", default="1,10,100,1000",
+                    help="multiples of the agent's evaluation simulations (default: 1,10,100,1000)")
+    ld.add_argument("--high-every", type=int, default=10, metavar="K",
+                    help="levels of 100x and more only at every K-th checkpoint and the last (default: 10)")
+    ld.add_argument("--window", type=int, default=50, help="learning steps the win rate is averaged over (default: 50)")
+    ld.add_argument("--seed", type=int, default=0)
+    ld.add_argument("--from-metrics", action="store_true",
+                    help="play nothing: use the evaluations against mcts-solver levels recorded in "
+                         "RUN_DIR/metrics.jsonl during training")
+    ld.add_argument("--no-progress", action="store_true")
+
+    tn = sub.add_parser("tournament", help="round-robin of runs' checkpoints and reference players, Elo ratings",
+                        description="Round-robin between checkpoints of the given runs and reference players, "
+                                    "every pair --games games with seats alternated; Elo ratings from a "
+                                    "logistic model with a prior of virtual draws (as BayesElo), anchored at "
+                                    "--anchor = 0, with 95%% intervals; writes tournament.json, ratings.txt "
+                                    "and ratings.png to --out.")
+    tn.add_argument("run_dirs", nargs="+", type=Path)
+    tn.add_argument("--references", default="mcts-solver:1x",
+                    help="comma-separated reference players; Mx = M times the first run's evaluation "
+                         "simulations (default: mcts-solver:1x)")
+    tn.add_argument("--anchor", help="the player rated 0 (default: the first reference)")
+    tn.add_argument("--checkpoints", default="last", help="last (default), all, or learning steps like 300,600")
+    tn.add_argument("--games", type=int, default=20, help="games per pair (default: 20)")
+    tn.add_argument("--prior", type=float, default=2.0, help="virtual draws between players who met (default: 2)")
+    tn.add_argument("--out", type=Path, default=Path("tournament"), help="output directory (default: tournament)")
+    tn.add_argument("--seed", type=int, default=0)
+    tn.add_argument("--no-progress", action="store_true")
+
     pt = sub.add_parser("plot", help="learning-curve PNGs for one or more runs")
     pt.add_argument("run_dirs", nargs="+", type=Path)
     pt.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/plots)")
@@ -230,8 +268,45 @@ def cmd_solve(args) -> int:
     return 0
 
 
+def cmd_ladder(args) -> int:
+    from .goexploit.harness import format_ladder, ladder_from_metrics, run_ladder
+
+    if args.from_metrics:
+        summary = ladder_from_metrics(args.run_dir, window=args.window)
+        print(format_ladder(summary))
+        print(f"plot: {summary['plot']}")
+        return 0
+    if args.games < 1:
+        raise UsageError("--games must be at least 1")
+    try:
+        levels = tuple(int(x) for x in args.levels.split(","))
+    except ValueError:
+        raise UsageError(f"--levels must be comma-separated whole numbers, not {args.levels!r}") from None
+    if not levels or min(levels) < 1:
+        raise UsageError("--levels must be positive multiples")
+    summary = run_ladder(args.run_dir, games=args.games, levels=levels, high_every=args.high_every,
+                         window=args.window, seed=args.seed, progress=not args.no_progress)
+    print(format_ladder(summary))
+    print(f"plot: {summary['plot']}; results: {args.run_dir / 'ladder.json'}")
+    return 0
+
+
+def cmd_tournament(args) -> int:
+    from .goexploit.harness import run_tournament
+
+    if args.games < 1:
+        raise UsageError("--games must be at least 1")
+    refs = tuple(r.strip() for r in args.references.split(",") if r.strip())
+    summary = run_tournament(args.run_dirs, references=refs, anchor=args.anchor, games=args.games,
+                             checkpoints=args.checkpoints, out_dir=args.out, seed=args.seed,
+                             prior_draws=args.prior, progress=not args.no_progress)
+    print(summary["table"])
+    print(f"plot: {summary['plot']}; results: {summary['dir']}/tournament.json")
+    return 0
+
+
 COMMANDS = {"train": cmd_train, "arena": cmd_arena, "play": cmd_play, "plot": cmd_plot,
-            "solve": cmd_solve}
+            "solve": cmd_solve, "ladder": cmd_ladder, "tournament": cmd_tournament}
 
 
 def main(argv: list[str] | None = None) -> int:
