@@ -2,6 +2,12 @@
 updates (Student of Games paper, "Search via GT-CFR": the regret update phase
 runs CFR on the public tree with these three choices, Fig. 7).
 
+The same class runs on a growing tree (GT-CFR, `polyzero.sog.gtcfr`): `sync()`
+picks up public states appended to the tree since the last call (appending keeps
+parents before children), non-terminal nodes without children are leaves whose
+per-world values come from `leaf_values` (a value function, "Search via GT-CFR"),
+and `root_reach` fixes the ranges at the root (a subgame or re-solving root).
+
 The tree is a `polyzero.games.public_states.PublicTree`. Each iteration walks its
 public states twice, vectorised over the worlds of each: down, to propagate every
 player's reach (their ranges over information states); up, to compute values and
@@ -12,7 +18,8 @@ linear_averaging=True, regret_matching_plus=True)`, iteration for iteration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,28 +67,74 @@ class _Decision:
     cumulative_regret: np.ndarray
     cumulative_policy: np.ndarray
     policy: np.ndarray
+    # Counterfactual action values and counterfactual reach per information state
+    # from the last iteration (GT-CFR's PUCT reads their ratio).
+    action_cfv: np.ndarray | None = None
+    cf_reach: np.ndarray | None = None
+    stats: dict = field(default_factory=dict)
+
+
+LeafValuesFn = Callable[[list[int], list[np.ndarray]], list[np.ndarray]]
 
 
 class PublicTreeCFR:
-    """CFR over a public tree with simultaneous updates, RM+ and linear averaging."""
+    """CFR over a public tree with simultaneous updates, RM+ and linear averaging.
 
-    def __init__(self, tree: PublicTree):
+    `root_reach` ([root worlds, players]) multiplies every reach (the ranges a
+    subgame starts from; ones for the whole game). `leaf_values(indices, reaches)`
+    gives the per-world values [W, players] of leaves (non-terminal nodes without
+    children) from their reach [W, players]; the whole batch comes in one call.
+    """
+
+    def __init__(self, tree: PublicTree, root_reach: np.ndarray | None = None,
+                 leaf_values: LeafValuesFn | None = None):
         self.tree = tree
         self.num_players = tree.num_players
         self.iteration = 0
         self.decisions: dict[int, _Decision] = {}
         self._chance_edges: dict[int, list] = {}
         self._terminal_values: dict[int, np.ndarray] = {}
-        self._chance_reach = [np.array([w.chance_reach for w in n.worlds]) for n in tree.nodes]
-        for index, node in enumerate(tree.nodes):
-            if node.kind == DECISION:
-                self.decisions[index] = self._decision_arrays(node)
-            elif node.kind == CHANCE:
-                self._chance_edges[index] = self._chance_arrays(node)
-            elif node.kind == TERMINAL:
+        self._chance_reach: list[np.ndarray] = []
+        self._built_transitions: list[int] = []
+        self.leaves: list[int] = []
+        self.leaf_values = leaf_values
+        self.root_reach = root_reach
+        self.reach: list = []  # [W, players] after each iteration's walk down
+        self.values: list = []  # [W, players] expected returns under the policy
+        self._leaf_cache: dict[int, np.ndarray] = {}
+        self.sync()
+
+    def sync(self) -> None:
+        """Build arrays for public states appended to the tree and rebuild those
+        that gained children (regrets and averages carried over by action)."""
+        nodes = self.tree.nodes
+        for index in range(len(self._chance_reach), len(nodes)):
+            node = nodes[index]
+            self._chance_reach.append(np.array([w.chance_reach for w in node.worlds]))
+            self._built_transitions.append(-1)
+            if node.kind == TERMINAL:
                 self._terminal_values[index] = np.array([w.state.returns() for w in node.worlds])
-        self.reach = [None] * len(tree.nodes)  # [W, players] after each iteration's walk down
-        self.values = [None] * len(tree.nodes)  # [W, players] expected returns under the policy
+            self.reach.append(None)
+            self.values.append(None)
+        for index, node in enumerate(nodes):
+            if node.kind == TERMINAL or self._built_transitions[index] == len(node.transitions):
+                continue
+            self._built_transitions[index] = len(node.transitions)
+            if not node.transitions:
+                continue  # a leaf
+            if node.kind == DECISION:
+                old = self.decisions.get(index)
+                new = self._decision_arrays(node)
+                if old is not None:
+                    for k, action in enumerate(old.actions):
+                        j = new.actions.index(action)
+                        new.cumulative_regret[:, j] = old.cumulative_regret[:, k]
+                        new.cumulative_policy[:, j] = old.cumulative_policy[:, k]
+                    new.policy = regret_matching(new.cumulative_regret, new.legal)
+                self.decisions[index] = new
+            else:
+                self._chance_edges[index] = self._chance_arrays(node)
+        self.leaves = [i for i, n in enumerate(nodes) if n.kind != TERMINAL and not n.transitions]
 
     @staticmethod
     def _group(transitions, column):
@@ -116,24 +169,44 @@ class PublicTreeCFR:
     def iterate(self) -> None:
         """One CFR iteration: every player updates at once (simultaneous updates)."""
         self.iteration += 1
-        self._walk_down()
-        self._walk_up()
+        self._walk_down(lambda d: d.policy)
+        self._evaluate_leaves()
+        self._walk_up(update=True)
 
-    def _walk_down(self) -> None:
+    def evaluate_average(self, best_response: int | None = None, reuse_leaves: bool = False) -> None:
+        """Reach and per-world values of the average policies, no update. With
+        `best_response=b`, player b best-responds inside the tree instead (leaf values
+        stay those of the average ranges; `reuse_leaves` keeps the last leaf batch)."""
+        self._walk_down(lambda d: average_of(d.cumulative_policy, d.legal))
+        if not reuse_leaves:
+            self._evaluate_leaves()
+        self._walk_up(update=False, best_response=best_response)
+
+    def _walk_down(self, policy_of) -> None:
         nodes = self.tree.nodes
-        self.reach[0] = np.ones((len(nodes[0].worlds), self.num_players))
+        root = np.ones((len(nodes[0].worlds), self.num_players))
+        self.reach[0] = root if self.root_reach is None else root * self.root_reach
         for index, node in enumerate(nodes):  # breadth-first order: parents first
             reach = self.reach[index]
             if index in self.decisions:
                 d = self.decisions[index]
+                policy = policy_of(d)
                 for child, worlds, cols, child_worlds in d.edges:
                     child_reach = self._ensure(child)
                     r = reach[worlds].copy()
-                    r[:, d.player] *= d.policy[d.info[worlds], cols]
+                    r[:, d.player] *= policy[d.info[worlds], cols]
                     child_reach[child_worlds] = r
             elif index in self._chance_edges:
                 for child, worlds, _, child_worlds in self._chance_edges[index]:
                     self._ensure(child)[child_worlds] = reach[worlds]
+
+    def _evaluate_leaves(self) -> None:
+        if not self.leaves:
+            return
+        if self.leaf_values is None:
+            raise ValueError("the tree has leaves but no value function was given")
+        values = self.leaf_values(self.leaves, [self.reach[i] for i in self.leaves])
+        self._leaf_cache = dict(zip(self.leaves, values))
 
     def _ensure(self, index: int) -> np.ndarray:
         n = len(self.tree.nodes[index].worlds)
@@ -141,29 +214,55 @@ class PublicTreeCFR:
             self.reach[index] = np.zeros((n, self.num_players))
         return self.reach[index]
 
-    def _walk_up(self) -> None:
+    def _walk_up(self, update: bool = True, best_response: int | None = None) -> None:
         for index in range(len(self.tree.nodes) - 1, -1, -1):  # children before parents
             node = self.tree.nodes[index]
             if node.kind == TERMINAL:
                 self.values[index] = self._terminal_values[index]
+            elif not node.transitions:
+                self.values[index] = self._leaf_cache[index]
             elif node.kind == CHANCE:
                 value = np.zeros((len(node.worlds), self.num_players))
                 for child, worlds, probs, child_worlds in self._chance_edges[index]:
                     np.add.at(value, worlds, probs[:, None] * self.values[child][child_worlds])
                 self.values[index] = value
-            else:
+            elif update:
                 self.values[index] = self._update_decision(index, self.decisions[index])
+            else:
+                self.values[index] = self._value_decision(index, self.decisions[index], best_response)
 
-    def _update_decision(self, index: int, d: _Decision) -> np.ndarray:
-        num_worlds = len(d.info)
-        child_values = np.zeros((num_worlds, len(d.actions), self.num_players))
+    def _child_values(self, d: _Decision) -> np.ndarray:
+        child_values = np.zeros((len(d.info), len(d.actions), self.num_players))
         for child, worlds, cols, child_worlds in d.edges:
             child_values[worlds, cols] = self.values[child][child_worlds]
+        return child_values
+
+    def counterfactual_reach(self, index: int, player: int) -> np.ndarray:
+        """Per world: chance reach times every other player's reach."""
+        reach = self.reach[index]
+        return np.prod(np.delete(reach, player, axis=1), axis=1) * self._chance_reach[index]
+
+    def _value_decision(self, index: int, d: _Decision, best_response: int | None) -> np.ndarray:
+        child_values = self._child_values(d)
+        if best_response is not None and d.player == best_response:
+            others = self.counterfactual_reach(index, d.player)
+            cfv = d.membership @ (others[:, None] * child_values[:, :, d.player])
+            cfv = np.where(d.legal, cfv, -np.inf)
+            policy = np.zeros_like(cfv)
+            policy[np.arange(len(cfv)), np.argmax(cfv, axis=1)] = 1.0
+        else:
+            policy = average_of(d.cumulative_policy, d.legal)
+        return np.einsum("wa,wap->wp", policy[d.info], child_values)
+
+    def _update_decision(self, index: int, d: _Decision) -> np.ndarray:
+        child_values = self._child_values(d)
         policy = d.policy[d.info]  # [W, A]
         value = np.einsum("wa,wap->wp", policy, child_values)
         # Counterfactual reach: chance times every other player's reach.
         reach = self.reach[index]
-        others = np.prod(np.delete(reach, d.player, axis=1), axis=1) * self._chance_reach[index]
+        others = self.counterfactual_reach(index, d.player)
+        d.action_cfv = d.membership @ (others[:, None] * child_values[:, :, d.player])
+        d.cf_reach = d.membership @ others
         advantage = child_values[:, :, d.player] - value[:, d.player][:, None]
         regret = d.membership @ (others[:, None] * advantage)
         regret = np.where(d.legal, regret, 0.0)
@@ -172,6 +271,22 @@ class PublicTreeCFR:
         d.cumulative_regret = regret_matching_plus_update(d.cumulative_regret, regret)
         d.policy = regret_matching(d.cumulative_regret, d.legal)
         return value
+
+    def counterfactual_values(self, index: int, player: int) -> np.ndarray:
+        """cfv_i(s) = sum over the worlds w in s of chance(w) * reach_-i(w) * v_i(w),
+        from the last walk, for each of `player`'s information states at a node."""
+        node = self.tree.nodes[index]
+        info = np.array([w.info_states[player] for w in node.worlds])
+        weights = self.counterfactual_reach(index, player) * self.values[index][:, player]
+        return np.bincount(info, weights=weights, minlength=len(node.info_states[player]))
+
+    def ranges(self, index: int, player: int) -> np.ndarray:
+        """A player's own reach of each of its information states at a node (last walk)."""
+        node = self.tree.nodes[index]
+        out = np.zeros(len(node.info_states[player]))
+        for w, world in enumerate(node.worlds):
+            out[world.info_states[player]] = self.reach[index][w, player]
+        return out
 
     # -- results ---------------------------------------------------------------------
 

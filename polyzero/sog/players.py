@@ -1,0 +1,118 @@
+"""Reference players for imperfect-information games (Student of Games part 1):
+OpenSpiel's CFR+ average policy (`cfr:ITERS`), IS-MCTS (`ismcts:SIMS`) and the
+GT-CFR continual re-solving search (`sog:S,C`, `polyzero.sog.resolve`).
+`polyzero.eval.players.reference_player` dispatches to `sog_reference_player`.
+
+Each has `policy(state) -> {action: probability}` (what `polyzero exploitability`
+tabulates) and the batched `act(states)` of the Player protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyspiel
+
+from polyzero.errors import UsageError
+
+
+def _sample(rng: np.random.Generator, probs: dict[int, float]) -> int:
+    actions = list(probs)
+    p = np.array([probs[a] for a in actions], dtype=float)
+    return int(actions[rng.choice(len(actions), p=p / p.sum())])
+
+
+class CFRPlayer:
+    """OpenSpiel's `CFRPlusSolver` run for ITERS iterations; plays its average policy."""
+
+    def __init__(self, game: pyspiel.Game, iterations: int, seed: int = 0):
+        from open_spiel.python.algorithms import cfr
+
+        self.name = f"cfr:{iterations}"
+        solver = cfr.CFRPlusSolver(game)
+        for _ in range(iterations):
+            solver.evaluate_and_update_policy()
+        self._policy = solver.average_policy()
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def policy(self, state: pyspiel.State) -> dict[int, float]:
+        return {a: p for a, p in self._policy.action_probabilities(state).items() if p > 0}
+
+    def act(self, states: Sequence[pyspiel.State]) -> list[int]:
+        return [_sample(self._rng, self.policy(s)) for s in states]
+
+
+class ISMCTSPlayer:
+    """Information-set MCTS with random rollouts (`pyspiel.ISMCTSBot` for games
+    written in C++; OpenSpiel's Python `ISMCTSBot` for games written in Python,
+    whose C++ bot crashes on them in this build, with worlds resampled from the
+    public state's worlds in the information state, weighted by chance reach).
+    `policy(state)` is the final policy of one search (normalised visit counts)."""
+
+    def __init__(self, game: pyspiel.Game, simulations: int, uct_c: float = 2.0, seed: int = 0):
+        self.game = game
+        self.simulations = simulations
+        self.uct_c = uct_c
+        self.name = f"ismcts:{simulations}"
+        self._native = type(game).__module__.startswith("pyspiel")
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+        if self._native:
+            evaluator = pyspiel.RandomRolloutEvaluator(1, seed)
+            self._bot = pyspiel.ISMCTSBot(seed, evaluator, self.uct_c, self.simulations, -1,
+                                          pyspiel.ISMCTSFinalPolicyType.NORMALIZED_VISIT_COUNT, False, False)
+        else:
+            from open_spiel.python.algorithms import ismcts, mcts
+
+            rs = np.random.RandomState(seed)
+            self._bot = ismcts.ISMCTSBot(self.game, mcts.RandomRolloutEvaluator(1, rs), self.uct_c,
+                                         self.simulations, random_state=rs,
+                                         final_policy_type=ismcts.ISMCTSFinalPolicyType.NORMALIZED_VISITED_COUNT)
+            self._bot.set_resampler(self._resample)
+
+    def _resample(self, state: pyspiel.State, player: int) -> pyspiel.State:
+        from polyzero.games.public_states import public_state_at
+
+        from .resolve import info_state_string
+
+        node = public_state_at(self.game, state)
+        name = info_state_string(state, player)
+        index = node.info_states[player].index(name)
+        worlds = node.worlds_of(player, index)
+        weights = np.array([node.worlds[w].chance_reach for w in worlds])
+        pick = worlds[self._rng.choice(len(worlds), p=weights / weights.sum())]
+        return node.worlds[pick].state.clone()
+
+    def policy(self, state: pyspiel.State) -> dict[int, float]:
+        if self._native:
+            policy, _ = self._bot.step_with_policy(state)
+        else:
+            policy = self._bot.get_policy(state)
+        return {int(a): float(p) for a, p in policy if p > 0}
+
+    def act(self, states: Sequence[pyspiel.State]) -> list[int]:
+        return [_sample(self._rng, self.policy(s)) for s in states]
+
+
+def sog_reference_player(spec: str, game, seed: int = 0):
+    """`cfr:ITERS`, `ismcts:SIMS` or `sog:S,C[,...]`; None for other specs."""
+    kind, sep, arg = spec.partition(":")
+    if kind in ("cfr", "ismcts"):
+        if not (sep and arg.isdigit() and int(arg) > 0):
+            what = "iterations" if kind == "cfr" else "simulations"
+            raise UsageError(f"bad player '{spec}': {kind}:N needs a positive whole number of {what}")
+        if game.num_players() != 2:
+            raise UsageError(f"player '{spec}' needs a two-player game")
+        return CFRPlayer(game, int(arg), seed) if kind == "cfr" else ISMCTSPlayer(game, int(arg), seed=seed)
+    if kind == "sog":
+        from .resolve import SoGPlayer, parse_sog_spec
+
+        settings = parse_sog_spec(spec)
+        return SoGPlayer(game, settings, seed=seed, name=spec)
+    return None

@@ -1,0 +1,231 @@
+"""Continual re-solving with GT-CFR (Student of Games paper, "Modified continual
+re-solving"; its soundness: "Performance guarantees for continual re-solving",
+Theorem 2) and the search player built on it.
+
+A player's searches at its own decisions along one game form a chain:
+
+- **no previous search** (the player's first decision, including a first
+  decision reached after only opponent moves, e.g. Kuhn's second player): an
+  initial solve rooted at the game's root public state with both ranges 1 and no
+  gadget, the tree a single branch from the root to the current public state
+  (every node on it with all its children, off-branch ones leaves) plus the
+  current state's children; the opponent's earlier decisions are solved jointly.
+- **a previous search**: its tree's public state closest to the current one
+  (the deepest public state of that tree on the way to it) becomes the root,
+  with the player's range from that search, and a follow/terminate gadget over
+  the opponent's information states whose terminate values are the opponent's
+  counterfactual values there in that search; the opponent's range is
+  alpha pi_F + (1 - alpha) r_prev (alpha = 0.5). A single branch leads from
+  that root to the current public state. When the current public state was in
+  the previous tree the root is the current state itself; when it was not (a
+  public chance event such as Leduc's board card below a leaf of the previous
+  tree, or a public state the previous search never expanded) the root is its
+  deepest ancestor that was.
+
+In both cases expansion simulations start at the current public state (the
+tree grows only below it) and the action probabilities come from the re-solved
+average policy at the current public state.
+
+A search depends only on the public state, the previous search of the same
+player and the seed (its random generator is seeded from the seed and the
+public state), so a player's policy is a fixed function of (seed, public
+state): `ResolvingSearcher.search_at` caches searches by public state, which is
+also how `polyzero exploitability` composes them breadth-first.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyspiel
+
+from polyzero.games.public_states import PublicTree, public_observation_function, public_state_at
+
+from .gtcfr import GTCFR, Gadget, SearchTree, SoGSettings, Summary
+from .values import ExactValueFunction, ValueFunction
+
+
+@dataclass
+class SearchResult:
+    key: tuple[str, ...]  # the public state searched
+    player: int
+    policy: dict[str, dict[int, float]]  # average policy at the public state's information states
+    summary: Summary
+    root_key: tuple[str, ...]  # where the re-solve was rooted
+    gadget: bool  # whether it was a gadget re-solve (False: an initial solve)
+    tree_size: int
+    value_calls: int
+
+
+class ResolvingSearcher:
+    """Continual re-solving searches for one seed; results cached by (player, public state)."""
+
+    def __init__(self, game: pyspiel.Game, value_fn: ValueFunction, settings: SoGSettings,
+                 seed: int = 0, cache_size: int = 100_000):
+        self.game = game
+        self.value_fn = value_fn
+        self.settings = settings
+        self.seed = seed
+        self.observe = public_observation_function(game)
+        self._root = PublicTree(game, max_depth=0).nodes[0]
+        self.cache: OrderedDict = OrderedDict()
+        self.cache_size = cache_size
+        self.searches = 0
+
+    def _rng(self, key: tuple[str, ...]) -> np.random.Generator:
+        return np.random.default_rng([self.seed, zlib.crc32("\x1f".join(key).encode())])
+
+    def chain(self, state: pyspiel.State) -> list[tuple[tuple[str, ...], pyspiel.State]]:
+        """(public key, state) at each of the acting player's decisions along the
+        state's history, the state itself last."""
+        player = state.current_player()
+        current = self.game.new_initial_state()
+        key: list[str] = []
+        out = []
+        for action in state.history():
+            if not current.is_chance_node() and current.current_player() == player:
+                out.append((tuple(key), current.clone()))
+            child = current.child(action)
+            key.append(self.observe(current, action, child))
+            current = child
+        out.append((tuple(key), state))
+        return out
+
+    def search_at(self, state: pyspiel.State) -> SearchResult:
+        """The search for the acting player at the state's public state, after the
+        searches at its earlier decisions (cached)."""
+        player = state.current_player()
+        previous = None
+        for key, s in self.chain(state):
+            cached = self.cache.get((player, key))
+            if cached is None:
+                cached = self.resolve(s, key, previous)
+                self.cache[(player, key)] = cached
+                if len(self.cache) > self.cache_size:
+                    self.cache.popitem(last=False)
+            else:
+                self.cache.move_to_end((player, key))
+            previous = cached
+        return previous
+
+    def resolve(self, state: pyspiel.State, key: tuple[str, ...], previous: SearchResult | None) -> SearchResult:
+        """One search at `state`'s public state, re-solving from `previous` (the same
+        player's last search) or an initial solve when there is none."""
+        player = state.current_player()
+        target = public_state_at(self.game, state)
+        root_index = previous.summary.closest(key) if previous is not None else None
+        if root_index is None:
+            root, ranges, gadget = self._root, None, None
+        else:
+            prev = previous.summary
+            root = prev.tree.nodes[root_index]
+            opponent = 1 - player
+            ranges = [r.copy() for r in prev.ranges[root_index]]
+            ranges[opponent] = np.ones_like(ranges[opponent])  # replaced by the gadget's range
+            gadget = Gadget(opponent, prev.cfv[root_index][opponent].copy(),
+                            prev.ranges[root_index][opponent].copy(), self.settings.alpha)
+        tree = SearchTree(self.game, root, self.observe)
+        index = tree.expand_path(target.key)
+        if not tree.nodes[index].transitions:
+            tree.expand(index)  # the initial tree: the current public state and all its children
+        search = GTCFR(tree, self.value_fn, self.settings, self._rng(key), search_root=index,
+                       root_ranges=ranges, gadget=gadget)
+        search.run()
+        self.searches += 1
+        policy = search.average_policy()
+        node = tree.nodes[index]
+        mine = {info: policy[info] for info in node.info_states[player]}
+        return SearchResult(key, player, mine, search.summary(), root.key, gadget is not None,
+                            len(tree.nodes), search.value_calls)
+
+
+def parse_sog_spec(spec: str) -> SoGSettings | None:
+    """'sog:S,C' (S expansion simulations, C expansions per CFR iteration; C may be
+    fractional, default 1) with optional ',k=v' settings (puct=, depth=, iters=,
+    alpha=, solve=ITERS for the exact leaf solver); None when not a sog spec."""
+    kind, sep, rest = spec.partition(":")
+    if kind != "sog":
+        return None
+    settings = SoGSettings()
+    from polyzero.errors import UsageError
+
+    parts = [p for p in rest.split(",") if p] if sep else []
+    positional = [p for p in parts if "=" not in p]
+    try:
+        if positional:
+            settings.simulations = int(positional[0])
+        if len(positional) > 1:
+            settings.expansions_per_update = float(positional[1])
+        if len(positional) > 2:
+            raise ValueError
+        for p in parts:
+            if "=" not in p:
+                continue
+            k, v = p.split("=", 1)
+            if k == "puct":
+                settings.puct_c = float(v)
+            elif k == "depth":
+                settings.max_depth = int(v)
+            elif k == "iters":
+                settings.min_iterations = int(v)
+            elif k == "alpha":
+                settings.alpha = float(v)
+            elif k == "k":
+                settings.top_k = int(v)
+            elif k == "solve":
+                settings.solve_iterations = int(v)
+            else:
+                raise ValueError
+    except ValueError:
+        raise UsageError(f"bad player '{spec}': expected sog:S,C with S expansion simulations and C "
+                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N")
+    if settings.simulations < 0 or settings.expansions_per_update <= 0:
+        raise UsageError(f"bad player '{spec}': S must be >= 0 and C > 0")
+    return settings
+
+
+def info_state_string(state: pyspiel.State, player: int) -> str:
+    """The information-state string `PublicTree` names information states by."""
+    if state.get_game().get_type().provides_information_state_string:
+        try:
+            return state.information_state_string(player)
+        except (pyspiel.SpielError, RuntimeError):
+            pass
+    return state.history_str()
+
+
+class SoGPlayer:
+    """GT-CFR with continual re-solving; leaf values from `value_fn` (default: the
+    exact CFR+ solver, for small games). `act` samples from the re-solved average
+    policy at the state's information state."""
+
+    def __init__(self, game: pyspiel.Game, settings: SoGSettings, value_fn: ValueFunction | None = None,
+                 seed: int = 0, name: str | None = None):
+        self.game = game
+        self.settings = settings
+        self.value_fn = value_fn or ExactValueFunction(
+            game, iterations=settings.solve_iterations, warm_start=False)
+        self.name = name or f"sog:{settings.simulations},{settings.expansions_per_update:g}"
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self.seed = seed
+        self.searcher = ResolvingSearcher(self.game, self.value_fn, self.settings, seed)
+        self._rng = np.random.default_rng(seed)
+
+    def policy(self, state: pyspiel.State) -> dict[int, float]:
+        result = self.searcher.search_at(state)
+        return result.policy[info_state_string(state, state.current_player())]
+
+    def act(self, states: Sequence[pyspiel.State]) -> list[int]:
+        out = []
+        for state in states:
+            probs = self.policy(state)
+            actions = list(probs)
+            p = np.array([probs[a] for a in actions])
+            out.append(int(actions[self._rng.choice(len(actions), p=p / p.sum())]))
+        return out
