@@ -116,6 +116,18 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--seed", type=int, default=0)
     tn.add_argument("--no-progress", action="store_true")
 
+    ex = sub.add_parser("exploitability", help="exploitability of a (search) player's policy",
+                        description="The exploitability of a player's policy (Student of Games): for each "
+                                    "seed, searches run breadth-first over the game's public states, each "
+                                    "conditioned on the searches before it, are composed into one policy "
+                                    "and handed to OpenSpiel's exact best response. Prints min / mean / max "
+                                    "over seeds, in mbb/h for poker and reward units otherwise. PLAYER is "
+                                    "sog:S,C (GT-CFR re-solving, exact leaf values), cfr:ITERS or ismcts:SIMS.")
+    ex.add_argument("player")
+    ex.add_argument("--game", required=True, help="a small two-player game, e.g. kuhn_poker or leduc_poker")
+    ex.add_argument("--seeds", type=int, default=10, help="policies built, one per seed (default: 10)")
+    ex.add_argument("--no-progress", action="store_true")
+
     pt = sub.add_parser("plot", help="learning-curve PNGs for one or more runs")
     pt.add_argument("run_dirs", nargs="+", type=Path)
     pt.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/plots)")
@@ -305,8 +317,33 @@ def cmd_tournament(args) -> int:
     return 0
 
 
+def cmd_exploitability(args) -> int:
+    from .eval import make_player
+    from .games import load_game
+    from .sog.exploitability import player_exploitability
+
+    if args.seeds < 1:
+        raise UsageError("--seeds must be at least 1")
+    game = load_game(args.game)
+    if game.num_players() != 2:
+        raise UsageError(f"exploitability needs a two-player game; '{args.game}' has {game.num_players()} players")
+    make_player(args.player, game, seed=0)  # a bad spec fails before any work
+
+    def announce(count: int) -> None:
+        what = ("searches (one per decision public state)" if args.player.startswith("sog")
+                else "policy queries (one per information state)")
+        print(f"{args.player} on {args.game}: {count} {what} per seed, {args.seeds} seeds", flush=True)
+
+    report = player_exploitability(game, lambda seed: make_player(args.player, game, seed=seed),
+                                   seeds=args.seeds, progress=not args.no_progress, log=announce)
+    print(f"exploitability ({report.unit}) over {args.seeds} seeds: min {report.min:.4g}  "
+          f"mean {report.mean:.4g}  max {report.max:.4g}  ({report.seconds:.1f} s)")
+    return 0
+
+
 COMMANDS = {"train": cmd_train, "arena": cmd_arena, "play": cmd_play, "plot": cmd_plot,
-            "solve": cmd_solve, "ladder": cmd_ladder, "tournament": cmd_tournament}
+            "solve": cmd_solve, "ladder": cmd_ladder, "tournament": cmd_tournament,
+            "exploitability": cmd_exploitability}
 
 
 def main(argv: list[str] | None = None) -> int:

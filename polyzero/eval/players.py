@@ -107,11 +107,17 @@ class OptimalPlayer:
 
 
 def reference_player(spec: str, game, seed: int = 0) -> Player | None:
-    """`random`, `optimal` (Nannon), `mcts:SIMS` or `mcts-solver:SIMS`; None otherwise."""
+    """`random`, `optimal` (Nannon), `mcts:SIMS`, `mcts-solver:SIMS`, or the Student
+    of Games players `cfr:ITERS`, `ismcts:SIMS`, `sog:S,C` (polyzero.sog.players);
+    None otherwise."""
     if spec == "random":
         return RandomPlayer(seed)
     if spec == "optimal":
         return OptimalPlayer(game, seed)
+    if spec.partition(":")[0] in ("cfr", "ismcts", "sog"):
+        from ..sog.players import sog_reference_player
+
+        return sog_reference_player(spec, game, seed)
     kind, sep, sims = spec.partition(":")
     if not sep or kind not in ("mcts", "mcts-solver"):
         return None
@@ -140,4 +146,4 @@ def make_player(spec: str, game, seed: int = 0) -> Player:
         if player is not None:
             return player
     raise UsageError(f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
-                     "or a run directory / checkpoint file")
+                     "cfr:ITERS, ismcts:SIMS, sog:S,C, or a run directory / checkpoint file")
