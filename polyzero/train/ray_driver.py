@@ -40,7 +40,7 @@ def _import_ray():
 class SelfPlayWorker:
     """A plain class Ray runs as an actor: one SelfPlayActor and its network."""
 
-    def __init__(self, cfg_dict: dict, index: int):
+    def __init__(self, cfg_dict: dict, index: int, archive_actor: bool = False):
         import torch
 
         from ..algos import make_algorithm
@@ -60,7 +60,11 @@ class SelfPlayWorker:
         seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
         from ..goexploit import make_worker_actor, needs_search_control
 
-        if needs_search_control(cfg):  # Go-Exploit / KataGo: start histories come with each task
+        if archive_actor:  # Go-Exploit's archive actor (Algorithm 3): games from s_0, search states
+            from ..goexploit.control import make_archive_actor
+
+            self.actor = make_archive_actor(self.algo, game, cfg, self.evaluator, seed)
+        elif needs_search_control(cfg):  # Go-Exploit / KataGo: start histories come with each task
             self.actor = make_worker_actor(self.algo, game, cfg, self.evaluator, seed)
         else:
             self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)
@@ -102,6 +106,16 @@ class SelfPlayWorker:
         return out
 
 
+    def play_archive(self, games: int) -> dict:
+        """Archive actor: play until `games` complete games from s_0 have ended; their
+        search states go back for the driver's archive (nothing is trained on them)."""
+        finished = 0
+        while finished < games:
+            finished += len(self.actor.tick())
+        return {"states": self.actor.drain_new_states(), "games": finished, "version": self.version,
+                "pid": os.getpid()}
+
+
 class RayTrainer(Trainer):
     """Trainer whose self-play runs on `workers` Ray actors."""
 
@@ -117,6 +131,7 @@ class RayTrainer(Trainer):
         self.staleness: list[int] = []
         self.worker_seconds = 0.0
         self.workers = []
+        self.archive_workers = []  # Go-Exploit search states: their own pool (start.archive_workers)
         self.in_flight: dict = {}
         self.worker_pids: dict = {}
         self._owns_ray = False
@@ -136,12 +151,22 @@ class RayTrainer(Trainer):
                             max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
+        if self.search_control is not None and self.search_control.kind == "search" \
+                and self.cfg.start.archive_workers > 0:
+            # They play a small share of the moves (the paper's 50 archive actors beside 700
+            # training actors), so they ask Ray for no CPU of their own: they never wait for
+            # the training workers' CPUs to free up.
+            archive_remote = ray.remote(num_cpus=0, num_gpus=self.cfg.ray.worker_gpus,
+                                        max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
+            self.archive_workers = [archive_remote.remote(cfg_dict, 1000 + i, True)
+                                    for i in range(self.cfg.start.archive_workers)]
+            self.search_control.remote_archive_actors = True
         self._publish_weights(force=True)
 
     def _stop(self) -> None:
-        for w in self.workers:
+        for w in self.workers + self.archive_workers:
             self.ray.kill(w, no_restart=True)
-        self.workers, self.in_flight = [], {}
+        self.workers, self.archive_workers, self.in_flight = [], [], {}
         if self._owns_ray:
             self.ray.shutdown()
 
@@ -157,7 +182,22 @@ class RayTrainer(Trainer):
     def selfplay_stats(self) -> dict:
         return self.totals
 
+    def _archive_result(self, worker, ref) -> None:
+        """An archive worker's games ended: their search states enter the archive (Algorithm 3)."""
+        try:
+            out = self.ray.get(ref)
+            self.search_control.archive.update(out["states"])
+            self.search_control.remote_archive_games += out["games"]
+        except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
+            self.failures += 1
+            print(f"archive worker failed ({type(exc).__name__}); Ray restarts it", file=sys.stderr)
+            self._send_weights(worker)
+        self._submit(worker)
+
     def _submit(self, worker) -> None:
+        if worker in self.archive_workers:
+            self.in_flight[worker.play_archive.remote(max(1, self.cfg.start.archive_games_per_step))] = worker
+            return
         chunk = max(1, self.cfg.train.positions_per_step // max(self.num_workers, 1))
         if self.search_control is not None and self.search_control.archive is not None:
             # Go-Exploit start states for the games this task may begin: a generous supply
@@ -169,13 +209,16 @@ class RayTrainer(Trainer):
 
     def _collect(self) -> None:
         ray = self.ray
-        for w in self.workers:
+        for w in self.workers + self.archive_workers:
             if w not in self.in_flight.values():
                 self._submit(w)
         while self.pending < self.cfg.train.positions_per_step:
             ready, _ = ray.wait(list(self.in_flight), num_returns=1)
             ref = ready[0]
             worker = self.in_flight.pop(ref)
+            if worker in self.archive_workers:
+                self._archive_result(worker, ref)
+                continue
             try:
                 out = ray.get(ref)
             except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
@@ -211,7 +254,7 @@ class RayTrainer(Trainer):
             return
         self._weights_ref = self.ray.put(self.learner.weights())
         self._weights_version = self.step
-        for w in self.workers:
+        for w in self.workers + self.archive_workers:
             self._send_weights(w)
 
     def _runtime_metrics(self, step_seconds: float) -> dict:
