@@ -85,6 +85,13 @@ def test_expansion_grows_the_tree_below_the_root_to_the_whole_kuhn_tree():
     assert search.cfr.iteration == 10 and search.expansions == 18
     assert {n.key for n in tree.nodes} == {n.key for n in PublicTree(game).nodes}  # 9 public states
     assert not search.cfr.leaves
+    # Fractional c: SoG(2, 0.25) is 8 iterations, an expansion every 4 (after the
+    # 4th; the one due after the 8th would change nothing and is not run).
+    tree = SearchTree(game, root, public_observation_function(game))
+    tree.expand(0)
+    search = GTCFR(tree, ExactValueFunction(game, iterations=10), SoGSettings(), np.random.default_rng(1))
+    search.run(simulations=2, expansions_per_update=0.25)
+    assert search.cfr.iteration == 8 and search.expansions == 1
 
 
 def kuhn_equilibrium_summary():
@@ -223,3 +230,23 @@ def test_reference_players_and_the_exploitability_command(capsys):
     assert main(["exploitability", "ismcts:20", "--game", "kuhn_poker", "--seeds", "1", "--no-progress"]) == 0
     assert "12 policy queries" in capsys.readouterr().out
     assert main(["exploitability", "sog:x", "--game", "kuhn_poker"]) == 2
+
+
+def test_perfect_information_top_1_expansion_and_the_shortcut():
+    """tic_tac_toe, O to move and forced to block at 7: the root's children all
+    enter the tree, below them one child per expansion (k = 1); each leaf is
+    evaluated once at range 1 (the perfect-information shortcut)."""
+    game = load_game("tic_tac_toe")
+    state = play(game, [4, 0, 8, 2, 1])
+    tree = SearchTree(game, public_state_at(game, state), public_observation_function(game))
+    tree.expand(0)
+    values = ExactValueFunction(game, iterations=30)
+    search = GTCFR(tree, values, SoGSettings(), np.random.default_rng(0))
+    search.run(simulations=30, expansions_per_update=1)
+    root_info = tree.nodes[0].info_states[1][0]
+    assert search.average_policy()[root_info][7] > 0.95
+    assert len(tree.nodes) <= 1 + 4 + search.expansions
+    partial = [n for n in tree.nodes[1:] if n.children and len(n.children) < len(n.worlds[0].state.legal_actions())]
+    assert partial  # top-1 expansion left some actions out
+    assert search.value_calls == values.queries == len(search._shortcut)  # once per leaf ever seen
+    assert search.cfr.iteration == 30
