@@ -74,7 +74,7 @@ def instrumented_search(model, params, acc):
             tree.children, tree.parent, tree.action, tree.depth, tree.visits, tree.value,
             tree.raw_value, tree.reward, tree.discount, tree.prior, tree.legal,
             tree.terminal, tree.num_nodes, tree.q_min, tree.q_max, leaf_node, leaf_action,
-            leaf_kind, *args)
+            leaf_kind, *args, tree.chance, np.zeros(len(leaf_kind), np.bool_))
         t6 = pc()
         acc["select_leaves (numba)"] += t1 - t0
         acc["active/new_node arrays"] += t2 - t1

@@ -24,7 +24,8 @@ def _error(capsys, argv) -> str:
 @pytest.mark.parametrize("argv, expected", [
     (["train", "conect_four"], "unknown game 'conect_four'"),
     (["train", "kuhn_poker"], "imperfect information"),
-    (["train", "backgammon"], "chance"),
+    (["train", "backgammon", "--algo", "muzero"], "muzero does not support 'backgammon': it has chance nodes"),
+    (["train", "cartpole", "--algo", "alphazero"], "stochastic environment"),
     (["train", "tic_tac_toe", "--set", "train.learning_rat=0.1"], "did you mean train.learning_rate"),
     (["train", "tic_tac_toe", "--set", "train.steps=abc"], "train.steps must be of type int"),
     (["train", "tic_tac_toe", "--set", "search.selection=pucb"], "search.selection must be one of"),

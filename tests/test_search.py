@@ -102,7 +102,7 @@ def test_backup_with_rewards_and_discount():
         t.children, t.parent, t.action, t.depth, t.visits, t.value, t.raw_value, t.reward,
         t.discount, t.prior, t.legal, t.terminal, t.num_nodes, t.q_min, t.q_max, *leaf, prior,
         np.ones((1, 2), bool), np.array([10.0]), np.array([3.0]), np.array([gamma]),
-        np.array([False]))
+        np.array([False]), t.chance, np.zeros(1, bool))
     g3 = 10.0
     g2 = 3.0 + gamma * g3
     g1 = 2.0 + gamma * g2
@@ -122,7 +122,7 @@ def test_two_player_backup_flips_sign_and_terminal_reward():
         t.children, t.parent, t.action, t.depth, t.visits, t.value, t.raw_value, t.reward,
         t.discount, t.prior, t.legal, t.terminal, t.num_nodes, t.q_min, t.q_max, *leaf,
         np.zeros((1, 2), np.float32), np.zeros((1, 2), bool), np.array([0.7]), np.array([1.0]),
-        np.array([-1.0]), np.array([True]))
+        np.array([-1.0]), np.array([True]), t.chance, np.zeros(1, bool))
     assert t.value[0, 1] == 0.0 and t.terminal[0, 1]
     assert t.value[0, 0] == pytest.approx(0.5)  # (0 + 1) / 2
     # Revisiting the terminal node backs up its reward again.
@@ -131,7 +131,8 @@ def test_two_player_backup_flips_sign_and_terminal_reward():
         t.children, t.parent, t.action, t.depth, t.visits, t.value, t.raw_value, t.reward,
         t.discount, t.prior, t.legal, t.terminal, t.num_nodes, t.q_min, t.q_max,
         np.array([1], np.int32), np.array([-1], np.int32), kind, np.zeros((1, 2), np.float32),
-        np.zeros((1, 2), bool), np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, bool))
+        np.zeros((1, 2), bool), np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, bool), t.chance,
+        np.zeros(1, bool))
     assert t.visits[0, 1] == 2 and t.value[0, 0] == pytest.approx(2 / 3)
 
 

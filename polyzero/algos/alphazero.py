@@ -11,7 +11,6 @@ KL(pi', p) up to a constant (Eq. 12), or -log p(A_{n+1}) with
 """
 
 from __future__ import annotations
-
 import dataclasses
 from typing import Sequence
 
@@ -23,7 +22,6 @@ from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
-from ..nets.towers import ResidualTower
 from ..search.mcts import SearchResult, search
 from ..search.params import SearchParams
 from ..train.replay import ReplayBuffer
@@ -33,8 +31,9 @@ from .simulator import SimulatorModel
 
 class AlphaZero:
     name = "alphazero"
-    # Two-player zero-sum or one-player, sequential, perfect information, no chance.
-    requirements = GameRequirements()
+    # Two-player zero-sum or one-player, sequential, perfect information; explicit
+    # chance nodes are searched with their known probabilities (simulator.py).
+    requirements = GameRequirements(chance_nodes=True)
 
     def __init__(self, cfg: RunConfig, game):
         self.cfg = cfg
@@ -44,18 +43,10 @@ class AlphaZero:
         self.num_players = game.num_players()
 
     def build_network(self) -> torch.nn.Module:
-        net_cfg = self.cfg.net
-        fields = {f.name: getattr(net_cfg, f.name) for f in dataclasses.fields(NetSpec)}
+        fields = {f.name: getattr(self.cfg.net, f.name) for f in dataclasses.fields(NetSpec)}
         if fields["kind"] == "resnet" and len(self.encoder.shape) != 3:
             fields["kind"] = "mlp"
-        net = PolicyValueNet(self.encoder.shape, self.num_actions, NetSpec(**fields))
-        if fields["kind"] == "resnet" and net_cfg.block != "basic":
-            # The Gumbel paper's tower (Appendix F.1); NetSpec has no block options yet.
-            c, h, w = self.encoder.shape
-            net.trunk = ResidualTower(c, net_cfg.channels, net_cfg.blocks, block=net_cfg.block,
-                                      bottleneck_channels=net_cfg.bottleneck_channels,
-                                      broadcast_every=net_cfg.broadcast_every, cells=h * w)
-        return net
+        return PolicyValueNet(self.encoder.shape, self.num_actions, NetSpec(**fields))
 
     def make_evaluator(self, net: torch.nn.Module, device) -> Evaluator:
         """What `search` calls the network through (NumPy in, NumPy out)."""
@@ -66,9 +57,17 @@ class AlphaZero:
 
     def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
                add_noise: bool) -> SearchResult:
-        model = SimulatorModel([s.clone() for s in states], self.encoder, evaluate,
-                               self.num_actions, params.discount)
-        return search(model, params, rng, add_noise=add_noise)
+        model = SimulatorModel([s.clone() for s in states], self.encoder, evaluate, self.num_actions,
+                               params.discount, rng=rng, width=self.game.max_chance_outcomes())
+        result = search(model, params, rng, add_noise=add_noise)
+        if model.num_actions == self.num_actions:
+            return result
+        # A tree widened for chance outcomes: the root is a decision, so only its first A columns count.
+        a = self.num_actions
+        return dataclasses.replace(
+            result, root_prior=result.root_prior[:, :a], root_visits=result.root_visits[:, :a],
+            root_q=result.root_q[:, :a],
+            policy_target=None if result.policy_target is None else result.policy_target[:, :a])
 
     # ------------------------------------------------------------ training data
     def example_specs(self):

@@ -67,7 +67,9 @@ class MuZero:
                           layers=net["layers"], value_hidden=net["value_hidden"],
                           hidden_size=self.mz.hidden_size,
                           support=self.mz.support if self.single_agent else 0,
-                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(kind))
+                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(kind),
+                          block=net["block"], bottleneck_channels=net["bottleneck_channels"],
+                          broadcast_every=net["broadcast_every"])
         return MuZeroNet(self.encoder.shape, self.num_actions, spec)
 
     def _downsample(self, kind: str) -> bool:

@@ -3,6 +3,15 @@
 Legal actions are masked at every node and terminal nodes take the game's
 true outcome instead of the network's value (MuZero paper, Appendix A, on
 what AlphaZero uses the rules for).
+
+Chance events use the game's known probabilities (NMCTS / McGammon, NDMZ
+paper Section 2.3): a chance node's "actions" are its outcomes, its prior
+their probabilities, and the search samples an outcome there in proportion
+to them (roulette-wheel selection). A chance node keeps the perspective of
+the player who moved into it, and is valued when it is created by one
+sampled outcome: the decision state it leads to is evaluated by the network
+(chance states themselves, such as a position before the dice are rolled,
+are never training positions).
 """
 
 from __future__ import annotations
@@ -21,12 +30,18 @@ class SimulatorModel:
 
     `evaluate(obs [M, ...]) -> (logits [M, A], value [M])` is the network; it
     is called once per simulation on the non-terminal new leaves of all trees.
+    The tree is `width` wide: at least A, and as wide as the game's chance
+    outcomes (pig: 2 actions, 6 outcomes); columns past A are never a player's.
     """
 
     def __init__(self, roots: Sequence, encoder, evaluate: EvaluateFn, num_actions: int,
-                 discount: float = 1.0):
+                 discount: float = 1.0, rng: np.random.Generator | None = None, width: int | None = None):
         self.encoder = encoder
+        self.rng = rng if rng is not None else np.random.default_rng(0)
         self.evaluate = evaluate
+        self.policy_actions = num_actions
+        self.has_chance = bool(width)  # the game has chance outcomes (max_chance_outcomes > 0)
+        num_actions = max(num_actions, width or 0)
         self.num_actions = num_actions
         self.discount = discount
         self.states = [[s] for s in roots]
@@ -40,6 +55,7 @@ class SimulatorModel:
         self._reward = np.zeros(batch, np.float64)
         self._discount = np.ones(batch, np.float64)
         self._terminal = np.zeros(batch, np.bool_)
+        self._chance = np.zeros(batch, np.bool_)
         self.network_calls = 0
 
     def _evaluate_rows(self, rows: list[int], states: list) -> None:
@@ -50,7 +66,7 @@ class SimulatorModel:
         obs = self.encoder.encode(states, out=self._obs[: len(states)])
         logits, value = self.evaluate(obs)
         self.network_calls += 1
-        self._logits[rows] = logits
+        self._logits[rows, : self.policy_actions] = logits
         self._value[rows] = value
 
     def initial(self) -> Expansion:
@@ -61,7 +77,9 @@ class SimulatorModel:
 
     def step(self, parent_node, action, new_node, active) -> Expansion:
         rows, live = [], []
+        chance_rows = {}  # row -> (outcome probabilities, reward after the chance node, same player?)
         self._terminal[:] = False
+        self._chance[:] = False
         for b in np.flatnonzero(active):
             p = parent_node[b]
             state = self.states[b][p].clone()
@@ -73,10 +91,25 @@ class SimulatorModel:
             self.returns[b].append(returns)
             self._reward[b] = returns[mover] - self.returns[b][p][mover]
             nxt = state.current_player()
-            self.players[b].append(nxt)
+            self.players[b].append(mover if state.is_chance_node() else nxt)
             if state.is_terminal():
                 self._terminal[b] = True
                 self._discount[b] = self.discount
+            elif state.is_chance_node():
+                self._chance[b] = True
+                self._discount[b] = self.discount
+                after = state.clone()
+                outcomes = dict(after.chance_outcomes())
+                while after.is_chance_node():
+                    sampled, probs = zip(*after.chance_outcomes())
+                    after.apply_action(int(sampled[self.rng.choice(len(sampled), p=np.asarray(probs))]))
+                gained = np.asarray(after.returns())[mover] - returns[mover]
+                if after.is_terminal():
+                    chance_rows[b] = (outcomes, gained, None)
+                else:
+                    chance_rows[b] = (outcomes, gained, after.current_player() == mover or len(returns) == 1)
+                    rows.append(b)
+                    live.append(after)
             else:
                 same = nxt == mover or len(returns) == 1
                 self._discount[b] = self.discount if same else -self.discount
@@ -84,8 +117,18 @@ class SimulatorModel:
                 live.append(state)
         if rows:
             self._evaluate_rows(rows, live)
+        for b, (outcomes, gained, same) in chance_rows.items():
+            # The chance node's value for its mover: the sampled outcome's reward plus the
+            # value of the decision state it led to (zero after the game ended).
+            after_value = 0.0 if same is None else (1.0 if same else -1.0) * self.discount * self._value[b]
+            self._value[b] = gained + after_value
+            self._legal[b] = False
+            self._logits[b] = -np.inf
+            for outcome, p in outcomes.items():
+                self._legal[b, outcome] = p > 0
+                self._logits[b, outcome] = np.log(p) if p > 0 else -np.inf
         return self._expansion()
 
     def _expansion(self) -> Expansion:
         return Expansion(self._logits, self._value, self._legal, self._reward,
-                         self._discount, self._terminal)
+                         self._discount, self._terminal, self._chance)

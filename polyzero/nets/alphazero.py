@@ -20,6 +20,15 @@ class NetSpec:
     width: int = 128
     layers: int = 2
     value_hidden: int = 64
+    block: str = "basic"  # "bottleneck": the Gumbel paper's tower (Appendix F.1)
+    bottleneck_channels: int = 0
+    broadcast_every: int = 8
+
+    def tower(self, in_channels: int, cells: int, channels: int | None = None) -> ResidualTower:
+        """The residual tower these settings describe, over boards of `cells` points."""
+        return ResidualTower(in_channels, channels or self.channels, self.blocks, block=self.block,
+                             bottleneck_channels=self.bottleneck_channels,
+                             broadcast_every=self.broadcast_every, cells=cells)
 
 
 class PolicyValueNet(nn.Module):
@@ -34,7 +43,7 @@ class PolicyValueNet(nn.Module):
             if len(obs_shape) != 3:
                 raise ValueError(f"net.kind 'resnet' needs planes (C, H, W); this game's observation is {obs_shape}")
             c, h, w = obs_shape
-            self.trunk = ResidualTower(c, spec.channels, spec.blocks)
+            self.trunk = spec.tower(c, h * w)
             self.policy_head = nn.Sequential(
                 nn.Conv2d(spec.channels, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(),
                 nn.Flatten(), nn.Linear(2 * h * w, num_actions))

@@ -46,6 +46,14 @@ class MuZeroSpec:
     support: int = 0  # 0: scalar values, no reward head; S > 0: categorical on -S..S
     scale_hidden: bool = True
     downsample: bool = False  # resnet: Appendix F's stack, the board resolution / 16 (96 -> 6)
+    block: str = "basic"  # resnet blocks: "bottleneck" is the Gumbel paper's tower (Appendix F.1)
+    bottleneck_channels: int = 0
+    broadcast_every: int = 8
+
+    def tower(self, in_channels: int, cells: int) -> ResidualTower:
+        return ResidualTower(in_channels, self.channels, self.blocks, block=self.block,
+                             bottleneck_channels=self.bottleneck_channels,
+                             broadcast_every=self.broadcast_every, cells=cells)
 
 
 class DownsampleStack(nn.Module):
@@ -96,9 +104,9 @@ class MuZeroNet(nn.Module):
                     _, _, hgt, wid = stack(torch.zeros(1, c, hgt, wid)).shape
                 self.representation = nn.Sequential(stack, *(ResidualBlock(ch) for _ in range(spec.blocks)))
             else:
-                self.representation = ResidualTower(c, ch, spec.blocks)
+                self.representation = spec.tower(c, hgt * wid)
             self.hidden_shape = (ch, hgt, wid)
-            self.dynamics_tower = ResidualTower(ch + 1, ch, spec.blocks)
+            self.dynamics_tower = spec.tower(ch + 1, hgt * wid)
             cells = hgt * wid
             self.action_plane = None if num_actions <= cells else nn.Embedding(num_actions, cells)
             self.policy_head = nn.Sequential(

@@ -122,13 +122,14 @@ def select_leaves(children, visits, value, reward, discount, prior, legal, termi
     values and no Gumbel constants."""
     select_paths(children, visits, value, value, reward, discount, prior, legal, terminal,
                  q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2, vmin,
-                 vmax, 0, 50.0, 1.0, out_node, out_action, out_kind)
+                 vmax, 0, 50.0, 1.0, out_node, out_action, out_kind, np.zeros(terminal.shape, np.bool_))
 
 
 @nb.njit(cache=True)
 def select_paths(children, visits, value, raw_value, reward, discount, prior, legal, terminal,
                  q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2,
-                 vmin, vmax, gumbel_norm, c_visit, c_scale, out_node, out_action, out_kind):
+                 vmin, vmax, gumbel_norm, c_visit, c_scale, out_node, out_action, out_kind,
+                 chance):
     """Walk every tree from its root to a leaf.
 
     For tree b: out_kind[b] = NEW_LEAF with (out_node[b], out_action[b]) the
@@ -137,6 +138,9 @@ def select_paths(children, visits, value, raw_value, reward, discount, prior, le
     (the hook a Gumbel root uses); -1 lets the rule choose. Rules 0 and 1 are
     pUCT (:func:`best_action`); rule 2 is the Gumbel paper's Eq. 14
     (:func:`gumbel_interior_action`, with `gumbel_norm`, `c_visit`, `c_scale`).
+    At a chance node (chance[b, node]) the outcome is drawn in proportion to its
+    probability, stored as the node's prior (roulette-wheel selection, as NMCTS
+    and McGammon do; NDMZ paper Section 2.3).
     """
     num_actions = children.shape[2]
     q_buf = np.empty(num_actions)
@@ -151,7 +155,9 @@ def select_paths(children, visits, value, raw_value, reward, discount, prior, le
                 out_node[b] = node
                 out_action[b] = -1
                 break
-            if depth == 0 and root_action[b] >= 0:
+            if chance[b, node]:
+                a = _sample_outcome(prior, legal, b, node)
+            elif depth == 0 and root_action[b] >= 0:
                 a = root_action[b]
             elif rule == 2:
                 a = gumbel_interior_action(children, visits, value, raw_value, reward, discount,
@@ -169,6 +175,27 @@ def select_paths(children, visits, value, raw_value, reward, discount, prior, le
                 break
             node = child
             depth += 1
+
+
+@nb.njit(cache=True)
+def _sample_outcome(prior, legal, b, node):
+    """An outcome of chance node `node` drawn by its probability (the node's prior)."""
+    u = np.random.random()
+    acc = 0.0
+    last = -1
+    for a in range(prior.shape[2]):
+        if legal[b, node, a]:
+            acc += prior[b, node, a]
+            last = a
+            if u < acc:
+                return a
+    return last  # rounding: the probabilities summed to just under u
+
+
+@nb.njit(cache=True)
+def seed_chance(seed):
+    """Seed the generator chance nodes draw from (Numba keeps its own, per thread)."""
+    np.random.seed(seed)
 
 
 # ---------------------------------------------------------------- Gumbel (Danihelka et al. 2022)
@@ -395,7 +422,7 @@ def _softmax_into(logits, legal, out):
 def expand_and_backup(children, parent, action, depth, visits, value, raw_value, reward,
                       discount, prior, legal, terminal, num_nodes, q_min, q_max,
                       leaf_node, leaf_action, leaf_kind, new_logits, new_legal, new_value,
-                      new_reward, new_discount, new_terminal):
+                      new_reward, new_discount, new_terminal, chance, new_chance):
     """Add each tree's new node (if any) and back its value up to the root.
 
     A new node's prior is the softmax of its logits over its legal actions.
@@ -418,6 +445,7 @@ def expand_and_backup(children, parent, action, depth, visits, value, raw_value,
             reward[b, n] = new_reward[b]
             discount[b, n] = new_discount[b]
             terminal[b, n] = new_terminal[b]
+            chance[b, n] = new_chance[b]
             v = 0.0 if new_terminal[b] else new_value[b]
             raw_value[b, n] = v
             value[b, n] = v

@@ -32,10 +32,12 @@ class Expansion:
     reward: np.ndarray  # float [B], received on the edge into the node by the parent's mover
     discount: np.ndarray  # float [B], with sign: -gamma if the opponent moves next
     terminal: np.ndarray  # bool [B]
+    chance: np.ndarray | None = None  # bool [B]: a chance node (prior_logits = log probabilities)
 
 
 class SearchModel(Protocol):
-    """What the search asks of a simulator or a learned model."""
+    """What the search asks of a simulator or a learned model (`has_chance`, if
+    present and true: its expansions may be chance nodes)."""
 
     num_actions: int
 
@@ -112,6 +114,8 @@ def start_tree(model: SearchModel, params: SearchParams, rng: np.random.Generato
     tree.value[:, 0] = root.value
     tree.raw_value[:, 0] = root.value
     tree.visits[:, 0] = 1
+    if getattr(model, "has_chance", False):
+        kernels.seed_chance(int(rng.integers(2**31)))
     return tree, root, prior
 
 
@@ -125,6 +129,7 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree,
     leaf_action = np.zeros(batch, np.int32)
     leaf_kind = np.zeros(batch, np.int8)
     no_root_action = np.full(batch, -1, np.int32)
+    no_chance = np.zeros(batch, np.bool_)
     calls = 1
     for sim in range(params.num_simulations):
         root_action = no_root_action if root_action_fn is None else \
@@ -134,7 +139,7 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree,
             tree.prior, tree.legal, tree.terminal, tree.q_min, tree.q_max, root_action, rule,
             norm, unvisited, params.c_puct, params.c1, params.c2, params.value_min,
             params.value_max, params.gumbel_norm, params.c_visit, params.c_scale, leaf_node,
-            leaf_action, leaf_kind)
+            leaf_action, leaf_kind, tree.chance)
         active = leaf_kind == kernels.NEW_LEAF
         new_node = tree.num_nodes.copy()
         exp = model.step(leaf_node, leaf_action, new_node, active)
@@ -144,7 +149,7 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree,
             tree.raw_value, tree.reward, tree.discount, tree.prior, tree.legal,
             tree.terminal, tree.num_nodes, tree.q_min, tree.q_max, leaf_node, leaf_action,
             leaf_kind, exp.prior_logits, exp.legal, exp.value, exp.reward, exp.discount,
-            exp.terminal)
+            exp.terminal, tree.chance, no_chance if exp.chance is None else exp.chance)
     return calls
 
 

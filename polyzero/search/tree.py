@@ -30,6 +30,7 @@ class Tree:
     prior: np.ndarray  # float32 [B, N, A], masked and normalised
     legal: np.ndarray  # bool [B, N, A], actions selection may take
     terminal: np.ndarray  # bool [B, N]
+    chance: np.ndarray  # bool [B, N], a chance node: its prior holds the outcome probabilities
     num_nodes: np.ndarray  # int32 [B]
     q_min: np.ndarray  # float64 [B], MuZero Eq. 5 statistics
     q_max: np.ndarray  # float64 [B]
@@ -50,6 +51,7 @@ class Tree:
             prior=np.zeros(shape + (num_actions,), np.float32),
             legal=np.zeros(shape + (num_actions,), np.bool_),
             terminal=np.zeros(shape, np.bool_),
+            chance=np.zeros(shape, np.bool_),
             num_nodes=np.ones(batch, np.int32),
             q_min=np.full(batch, np.inf),
             q_max=np.full(batch, -np.inf),

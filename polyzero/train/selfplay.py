@@ -4,7 +4,9 @@ Every tick makes one move in each live game: one search over all of them
 (B = number of live games), the visit policy pi_t with temperature tau as the
 target, an action sampled from pi_t for the first k moves of a game and the
 most visited one afterwards (Go-Exploit paper, Section 2.1). A finished game
-becomes a Trajectory and a new game takes its slot.
+becomes a Trajectory and a new game takes its slot. Chance events (dice) are
+sampled from their known probabilities between moves: positions are recorded
+at decisions only.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class _Slot:
     state: object
     trajectory: Trajectory = field(default_factory=Trajectory)
     moves: int = 0
+    start_len: int = 0  # length of the start state's history (replayed as is on resume)
 
 
 class SelfPlayActor:
@@ -47,7 +50,16 @@ class SelfPlayActor:
         return self.game.new_initial_state()
 
     def _new_slot(self) -> _Slot:
-        return _Slot(self.start_state())
+        state = self.start_state()
+        start_len = len(state.history())
+        self._sample_chance(state)
+        return _Slot(state, start_len=start_len)
+
+    def _sample_chance(self, state) -> None:
+        """Play chance events by their known probabilities until a player is to move."""
+        while state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(outcomes[self.rng.choice(len(outcomes), p=np.asarray(probs))]))
 
     def search_moves(self, states: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One batched search over the live games: the policy targets [B, A], the moves
@@ -86,6 +98,7 @@ class SelfPlayActor:
             traj.root_values.append(float(root_values[i]))
             traj.returns_before.append(float(state.returns()[player]))
             state.apply_action(int(actions[i]))
+            self._sample_chance(state)
             slot.moves += 1
             if state.is_terminal() or slot.moves >= self.max_moves:
                 traj.returns = np.asarray(state.returns(), np.float32)
@@ -109,7 +122,7 @@ class SelfPlayActor:
             return meta, arrays
         for i, slot in enumerate(self.slots):
             meta["slots"].append({"history": [int(a) for a in slot.state.history()],
-                                  "start_len": len(slot.state.history()) - slot.moves,
+                                  "start_len": slot.start_len,
                                   "moves": slot.moves})
             t = slot.trajectory
             arrays[f"slot{i}_policies"] = np.asarray(t.policies, np.float32).reshape(
@@ -130,10 +143,15 @@ class SelfPlayActor:
             history = info["history"]
             for a in history[: info["start_len"]]:
                 state.apply_action(a)
-            slot = _Slot(state)
+            slot = _Slot(state, start_len=info["start_len"])
             policies = arrays[f"slot{i}_policies"]
             root_values = arrays[f"slot{i}_root_values"]
-            for t, a in enumerate(history[info["start_len"]:]):
+            t = -1
+            for a in history[info["start_len"]:]:
+                if state.is_chance_node():
+                    state.apply_action(a)
+                    continue
+                t += 1
                 player = state.current_player()
                 slot.trajectory.observations.append(self.algo.encode([state])[0])
                 slot.trajectory.policies.append(policies[t])
