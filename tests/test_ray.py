@@ -98,3 +98,12 @@ def test_muzero_runs_under_ray_and_resumes_in_process(local_ray, tmp_path):
     assert len(resumed.replay) == len(trainer.replay)
     resumed.run()
     assert resumed.step == 4
+
+
+def test_per_actor_throughput_is_logged(local_ray, tmp_path):
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.steps=2"])
+    RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=2).run()
+    last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
+    rates = [v for k, v in last.items() if k.startswith("ray/worker") and k.endswith("/positions_per_s")]
+    assert rates and all(r > 0 for r in rates)
+    assert "ray/queue" in last and "ray/weight_staleness" in last

@@ -223,7 +223,8 @@ class Trainer:
                 sp["selfplay/simulations_per_s"] = (stats["simulations"] - sp0["simulations"]) / dt
                 sp["selfplay/games_per_step"] = stats["games"] - sp0["games"]  # Go-Exploit Section 6.2
                 sp.update(control)
-                log.log("train", self.step, self._now(), {**loss, **sp, **self._runtime_metrics(dt),
+                runtime = self._runtime_metrics(dt)
+                log.log("train", self.step, self._now(), {**loss, **sp, **runtime,
                                                          "replay/size": len(self.replay),
                                                          "train_time": self.train_time})
                 if cfg.eval.every and self.step % cfg.eval.every == 0:
@@ -231,7 +232,8 @@ class Trainer:
                     log.log("eval", self.step, self._now(), {**self.last_eval, "train_time": self.train_time})
                 if self.step % cfg.train.checkpoint_every == 0 or self.step == cfg.train.steps:
                     self.save()
-                progress.update(self.step, loss, stats, sp["selfplay/positions_per_s"], self.last_eval)
+                progress.update(self.step, {**loss, **runtime}, stats, sp["selfplay/positions_per_s"],
+                                self.last_eval)
         except (KeyboardInterrupt, Interrupted):
             path = self.save()
             progress.close()

@@ -22,6 +22,11 @@ class Progress:
             "pi": f"{loss['loss/policy']:.3f}",
             "pos/s": f"{positions_per_s:.0f}",
         }
+        for key, short in (("ray/weight_staleness", "stale"), ("ray/worker_failures", "fail"),
+                           ("ray/queue", "queue")):
+            if key in loss:
+                post[short] = f"{loss[key]:g}"
+
         for key, value in last_eval.items():
             if key == "eval/return/mean":
                 post["return"] = f"{value:.1f}"

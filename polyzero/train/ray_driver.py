@@ -130,6 +130,7 @@ class RayTrainer(Trainer):
         self.failures = 0
         self.staleness: list[int] = []
         self.worker_seconds = 0.0
+        self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
         self.workers = []
         self.archive_workers = []  # Go-Exploit search states: their own pool (start.archive_workers)
         self.in_flight: dict = {}
@@ -238,6 +239,10 @@ class RayTrainer(Trainer):
                 self.totals[k] += v
             self.staleness.append(self.step - out["version"])
             self.worker_seconds += out["seconds"]
+            done = self.worker_work.setdefault(self.workers.index(worker), [0, 0, 0.0])
+            done[0] += out["stats"]["positions"]
+            done[1] += out["stats"]["simulations"]
+            done[2] += out["seconds"]
             self._submit(worker)
 
     def _worker_lost(self, worker, why: str) -> None:
@@ -263,6 +268,12 @@ class RayTrainer(Trainer):
         if self.staleness:
             out["ray/weight_staleness"] = float(np.mean(self.staleness))
             self.staleness = []
+        # Per-actor throughput since the last learning step, over the time each was playing.
+        for i, (positions, simulations, seconds) in sorted(self.worker_work.items()):
+            if seconds > 0:
+                out[f"ray/worker{i}/positions_per_s"] = positions / seconds
+                out[f"ray/worker{i}/simulations_per_s"] = simulations / seconds
+        self.worker_work = {}
         return out
 
     def _actor_state(self) -> tuple[dict, dict]:
