@@ -221,6 +221,20 @@ class MuZeroConfig:
 
 
 @dataclass
+class NDMZConfig:
+    """Nondeterministic MuZero (docs/ndmz.md): defaults from the NDMZ paper, Section 4.2."""
+
+    unroll_steps: int = 6  # K
+    hidden_size: int = 128  # size of the hidden state (MLP towers take net.width and net.layers)
+    c_puct: float = 1.25  # the constant of pUCT among result nodes (Appendix A)
+
+    def validate(self):
+        _positive("ndmz.unroll_steps", self.unroll_steps)
+        _positive("ndmz.hidden_size", self.hidden_size)
+        _positive("ndmz.c_puct", self.c_puct)
+
+
+@dataclass
 class StartConfig:
     """Go-Exploit search control (Go-Exploit paper, Sections 3.1-3.2; Appendix A): where
     self-play trajectories start. Defaults: Table 6 (Connect Four), GEVC/GESC columns."""
@@ -291,12 +305,13 @@ class RunConfig:
     muzero: MuZeroConfig = field(default_factory=MuZeroConfig)
     start: StartConfig = field(default_factory=StartConfig)
     katago: KataGoConfig = field(default_factory=KataGoConfig)
+    ndmz: NDMZConfig = field(default_factory=NDMZConfig)
 
     def validate(self):
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)
         for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray, self.muzero,
-                        self.start, self.katago):
+                        self.start, self.katago, self.ndmz):
             section.validate()
         return self
 

@@ -7,8 +7,9 @@ from ..games import check_supported
 from .alphazero import AlphaZero
 from .base import Algorithm, Trajectory
 from .muzero import MuZero
+from .ndmz import NDMZ
 
-ALGORITHMS = {"alphazero": AlphaZero, "muzero": MuZero}
+ALGORITHMS = {"alphazero": AlphaZero, "muzero": MuZero, "ndmz": NDMZ}
 
 
 def make_algorithm(cfg, game) -> Algorithm:

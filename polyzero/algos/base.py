@@ -33,6 +33,9 @@ class Trajectory:
     # KataGo's playout cap randomization: False where position t had a cheap search
     # (empty: every search was full).
     full_search: list = field(default_factory=list)
+    # The chance events played after the move at t, in order, each (outcome, ((outcome,
+    # probability), ...)) as the game gave them (NDMZ's targets read these; others ignore them).
+    chance: list = field(default_factory=list)
 
     _FIELDS = ("observations", "policies", "players", "actions", "legal", "root_values", "returns_before")
 

@@ -55,11 +55,17 @@ class SelfPlayActor:
         self._sample_chance(state)
         return _Slot(state, start_len=start_len)
 
-    def _sample_chance(self, state) -> None:
-        """Play chance events by their known probabilities until a player is to move."""
+    def _sample_chance(self, state) -> list:
+        """Play chance events by their known probabilities until a player is to move;
+        returns them as (outcome, ((outcome, probability), ...)) in order."""
+        events = []
         while state.is_chance_node():
-            outcomes, probs = zip(*state.chance_outcomes())
-            state.apply_action(int(outcomes[self.rng.choice(len(outcomes), p=np.asarray(probs))]))
+            dist = tuple(state.chance_outcomes())
+            outcomes, probs = zip(*dist)
+            outcome = int(outcomes[self.rng.choice(len(outcomes), p=np.asarray(probs))])
+            events.append((outcome, dist))
+            state.apply_action(outcome)
+        return events
 
     def search_moves(self, states: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One batched search over the live games: the policy targets [B, A], the moves
@@ -98,7 +104,7 @@ class SelfPlayActor:
             traj.root_values.append(float(root_values[i]))
             traj.returns_before.append(float(state.returns()[player]))
             state.apply_action(int(actions[i]))
-            self._sample_chance(state)
+            traj.chance.append(self._sample_chance(state))
             slot.moves += 1
             if state.is_terminal() or slot.moves >= self.max_moves:
                 traj.returns = np.asarray(state.returns(), np.float32)
@@ -149,6 +155,8 @@ class SelfPlayActor:
             t = -1
             for a in history[info["start_len"]:]:
                 if state.is_chance_node():
+                    if t >= 0:
+                        slot.trajectory.chance[t].append((a, tuple(state.chance_outcomes())))
                     state.apply_action(a)
                     continue
                 t += 1
@@ -160,6 +168,7 @@ class SelfPlayActor:
                 slot.trajectory.legal.append(legal_action_mask([state], self.algo.num_actions)[0])
                 slot.trajectory.root_values.append(float(root_values[t]))
                 slot.trajectory.returns_before.append(float(state.returns()[player]))
+                slot.trajectory.chance.append([])
                 state.apply_action(a)
             slot.moves = info["moves"]
             slots.append(slot)

@@ -1,0 +1,181 @@
+"""Nondeterministic MuZero (NDMZ paper, Sections 3-4 and Appendix A).
+
+MuZero extended to games with chance events: the model learns who acts (the
+identity policy of g over N = {0, 1, chance, terminal}) and how chance acts
+(the chance policy of f), and the search (:mod:`polyzero.search.ndmz`) plans
+through learned chance and terminal nodes. Self-play records every chance event
+(:attr:`Trajectory.chance`), so that the unroll steps through chance steps as
+the game did; the loss is Eq. 1,
+
+    l = sum_{k=0..K} l^r(u, r^k) + l^v(z, v^k) + l^p(pi, p^k) + l^c(psi, c^k) + l^i(iota, i^k),
+
+squared errors for value and reward (k >= 1), cross-entropies for the three
+policies over the full action set (identity from k = 1: g makes it), without
+MuZero's 1/K and 1/2 gradient scaling (Section 4.2); c ||theta||^2 is the
+learner's. Targets are no-op for a policy whose player is not to move, and
+the step past a terminal state takes the terminal player's end action.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import RunConfig
+from ..games import GameRequirements, ObservationEncoder, legal_action_mask
+from ..nets.ndmz import CHANCE, TERMINAL, ActionLayout, NDMZInference, NDMZNet, NDMZSpec
+from ..search.ndmz import ndmz_search
+from ..search.params import SearchParams
+from ..train.ndmz_replay import NDMZReplay
+from .base import Trajectory
+
+
+def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 2) -> dict[str, np.ndarray]:
+    """A finished (or cut) self-play game as NDMZ steps: each decision t followed by the
+    chance events played after its move, and a terminal step when the game ended."""
+    a = layout.size
+    noop = np.zeros(a, np.float32)
+    noop[layout.noop] = 1.0
+    n = len(traj.actions)
+    done = traj.returns is not None
+    returns_before = np.asarray(traj.returns_before, np.float64)
+    final = (np.asarray(traj.returns, np.float64) if done
+             else np.full(num_players, returns_before[-1] if n else 0.0))
+    obs_shape = np.asarray(traj.observations[0]).shape if n else (0,)
+    chance = traj.chance if len(traj.chance) == n else [[] for _ in range(n)]
+    rows = {k: [] for k in ("obs", "action", "identity", "choice_target", "chance_target", "value",
+                            "reward", "sampleable")}
+
+    def push(obs, action, identity, choice, chance_t, value, reward, sampleable):
+        rows["obs"].append(obs)
+        rows["action"].append(action)
+        rows["identity"].append(identity)
+        rows["choice_target"].append(choice)
+        rows["chance_target"].append(chance_t)
+        rows["value"].append(value)
+        rows["reward"].append(reward)
+        rows["sampleable"].append(sampleable)
+
+    blank = np.zeros(obs_shape, np.float32)
+    for t in range(n):
+        player = int(traj.players[t])
+        outcome = float(final[player] - returns_before[t])
+        policy = np.zeros(a, np.float32)
+        policy[: layout.choice] = np.asarray(traj.policies[t], np.float32)[: layout.choice]
+        push(np.asarray(traj.observations[t], np.float32), int(traj.actions[t]), player, policy, noop,
+             outcome, 0.0, True)
+        for outcome_id, dist in chance[t]:
+            psi = np.zeros(a, np.float32)
+            for o, p in dist:
+                psi[layout.chance_action(o)] = p
+            push(blank, layout.chance_action(outcome_id), CHANCE, noop, psi, outcome, 0.0, False)
+    if done and n:
+        last = int(traj.players[-1])
+        # The last mover's reward over its move and the chance events after it.
+        push(blank, layout.end, TERMINAL, noop, noop, float(final[last] - returns_before[-1]),
+             float(final[last] - returns_before[-1]), False)
+    out = {k: np.asarray(v) for k, v in rows.items()}
+    out["obs"] = out["obs"].astype(np.float32)
+    out["choice_target"] = out["choice_target"].astype(np.float32).reshape(-1, a)
+    out["chance_target"] = out["chance_target"].astype(np.float32).reshape(-1, a)
+    out["value"] = out["value"].astype(np.float32)
+    out["reward"] = out["reward"].astype(np.float32)
+    out["done"] = np.array([done])
+    return out
+
+
+class NDMZ:
+    name = "ndmz"
+    # Two choice players plus chance (N = {1, 2, c, d}); board games with outcomes at the end.
+    requirements = GameRequirements(chance_nodes=True, single_player=False)
+
+    def __init__(self, cfg: RunConfig, game):
+        self.cfg = cfg
+        self.nd = cfg.ndmz
+        self.game = game
+        self.encoder = ObservationEncoder(game)
+        self.layout = ActionLayout.of(game)
+        self.num_actions = game.num_distinct_actions()  # the choice actions: what self-play records
+        self.num_players = game.num_players()
+        self.last_search = None
+
+    # ------------------------------------------------------------ network and search
+    def build_network(self) -> NDMZNet:
+        spec = NDMZSpec(width=self.cfg.net.width, layers=self.cfg.net.layers, hidden_size=self.nd.hidden_size)
+        return NDMZNet(int(np.prod(self.encoder.shape)), self.layout, spec)
+
+    def make_evaluator(self, net: torch.nn.Module, device) -> NDMZInference:
+        return NDMZInference(net, device)
+
+    def encode(self, states: Sequence) -> np.ndarray:
+        return self.encoder.encode(states)
+
+    def search(self, evaluate: NDMZInference, states: Sequence, params: SearchParams,
+               rng: np.random.Generator, add_noise: bool):
+        legal = legal_action_mask(states, self.num_actions)
+        players = np.array([s.current_player() for s in states], np.int32)
+        result = ndmz_search(evaluate, self.encode(states), legal, players, self.layout,
+                             params.num_simulations, self.nd.c_puct, rng,
+                             dirichlet_alpha=params.dirichlet_alpha,
+                             dirichlet_fraction=params.dirichlet_fraction if add_noise else 0.0)
+        # A root that no iteration backed up to (possible with very few simulations)
+        # counts one visit per legal action, so that a move can always be read off.
+        empty = result.root_visits.sum(1) == 0
+        result.root_visits[empty] = legal[empty]
+        self.last_search = result
+        return result
+
+    # ------------------------------------------------------------ training data
+    def make_replay(self) -> NDMZReplay:
+        return NDMZReplay(self.cfg.train.replay_size, self.encoder.shape, self.layout, self.nd.unroll_steps)
+
+    def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
+        return trajectory_steps(traj, self.layout, self.num_players)
+
+    def loss(self, net: NDMZNet, batch: dict[str, torch.Tensor]):
+        k_steps = batch["actions"].shape[1]
+        mask = batch["mask"]
+        s = net.represent(batch["obs"])
+        total = torch.zeros_like(mask[:, 0])
+        parts = {name: 0.0 for name in ("value", "policy", "chance", "identity", "reward")}
+        for k in range(k_steps + 1):
+            m = mask[:, k]
+            if k > 0:
+                reward, s, ident = net.dynamics(s, batch["actions"][:, k - 1])
+                l_i = F.cross_entropy(ident, batch["target_identity"][:, k], reduction="none") * m
+                l_r = (reward - batch["target_reward"][:, k]) ** 2 * m
+                total = total + l_i + l_r
+                parts["identity"] += l_i.mean()
+                parts["reward"] += l_r.mean()
+            p, c, v = net.predict(s)
+            l_v = (v - batch["target_value"][:, k]) ** 2 * m
+            l_p = -(batch["target_choice"][:, k] * F.log_softmax(p, -1)).sum(-1) * m
+            l_c = -(batch["target_chance"][:, k] * F.log_softmax(c, -1)).sum(-1) * m
+            total = total + l_v + l_p + l_c
+            parts["value"] += l_v.mean()
+            parts["policy"] += l_p.mean()  # the choice policy
+            parts["chance"] += l_c.mean()
+        out = {f"loss/{name}": v / (k_steps + 1) for name, v in parts.items() if torch.is_tensor(v)}
+        return (total * batch["weight"]).mean(), out
+
+
+def nannon_raw_policy(sol, net: NDMZNet) -> np.ndarray:
+    """int [S, D]: the move the raw choice policy f(h(o)) ranks first among the legal ones,
+    at every Nannon position and roll, for `polyzero.eval.nannon_solver.evaluate_policy`."""
+    from ..eval.nannon_solver import observations
+
+    pos, tb = sol.positions, sol.tables
+    table = tb.source[:, :, 0].astype(np.int8).copy()
+    rows = np.flatnonzero(pos.decision)
+    net = net.eval()
+    for d in range(sol.params.die_sides):
+        with torch.inference_mode():
+            logits = net(torch.from_numpy(observations(sol, rows, d + 1)))[0].numpy()
+        src = tb.source[rows, d].astype(np.int64)
+        score = np.where(tb.legal[rows, d], np.take_along_axis(logits, np.maximum(src, 0), axis=1), -np.inf)
+        best = np.take_along_axis(src, score.argmax(1)[:, None], axis=1)[:, 0]
+        table[rows, d] = np.where(tb.num_legal[rows, d] >= 1, best, table[rows, d])
+    return table

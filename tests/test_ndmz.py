@@ -1,0 +1,265 @@
+"""Nondeterministic MuZero: action layout, targets through chance steps, Appendix A's
+backup on a hand-worked tree, search invariants, dynamics tests, and runs through the
+Trainer on Nannon 6-3-6."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.algos import make_algorithm
+from polyzero.algos.base import Trajectory
+from polyzero.algos.ndmz import trajectory_steps
+from polyzero.config import build_config
+from polyzero.games import load_game
+from polyzero.nets.ndmz import CHANCE, TERMINAL, ActionLayout
+from polyzero.search.ndmz import (KIND_CHANCE, KIND_CHOICE, KIND_IDENTITY, KIND_TERMINAL, NDMZTrees,
+                                  backup, ndmz_search)
+from polyzero.train.checkpoint import latest_checkpoint, read_learner
+from polyzero.train.driver import Trainer
+from polyzero.train.selfplay import SelfPlayActor
+
+SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
+         "train.replay_size=1024", "search.num_simulations=8", "selfplay.concurrent_games=8",
+         "net.width=32", "ndmz.hidden_size=16", "eval.every=0", "eval.final_games=0", "threads=1", "seed=3"]
+
+
+@pytest.fixture(scope="module")
+def nannon():
+    torch.set_num_threads(1)
+    game = load_game("nannon")
+    return game, make_algorithm(build_config("nannon", "ndmz", overrides=SMALL), game)
+
+
+def test_action_layout_of_nannon():
+    layout = ActionLayout.of(load_game("nannon"))
+    # 6 points: moves from home (0), points 1..6 (1..6), pass (7); 16 opening/die outcomes.
+    assert (layout.choice, layout.chance) == (8, 16)
+    assert layout.chance_action(0) == 8 and layout.chance_action(15) == 23
+    assert (layout.noop, layout.end, layout.size) == (24, 25, 26)
+
+
+def _dist(n):
+    return tuple((o, 1.0 / n) for o in range(n))
+
+
+def test_targets_of_a_hand_made_trajectory(nannon):
+    game, algo = nannon
+    lay = algo.layout
+    pi0 = np.zeros(8, np.float32)
+    pi0[[1, 3]] = [0.25, 0.75]
+    pi1 = np.zeros(8, np.float32)
+    pi1[7] = 1.0
+    traj = Trajectory(observations=[np.ones(35, np.float32), 2 * np.ones(35, np.float32)],
+                      policies=[pi0, pi1], players=[0, 1], actions=[3, 7],
+                      legal=[np.ones(8, bool)] * 2, root_values=[0.1, 0.2], returns_before=[0.0, 0.0],
+                      returns=np.array([1.0, -1.0], np.float32), chance=[[(2, _dist(6))], []])
+    steps = trajectory_steps(traj, lay)
+    # decision p0, its die roll for p1, decision p1 (a pass), the end of the game.
+    assert list(steps["identity"]) == [0, CHANCE, 1, TERMINAL]
+    assert list(steps["action"]) == [3, 10, 7, 25]
+    assert list(steps["sampleable"]) == [True, False, True, False]
+    assert np.allclose(steps["value"], [1, 1, -1, -1])  # last choice player's view at chance/terminal
+    assert np.allclose(steps["reward"], [0, 0, 0, -1])
+    noop = np.eye(26)[24]
+    assert np.allclose(steps["choice_target"][0, :8], pi0) and steps["choice_target"][0, 8:].sum() == 0
+    assert np.allclose(steps["chance_target"][0], noop)
+    assert np.allclose(steps["choice_target"][1], noop)
+    assert np.allclose(steps["chance_target"][1, 8:14], 1 / 6) and steps["chance_target"][1].sum() == pytest.approx(1)
+    assert np.allclose(steps["choice_target"][2, 7], 1.0) and np.allclose(steps["chance_target"][2], noop)
+    assert np.allclose(steps["choice_target"][3], noop) and np.allclose(steps["chance_target"][3], noop)
+    assert np.array_equal(steps["obs"][2], 2 * np.ones(35))
+
+    replay = algo.make_replay()  # K = 6
+    assert replay.add(steps) == 2
+    batch = replay.unroll_targets(np.array([0, 2]))
+    assert batch["actions"].tolist() == [[3, 10, 7, 25, 25, 25], [7, 25, 25, 25, 25, 25]]
+    assert batch["target_identity"].tolist() == [[0, 2, 1, 3, 3, 3, 3], [1, 3, 3, 3, 3, 3, 3]]
+    assert np.allclose(batch["target_value"], [[1, 1, -1, -1, -1, -1, -1], [-1] * 7])
+    assert np.allclose(batch["target_reward"], [[0, 0, 0, -1, 0, 0, 0], [0, -1, 0, 0, 0, 0, 0]])
+    assert np.allclose(batch["mask"], 1.0)
+    assert np.allclose(batch["target_choice"][0, 4:], noop) and np.allclose(batch["target_chance"][1, 1:], noop)
+    assert np.allclose(batch["target_chance"][0, 1, 8:14], 1 / 6)
+
+
+def test_recorded_self_play_trajectory_replays_the_game(nannon):
+    """Self-play records every chance event after each move: replaying the moves and the
+    recorded outcomes reproduces the game, and the step identities follow it."""
+    game, algo = nannon
+    cfg = algo.cfg
+    actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(algo.build_network(), "cpu"), seed=5)
+    finished = []
+    while not finished:
+        finished = actor.tick()
+    traj = finished[0]
+    steps = trajectory_steps(traj, algo.layout)
+    lay = algo.layout
+    assert steps["identity"][-1] == TERMINAL and steps["action"][-1] == lay.end
+    assert np.count_nonzero(steps["identity"] == CHANCE) == sum(len(c) for c in traj.chance) > 0
+    # Rebuild the game from a state at the first decision: its decisions must match.
+    t = 0
+    for i in range(len(steps["action"]) - 1):
+        ident, a = steps["identity"][i], steps["action"][i]
+        if ident in (0, 1):
+            assert ident == traj.players[t] and a == traj.actions[t] < lay.choice
+            assert steps["value"][i] == traj.returns[ident]
+            t += 1
+        else:
+            assert ident == CHANCE and lay.choice <= a < lay.noop
+            nxt = steps["identity"][i + 1]
+            assert nxt in (0, 1, CHANCE)
+    assert t == len(traj.actions)
+
+
+def _chain(trees, b, parent, edge, kind, value=0.0):
+    w = trees.add(b, parent, edge, kind)
+    trees.value[b, w] = value
+    return w
+
+
+def test_backup_signs_on_a_hand_worked_tree():
+    """Appendix A: result nodes get +v when the choice node above them belongs to the
+    leaf's player e, -v otherwise; a terminal leaf backs up its closest choice ancestor."""
+    t = NDMZTrees.empty(1, 16, 26, 4)
+    t.kind[0, 0], t.edge[0, 0], t.value[0, 0] = KIND_CHOICE, 0, 0.9  # root: player 0
+    r1 = _chain(t, 0, 0, 2, KIND_IDENTITY)  # result node under the root
+    c2 = _chain(t, 0, r1, 1, KIND_CHOICE, 0.6)  # player 1 to move, V = 0.6 for player 1
+    backup(t, 0, c2)
+    assert t.total[0, r1] == pytest.approx(-0.6) and t.visits[0, r1] == 1
+    r3 = _chain(t, 0, c2, 5, KIND_IDENTITY)  # result node under player 1's choice node
+    ch4 = _chain(t, 0, r3, CHANCE, KIND_CHANCE)
+    i5 = _chain(t, 0, ch4, 10, KIND_IDENTITY)  # not a result node: its parent is a chance node
+    c6 = _chain(t, 0, i5, 0, KIND_CHOICE, 0.3)  # player 0 to move, V = 0.3
+    backup(t, 0, c6)
+    assert t.total[0, r3] == pytest.approx(-0.3)  # player 1's choice above: -v
+    assert t.total[0, r1] == pytest.approx(-0.6 + 0.3)  # player 0's root above: +v
+    assert t.total[0, i5] == 0.0 and t.visits[0, i5] == 1
+    term = _chain(t, 0, r3, TERMINAL, KIND_TERMINAL)
+    backup(t, 0, term)  # closest choice ancestor: c2 (player 1, V = 0.6)
+    assert t.total[0, r3] == pytest.approx(-0.3 + 0.6)
+    assert t.total[0, r1] == pytest.approx(-0.3 - 0.6)
+    assert (t.visits[0, r1], t.visits[0, r3], t.visits[0, 0]) == (3, 2, 3)
+    q, n = t.q(0, 0)
+    assert q[2] == pytest.approx(-0.3) and n[2] == 3
+
+
+class _StubModel:
+    """g always names `identity` as the next player; f gives uniform policies and `value`."""
+
+    def __init__(self, identity, value, size=26, hidden=3):
+        self.identity, self.value, self.size, self.hidden = identity, value, size, hidden
+        self.recurrent_rows = 0
+
+    def initial(self, obs):
+        m = len(obs)
+        return (np.zeros((m, self.hidden), np.float32), np.zeros((m, self.size)), np.zeros((m, self.size)),
+                np.full(m, self.value))
+
+    def recurrent(self, hidden, action):
+        m = len(hidden)
+        self.recurrent_rows += m
+        ident = np.full((m, 4), -1e9)
+        ident[:, self.identity] = 0.0
+        return (hidden + 1, ident, np.zeros((m, self.size)), np.zeros((m, self.size)), np.full(m, self.value),
+                np.zeros(m))
+
+
+def test_search_values_with_a_stub_model():
+    lay = ActionLayout(8, 16)
+    legal = np.zeros((2, 8), bool)
+    legal[:, [1, 4, 7]] = True
+    obs = np.zeros((2, 5), np.float32)
+    rng = np.random.default_rng(0)
+    # The opponent (player 1) always moves next with value 0.5 for it: every root result is -0.5 for player 0.
+    model = _StubModel(identity=1, value=0.5)
+    r = ndmz_search(model, obs, legal, np.array([0, 0]), lay, 20, 1.25, rng)
+    visited = r.root_visits > 0
+    assert np.allclose(r.root_q[visited], -0.5) and np.allclose(r.root_value, -0.5)
+    assert not r.root_visits[~legal].any()
+    # Iteration 1 expands an identity node (a network call, no backup), iteration 2 its
+    # choice child (backup); from then on a new result node every second iteration at most.
+    assert (r.backups == 10).all() and r.root_visits.sum(1).tolist() == r.backups.tolist()
+    assert r.model_calls <= 21 and (r.network_evaluations == 1 + (20 - r.backups)).all()
+    # The same player moves again: the value counts for the root's player, +0.5.
+    r = ndmz_search(_StubModel(identity=0, value=0.5), obs, legal, np.array([0, 0]), lay, 20, 1.25, rng)
+    assert np.allclose(r.root_value, 0.5)
+    # Always terminal: the closest choice ancestor of every terminal leaf is the root,
+    # whose own value (0.4, from f(h(o))) and player are backed up.
+    r = ndmz_search(_StubModel(identity=TERMINAL, value=0.4), obs, legal, np.array([1, 1]), lay, 30, 1.25, rng)
+    assert np.allclose(r.root_value, 0.4)
+    # After 3 result nodes are expanded, every iteration reaches a terminal leaf and backs up.
+    assert (r.backups == 30 - 3).all() and (r.network_evaluations == 1 + 3).all()
+
+
+def test_search_invariants_on_nannon(nannon):
+    game, algo = nannon
+    rng = np.random.default_rng(1)
+    states = []
+    for seed in range(6):
+        s = game.new_initial_state()
+        g = np.random.default_rng(seed)
+        while not s.is_terminal() and len(states) < 6:
+            if s.is_chance_node():
+                outs, probs = zip(*s.chance_outcomes())
+                s.apply_action(int(outs[g.choice(len(outs), p=np.asarray(probs))]))
+            elif g.random() < 0.3:
+                states.append(s.clone())
+                break
+            else:
+                s.apply_action(int(g.choice(s.legal_actions())))
+    params = algo.cfg.search.params(40)
+    ev = algo.make_evaluator(algo.build_network(), "cpu")
+    r = algo.search(ev, states, params, rng, add_noise=True)
+    t = r.tree
+    legal = np.array([[a in s.legal_actions() for a in range(8)] for s in states])
+    assert not r.root_visits[~legal].any() and (r.root_visits.sum(1) > 0).all()
+    assert (r.root_visits.sum(1) == r.backups).all()
+    assert (t.size <= 41).all() and r.model_calls <= 41 and (r.network_evaluations <= 41).all()
+    for b in range(len(states)):
+        for w in range(1, t.size[b]):
+            j, kind, pk = t.parent[b, w], t.kind[b, w], t.kind[b, t.parent[b, w]]
+            if pk in (KIND_CHOICE, KIND_CHANCE):
+                assert kind == KIND_IDENTITY
+            else:
+                assert pk == KIND_IDENTITY
+                assert kind == {0: KIND_CHOICE, 1: KIND_CHOICE, CHANCE: KIND_CHANCE,
+                                TERMINAL: KIND_TERMINAL}[t.edge[b, w]]
+            if kind == KIND_CHOICE:
+                assert t.value[b, w] == t.value[b, j] and np.array_equal(t.hidden[b, w], t.hidden[b, j])
+        # visits: a result node's count is the backups through it; the root's sum them
+        kids = t.children[b, 0][t.children[b, 0] >= 0]
+        assert t.visits[b, kids].sum() == t.visits[b, 0] == r.backups[b]
+
+
+def test_dynamics_tests_report_per_k(nannon):
+    from polyzero.train.ndmz_dynamics import dynamics_tests, random_game_steps
+
+    game, algo = nannon
+    obs, actions, legal, is_choice, gid = random_game_steps(game, 5, seed=0)
+    assert (legal.sum(1) >= 1).all() and legal[~is_choice][:, algo.layout.noop].all()
+    out = dynamics_tests(algo.build_network(), game, algo.nd.unroll_steps, games=20)
+    assert len(out["top_move"]) == 7 and out["positions"][0] == np.count_nonzero(
+        random_game_steps(game, 20, seed=0)[3])
+    assert all(0.0 <= x <= 1.0 for x in out["top_move"] + out["uniform"])
+    assert out["positions"][0] >= out["positions"][6] > 0
+
+
+def test_ndmz_runs_and_resumes_through_the_trainer(tmp_path):
+    """`--algo ndmz` on Nannon 6-3-6; a resumed run rebuilds the chance events of the
+    games in flight and reaches the same weights as an uninterrupted one."""
+    cfg = SMALL + ["train.checkpoint_every=2"]
+    full = Trainer.create(build_config("nannon", "ndmz", overrides=cfg + ["train.steps=4"]), tmp_path / "full",
+                          progress=False)
+    full.run()
+    assert full.step == 4 and full.selfplay_stats["games"] > 0
+    d = full.replay.data
+    n = len(full.replay)
+    assert set(np.unique(d["identity"][:n])) == {0, 1, CHANCE, TERMINAL}
+    Trainer.create(build_config("nannon", "ndmz", overrides=cfg + ["train.steps=2"]), tmp_path / "split",
+                   progress=False).run()
+    Trainer.resume(tmp_path / "split", ["train.steps=4"], progress=False).run()
+    a = read_learner(latest_checkpoint(tmp_path / "full"))["net"]
+    b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
