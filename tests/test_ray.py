@@ -107,3 +107,15 @@ def test_per_actor_throughput_is_logged(local_ray, tmp_path):
     rates = [v for k, v in last.items() if k.startswith("ray/worker") and k.endswith("/positions_per_s")]
     assert rates and all(r > 0 for r in rates)
     assert "ray/queue" in last and "ray/weight_staleness" in last
+
+
+def test_evaluation_runs_on_its_own_actor(local_ray, tmp_path):
+    """Periodic evaluation is handed to an evaluation actor; every evaluation is logged
+    under the learning step of the weights it scored, also those finishing after the end."""
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + [
+        "train.steps=3", "eval.every=1", "eval.games=4", 'eval.opponents=["random"]'])
+    trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
+    trainer.run()
+    evals = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"]
+    assert sorted(r["step"] for r in evals) == [1, 2, 3]
+    assert all(0.0 <= r["eval/random/score"] <= 1.0 for r in evals)

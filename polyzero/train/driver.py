@@ -227,9 +227,7 @@ class Trainer:
                 log.log("train", self.step, self._now(), {**loss, **sp, **runtime,
                                                          "replay/size": len(self.replay),
                                                          "train_time": self.train_time})
-                if cfg.eval.every and self.step % cfg.eval.every == 0:
-                    self.last_eval = self.evaluate(cfg.eval.games)
-                    log.log("eval", self.step, self._now(), {**self.last_eval, "train_time": self.train_time})
+                self._periodic_evaluation(log)
                 if self.step % cfg.train.checkpoint_every == 0 or self.step == cfg.train.steps:
                     self.save()
                 progress.update(self.step, {**loss, **runtime}, stats, sp["selfplay/positions_per_s"],
@@ -241,39 +239,64 @@ class Trainer:
             raise Interrupted(f"interrupted at learning step {self.step}; checkpoint written to {path}") from None
         finally:
             signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
+        self._finish_evaluations(log)
         progress.close()
         log.close()
         return {"step": self.step, "time": self._now(), "train_time": self.train_time}
 
     # ------------------------------------------------------------ evaluation
+    def _periodic_evaluation(self, log) -> None:
+        """Every eval.every learning steps, score the network here (the Ray driver hands
+        this to an evaluation actor, so training goes on meanwhile)."""
+        if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
+            self.last_eval = self.evaluate(self.cfg.eval.games)
+            self.log_evaluation(log, self.step, self.last_eval, self.train_time)
+
+    def log_evaluation(self, log, step: int, scores: dict, train_time: float) -> None:
+        log.log("eval", step, self._now(), {**scores, "train_time": train_time})
+
+    def _finish_evaluations(self, log) -> None:
+        """Evaluations still running when the run ends (none in-process)."""
+
     def agent_player(self, simulations: int | None = None, seed: int = 0,
                      sample_moves: int | None = None) -> SearchPlayer:
         """The current network with the evaluation search settings."""
-        net = self.algo.build_network()
-        net.load_state_dict(self.learner.weights())
-        sims = simulations or self.cfg.eval.simulations
-        sample = self.cfg.eval.sample_moves if sample_moves is None else sample_moves
-        return SearchPlayer(self.algo, self.algo.make_evaluator(net, self.device), self.cfg.search.params(sims),
-                            name=f"agent@{self.step}", seed=seed, sample_moves=sample)
+        return agent_player(self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed,
+                            simulations, sample_moves)
 
     def evaluate(self, games: int, seed: int | None = None) -> dict:
         """Score the current network against each configured opponent."""
-        from ..eval import make_player, play_match, play_single_agent
-
-        out = {}
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        agent = self.agent_player(seed=seed)
-        if self.game.num_players() == 1:
-            res = play_single_agent(self.game, agent, games, seed=seed)
-            return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
-                    "eval/return/ci_high": res["ci_high"]}
-        for spec in self.cfg.eval.opponent_specs():
-            opponent = make_player(spec, self.game, seed=seed)
-            res = play_match(self.game, agent, opponent, games, seed=seed)
-            out[f"eval/{spec}/score"] = res.score
-            out[f"eval/{spec}/ci_low"] = res.ci_low
-            out[f"eval/{spec}/ci_high"] = res.ci_high
-        return out
+        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed)
+
+
+def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, simulations: int | None = None,
+                 sample_moves: int | None = None) -> SearchPlayer:
+    """A network's weights as a player with the evaluation search settings."""
+    net = algo.build_network()
+    net.load_state_dict(weights)
+    sims = simulations or cfg.eval.simulations
+    sample = cfg.eval.sample_moves if sample_moves is None else sample_moves
+    return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(sims),
+                        name=f"agent@{step}", seed=seed, sample_moves=sample)
+
+
+def evaluate_agent(game, cfg, agent, games: int, seed: int) -> dict:
+    """The agent's scores against each configured opponent, with Wilson 95% intervals
+    (one-player games: its mean return over `games` episodes)."""
+    from ..eval import make_player, play_match, play_single_agent
+
+    if game.num_players() == 1:
+        res = play_single_agent(game, agent, games, seed=seed)
+        return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
+                "eval/return/ci_high": res["ci_high"]}
+    out = {}
+    for spec in cfg.eval.opponent_specs():
+        res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed)
+        out[f"eval/{spec}/score"] = res.score
+        out[f"eval/{spec}/ci_low"] = res.ci_low
+        out[f"eval/{spec}/ci_high"] = res.ci_high
+    return out
 
 
 def _raise_interrupted(signum, frame):

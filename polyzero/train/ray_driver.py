@@ -116,6 +116,33 @@ class SelfPlayWorker:
                 "pid": os.getpid()}
 
 
+class EvaluationWorker:
+    """A plain class Ray runs as an actor: scores weights it is sent against the
+    configured opponents, so periodic evaluation does not stall the learner."""
+
+    def __init__(self, cfg_dict: dict):
+        import torch
+
+        from ..algos import make_algorithm
+        from ..config import build_config
+        from ..eval import register_player_loader
+        from ..games import load_game
+        from .agents import load_search_player
+
+        self.cfg = build_config(base=cfg_dict)
+        if self.cfg.threads:
+            torch.set_num_threads(self.cfg.threads)
+        register_player_loader(load_search_player)  # opponents may be run directories
+        self.game = load_game(self.cfg.game)
+        self.algo = make_algorithm(self.cfg, self.game)
+
+    def evaluate(self, weights: dict, step: int, games: int, seed: int) -> dict:
+        from .driver import agent_player, evaluate_agent
+
+        agent = agent_player(self.algo, self.cfg, weights, "cpu", step, seed)
+        return evaluate_agent(self.game, self.cfg, agent, games, seed)
+
+
 class RayTrainer(Trainer):
     """Trainer whose self-play runs on `workers` Ray actors."""
 
@@ -131,6 +158,8 @@ class RayTrainer(Trainer):
         self.staleness: list[int] = []
         self.worker_seconds = 0.0
         self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
+        self.eval_worker = None
+        self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time)
         self.workers = []
         self.archive_workers = []  # Go-Exploit search states: their own pool (start.archive_workers)
         self.in_flight: dict = {}
@@ -152,6 +181,10 @@ class RayTrainer(Trainer):
                             max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
+        if self.cfg.eval.every:
+            evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
+                                   max_task_retries=0)(EvaluationWorker)
+            self.eval_worker = evaluator.remote(cfg_dict)
         if self.search_control is not None and self.search_control.kind == "search" \
                 and self.cfg.start.archive_workers > 0:
             # They play a small share of the moves (the paper's 50 archive actors beside 700
@@ -165,8 +198,9 @@ class RayTrainer(Trainer):
         self._publish_weights(force=True)
 
     def _stop(self) -> None:
-        for w in self.workers + self.archive_workers:
+        for w in self.workers + self.archive_workers + ([self.eval_worker] if self.eval_worker else []):
             self.ray.kill(w, no_restart=True)
+        self.eval_worker, self.evaluations = None, {}
         self.workers, self.archive_workers, self.in_flight = [], [], {}
         if self._owns_ray:
             self.ray.shutdown()
@@ -182,6 +216,35 @@ class RayTrainer(Trainer):
     @property
     def selfplay_stats(self) -> dict:
         return self.totals
+
+    def _periodic_evaluation(self, log) -> None:
+        """Hand the current weights to the evaluation actor; log the evaluations that
+        have finished (each under the learning step of the weights it scored)."""
+        self._log_evaluations(log, wait=False)
+        if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
+            seed = self.cfg.seed + 1000 * self.step
+            ref = self.eval_worker.evaluate.remote(self.ray.put(self.learner.weights()), self.step,
+                                                   self.cfg.eval.games, seed)
+            self.evaluations[ref] = (self.step, self.train_time)
+
+    def _finish_evaluations(self, log) -> None:
+        self._log_evaluations(log, wait=True)
+
+    def _log_evaluations(self, log, wait: bool) -> None:
+        if not self.evaluations:
+            return
+        refs = list(self.evaluations)
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=None if wait else 0)
+        for ref in ready:
+            step, train_time = self.evaluations.pop(ref)
+            try:
+                self.last_eval = self.ray.get(ref)
+            except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
+                self.failures += 1
+                print(f"evaluation of step {step} lost ({type(exc).__name__}); Ray restarts the "
+                      "evaluation actor", file=sys.stderr)
+                continue
+            self.log_evaluation(log, step, self.last_eval, train_time)
 
     def _archive_result(self, worker, ref) -> None:
         """An archive worker's games ended: their search states enter the archive (Algorithm 3)."""
