@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
-from .search.params import (GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS, Q_NORMALISATIONS,
-                            SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
+from .search.params import (CHANCE_BACKUPS, GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS,
+                            Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
 
 
 @dataclass
@@ -72,6 +72,7 @@ class SearchConfig:
     # "completed_minmax" (mctx's qtransform_completed_by_mix_value).
     gumbel_q_normalisation: str = "bounds"
     policy_loss: str = "kl"  # "kl": pi' target (Eq. 12); "simple": one-hot A_{n+1} (Eq. 9)
+    chance_backup: str = "sample"  # chance nodes: "sample" (sampled returns) or "expectation"
 
     def validate(self):
         _positive("search.num_simulations", self.num_simulations)
@@ -91,6 +92,7 @@ class SearchConfig:
         _positive("search.eval_gumbel_scale", self.eval_gumbel_scale, allow_zero=True)
         _choice("search.gumbel_q_normalisation", self.gumbel_q_normalisation, GUMBEL_Q_NORMALISATIONS)
         _choice("search.policy_loss", self.policy_loss, GUMBEL_POLICY_LOSSES)
+        _choice("search.chance_backup", self.chance_backup, CHANCE_BACKUPS)
         if not self.value_max > self.value_min:
             raise UsageError("search.value_max must be greater than search.value_min")
 

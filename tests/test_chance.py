@@ -121,3 +121,27 @@ def test_resumed_run_with_dice_reaches_the_same_weights(tmp_path):
     b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+def test_expectation_backup_makes_chance_nodes_worth_the_mean_of_their_outcomes():
+    """search.chance_backup = "expectation": every chance node's value is
+    sum_o p(o) Q(o) / sum_o p(o) over its expanded outcomes (expectimax)."""
+    game = load_game("pig")
+
+    def varied(obs):  # values that differ between positions, so the mean is not trivial
+        flat = obs.reshape(len(obs), -1)
+        return np.zeros((len(obs), 2), np.float32), np.tanh(flat @ np.linspace(-1, 1, flat.shape[1]))
+
+    params = SearchParams(num_simulations=300, selection="muzero", dirichlet_fraction=0.0,
+                          chance_backup="expectation")
+    tree = search(_pig_model([game.new_initial_state()], varied, seed=2), params, np.random.default_rng(4)).tree
+    checked = 0
+    for node in np.flatnonzero(tree.chance[0, : tree.num_nodes[0]]):
+        kids = [(a, c) for a, c in enumerate(tree.children[0, node]) if c >= 0]
+        if len(kids) < 2:
+            continue
+        q = [tree.reward[0, c] + tree.discount[0, c] * tree.value[0, c] for _, c in kids]
+        p = [tree.prior[0, node, a] for a, _ in kids]
+        assert tree.value[0, node] == pytest.approx(np.dot(p, q) / np.sum(p), rel=1e-6)
+        checked += 1
+    assert checked >= 3

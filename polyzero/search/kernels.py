@@ -193,6 +193,19 @@ def _sample_outcome(prior, legal, b, node):
 
 
 @nb.njit(cache=True)
+def _expected_outcome_value(children, reward, discount, value, prior, b, node):
+    """sum_o p(o) Q(node, o) / sum_o p(o) over the expanded outcomes o of a chance node."""
+    total = 0.0
+    weight = 0.0
+    for a in range(children.shape[2]):
+        c = children[b, node, a]
+        if c >= 0:
+            total += prior[b, node, a] * _edge_q(reward, discount, value, b, c)
+            weight += prior[b, node, a]
+    return total / weight if weight > 0.0 else value[b, node]
+
+
+@nb.njit(cache=True)
 def seed_chance(seed):
     """Seed the generator chance nodes draw from (Numba keeps its own, per thread)."""
     np.random.seed(seed)
@@ -422,7 +435,7 @@ def _softmax_into(logits, legal, out):
 def expand_and_backup(children, parent, action, depth, visits, value, raw_value, reward,
                       discount, prior, legal, terminal, num_nodes, q_min, q_max,
                       leaf_node, leaf_action, leaf_kind, new_logits, new_legal, new_value,
-                      new_reward, new_discount, new_terminal, chance, new_chance):
+                      new_reward, new_discount, new_terminal, chance, new_chance, chance_backup=0):
     """Add each tree's new node (if any) and back its value up to the root.
 
     A new node's prior is the softmax of its logits over its legal actions.
@@ -466,6 +479,11 @@ def expand_and_backup(children, parent, action, depth, visits, value, raw_value,
             cnt = visits[b, p]
             value[b, p] = (value[b, p] * cnt + g) / (cnt + 1.0)
             visits[b, p] = cnt + 1
+            if chance_backup == 1 and chance[b, p]:
+                # Expectimax: the chance node is worth the probability-weighted mean of its
+                # expanded outcomes, and that (not the sampled return) goes on up.
+                value[b, p] = _expected_outcome_value(children, reward, discount, value, prior, b, p)
+                g = value[b, p]
             q = _edge_q(reward, discount, value, b, node)
             if q < q_min[b]:
                 q_min[b] = q

@@ -149,7 +149,8 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree,
             tree.raw_value, tree.reward, tree.discount, tree.prior, tree.legal,
             tree.terminal, tree.num_nodes, tree.q_min, tree.q_max, leaf_node, leaf_action,
             leaf_kind, exp.prior_logits, exp.legal, exp.value, exp.reward, exp.discount,
-            exp.terminal, tree.chance, no_chance if exp.chance is None else exp.chance)
+            exp.terminal, tree.chance, no_chance if exp.chance is None else exp.chance,
+            params.chance_code)
     return calls
 
 

@@ -43,6 +43,14 @@ GUMBEL_POLICY_LOSSES = {
     "simple": 1,
 }
 
+# How a chance node's value is backed up (games with dice; AlphaZero's simulator).
+CHANCE_BACKUPS = {
+    # The sampled outcome's return, averaged like any node's (NMCTS / McGammon).
+    "sample": 0,
+    # The probability-weighted mean of the expanded outcomes' Q (expectimax).
+    "expectation": 1,
+}
+
 # Selection rules.
 SELECTION_RULES = {
     # MuZero Eq. 2: Q + P * sqrt(N) / (1 + N(a)) * (c1 + log((N + c2 + 1) / c2)).
@@ -98,6 +106,7 @@ class SearchParams:
     eval_gumbel_scale: float = 0.0  # without add_noise (evaluation: Appendix F, Fig. 8b)
     gumbel_q_normalisation: str = "bounds"
     policy_loss: str = "kl"
+    chance_backup: str = "sample"
 
     def __post_init__(self):
         if self.num_simulations < 1:
@@ -109,6 +118,7 @@ class SearchParams:
             ("unvisited_q", UNVISITED_Q),
             ("gumbel_q_normalisation", GUMBEL_Q_NORMALISATIONS),
             ("policy_loss", GUMBEL_POLICY_LOSSES),
+            ("chance_backup", CHANCE_BACKUPS),
         ):
             if getattr(self, name) not in table:
                 raise ValueError(f"{name} must be one of {sorted(table)}, not {getattr(self, name)!r}")
@@ -134,6 +144,10 @@ class SearchParams:
             Q_NORMALISATIONS[self.q_normalisation],
             UNVISITED_Q[self.unvisited_q],
         )
+
+    @property
+    def chance_code(self) -> int:
+        return CHANCE_BACKUPS[self.chance_backup]
 
     @property
     def gumbel_norm(self) -> int:
