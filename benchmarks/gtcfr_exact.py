@@ -1,0 +1,128 @@
+"""Exploitability against iterations: GT-CFR growing its tree with exact leaf
+values on Leduc, beside public-tree CFR+ with simultaneous updates on the whole
+tree (= OpenSpiel's `_CFRSolver(alternating_updates=False, linear_averaging=True,
+regret_matching_plus=True)`, tested to 1e-9) and OpenSpiel's alternating
+`CFRPlusSolver`, all in the same run (Student of Games issue 7, benchmark
+`gtcfr_exact`; paper "Search via GT-CFR", Theorem 1).
+
+GT-CFR starts from the root public state and its children, runs one CFR
+iteration per expansion (c = 1 by default) and values its leaves by
+`ExactValueFunction` (the leaf's subgame solved by CFR+ for the current ranges,
+`--solve` iterations from scratch per query). Its policy at a checkpoint is the
+average policy at the tree's interior plus, below each leaf, the exact solver's
+policy of that leaf's subgame solved for the average ranges; OpenSpiel's exact
+best response gives the exploitability (mbb/h = 1000 x chips).
+
+    .venv/bin/python benchmarks/gtcfr_exact.py --checkpoints 10,30,100 --solve 100 --seed 0
+
+Writes benchmarks/results/gtcfr_exact.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from open_spiel.python.algorithms import cfr, exploitability
+
+from polyzero.games import load_game
+from polyzero.games.public_states import PublicTree, public_observation_function
+from polyzero.sog.cfr import PublicTreeCFR
+from polyzero.sog.exploitability import tabular_from
+from polyzero.sog.gtcfr import GTCFR, SearchTree, SoGSettings
+from polyzero.sog.values import ExactValueFunction
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def gtcfr_policy(search: GTCFR, values: ExactValueFunction) -> dict:
+    search.cfr.root_reach = search._root_reach(average=True)
+    search.cfr.evaluate_average()  # solves every leaf for the average ranges
+    table = dict(search.average_policy())
+    for leaf in search.cfr.leaves:
+        table.update(values.solver_for(search.tree.nodes[leaf]).average_policy())
+    return table
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--game", default="leduc_poker")
+    ap.add_argument("--checkpoints", default="10,30,100", help="CFR iterations at which to measure")
+    ap.add_argument("--c", type=float, default=1.0, help="GT-CFR expansions per CFR iteration")
+    ap.add_argument("--solve", type=int, default=100, help="CFR+ iterations per exact leaf query")
+    ap.add_argument("--seed", type=int, default=0, help="GT-CFR's expansion sampling")
+    ap.add_argument("--out", default="gtcfr_exact")
+    args = ap.parse_args(argv)
+    checkpoints = sorted(int(x) for x in args.checkpoints.split(","))
+    game = load_game(args.game)
+    scale = 1000.0
+
+    def expl(policy_table) -> float:
+        return scale * exploitability.exploitability(game, tabular_from(game, policy_table))
+
+    rows = {"simultaneous_cfr_plus": [], "openspiel_cfr_plus": [], "gtcfr_exact": []}
+    start = time.time()
+    simultaneous = PublicTreeCFR(PublicTree(game))
+    alternating = cfr.CFRPlusSolver(game)
+    for t in range(1, checkpoints[-1] + 1):
+        simultaneous.iterate()
+        alternating.evaluate_and_update_policy()
+        if t in checkpoints:
+            rows["simultaneous_cfr_plus"].append((t, expl(simultaneous.average_policy())))
+            rows["openspiel_cfr_plus"].append(
+                (t, scale * exploitability.exploitability(game, alternating.average_policy())))
+            print(f"t={t}: simultaneous {rows['simultaneous_cfr_plus'][-1][1]:.2f}  "
+                  f"alternating {rows['openspiel_cfr_plus'][-1][1]:.2f} mbb/h", flush=True)
+    solvers_seconds = time.time() - start
+
+    start = time.time()
+    values = ExactValueFunction(game, iterations=args.solve, warm_start=False)
+    root = PublicTree(game, max_depth=0).nodes[0]
+    tree = SearchTree(game, root, public_observation_function(game))
+    tree.expand(0)
+    search = GTCFR(tree, values, SoGSettings(), np.random.default_rng(args.seed))
+    done = 0
+    sizes = []
+    for t in range(1, checkpoints[-1] + 1):
+        if t > 1:
+            target = int(np.floor((t - 1) * args.c + 1e-9))
+            if target > done:
+                search.expansion_phase(target - done)
+                done = target
+        search.iterate()
+        if t in checkpoints:
+            rows["gtcfr_exact"].append((t, expl(gtcfr_policy(search, values))))
+            sizes.append((t, len(tree.nodes), len(search.cfr.leaves)))
+            print(f"t={t}: GT-CFR exact {rows['gtcfr_exact'][-1][1]:.2f} mbb/h, tree {len(tree.nodes)} "
+                  f"public states ({len(search.cfr.leaves)} leaves), {time.time() - start:.0f} s", flush=True)
+    gtcfr_seconds = time.time() - start
+
+    machine = f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})"
+    command = "python benchmarks/gtcfr_exact.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
+              "seed": args.seed, "machine": machine, "command": command, "mbb_per_hand": rows,
+              "tree_sizes": sizes, "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    lines = [f"# GT-CFR with exact leaf values on {args.game}", "",
+             f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
+             f"{args.solve} CFR+ iterations per query (cold start).", "",
+             "| iterations | simultaneous CFR+ (whole tree) | OpenSpiel CFRPlusSolver (alternating) | "
+             "GT-CFR, exact leaves | GT-CFR tree (public states / leaves) |", "|---|---|---|---|---|"]
+    for i, t in enumerate(checkpoints):
+        lines.append(f"| {t} | {rows['simultaneous_cfr_plus'][i][1]:.2f} | {rows['openspiel_cfr_plus'][i][1]:.2f} | "
+                     f"{rows['gtcfr_exact'][i][1]:.2f} | {sizes[i][1]} / {sizes[i][2]} |")
+    lines += ["", f"Exploitability in mbb/h (1000 x OpenSpiel's exploitability in chips). Wall time: solvers "
+              f"{solvers_seconds:.0f} s, GT-CFR {gtcfr_seconds:.0f} s."]
+    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
