@@ -180,9 +180,11 @@ class RayConfig:
     weights_every: int = 1  # learning steps between weight broadcasts to the workers
     worker_cpus: float = 1.0  # Ray resources each self-play worker asks for
     worker_gpus: float = 0.0  # e.g. 0.25: four workers share a GPU for their inference
+    reanalysers: int = 1  # Ray actors running MuZero Reanalyze (when muzero.reanalyse_fraction > 0)
 
     def validate(self):
         _positive("ray.weights_every", self.weights_every)
+        _positive("ray.reanalysers", self.reanalysers)
         _positive("ray.worker_cpus", self.worker_cpus, allow_zero=True)
         _positive("ray.worker_gpus", self.worker_gpus, allow_zero=True)
 

@@ -119,3 +119,16 @@ def test_evaluation_runs_on_its_own_actor(local_ray, tmp_path):
     evals = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"]
     assert sorted(r["step"] for r in evals) == [1, 2, 3]
     assert all(0.0 <= r["eval/random/score"] <= 1.0 for r in evals)
+
+
+def test_reanalyse_runs_on_its_own_actors(local_ray, tmp_path):
+    """MuZero Reanalyze under Ray: reanalyse actors refresh stored policies while the
+    learner trains; the learner's minibatches are not re-searched in the driver."""
+    cfg = build_config("cartpole", "muzero", overrides=SMALL + [
+        "train.steps=4", "muzero.support=10", "muzero.reanalyse_fraction=0.5", "muzero.chunk_length=0"])
+    trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
+    trainer.run()
+    assert trainer.replay.reanalyser is None and trainer.reanalyser.searches == 0
+    assert trainer.reanalysed > 0  # stored policies written back from the actors' searches
+    last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
+    assert "ray/reanalysed_positions" in last

@@ -239,7 +239,7 @@ class Trainer:
             raise Interrupted(f"interrupted at learning step {self.step}; checkpoint written to {path}") from None
         finally:
             signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
-        self._finish_evaluations(log)
+        self._finish_background_work(log)
         progress.close()
         log.close()
         return {"step": self.step, "time": self._now(), "train_time": self.train_time}
@@ -255,8 +255,8 @@ class Trainer:
     def log_evaluation(self, log, step: int, scores: dict, train_time: float) -> None:
         log.log("eval", step, self._now(), {**scores, "train_time": train_time})
 
-    def _finish_evaluations(self, log) -> None:
-        """Evaluations still running when the run ends (none in-process)."""
+    def _finish_background_work(self, log) -> None:
+        """Evaluations (and reanalysis) still running when the run ends (none in-process)."""
 
     def agent_player(self, simulations: int | None = None, seed: int = 0,
                      sample_moves: int | None = None) -> SearchPlayer:

@@ -143,6 +143,32 @@ class EvaluationWorker:
         return evaluate_agent(self.game, self.cfg, agent, games, seed)
 
 
+class ReanalyseWorker:
+    """A plain class Ray runs as an actor: MuZero Reanalyze's searches (latest
+    parameters) and target-network values on positions the driver sends."""
+
+    def __init__(self, cfg_dict: dict, index: int):
+        import torch
+
+        from ..algos import make_algorithm
+        from ..config import build_config
+        from ..games import load_game
+        from .reanalyse import Reanalyser
+
+        cfg = build_config(base=cfg_dict)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.reanalyser = Reanalyser(make_algorithm(cfg, load_game(cfg.game)), cfg, "cpu", [cfg.seed, 100 + index])
+
+    def set_weights(self, weights: dict, step: int, target: dict | None = None) -> None:
+        self.reanalyser.set_weights(weights, step)
+        if target is not None:
+            self.reanalyser.target.load_state_dict(target)
+
+    def compute(self, obs, legal, boot_obs):
+        return self.reanalyser.compute(obs, legal, boot_obs)
+
+
 class RayTrainer(Trainer):
     """Trainer whose self-play runs on `workers` Ray actors."""
 
@@ -160,6 +186,10 @@ class RayTrainer(Trainer):
         self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
         self.eval_worker = None
         self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time)
+        self.reanalysers: list = []
+        self.reanalysing: dict = {}  # in-flight reanalysis -> (actor, planned positions)
+        self.reanalysed = 0  # stored policies refreshed by reanalyse actors
+        self.reanalyse_rng = np.random.default_rng([cfg.seed, 9])
         self.workers = []
         self.archive_workers = []  # Go-Exploit search states: their own pool (start.archive_workers)
         self.in_flight: dict = {}
@@ -181,6 +211,16 @@ class RayTrainer(Trainer):
                             max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
+        if self.reanalyser is not None:
+            # Reanalyze moves to actors of its own: they refresh random stored unrolls while
+            # the learner trains, instead of the learner re-searching its own minibatches.
+            self.replay.reanalyser = None
+            remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
+                                   max_task_retries=0)(ReanalyseWorker)
+            self.reanalysers = [remote_re.remote(cfg_dict, i) for i in range(self.cfg.ray.reanalysers)]
+            target = self.reanalyser.state_dict()["target"]
+            for w in self.reanalysers:
+                w.set_weights.remote(self.learner.weights(), -1, target)
         if self.cfg.eval.every:
             evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
                                    max_task_retries=0)(EvaluationWorker)
@@ -198,9 +238,10 @@ class RayTrainer(Trainer):
         self._publish_weights(force=True)
 
     def _stop(self) -> None:
-        for w in self.workers + self.archive_workers + ([self.eval_worker] if self.eval_worker else []):
+        for w in self.workers + self.archive_workers + self.reanalysers + \
+                ([self.eval_worker] if self.eval_worker else []):
             self.ray.kill(w, no_restart=True)
-        self.eval_worker, self.evaluations = None, {}
+        self.eval_worker, self.evaluations, self.reanalysers, self.reanalysing = None, {}, [], {}
         self.workers, self.archive_workers, self.in_flight = [], [], {}
         if self._owns_ray:
             self.ray.shutdown()
@@ -227,8 +268,9 @@ class RayTrainer(Trainer):
                                                    self.cfg.eval.games, seed)
             self.evaluations[ref] = (self.step, self.train_time)
 
-    def _finish_evaluations(self, log) -> None:
+    def _finish_background_work(self, log) -> None:
         self._log_evaluations(log, wait=True)
+        self._reanalyse(wait=True, dispatch=False)
 
     def _log_evaluations(self, log, wait: bool) -> None:
         if not self.evaluations:
@@ -324,10 +366,43 @@ class RayTrainer(Trainer):
         self._weights_version = self.step
         for w in self.workers + self.archive_workers:
             self._send_weights(w)
+        for w in self.reanalysers:
+            w.set_weights.remote(self._weights_ref, self.step)
+        self._reanalyse()
+
+    def _reanalyse(self, wait: bool = False, dispatch: bool = True) -> None:
+        """Write back what reanalyse actors finished; give each idle one the unrolls of as
+        many random stored positions as a learning step samples times the fraction."""
+        from .reanalyse import apply, plan
+
+        if self.reanalysing:
+            done, _ = self.ray.wait(list(self.reanalysing), num_returns=len(self.reanalysing),
+                                    timeout=None if wait else 0)
+            for ref in done:
+                worker, work = self.reanalysing.pop(ref)
+                try:
+                    self.reanalysed += apply(self.replay, work, *self.ray.get(ref))
+                except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError):
+                    self.failures += 1
+        if not dispatch:
+            return
+        busy = {worker for worker, _ in self.reanalysing.values()}
+        count = int(round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step
+                          * self.cfg.train.batch_size))
+        for worker in self.reanalysers:
+            if worker in busy or len(self.replay) == 0:
+                continue
+            slots, _ = self.replay.sample_slots(count, self.reanalyse_rng)
+            work = plan(self.replay, slots)
+            if work is not None:
+                ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"])
+                self.reanalysing[ref] = (worker, work)
 
     def _runtime_metrics(self, step_seconds: float) -> dict:
         out = {"ray/workers": self.num_workers, "ray/worker_failures": self.failures,
                "ray/queue": len(self.in_flight)}
+        if self.reanalysers:
+            out["ray/reanalysed_positions"] = self.reanalysed
         if self.staleness:
             out["ray/weight_staleness"] = float(np.mean(self.staleness))
             self.staleness = []

@@ -48,23 +48,46 @@ class Reanalyser:
         self.searches = int(state["searches"])
 
     def refresh(self, replay: SequenceReplay, slots: np.ndarray) -> None:
-        count = int(round(self.fraction * len(slots)))
-        if count == 0:
-            return
-        d, cap = replay.data, replay.capacity
-        chosen = slots[:count]  # slots are drawn at random: the first ones are a random subset
-        ks = np.arange(replay.unroll_steps + 1)
-        pos = d["position"][chosen][:, None] + ks
-        inside = pos < d["seg_end"][chosen][:, None]
-        unroll = np.unique(((chosen[:, None] + ks) % cap)[inside])
-        result = self.algo.search_observations(self.latest, d["obs"][unroll], d["legal"][unroll],
-                                               self.params, self.rng, add_noise=False)
-        replay.refresh(unroll, policy=policy_targets(result, 1.0))
-        self.searches += len(unroll)
-        if not replay.board_game:
-            boot_pos = pos + replay.td_steps
-            ok = boot_pos < d["seg_end"][chosen][:, None]
-            boot = np.unique(((chosen[:, None] + ks + replay.td_steps) % cap)[ok])
-            if boot.size:
-                _, _, value = self.target.initial(d["obs"][boot])
-                replay.refresh(boot, root_value=value)
+        """Re-search the unrolls of a fraction of `slots` and write the results back."""
+        work = plan(replay, slots[: int(round(self.fraction * len(slots)))])
+        if work is not None:
+            apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"]))
+
+    def compute(self, obs: np.ndarray, legal: np.ndarray, boot_obs: np.ndarray):
+        """Fresh search policies at `obs` (latest parameters) and target-network values
+        at `boot_obs`: what a reanalyse actor computes."""
+        result = self.algo.search_observations(self.latest, obs, legal, self.params, self.rng, add_noise=False)
+        self.searches += len(obs)
+        values = self.target.initial(boot_obs)[2] if len(boot_obs) else np.zeros(0, np.float32)
+        return policy_targets(result, 1.0), values
+
+
+def plan(replay: SequenceReplay, chosen: np.ndarray) -> dict | None:
+    """The stored positions the unrolls of `chosen` read: where policies are refreshed
+    (t..t+K) and where bootstrap values are (t+n..t+K+n, single-agent), with their
+    absolute positions so that results arriving later are written only if the ring
+    still holds the same positions."""
+    if len(chosen) == 0:
+        return None
+    d, cap = replay.data, replay.capacity
+    ks = np.arange(replay.unroll_steps + 1)
+    pos = d["position"][chosen][:, None] + ks
+    end = d["seg_end"][chosen][:, None]
+    unroll = np.unique(((chosen[:, None] + ks) % cap)[pos < end])
+    boot = np.zeros(0, np.int64)
+    if not replay.board_game:
+        boot = np.unique(((chosen[:, None] + ks + replay.td_steps) % cap)[pos + replay.td_steps < end])
+    return {"unroll": unroll, "unroll_position": d["position"][unroll].copy(), "obs": d["obs"][unroll],
+            "legal": d["legal"][unroll], "boot": boot, "boot_position": d["position"][boot].copy(),
+            "boot_obs": d["obs"][boot]}
+
+
+def apply(replay: SequenceReplay, work: dict, policy: np.ndarray, values: np.ndarray) -> int:
+    """Write refreshed policies and bootstrap values back where the positions are still
+    stored; returns how many policies were written."""
+    keep = replay.data["position"][work["unroll"]] == work["unroll_position"]
+    replay.refresh(work["unroll"][keep], policy=policy[keep])
+    if len(work["boot"]):
+        ok = replay.data["position"][work["boot"]] == work["boot_position"]
+        replay.refresh(work["boot"][ok], root_value=values[ok])
+    return int(keep.sum())
