@@ -132,7 +132,7 @@ def _targets(curves, random) -> dict:
 
 
 def _markdown(r: dict) -> str:
-    lines = [f"# Benchmark `minatar_muzero`", "",
+    lines = ["# Benchmark `minatar_muzero`", "",
              f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset), {r['budget_min']:g} minutes "
              f"of training wall clock per arm, one after the other, seed {r['seed']}.", "",
              f"- machine: {r['machine']}", f"- command: `python benchmarks/{r['command']}`",

@@ -292,9 +292,10 @@ def test_observation_history_stacks_frames_and_action_planes():
 
 
 def test_downsampling_stack_takes_96_by_96_frames_to_6_by_6():
+    from polyzero.nets.alphazero import NetSpec
     from polyzero.nets.muzero import MuZeroNet, MuZeroSpec
 
-    net = MuZeroNet((4, 96, 96), 18, MuZeroSpec(channels=16, blocks=1, support=5, downsample=True))
+    net = MuZeroNet((4, 96, 96), 18, MuZeroSpec(net=NetSpec(channels=16, blocks=1), support=5, downsample=True))
     s = net.represent(torch.zeros(2, 4, 96, 96))
     s2, reward = net.dynamics(s, torch.tensor([0, 17]))
     assert s.shape == s2.shape == (2, 16, 6, 6) and reward.shape == (2, 11)

@@ -5,10 +5,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 
 from polyzero.config import build_config

@@ -43,10 +43,8 @@ class AlphaZero:
         self.num_players = game.num_players()
 
     def build_network(self) -> torch.nn.Module:
-        fields = {f.name: getattr(self.cfg.net, f.name) for f in dataclasses.fields(NetSpec)}
-        if fields["kind"] == "resnet" and len(self.encoder.shape) != 3:
-            fields["kind"] = "mlp"
-        return PolicyValueNet(self.encoder.shape, self.num_actions, NetSpec(**fields))
+        return PolicyValueNet(self.encoder.shape, self.num_actions,
+                              NetSpec.from_config(self.cfg.net, self.encoder.shape))
 
     def make_evaluator(self, net: torch.nn.Module, device) -> Evaluator:
         """What `search` calls the network through (NumPy in, NumPy out)."""

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder, legal_action_mask
+from ..nets.alphazero import NetSpec
 from ..nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
 from ..nets.support import scalar_to_support
 from ..search.learned import LearnedModel
@@ -61,15 +62,10 @@ class MuZero:
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> MuZeroNet:
-        net = vars(self.cfg.net)
-        kind = net["kind"] if len(self.encoder.shape) == 3 else "mlp"
-        spec = MuZeroSpec(kind=kind, channels=net["channels"], blocks=net["blocks"], width=net["width"],
-                          layers=net["layers"], value_hidden=net["value_hidden"],
-                          hidden_size=self.mz.hidden_size,
+        net = NetSpec.from_config(self.cfg.net, self.encoder.shape)
+        spec = MuZeroSpec(net=net, hidden_size=self.mz.hidden_size,
                           support=self.mz.support if self.single_agent else 0,
-                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(kind),
-                          block=net["block"], bottleneck_channels=net["bottleneck_channels"],
-                          broadcast_every=net["broadcast_every"])
+                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind))
         return MuZeroNet(self.encoder.shape, self.num_actions, spec)
 
     def _downsample(self, kind: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -23,6 +24,15 @@ class NetSpec:
     block: str = "basic"  # "bottleneck": the Gumbel paper's tower (Appendix F.1)
     bottleneck_channels: int = 0
     broadcast_every: int = 8
+
+    @classmethod
+    def from_config(cls, net_cfg, obs_shape: tuple[int, ...]) -> "NetSpec":
+        """The config's `net` section for these observations: a resnet needs planes
+        (C, H, W), so flat observations get the MLP."""
+        fields = {f.name: getattr(net_cfg, f.name) for f in dataclasses.fields(cls)}
+        if len(obs_shape) != 3:
+            fields["kind"] = "mlp"
+        return cls(**fields)
 
     def tower(self, in_channels: int, cells: int, channels: int | None = None) -> ResidualTower:
         """The residual tower these settings describe, over boards of `cells` points."""

@@ -29,31 +29,21 @@ import torch
 from torch import nn
 
 from .support import support_to_scalar
-from .towers import MLPTower, ResidualBlock, ResidualTower
+from .alphazero import NetSpec
+from .towers import MLPTower, ResidualBlock
 
 _EPS = 1e-5
 
 
 @dataclass(frozen=True)
 class MuZeroSpec:
-    kind: str = "resnet"
-    channels: int = 64
-    blocks: int = 3
-    width: int = 128
-    layers: int = 2
-    value_hidden: int = 64
+    """The towers' sizes (`net`, as AlphaZero's) and MuZero's own settings."""
+
+    net: NetSpec = NetSpec()
     hidden_size: int = 64  # mlp: size of the hidden state
     support: int = 0  # 0: scalar values, no reward head; S > 0: categorical on -S..S
     scale_hidden: bool = True
     downsample: bool = False  # resnet: Appendix F's stack, the board resolution / 16 (96 -> 6)
-    block: str = "basic"  # resnet blocks: "bottleneck" is the Gumbel paper's tower (Appendix F.1)
-    bottleneck_channels: int = 0
-    broadcast_every: int = 8
-
-    def tower(self, in_channels: int, cells: int) -> ResidualTower:
-        return ResidualTower(in_channels, self.channels, self.blocks, block=self.block,
-                             bottleneck_channels=self.bottleneck_channels,
-                             broadcast_every=self.broadcast_every, cells=cells)
 
 
 class DownsampleStack(nn.Module):
@@ -93,43 +83,44 @@ class MuZeroNet(nn.Module):
         self.num_actions = num_actions
         self.spec = spec
         out = 2 * spec.support + 1 if spec.support else 1
-        if spec.kind == "resnet":
+        net = spec.net
+        if net.kind == "resnet":
             if len(obs_shape) != 3:
                 raise ValueError(f"net.kind 'resnet' needs planes (C, H, W); this game's observation is {obs_shape}")
             c, hgt, wid = obs_shape
-            ch = spec.channels
+            ch = net.channels
             if spec.downsample:
                 stack = DownsampleStack(c, ch)
                 with torch.no_grad():
                     _, _, hgt, wid = stack(torch.zeros(1, c, hgt, wid)).shape
-                self.representation = nn.Sequential(stack, *(ResidualBlock(ch) for _ in range(spec.blocks)))
+                self.representation = nn.Sequential(stack, *(ResidualBlock(ch) for _ in range(net.blocks)))
             else:
-                self.representation = spec.tower(c, hgt * wid)
+                self.representation = net.tower(c, hgt * wid)
             self.hidden_shape = (ch, hgt, wid)
-            self.dynamics_tower = spec.tower(ch + 1, hgt * wid)
+            self.dynamics_tower = net.tower(ch + 1, hgt * wid)
             cells = hgt * wid
             self.action_plane = None if num_actions <= cells else nn.Embedding(num_actions, cells)
             self.policy_head = nn.Sequential(
                 nn.Conv2d(ch, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(),
                 nn.Flatten(), nn.Linear(2 * cells, num_actions))
-            self.value_head = _conv_scalar_head(ch, cells, spec.value_hidden, out)
-            self.reward_head = _conv_scalar_head(ch, cells, spec.value_hidden, out) if spec.support else None
-        elif spec.kind == "mlp":
+            self.value_head = _conv_scalar_head(ch, cells, net.value_hidden, out)
+            self.reward_head = _conv_scalar_head(ch, cells, net.value_hidden, out) if spec.support else None
+        elif net.kind == "mlp":
             in_dim = int(np.prod(obs_shape))
             hs = spec.hidden_size
             self.hidden_shape = (hs,)
-            self.representation = nn.Sequential(MLPTower(in_dim, spec.width, spec.layers),
-                                                nn.Linear(spec.width, hs))
-            self.dynamics_tower = nn.Sequential(MLPTower(hs + num_actions, spec.width, spec.layers),
-                                                nn.Linear(spec.width, hs))
-            self.prediction_trunk = MLPTower(hs, spec.width, spec.layers)
-            self.policy_head = nn.Linear(spec.width, num_actions)
-            self.value_head = nn.Sequential(nn.Linear(spec.width, spec.value_hidden), nn.ReLU(),
-                                            nn.Linear(spec.value_hidden, out))
+            self.representation = nn.Sequential(MLPTower(in_dim, net.width, net.layers),
+                                                nn.Linear(net.width, hs))
+            self.dynamics_tower = nn.Sequential(MLPTower(hs + num_actions, net.width, net.layers),
+                                                nn.Linear(net.width, hs))
+            self.prediction_trunk = MLPTower(hs, net.width, net.layers)
+            self.policy_head = nn.Linear(net.width, num_actions)
+            self.value_head = nn.Sequential(nn.Linear(net.width, net.value_hidden), nn.ReLU(),
+                                            nn.Linear(net.value_hidden, out))
             self.reward_head = nn.Sequential(
-                MLPTower(hs, spec.width, 1), nn.Linear(spec.width, out)) if spec.support else None
+                MLPTower(hs, net.width, 1), nn.Linear(net.width, out)) if spec.support else None
         else:
-            raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {spec.kind!r}")
+            raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {net.kind!r}")
 
     # ------------------------------------------------------------ h, g, f
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
@@ -139,7 +130,7 @@ class MuZeroNet(nn.Module):
 
     def dynamics(self, s: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """g: (s^(k-1), a^k) -> (s^k, reward output or None for board games)."""
-        if self.spec.kind == "resnet":
+        if self.spec.net.kind == "resnet":
             s2 = self.dynamics_tower(torch.cat([s, self._action_planes(action, s)], dim=1))
         else:
             onehot = torch.nn.functional.one_hot(action.long(), self.num_actions).to(s.dtype)
@@ -149,7 +140,7 @@ class MuZeroNet(nn.Module):
 
     def predict(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """f: s^k -> (policy logits [B, A], value output: tanh scalar [B] or logits [B, 2S+1])."""
-        x = self.prediction_trunk(s) if self.spec.kind == "mlp" else s
+        x = self.prediction_trunk(s) if self.spec.net.kind == "mlp" else s
         value = self.value_head(x)
         value = torch.tanh(value).squeeze(-1) if not self.spec.support else value
         return self.policy_head(x), value
