@@ -6,6 +6,8 @@ A checkpoint is a directory `RUN/checkpoints/step_NNNNNN/` holding
   replay.npz    the replay buffer
   actor.npz     search targets of the games in flight
   state.json    counters, NumPy RNG states, games in flight as action histories
+  reanalyser.pt MuZero Reanalyze's target network and RNG (when it is on)
+  goexploit.npz Go-Exploit's archive and archive actor (when it is on)
 It is written into a temporary directory, fsynced, and renamed into place;
 `RUN/checkpoints/latest` (replaced atomically) names the newest complete one,
 so a kill at any moment leaves the previous checkpoint intact.
