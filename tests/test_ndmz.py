@@ -83,6 +83,24 @@ def test_targets_of_a_hand_made_trajectory(nannon):
     assert np.allclose(batch["target_chance"][0, 1, 8:14], 1 / 6)
 
 
+def test_a_cut_game_has_no_terminal_step(nannon):
+    """A game cut at selfplay.max_moves ends without a terminal step; its unroll is masked
+    past the cut instead of absorbing."""
+    game, algo = nannon
+    traj = Trajectory(observations=[np.ones(35, np.float32)] * 2, policies=[np.eye(8)[0]] * 2, players=[0, 1],
+                      actions=[0, 0], legal=[np.ones(8, bool)] * 2, root_values=[0.0, 0.0],
+                      returns_before=[0.0, 0.0], returns=np.zeros(2, np.float32), chance=[[(4, _dist(6))], []])
+    full = trajectory_steps(traj, algo.layout)
+    cut = trajectory_steps(traj, algo.layout, cut=True)
+    assert list(full["identity"]) == [0, CHANCE, 1, TERMINAL] and full["done"][0]
+    assert list(cut["identity"]) == [0, CHANCE, 1] and not cut["done"][0]
+    replay = algo.make_replay()
+    replay.add(cut)
+    batch = replay.unroll_targets(np.array([0]))
+    assert batch["mask"][0].tolist() == [1, 1, 1, 0, 0, 0, 0]
+    assert batch["actions"][0].tolist() == [0, 12, 0, 25, 25, 25]
+
+
 def test_recorded_self_play_trajectory_replays_the_game(nannon):
     """Self-play records every chance event after each move: replaying the moves and the
     recorded outcomes reproduces the game, and the step identities follow it."""
@@ -263,3 +281,17 @@ def test_ndmz_runs_and_resumes_through_the_trainer(tmp_path):
     b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+@pytest.mark.parametrize("game,extra", [("nannon(points=12,checkers=5,die_sides=6)", []), ("pig", []),
+                                        ("backgammon", ["selfplay.max_moves=40"])])
+def test_ndmz_on_other_games_of_chance(tmp_path, game, extra):
+    trainer = Trainer.create(build_config(game, "ndmz", overrides=SMALL + extra + ["train.steps=2"]),
+                             tmp_path / "run", progress=False)
+    trainer.run()
+    assert trainer.step == 2 and trainer.selfplay_stats["games"] > 0
+    n = len(trainer.replay)
+    ident = trainer.replay.data["identity"][:n]
+    assert {0, 1, CHANCE} <= set(np.unique(ident)) <= {0, 1, CHANCE, TERMINAL}
+    if game == "backgammon":  # every game is cut at 40 moves: no terminal step is invented
+        assert TERMINAL not in ident and not trainer.replay.data["done"][:n].any()

@@ -33,16 +33,18 @@ from ..train.ndmz_replay import NDMZReplay
 from .base import Trajectory
 
 
-def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 2) -> dict[str, np.ndarray]:
-    """A finished (or cut) self-play game as NDMZ steps: each decision t followed by the
-    chance events played after its move, and a terminal step when the game ended."""
+def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 2,
+                     cut: bool = False) -> dict[str, np.ndarray]:
+    """A finished self-play game as NDMZ steps: each decision t followed by the chance
+    events played after its move, and a terminal step when the game ended (not when it
+    was `cut` at selfplay.max_moves: its losses past the cut are then masked)."""
     a = layout.size
     noop = np.zeros(a, np.float32)
     noop[layout.noop] = 1.0
     n = len(traj.actions)
-    done = traj.returns is not None
+    done = traj.returns is not None and not cut
     returns_before = np.asarray(traj.returns_before, np.float64)
-    final = (np.asarray(traj.returns, np.float64) if done
+    final = (np.asarray(traj.returns, np.float64) if traj.returns is not None
              else np.full(num_players, returns_before[-1] if n else 0.0))
     obs_shape = np.asarray(traj.observations[0]).shape if n else (0,)
     chance = traj.chance if len(traj.chance) == n else [[] for _ in range(n)]
@@ -133,7 +135,10 @@ class NDMZ:
         return NDMZReplay(self.cfg.train.replay_size, self.encoder.shape, self.layout, self.nd.unroll_steps)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
-        return trajectory_steps(traj, self.layout, self.num_players)
+        # A game as long as selfplay.max_moves was cut there (self-play does not say
+        # whether its last move also ended it; at a cap below the game's length it did not).
+        cap = self.cfg.selfplay.max_moves
+        return trajectory_steps(traj, self.layout, self.num_players, cut=bool(cap) and len(traj.actions) >= cap)
 
     def loss(self, net: NDMZNet, batch: dict[str, torch.Tensor]):
         k_steps = batch["actions"].shape[1]
