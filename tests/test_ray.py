@@ -132,3 +132,11 @@ def test_reanalyse_runs_on_its_own_actors(local_ray, tmp_path):
     assert trainer.reanalysed > 0  # stored policies written back from the actors' searches
     last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
     assert "ray/reanalysed_positions" in last
+
+
+def test_ndmz_runs_under_ray(local_ray, tmp_path):
+    """Nondeterministic MuZero's trajectories (chance steps included) from Ray workers."""
+    cfg = build_config("nannon", "ndmz", overrides=SMALL + ["train.steps=2", "search.num_simulations=4"])
+    trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=2)
+    trainer.run()
+    assert trainer.step == 2 and len(trainer.replay) > 0
