@@ -25,24 +25,19 @@ over the stored choice steps.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 
 from ..nets.ndmz import TERMINAL, ActionLayout
+from .segment_ring import SegmentRing
 
-STEP_KEYS = ("obs", "action", "identity", "choice_target", "chance_target", "value", "reward", "sampleable")
 
-
-class NDMZReplay:
+class NDMZReplay(SegmentRing):
     prioritized = False
+    STEP_KEYS = ("obs", "action", "identity", "choice_target", "chance_target", "value", "reward")
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], layout: ActionLayout, unroll_steps: int):
-        self.capacity = capacity
-        self.layout = layout
-        self.unroll_steps = unroll_steps
         c, a = capacity, layout.size
-        self.data = {
+        super().__init__(capacity, {
             "obs": np.zeros((c, *obs_shape), np.float32),
             "action": np.zeros(c, np.int64),
             "identity": np.zeros(c, np.int64),
@@ -50,38 +45,10 @@ class NDMZReplay:
             "chance_target": np.zeros((c, a), np.float32),
             "value": np.zeros(c, np.float32),
             "reward": np.zeros(c, np.float32),
-            "sampleable": np.zeros(c, np.bool_),
-            "position": np.zeros(c, np.int64),
-            "seg_end": np.zeros(c, np.int64),
-            "done": np.zeros(c, np.bool_),
-        }
-        self.next_abs = 0
+        })
+        self.layout = layout
+        self.unroll_steps = unroll_steps
         self.reanalyser = None
-
-    def __len__(self) -> int:
-        return min(self.next_abs, self.capacity)
-
-    @property
-    def total_added(self) -> int:
-        return self.next_abs
-
-    def add(self, segment: dict[str, np.ndarray]) -> int:
-        """Store one game's steps; returns how many choice positions (samples) it added."""
-        n = len(segment["action"])
-        if n == 0:
-            return 0
-        if n > self.capacity:
-            raise ValueError(f"a game of {n} steps does not fit a replay of {self.capacity}")
-        absolute = self.next_abs + np.arange(n)
-        slots = absolute % self.capacity
-        d = self.data
-        for key in STEP_KEYS:
-            d[key][slots] = segment[key]
-        d["position"][slots] = absolute
-        d["seg_end"][slots] = self.next_abs + n
-        d["done"][slots] = bool(np.asarray(segment["done"]).reshape(-1)[0])
-        self.next_abs += n
-        return int(np.count_nonzero(segment["sampleable"]))
 
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         valid = self.data["sampleable"].copy()
@@ -96,14 +63,9 @@ class NDMZReplay:
 
     def unroll_targets(self, slots: np.ndarray) -> dict[str, np.ndarray]:
         d, lay = self.data, self.layout
-        k_steps, cap = self.unroll_steps, self.capacity
-        ks = np.arange(k_steps + 1)
-        pos = d["position"][slots][:, None] + ks
-        end = d["seg_end"][slots][:, None]
-        inside = pos < end
-        at = (slots[:, None] + ks) % cap
+        _, _, inside, at = self.unroll_index(slots, self.unroll_steps)
         done = d["done"][slots][:, None]
-        last = (slots[:, None] + (end - 1 - d["position"][slots][:, None])) % cap  # the terminal step
+        last = self.last_slot(slots)  # the terminal step
         noop = np.zeros(lay.size, np.float32)
         noop[lay.noop] = 1.0
         mask = inside | done
@@ -123,19 +85,3 @@ class NDMZReplay:
             "target_reward": reward.astype(np.float32),
             "mask": mask.astype(np.float32),
         }
-
-    def to_bytes(self) -> bytes:
-        buf = io.BytesIO()
-        filled = len(self)
-        np.savez(buf, _meta=np.array([self.next_abs], np.int64), **{k: v[:filled] for k, v in self.data.items()})
-        return buf.getvalue()
-
-    def load_bytes(self, raw: bytes) -> None:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as f:
-            next_abs = int(f["_meta"][0])
-            filled = min(next_abs, self.capacity)
-            for k, arr in self.data.items():
-                if f[k].shape[0] != filled or f[k].shape[1:] != arr.shape[1:]:
-                    raise ValueError(f"checkpointed replay array {k!r} has shape {f[k].shape}")
-                arr[:filled] = f[k]
-        self.next_abs = next_abs

@@ -30,18 +30,30 @@ seen so far.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
+
+from .segment_ring import SegmentRing
 
 _PRIORITY_EPS = 1e-6
 
 
-class SequenceReplay:
+class SequenceReplay(SegmentRing):
+    STEP_KEYS = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
+
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
                  prioritized: bool, alpha: float = 1.0, beta: float = 1.0):
-        self.capacity = capacity
+        c = capacity
+        super().__init__(capacity, {
+            "obs": np.zeros((c, *obs_shape), np.float32),
+            "action": np.zeros(c, np.int64),  # a_t, taken at t
+            "reward": np.zeros(c, np.float32),  # u_{t+1}, received after a_t
+            "root_value": np.zeros(c, np.float32),  # search value nu_t for the mover at t
+            "policy": np.zeros((c, num_actions), np.float32),
+            "legal": np.zeros((c, num_actions), np.bool_),  # legal actions at t (root masks for Reanalyze)
+            "outcome": np.zeros(c, np.float32),  # board games: final outcome for the mover at t
+            "priority": np.zeros(c, np.float64),
+        })
         self.num_actions = num_actions
         self.unroll_steps = unroll_steps
         self.td_steps = td_steps
@@ -50,52 +62,12 @@ class SequenceReplay:
         self.prioritized = prioritized
         self.alpha = alpha
         self.beta = beta
-        c = capacity
-        self.data = {
-            "obs": np.zeros((c, *obs_shape), np.float32),
-            "action": np.zeros(c, np.int64),  # a_t, taken at t
-            "reward": np.zeros(c, np.float32),  # u_{t+1}, received after a_t
-            "root_value": np.zeros(c, np.float32),  # search value nu_t for the mover at t
-            "policy": np.zeros((c, num_actions), np.float32),
-            "legal": np.zeros((c, num_actions), np.bool_),  # legal actions at t (root masks for Reanalyze)
-            "outcome": np.zeros(c, np.float32),  # board games: final outcome for the mover at t
-            "sampleable": np.zeros(c, np.bool_),  # False for a chunk's look-ahead context
-            "position": np.zeros(c, np.int64),  # absolute index of this position
-            "seg_end": np.zeros(c, np.int64),  # absolute index one past the segment's end
-            "done": np.zeros(c, np.bool_),  # the segment ends where its episode ended
-            "priority": np.zeros(c, np.float64),
-        }
-        self.next_abs = 0  # absolute index the next position gets
         self.max_priority = 1.0
         self.reanalyser = None  # set to refresh sampled positions before targets are built
 
-    def __len__(self) -> int:
-        return min(self.next_abs, self.capacity)
-
-    @property
-    def total_added(self) -> int:
-        return self.next_abs
-
     # ------------------------------------------------------------ writing
-    def add(self, segment: dict[str, np.ndarray]) -> int:
-        """Store one segment (per-position arrays obs, action, reward, root_value, policy,
-        legal, outcome, sampleable, and a flag `done`); returns how many sampleable positions it added."""
-        n = len(segment["action"])
-        if n == 0:
-            return 0
-        if n > self.capacity:
-            raise ValueError(f"a segment of {n} positions does not fit a replay of {self.capacity}")
-        absolute = self.next_abs + np.arange(n)
-        slots = absolute % self.capacity
-        d = self.data
-        for key in ("obs", "action", "reward", "root_value", "policy", "legal", "outcome", "sampleable"):
-            d[key][slots] = segment[key]
-        d["position"][slots] = absolute
-        d["seg_end"][slots] = self.next_abs + n
-        d["done"][slots] = bool(np.asarray(segment["done"]).reshape(-1)[0])
-        d["priority"][slots] = self.max_priority
-        self.next_abs += n
-        return int(np.count_nonzero(segment["sampleable"]))
+    def _stored(self, slots: np.ndarray) -> None:
+        self.data["priority"][slots] = self.max_priority
 
     def update_priorities(self, slots: np.ndarray, priorities: np.ndarray) -> None:
         """p_i = |nu_i - z_i| after a learner update (Appendix G)."""
@@ -145,12 +117,8 @@ class SequenceReplay:
     def unroll_targets(self, slots: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Observations at t and the K-step unroll targets of each sampled slot (Appendix G)."""
         d = self.data
-        k_steps, cap = self.unroll_steps, self.capacity
-        ks = np.arange(k_steps + 1)
-        pos = d["position"][slots][:, None] + ks  # [B, K+1] absolute positions t+k
-        end = d["seg_end"][slots][:, None]
-        inside = pos < end
-        at = (slots[:, None] + ks) % cap  # ring slots of t+k (meaningful where inside)
+        k_steps = self.unroll_steps
+        pos, end, inside, at = self.unroll_index(slots, k_steps)  # t+k: positions, slots
 
         actions = np.where(inside[:, :-1], d["action"][at[:, :-1]],
                            rng.integers(0, self.num_actions, size=(len(slots), k_steps)))
@@ -169,7 +137,7 @@ class SequenceReplay:
     def _value_targets(self, slots, pos, end, inside, at) -> np.ndarray:
         d = self.data
         if self.board_game:
-            last = (slots[:, None] + (end - 1 - d["position"][slots][:, None])) % self.capacity
+            last = self.last_slot(slots)
             past = pos - (end - 1)  # plies after the last position
             after_end = d["outcome"][last] * np.where(past % 2 == 0, 1.0, -1.0)
             after_end = np.where(d["done"][slots][:, None], after_end, 0.0)
@@ -186,22 +154,8 @@ class SequenceReplay:
         return np.where(inside, value, 0.0).astype(np.float32)
 
     # ------------------------------------------------------------ persistence
-    def to_bytes(self) -> bytes:
-        buf = io.BytesIO()
-        filled = len(self)
-        meta = np.array([self.next_abs], np.int64)
-        np.savez(buf, _meta=meta, _max_priority=np.array([self.max_priority]),
-                 **{k: v[:filled] for k, v in self.data.items()})
-        return buf.getvalue()
+    def _extra_state(self) -> dict[str, np.ndarray]:
+        return {"_max_priority": np.array([self.max_priority])}
 
-    def load_bytes(self, raw: bytes) -> None:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as f:
-            next_abs = int(f["_meta"][0])
-            filled = min(next_abs, self.capacity)
-            for k, arr in self.data.items():
-                if f[k].shape[0] != filled or f[k].shape[1:] != arr.shape[1:]:
-                    raise ValueError(f"checkpointed replay array {k!r} has shape {f[k].shape}, "
-                                     f"expected ({filled}, {', '.join(map(str, arr.shape[1:]))})")
-                arr[:filled] = f[k]
-            self.max_priority = float(f["_max_priority"][0])
-        self.next_abs = next_abs
+    def _load_extra_state(self, arrays) -> None:
+        self.max_priority = float(arrays["_max_priority"][0])
