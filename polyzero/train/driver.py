@@ -63,7 +63,7 @@ class Trainer:
             self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = self.algo.make_replay()
         self.reanalyser = None
-        if getattr(cfg, "muzero", None) is not None and cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0:
+        if cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0:
             from .reanalyse import Reanalyser
 
             self.reanalyser = Reanalyser(self.algo, cfg, self.device, cfg.seed)
