@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import signal
+from contextlib import contextmanager
 import sys
 import time
 from pathlib import Path
@@ -35,8 +36,12 @@ class Interrupted(Exception):
     """SIGTERM or Ctrl-C: the run stops after writing a checkpoint."""
 
 
-class Trainer:
-    def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
+class RunDirectory:
+    """Creating and resuming a run directory, for every trainer: a subclass takes
+    (cfg, run_dir, progress, **driver) and restores itself from a checkpoint in `_restore`."""
+
+    def _open(self, cfg: RunConfig, run_dir: Path, progress: bool) -> None:
+        """What every trainer sets first: config, run directory, threads, device, game."""
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.show_progress = progress
@@ -47,6 +52,49 @@ class Trainer:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         self.game = load_game(cfg.game)
+
+    @contextmanager
+    def _checkpoint_on_interrupt(self, progress, log):
+        """SIGTERM or Ctrl-C inside: write a checkpoint, close the display and the log,
+        and raise Interrupted naming the checkpoint."""
+        previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _raise_interrupted)
+        try:
+            yield
+        except (KeyboardInterrupt, Interrupted):
+            path = self.save()
+            progress.close()
+            log.close()
+            raise Interrupted(f"interrupted at learning step {self.step}; checkpoint written to {path}") from None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    @classmethod
+    def create(cls, cfg: RunConfig, run_dir: Path, progress: bool = True, **driver):
+        run_dir = Path(run_dir)
+        if (run_dir / "checkpoints").exists() or (run_dir / "metrics.jsonl").exists():
+            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to continue it")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        trainer = cls(cfg, run_dir, progress, **driver)
+        ckpt.atomic_write(run_dir / "config.toml", to_toml(cfg.to_dict()).encode())
+        return trainer
+
+    @classmethod
+    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, **driver):
+        run_dir = Path(run_dir)
+        latest = ckpt.latest_checkpoint(run_dir)
+        if latest is None:
+            raise UsageError(f"{run_dir} holds no checkpoint to resume from")
+        cfg = build_config(config_file=None, overrides=list(overrides),
+                           base=read_toml(latest / "config.toml"))
+        trainer = cls(cfg, run_dir, progress, **driver)
+        trainer._restore(latest)
+        return trainer
+
+
+class Trainer(RunDirectory):
+    def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
+        self._open(cfg, run_dir, progress)
         self.algo = make_algorithm(cfg, self.game)
         torch.manual_seed(cfg.seed)
         self.learner = Learner(self.algo, cfg.train, self.device)
@@ -75,29 +123,6 @@ class Trainer:
         self.elapsed = 0.0  # wall-clock of earlier sessions of this run
         self.train_time = 0.0  # the same without evaluation time
         self.last_eval: dict = {}
-
-    # ------------------------------------------------------------ run directory
-    @classmethod
-    def create(cls, cfg: RunConfig, run_dir: Path, progress: bool = True, **driver) -> "Trainer":
-        run_dir = Path(run_dir)
-        if (run_dir / "checkpoints").exists() or (run_dir / "metrics.jsonl").exists():
-            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to continue it")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        trainer = cls(cfg, run_dir, progress, **driver)
-        ckpt.atomic_write(run_dir / "config.toml", to_toml(cfg.to_dict()).encode())
-        return trainer
-
-    @classmethod
-    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, **driver) -> "Trainer":
-        run_dir = Path(run_dir)
-        latest = ckpt.latest_checkpoint(run_dir)
-        if latest is None:
-            raise UsageError(f"{run_dir} holds no checkpoint to resume from")
-        cfg = build_config(config_file=None, overrides=list(overrides),
-                           base=read_toml(latest / "config.toml"))
-        trainer = cls(cfg, run_dir, progress, **driver)
-        trainer._restore(latest)
-        return trainer
 
     def _restore(self, path: Path) -> None:
         state = ckpt.read_state(path)
@@ -200,9 +225,7 @@ class Trainer:
         self._t0 = time.perf_counter()
         log = MetricsLog(self.run_dir)
         progress = Progress(cfg.train.steps, self.step, enabled=self.show_progress)
-        previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
-        signal.signal(signal.SIGTERM, _raise_interrupted)
-        try:
+        with self._checkpoint_on_interrupt(progress, log):
             while self.step < cfg.train.steps:
                 t_step = time.perf_counter()
                 sp0 = dict(self.selfplay_stats)
@@ -232,13 +255,6 @@ class Trainer:
                     self.save()
                 progress.update(self.step, {**loss, **runtime}, stats, sp["selfplay/positions_per_s"],
                                 self.last_eval)
-        except (KeyboardInterrupt, Interrupted):
-            path = self.save()
-            progress.close()
-            log.close()
-            raise Interrupted(f"interrupted at learning step {self.step}; checkpoint written to {path}") from None
-        finally:
-            signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
         self._finish_background_work(log)
         progress.close()
         log.close()
