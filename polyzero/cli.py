@@ -155,6 +155,11 @@ def cmd_train(args) -> int:
 
         Trainer = RayTrainer  # noqa: N806 - the same interface, another driver
         driver = {"workers": args.workers, "ray_address": args.ray_address}
+    if _run_algo(args) == "sog":  # the same interface, Student of Games' data flow
+        from .sog.ray_trainer import RaySoGTrainer
+        from .sog.trainer import SoGTrainer
+
+        Trainer = RaySoGTrainer if args.workers else SoGTrainer  # noqa: N806
     if args.resume:
         if args.game or args.config or args.algo or args.search:
             raise UsageError("--resume continues a run with its own game, algorithm and config; "
@@ -188,6 +193,10 @@ def cmd_train(args) -> int:
     stats = trainer.selfplay_stats
     print(f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
           f"({stats['games']} self-play games, {stats['positions']} positions)")
+    if cfg.algo == "sog":
+        _print_sog_final(trainer)
+        print(f"run directory: {trainer.run_dir}  (polyzero plot {trainer.run_dir})")
+        return 0
     if cfg.eval.final_games and trainer.game.num_players() == 1:
         res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
         print(f"final evaluation: agent at {cfg.eval.simulations} simulations, {cfg.eval.final_games} episodes: "
@@ -206,6 +215,45 @@ def cmd_train(args) -> int:
                   f"(W {res.wins} D {res.draws} L {res.losses})")
     print(f"run directory: {trainer.run_dir}  (polyzero plot {trainer.run_dir})")
     return 0
+
+
+def _run_algo(args) -> str:
+    """The algorithm a train command will run (a resumed run's own)."""
+    if args.resume:
+        from .config import read_toml
+        from .train.checkpoint import latest_checkpoint
+
+        latest = latest_checkpoint(args.resume)
+        return read_toml(latest / "config.toml").get("algo", "alphazero") if latest else "alphazero"
+    if args.algo:
+        return args.algo
+    if args.config:
+        from .config import read_toml
+
+        return read_toml(args.config).get("algo", "alphazero")
+    return "alphazero"
+
+
+def _print_sog_final(trainer) -> None:
+    cfg = trainer.cfg
+    if not cfg.eval.final_games:
+        return
+    sims = cfg.sog.eval_simulations
+    res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
+    if "eval/exploitability/mean" in res:
+        from .sog.exploitability import unit_scale
+
+        unit = unit_scale(trainer.game)[1]
+        print(f"final evaluation: exploitability of SoG({sims},1) with the trained network over "
+              f"{cfg.sog.eval_seeds} seeds: min {res['eval/exploitability/min']:.1f}  mean "
+              f"{res['eval/exploitability/mean']:.1f}  max {res['eval/exploitability/max']:.1f} {unit}")
+        return
+    print(f"final evaluation: SoG({sims},1) with the trained network, {cfg.eval.final_games} games per "
+          "opponent, seats alternated")
+    for key in sorted(k for k in res if k.endswith("/score")):
+        name = key[len("eval/"):-len("/score")]
+        print(f"  vs {name:20s} score {res[key]:.3f}  95% CI [{res[f'eval/{name}/ci_low']:.3f}, "
+              f"{res[f'eval/{name}/ci_high']:.3f}]")
 
 
 def cmd_arena(args) -> int:

@@ -9,6 +9,8 @@ import time
 import pytest
 import ray
 
+from polyzero.errors import UsageError
+
 from polyzero.config import build_config
 from polyzero.train.checkpoint import latest_checkpoint
 from polyzero.train.driver import Trainer
@@ -140,3 +142,39 @@ def test_ndmz_runs_under_ray(local_ray, tmp_path):
     trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=2)
     trainer.run()
     assert trainer.step == 2 and len(trainer.replay) > 0
+
+
+SOG_SMALL = ["train.batch_size=16", "train.minibatches_per_step=2", "train.replay_size=512", "eval.every=0",
+             "eval.final_games=0", "net.width=16", "net.layers=1", "sog.simulations=4", "sog.solve_simulations=4",
+             "sog.episodes_per_step=2", "sog.solves_per_step=4", "train.checkpoint_every=2"]
+
+
+class _KillSolver:
+    """Kills the solver actor's process once, after learning step 1."""
+
+    def _publish_weights(self):
+        super()._publish_weights()
+        if self.step == 1 and self.solvers and not getattr(self, "_killed", False):
+            self._killed = True
+            os.kill(ray.get(self.solvers[0].pid.remote()), signal.SIGKILL)
+
+
+def test_sog_actors_and_solvers_run_under_ray_and_resume_in_process(local_ray, tmp_path):
+    """Student of Games: self-play and query-solver actors; a killed solver is restarted and its
+    work done again; the checkpoint resumes in-process."""
+    from polyzero.sog.ray_trainer import RaySoGTrainer
+    from polyzero.sog.trainer import SoGTrainer
+
+    killing = type("KillingSoG", (_KillSolver, RaySoGTrainer), {})
+    cfg = build_config("kuhn_poker", "sog", overrides=SOG_SMALL + ["train.steps=4"])
+    with pytest.raises(UsageError, match="need 3 CPUs"):  # 2 workers + 1 solver on 2 CPUs: refused
+        RaySoGTrainer.create(cfg, tmp_path / "too-many", progress=False, workers=2).run()
+    trainer = killing.create(cfg, tmp_path / "run", progress=False, workers=1)
+    trainer.run()
+    assert trainer.step == 4 and trainer.counts["games"] == 8
+    assert trainer.counts["solves"] > 0 and trainer.failures >= 1
+    last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
+    assert last["ray/worker_failures"] >= 1 and last["ray/solvers"] == 1
+    resumed = SoGTrainer.resume(tmp_path / "run", ["train.steps=6"], progress=False)
+    resumed.run()
+    assert resumed.step == 6 and resumed.counts["games"] == 12

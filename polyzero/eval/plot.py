@@ -101,11 +101,12 @@ def _plot_losses(runs: dict[str, list[dict]], path: Path) -> Path | None:
     return _save(plt, fig, axes, path, "loss", "training losses")
 
 
-def _plot_band(axes, records, prefix: str, value_key: str, name: str) -> None:
-    """`prefix/value_key` against steps and minutes, with its `prefix/ci_low..ci_high` band."""
+def _plot_band(axes, records, prefix: str, value_key: str, name: str,
+               low: str = "ci_low", high: str = "ci_high") -> None:
+    """`prefix/value_key` against steps and minutes, with its `prefix/low..high` band."""
     steps, mins, score = _series(records, f"{prefix}/{value_key}")
-    lows = _series(records, f"{prefix}/ci_low")[2]
-    highs = _series(records, f"{prefix}/ci_high")[2]
+    lows = _series(records, f"{prefix}/{low}")[2]
+    highs = _series(records, f"{prefix}/{high}")[2]
     # A band only when every scored record has both ends; otherwise they would misalign.
     band = len(lows) == len(highs) == len(score)
     for ax, xs in ((axes[0], steps), (axes[1], mins)):
@@ -124,6 +125,21 @@ def _plot_returns(runs: dict[str, list[dict]], path: Path) -> Path | None:
         plt.close(fig)
         return None
     return _save(plt, fig, axes, path, "mean episode return, 95% CI", "evaluation returns")
+
+
+def _plot_exploitability(runs: dict[str, list[dict]], path: Path) -> Path | None:
+    """Student of Games runs: the search player's exploitability, min-max band over seeds."""
+    plt, fig, axes = _figure()
+    for label, records in runs.items():
+        if any("eval/exploitability/mean" in r for r in records):
+            _plot_band(axes, records, "eval/exploitability", "mean", "mean over seeds" if len(runs) == 1 else label,
+                       low="min", high="max")
+    if not axes[0].lines:
+        plt.close(fig)
+        return None
+    for ax in axes:
+        ax.set_yscale("log")
+    return _save(plt, fig, axes, path, "exploitability (min-mean-max over seeds)", "exploitability")
 
 
 def _plot_scores(runs: dict[str, list[dict]], path: Path) -> Path | None:
@@ -152,11 +168,12 @@ def plot_runs(run_dirs, out_dir) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [_plot_losses(runs, out / "losses.png"), _plot_scores(runs, out / "scores.png"),
-               _plot_returns(runs, out / "returns.png")]
+               _plot_returns(runs, out / "returns.png"), _plot_exploitability(runs, out / "exploitability.png")]
     return [p for p in written if p is not None]
 
 
 def plot_run(run_dir, out_dir=None) -> list[Path]:
-    """`losses.png`, `scores.png` and for single-agent runs `returns.png` (vs step and vs wall-clock) in `out_dir` (default RUN_DIR/plots)."""
+    """`losses.png`, `scores.png`, for single-agent runs `returns.png` and for Student of Games runs
+    `exploitability.png` (vs step and vs wall-clock) in `out_dir` (default RUN_DIR/plots)."""
     run_dir = Path(run_dir)
     return plot_runs([run_dir], out_dir if out_dir is not None else run_dir / "plots")

@@ -101,7 +101,7 @@ class ISMCTSPlayer:
 
 
 def sog_reference_player(spec: str, game, seed: int = 0):
-    """`cfr:ITERS`, `ismcts:SIMS` or `sog:S,C[,...]`; None for other specs."""
+    """`cfr:ITERS`, `ismcts:SIMS` or `sog:S,C[,...][,net=RUN]`; None for other specs."""
     kind, sep, arg = spec.partition(":")
     if kind in ("cfr", "ismcts"):
         if not (sep and arg.isdigit() and int(arg) > 0):
@@ -113,6 +113,16 @@ def sog_reference_player(spec: str, game, seed: int = 0):
     if kind == "sog":
         from .resolve import SoGPlayer, parse_sog_spec
 
-        settings = parse_sog_spec(spec)
-        return SoGPlayer(game, settings, seed=seed, name=spec)
+        head, _, network = spec.partition(",net=")
+        settings = parse_sog_spec(head)
+        value_fn = None
+        if network:  # a trained CVPN (polyzero train GAME --algo sog) at the leaves
+            from polyzero.games import game_spec_string, load_game
+
+            from .trainer import load_cvpn
+
+            value_fn, run_cfg = load_cvpn(network)
+            if game_spec_string(load_game(run_cfg.game)) != game_spec_string(game):
+                raise UsageError(f"player '{spec}': the network was trained on {run_cfg.game}, not {game}")
+        return SoGPlayer(game, settings, value_fn, seed=seed, name=spec)
     return None

@@ -182,7 +182,8 @@ def parse_sog_spec(spec: str) -> SoGSettings | None:
                 raise ValueError
     except ValueError:
         raise UsageError(f"bad player '{spec}': expected sog:S,C with S expansion simulations and C "
-                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N")
+                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N, "
+                         "and last ,net=RUN for a trained CVPN")
     if settings.simulations < 0 or settings.expansions_per_update <= 0:
         raise UsageError(f"bad player '{spec}': S must be >= 0 and C > 0")
     return settings

@@ -37,6 +37,20 @@ def _import_ray():
     return ray
 
 
+def start_ray(ray, workers: int, address: str | None) -> bool:
+    """Join the cluster at `address`, or start a local Ray instance bound to 127.0.0.1
+    without a dashboard; True when this call started (and so owns) Ray."""
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
+                 _node_ip_address="127.0.0.1", log_to_driver=False,
+                 runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    return True
+
+
 class SelfPlayWorker:
     """A plain class Ray runs as an actor: one SelfPlayActor and its network."""
 
@@ -199,14 +213,7 @@ class RayTrainer(Trainer):
     # ------------------------------------------------------------ lifecycle
     def _start(self) -> None:
         ray = self.ray
-        if not ray.is_initialized():
-            self._owns_ray = True
-            if self.ray_address:
-                ray.init(address=self.ray_address, log_to_driver=False)
-            else:
-                ray.init(num_cpus=max(self.num_workers, os.cpu_count() or 1), include_dashboard=False,
-                         _node_ip_address="127.0.0.1", log_to_driver=False,
-                         runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+        self._owns_ray = start_ray(ray, self.num_workers, self.ray_address)
         remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
                             max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()

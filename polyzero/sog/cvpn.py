@@ -1,0 +1,296 @@
+"""The counterfactual value-and-policy network (Student of Games paper,
+"Counterfactual value-and-policy networks", Fig. 6) and the value function that
+puts it at GT-CFR's leaves.
+
+A query is a public belief state beta = (s_pub, r). The network sees an encoding
+of s_pub and both players' ranges and answers, for every information state of
+both players, a value, and for every information state of each player a policy
+(one policy head per player, since their action spaces may differ; the acting
+player's is the prior p).
+
+**Slots.** A network needs fixed positions for information states. Within a
+public state an information state is fixed by the player's private observation
+(OpenSpiel's ``private_info=SINGLE_PLAYER`` observer, without perfect recall):
+the card in poker. `BeliefEncoding` numbers the private observations a player
+can hold, read off the worlds of the game's root public state (the deal), and
+gives each information state of a public state its slot. Perfect-information
+games have one slot per player (every public state is one world). Games whose
+private observation moves after the deal declare their slots (`PRIVATE_SLOTS`):
+Scotland Yard's Mr X has one per station (his current position), the
+detectives one. Several information states may then share a slot (Mr X's paths
+to the same station): the slot's range is their sum, its normalised value and
+policy apply to each of them, and its targets are their reach-weighted
+aggregates — exact when, as in Scotland Yard, the future depends on the
+position only.
+
+**Values.** The network predicts each information state's *normalised* value
+v(s) = cfv(s) / (sum over worlds w in s of chance(w) reach_-i(w)): the player's
+expected return given s under the query's beliefs, in the game's utility units
+(the quantity GT-CFR's PUCT uses). `NetworkValueFunction` multiplies it back by
+the query's chance-and-opponent reach, so the network need not learn the scale
+of the ranges; its input ranges are normalised to sum 1 per player for the same
+reason (a subgame's equilibrium does not depend on a range's scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyspiel
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from polyzero.errors import UsageError
+from polyzero.games.public_states import DECISION, PublicState, PublicTree
+
+from .gtcfr import is_perfect_information
+from .values import Evaluation, Query, ValueFunction, counterfactual_reach, info_of, world_reach
+
+
+def _scotland_yard_slots(game: pyspiel.Game):
+    """Mr X (player 0): his station; the detectives (player 1): one slot."""
+    stations = game.rules.num_stations
+    return [stations, 1], lambda state, player: state.mrx - 1 if player == 0 else 0
+
+
+# Games whose private observation is not fixed at the deal: short name ->
+# game -> ([slots per player], slot(state, player)).
+PRIVATE_SLOTS = {"scotland_yard": _scotland_yard_slots}
+
+
+def _observer(game: pyspiel.Game, public: bool):
+    """OpenSpiel's public observer with perfect recall, or a player's private observer."""
+    from open_spiel.python.observation import make_observation
+
+    kind = (pyspiel.IIGObservationType(public_info=True, perfect_recall=True,
+                                       private_info=pyspiel.PrivateInfoType.NONE) if public else
+            pyspiel.IIGObservationType(public_info=False, perfect_recall=False,
+                                       private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER))
+    try:
+        return make_observation(game, kind)
+    except (pyspiel.SpielError, RuntimeError, ValueError) as exc:
+        what = "public" if public else "private"
+        raise UsageError(f"{game} has no {what} observer for the CVPN ({exc})".splitlines()[0]) from None
+
+
+class BeliefEncoding:
+    """Public-state tensors and information-state slots of one game."""
+
+    def __init__(self, game: pyspiel.Game):
+        if game.num_players() != 2:
+            raise UsageError("Student of Games' CVPN is for two-player games")
+        self.game = game
+        self.num_players = 2
+        self.num_actions = game.num_distinct_actions()
+        self.perfect_information = is_perfect_information(game)
+        if self.perfect_information:
+            if not game.get_type().provides_observation_tensor:
+                raise UsageError(f"{game} provides no observation tensor for the CVPN's input")
+            self.slots = [1, 1]
+            self.public_size = game.observation_tensor_size() + self.num_players
+            self._slot_of = lambda state, player: 0
+            return
+        self._public = _observer(game, public=True)
+        self.public_size = int(self._public.tensor.size)
+        rule = PRIVATE_SLOTS.get(game.get_type().short_name)
+        if rule is not None:
+            self.slots, self._slot_of = rule(game)
+            return
+        self._private = _observer(game, public=False)
+        root = PublicTree(game, max_depth=0).nodes[0]
+        vocabulary: list[dict[str, int]] = [{}, {}]
+        for world in root.worlds:
+            for p in range(2):
+                vocabulary[p].setdefault(self._private_key(world.state, p), len(vocabulary[p]))
+        self.slots = [len(v) for v in vocabulary]
+
+        def slot_of(state, player):
+            slot = vocabulary[player].get(self._private_key(state, player))
+            if slot is None:
+                raise UsageError(f"{game}: a private observation of player {player} was not dealt at the root; "
+                                 "the CVPN's slots need private observations fixed at the deal "
+                                 "(or a rule in polyzero.sog.cvpn.PRIVATE_SLOTS)")
+            return slot
+
+        self._slot_of = slot_of
+
+    @property
+    def max_slots(self) -> int:
+        return max(self.slots)
+
+    @property
+    def input_size(self) -> int:
+        return self.public_size + sum(self.slots)
+
+    def _private_key(self, state: pyspiel.State, player: int) -> str:
+        self._private.set_from(state, player)  # the tensor: some games' private strings are empty
+        return np.asarray(self._private.tensor, np.float32).tobytes().hex()
+
+    def public_tensor(self, node: PublicState) -> np.ndarray:
+        state = node.worlds[0].state
+        if self.perfect_information:
+            out = np.zeros(self.public_size, np.float32)
+            if not state.is_terminal():
+                out[:-2] = state.observation_tensor(0)
+                if not state.is_chance_node():
+                    out[self.public_size - 2 + state.current_player()] = 1.0
+            return out
+        self._public.set_from(state, 0)
+        return np.asarray(self._public.tensor, np.float32).copy()
+
+    def slot_index(self, node: PublicState, player: int) -> np.ndarray:
+        """The slot of each of `player`'s information states at `node`."""
+        out = np.full(len(node.info_states[player]), -1)
+        for world in node.worlds:
+            info = world.info_states[player]
+            if out[info] < 0:
+                out[info] = self._slot_of(world.state, player)
+        return out
+
+    def to_slots(self, node: PublicState, player: int, per_info: np.ndarray) -> np.ndarray:
+        """Sum a per-information-state quantity into the player's slots."""
+        out = np.zeros(self.slots[player])
+        np.add.at(out, self.slot_index(node, player), per_info)
+        return out
+
+    def legal_mask(self, node: PublicState) -> np.ndarray:
+        """[slots, A]: the acting player's legal actions at each of its slots."""
+        mask = np.zeros((self.max_slots, self.num_actions), bool)
+        if node.kind != DECISION:
+            return mask
+        slots = self.slot_index(node, node.player)
+        for world in node.worlds:
+            mask[slots[world.info_states[node.player]], world.state.legal_actions()] = True
+        return mask
+
+    def input(self, node: PublicState, ranges: list[np.ndarray]) -> np.ndarray:
+        """The network's input for a public belief state: the public tensor, then each
+        player's range over its slots, normalised to sum 1."""
+        parts = [self.public_tensor(node)]
+        for p in range(2):
+            r = self.to_slots(node, p, ranges[p]).astype(np.float32)
+            total = r.sum()
+            parts.append(r / total if total > 0 else r)
+        return np.concatenate(parts)
+
+    def reach_mass(self, node: PublicState, ranges: list[np.ndarray], player: int) -> np.ndarray:
+        """Per information state of `player`: the chance-and-opponent reach of its worlds,
+        the factor between a normalised value and a counterfactual value."""
+        reach = world_reach(node, ranges)
+        return np.bincount(info_of(node, player), weights=counterfactual_reach(node, reach, player),
+                           minlength=len(node.info_states[player]))
+
+
+class CVPN(nn.Module):
+    """An MLP CVPN: trunk of `layers` x `width`, a value head per player and a policy
+    head per player (Fig. 6). Outputs values [B, 2, S] and policy logits [B, 2, S, A]."""
+
+    def __init__(self, input_size: int, slots: list[int], num_actions: int, width: int = 128, layers: int = 3):
+        super().__init__()
+        self.slots = list(slots)
+        self.max_slots = max(slots)
+        self.num_actions = num_actions
+        dims = [input_size] + [width] * layers
+        self.trunk = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.value = nn.ModuleList(nn.Linear(width, s) for s in slots)
+        self.policy = nn.ModuleList(nn.Linear(width, s * num_actions) for s in slots)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        for layer in self.trunk:
+            x = F.relu(layer(x))
+        b = x.shape[0]
+        values = x.new_zeros((b, 2, self.max_slots))
+        logits = x.new_zeros((b, 2, self.max_slots, self.num_actions))
+        for p, s in enumerate(self.slots):
+            values[:, p, :s] = self.value[p](x)
+            logits[:, p, :s] = self.policy[p](x).view(b, s, self.num_actions)
+        return values, logits
+
+
+def build_cvpn(encoding: BeliefEncoding, width: int, layers: int) -> CVPN:
+    return CVPN(encoding.input_size, encoding.slots, encoding.num_actions, width, layers)
+
+
+@dataclass
+class Example:
+    """One training example of the CVPN (numpy, fixed shapes per game)."""
+
+    x: np.ndarray  # [input]
+    value: np.ndarray  # [2, S] normalised value targets
+    value_mask: np.ndarray  # [2, S]
+    policy: np.ndarray  # [S, A] the acting player's policy targets
+    policy_mask: np.ndarray  # [S]
+    legal: np.ndarray  # [S, A]
+    player: int  # the acting player (0 where there is none)
+
+
+EXAMPLE_FIELDS = ("x", "value", "value_mask", "policy", "policy_mask", "legal", "player")
+
+
+def cvpn_loss(net: CVPN, batch: dict[str, torch.Tensor], value_weight: float = 1.0,
+              policy_weight: float = 0.05) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Huber loss on the value targets present, cross-entropy on the policy targets
+    present ("Query collection": Huber for values, cross entropy for policies)."""
+    values, logits = net(batch["x"])
+    vmask = batch["value_mask"]
+    huber = F.huber_loss(values, batch["value"], reduction="none", delta=1.0)
+    value_loss = (huber * vmask).sum() / vmask.sum().clamp(min=1.0)
+    rows = torch.arange(logits.shape[0], device=logits.device)
+    own = logits[rows, batch["player"].long()]  # [B, S, A]
+    legal = batch["legal"]
+    log_p = torch.log_softmax(own.masked_fill(~legal, -1e9), dim=-1)
+    ce = -(batch["policy"] * log_p.masked_fill(~legal, 0.0)).sum(-1)
+    pmask = batch["policy_mask"]
+    policy_loss = (ce * pmask).sum() / pmask.sum().clamp(min=1.0)
+    total = value_weight * value_loss + policy_weight * policy_loss
+    return total, {"loss/value": value_loss.detach(), "loss/policy": policy_loss.detach(),
+                   "loss/total_unregularised": total.detach()}
+
+
+class NetworkValueFunction(ValueFunction):
+    """GT-CFR's leaf values from a CVPN: one forward pass per batch of queries.
+
+    `listener`, when set, sees every batch of queries (the actors' and solvers'
+    query collection, "Query collection" and "Recursive queries")."""
+
+    def __init__(self, encoding: BeliefEncoding, net: CVPN, device: torch.device | str = "cpu"):
+        self.encoding = encoding
+        self.net = net.to(device).eval()
+        self.device = torch.device(device)
+        self.listener = None
+        self.queries = 0
+
+    def load_state_dict(self, weights: dict) -> None:
+        self.net.load_state_dict(weights)
+        self.net.eval()
+
+    def predict(self, queries: list[Query]) -> tuple[np.ndarray, np.ndarray]:
+        """Normalised values [B, 2, S] and policy logits [B, 2, S, A]."""
+        x = np.stack([self.encoding.input(q.public_state, q.ranges) for q in queries])
+        with torch.no_grad():
+            values, logits = self.net(torch.from_numpy(x).to(self.device))
+        return values.cpu().numpy().astype(float), logits.cpu().numpy().astype(float)
+
+    def evaluate(self, queries: list[Query]) -> list[Evaluation]:
+        if self.listener is not None:
+            self.listener(queries)
+        self.queries += len(queries)
+        values, logits = self.predict(queries)
+        out = []
+        for q, v, lg in zip(queries, values, logits):
+            node = q.public_state
+            cfv = []
+            for p in range(2):
+                slots = self.encoding.slot_index(node, p)
+                cfv.append(v[p, slots] * self.encoding.reach_mass(node, q.ranges, p))
+            policy = None
+            if node.kind == DECISION:
+                slots = self.encoding.slot_index(node, node.player)
+                legal = self.encoding.legal_mask(node)[slots]
+                own = np.where(legal, lg[node.player, slots], -np.inf)
+                own = np.exp(own - own.max(axis=1, keepdims=True))
+                policy = own / own.sum(axis=1, keepdims=True)
+            out.append(Evaluation(cfv, policy))
+        return out

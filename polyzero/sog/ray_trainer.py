@@ -1,0 +1,164 @@
+"""`polyzero train GAME --algo sog --workers N`: Student of Games' actors and query
+solvers as Ray actors (paper, Fig. 8: actors, a query buffer, solvers and trainers
+over a distributed network).
+
+Each learning step the driver sends the latest weights to every actor (one
+object in Ray's store), hands this step's games to the N self-play actors and
+up to `sog.solves_per_step` queries from its buffer to the `ray.solvers` solver
+actors, all at once; the results enter the replay and the buffer in game and
+solve order, then the learner trains. Game i and solve j draw their randomness
+from (seed, i) and (seed, j) as in-process, so a run is reproducible for a given
+number of actors; unlike in-process, a step's solves take the queries that were
+waiting when the step began (they run beside its games). An actor that dies is
+restarted by Ray and its work is done again (counted in `ray/worker_failures`).
+Run directory, checkpoints and metrics are the in-process driver's: a run
+resumes under either driver.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from polyzero.errors import UsageError
+from polyzero.train.ray_driver import _import_ray, start_ray
+
+from .trainer import SoGTrainer
+
+
+RETRIES = 30  # tries (a second apart) of a dead actor's work while Ray restarts it
+
+
+class SoGWorker:
+    """A plain class Ray runs as an actor: a CVPN, sound self-play and the query solver."""
+
+    def __init__(self, cfg_dict: dict):
+        import torch
+
+        from polyzero.config import build_config
+        from polyzero.games import load_game
+
+        from .cvpn import BeliefEncoding, NetworkValueFunction
+        from .selfplay import SoundSelfPlay
+        from .trainer import CVPNModel
+
+        cfg = build_config(base=cfg_dict)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.cfg = cfg
+        self.game = load_game(cfg.game)
+        self.encoding = BeliefEncoding(self.game)
+        self.values = NetworkValueFunction(self.encoding, CVPNModel(self.encoding, cfg).build_network())
+        self.actor = SoundSelfPlay(self.game, self.encoding, self.values, cfg.sog.search_settings(), cfg.sog.p_td)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def set_weights(self, weights: dict) -> None:
+        self.values.load_state_dict(weights)
+
+    def play(self, indices: list[int]) -> list:
+        from .selfplay import play_game
+
+        return [play_game(self.actor, self.cfg.seed, i, self.cfg.sog.q_search) for i in indices]
+
+    def solve(self, items: list) -> list:
+        from .selfplay import solve_indexed
+
+        settings = self.cfg.sog.search_settings(solver=True)
+        return [solve_indexed(self.game, self.encoding, query, self.values, settings, self.cfg.seed, index,
+                              self.cfg.sog.q_recursive) for index, query in items]
+
+
+class RaySoGTrainer(SoGTrainer):
+    def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
+        self.workers: list = []
+        self.solvers: list = []
+        super().__init__(cfg, run_dir, progress)
+        self.ray = _import_ray()
+        self.num_workers = workers
+        self.ray_address = ray_address
+        self.failures = 0
+        self._weights = None
+        self._owns_ray = False
+
+    def run(self) -> dict:
+        ray = self.ray
+        self._owns_ray = start_ray(ray, self.num_workers + self.cfg.ray.solvers, self.ray_address)
+        need = (self.num_workers + self.cfg.ray.solvers) * self.cfg.ray.worker_cpus
+        have = ray.cluster_resources().get("CPU", 0)
+        if need > have:  # Ray would keep the actors pending and the run would wait forever
+            if self._owns_ray:
+                ray.shutdown()
+            raise UsageError(f"{self.num_workers} self-play and {self.cfg.ray.solvers} solver actors need "
+                             f"{need:g} CPUs of Ray (ray.worker_cpus = {self.cfg.ray.worker_cpus:g} each); "
+                             f"the cluster has {have:g}: lower --workers, ray.solvers or ray.worker_cpus")
+        remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
+                            max_restarts=-1, max_task_retries=0)(SoGWorker)
+        cfg_dict = self.cfg.to_dict()
+        self.workers = [remote.remote(cfg_dict) for _ in range(self.num_workers)]
+        self.solvers = [remote.remote(cfg_dict) for _ in range(self.cfg.ray.solvers)]
+        self._publish_weights()
+        try:
+            return super().run()
+        finally:
+            for w in self.workers + self.solvers:
+                ray.kill(w, no_restart=True)
+            self.workers, self.solvers = [], []
+            if self._owns_ray:
+                ray.shutdown()
+
+    def _publish_weights(self) -> None:
+        super()._publish_weights()
+        if self.workers:
+            self._weights = self.ray.put(self.learner.weights())
+            for w in self.workers + self.solvers:
+                w.set_weights.remote(self._weights)
+
+    def _await(self, worker, method: str, work: list, ref) -> list:
+        """The result of `worker.method(work)`; if the actor died, Ray restarts it and the
+        work is done again there with the latest weights (tries while it restarts)."""
+        ray = self.ray
+        lost = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ActorUnavailableError)
+        try:
+            return ray.get(ref)
+        except lost:
+            self.failures += 1
+        for attempt in range(RETRIES):
+            try:
+                worker.set_weights.remote(self._weights)
+                return ray.get(getattr(worker, method).remote(work))
+            except lost:
+                if attempt == RETRIES - 1:
+                    raise
+                time.sleep(1.0)
+
+    def _generate(self) -> int:
+        sog = self.cfg.sog
+        first = self.counts["games"]
+        games = list(range(first, first + sog.episodes_per_step))
+        solves = []
+        for k in range(sog.solves_per_step):
+            query = self.queries.pop()
+            if query is None:
+                break
+            solves.append((self.counts["solves"] + k, query))
+        plays = [(w, games[i::len(self.workers)]) for i, w in enumerate(self.workers)]
+        solving = [(w, solves[i::len(self.solvers)]) for i, w in enumerate(self.solvers)]
+        # Every actor's work is in flight before the first result is awaited.
+        refs = [(w, "play", work, w.play.remote(work)) for w, work in plays if work]
+        refs += [(w, "solve", work, w.solve.remote(work)) for w, work in solving if work]
+        episodes, solved = {}, {}
+        for worker, method, work, ref in refs:
+            results = self._await(worker, method, work, ref)
+            keys = work if method == "play" else [index for index, _ in work]
+            (episodes if method == "play" else solved).update(zip(keys, results))
+        for index in sorted(episodes):
+            self._add_game(episodes[index])
+        for index in sorted(solved):
+            self._add_solve(solved[index])
+        return len(solves)
+
+    def _runtime_metrics(self) -> dict:
+        return {"ray/workers": len(self.workers), "ray/solvers": len(self.solvers),
+                "ray/worker_failures": self.failures}

@@ -1,0 +1,300 @@
+"""Student of Games' data: sound self-play, query collection and query solving
+(paper: "Data generation via sound self-play", "Training process" and Fig. 8,
+"Query collection", "Computing training targets", "Recursive queries").
+
+- **Sound self-play** (`SoundSelfPlay.play`): both players act by continual
+  re-solving with GT-CFR and the current CVPN at every decision, sampling their
+  action from the re-solved policy. Every main-line search gives a policy target:
+  the output policies of all information states of the acting player at the
+  searched public state. Its value target is the game's outcome (TD(1)) for the
+  information states actually held, with probability `p_td`; otherwise the
+  main-line belief state goes to the query buffer and a solver gives its values.
+- **Query collection**: every public belief state a search sends to the network
+  enters the query buffer with probability `q_search`.
+- **Query solving** (`solve_query`): GT-CFR(s_solve, c_solve) from the queried
+  belief state with the current network at its own leaves; the value targets
+  are the final counterfactual values of every information state at the
+  query's public state (normalised as the CVPN predicts them). The solver's own
+  network queries re-enter the buffer with probability `q_recursive`.
+- **Replay** (`SlidingWindow`): the newest examples, each used in at most
+  `max_updates` minibatches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyspiel
+
+from polyzero.games.public_states import public_observation_function, public_state_at
+
+from .cvpn import EXAMPLE_FIELDS, BeliefEncoding, Example, NetworkValueFunction
+from .gtcfr import GTCFR, SearchTree, SoGSettings
+from .resolve import ResolvingSearcher, info_state_string
+from .values import Query
+
+
+# -- targets -----------------------------------------------------------------------
+
+def value_targets(encoding: BeliefEncoding, query: Query, cfv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Counterfactual values -> the CVPN's normalised value targets [2, S] and their
+    mask (information states the query's beliefs do not reach get no target)."""
+    node = query.public_state
+    value = np.zeros((2, encoding.max_slots), np.float32)
+    mask = np.zeros((2, encoding.max_slots), np.float32)
+    for p in range(2):  # a slot holding several information states gets their aggregate
+        mass = encoding.to_slots(node, p, encoding.reach_mass(node, query.ranges, p))
+        total = encoding.to_slots(node, p, cfv[p])
+        reached = np.flatnonzero(mass > 1e-12)
+        value[p, reached] = total[reached] / mass[reached]
+        mask[p, reached] = 1.0
+    return value, mask
+
+
+def make_example(encoding: BeliefEncoding, query: Query, value=None, value_mask=None,
+                 policy=None, policy_mask=None) -> Example:
+    node = query.public_state
+    s, a = encoding.max_slots, encoding.num_actions
+    return Example(
+        x=encoding.input(node, query.ranges),
+        value=np.zeros((2, s), np.float32) if value is None else value,
+        value_mask=np.zeros((2, s), np.float32) if value_mask is None else value_mask,
+        policy=np.zeros((s, a), np.float32) if policy is None else policy,
+        policy_mask=np.zeros(s, np.float32) if policy_mask is None else policy_mask,
+        legal=encoding.legal_mask(node),
+        player=max(node.player, 0) if node.kind == "decision" else 0,
+    )
+
+
+def solve_query(game: pyspiel.Game, query: Query, value_fn, settings: SoGSettings,
+                rng: np.random.Generator, observe=None) -> list[np.ndarray]:
+    """GT-CFR(settings.simulations, settings.expansions_per_update) rooted at the
+    query's belief state; the counterfactual values of every information state
+    there under the final average policies ("Computing training targets")."""
+    tree = SearchTree(game, query.public_state, observe or public_observation_function(game))
+    tree.expand(0)
+    search = GTCFR(tree, value_fn, settings, rng, root_ranges=[np.asarray(r, float) for r in query.ranges])
+    search.run()
+    search.cfr.evaluate_average()
+    return [search.cfr.counterfactual_values(0, p) for p in range(game.num_players())]
+
+
+# -- the query buffer ----------------------------------------------------------------
+
+class QueryBuffer:
+    """Public belief states waiting for a solver, oldest first; the oldest are
+    dropped beyond `capacity`. Saved as one world's history and the ranges by
+    information-state name (the public state is rebuilt from the history)."""
+
+    def __init__(self, game: pyspiel.Game, capacity: int):
+        self.game = game
+        self.items: deque[Query] = deque(maxlen=capacity)
+        self.added = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, query: Query) -> None:
+        self.items.append(Query(query.public_state, [np.asarray(r, float).copy() for r in query.ranges]))
+        self.added += 1
+
+    def pop(self) -> Query | None:
+        return self.items.popleft() if self.items else None
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        records = [{"history": q.public_state.worlds[0].state.history(),
+                    "ranges": [dict(zip(q.public_state.info_states[p], map(float, q.ranges[p]))) for p in range(2)]}
+                   for q in self.items]
+        return {"queries": np.frombuffer(json.dumps(records).encode(), np.uint8), "added": np.array(self.added)}
+
+    def load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self.items.clear()
+        for record in json.loads(arrays["queries"].tobytes().decode()):
+            state = self.game.new_initial_state()
+            for action in record["history"]:
+                state.apply_action(action)
+            node = public_state_at(self.game, state)
+            ranges = [np.array([record["ranges"][p].get(name, 0.0) for name in node.info_states[p]])
+                      for p in range(2)]
+            self.items.append(Query(node, ranges))
+        self.added = int(arrays["added"])
+
+
+class Collector:
+    """The network's listener: each queried belief state is kept with probability q."""
+
+    def __init__(self, probability: float, rng: np.random.Generator):
+        self.probability = probability
+        self.rng = rng
+        self.seen = 0
+        self.kept: list[Query] = []
+
+    def __call__(self, queries: list[Query]) -> None:
+        for q in queries:
+            self.seen += 1
+            if self.rng.random() < self.probability:
+                self.kept.append(Query(q.public_state, [np.asarray(r, float).copy() for r in q.ranges]))
+
+
+# -- replay ----------------------------------------------------------------------------
+
+class SlidingWindow:
+    """The newest `capacity` examples; each is used in at most `max_updates` minibatches."""
+
+    def __init__(self, encoding: BeliefEncoding, capacity: int, max_updates: int = 5):
+        s, a = encoding.max_slots, encoding.num_actions
+        self.capacity = capacity
+        self.max_updates = max_updates
+        self.data = {
+            "x": np.zeros((capacity, encoding.input_size), np.float32),
+            "value": np.zeros((capacity, 2, s), np.float32),
+            "value_mask": np.zeros((capacity, 2, s), np.float32),
+            "policy": np.zeros((capacity, s, a), np.float32),
+            "policy_mask": np.zeros((capacity, s), np.float32),
+            "legal": np.zeros((capacity, s, a), bool),
+            "player": np.zeros(capacity, np.int64),
+        }
+        self.uses = np.full(capacity, max_updates, np.int64)  # empty slots count as used up
+        self.next = 0
+        self.added = 0
+
+    def __len__(self) -> int:
+        return int((self.uses < self.max_updates).sum())
+
+    def add(self, example: Example) -> None:
+        i = self.next
+        for name in EXAMPLE_FIELDS:
+            self.data[name][i] = getattr(example, name)
+        self.uses[i] = 0
+        self.next = (i + 1) % self.capacity
+        self.added += 1
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray] | None:
+        """A minibatch of distinct usable examples (None when fewer than batch_size)."""
+        alive = np.flatnonzero(self.uses < self.max_updates)
+        if len(alive) < batch_size:
+            return None
+        index = np.sort(rng.choice(alive, batch_size, replace=False))
+        self.uses[index] += 1
+        return {name: array[index] for name, array in self.data.items()}
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {**self.data, "uses": self.uses, "meta": np.array([self.next, self.added])}
+
+    def load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        for name in self.data:
+            if arrays[name].shape != self.data[name].shape:
+                raise ValueError(f"replay field {name} has shape {arrays[name].shape}, "
+                                 f"expected {self.data[name].shape}")
+            self.data[name] = arrays[name].copy()
+        self.uses = arrays["uses"].copy()
+        self.next, self.added = (int(v) for v in arrays["meta"])
+
+
+# -- sound self-play -----------------------------------------------------------------
+
+@dataclass
+class EpisodeResult:
+    examples: list[Example]  # main-line policy examples (with TD(1) values where drawn)
+    to_solve: list[Query]  # main-line belief states whose values a solver gives
+    decisions: int
+    returns: list[float]
+    collected: list[Query] = field(default_factory=list)  # the searches' queries kept (q_search)
+    queries_seen: int = 0
+
+
+@dataclass
+class SolveResult:
+    example: Example  # the query's value targets
+    collected: list[Query]  # the solver's own queries kept (q_recursive)
+    queries_seen: int
+
+
+def play_game(actor: "SoundSelfPlay", seed: int, index: int, q_search: float) -> EpisodeResult:
+    """Game number `index` of a run: its randomness depends on (seed, index) only, so any
+    driver (in-process or a Ray actor) plays the same game with the same weights."""
+    collector = Collector(q_search, np.random.default_rng([seed, 3, index]))
+    actor.value_fn.listener = collector
+    try:
+        result = actor.play(seed=seed * 1_000_003 + index, rng=np.random.default_rng([seed, 2, index]))
+    finally:
+        actor.value_fn.listener = None
+    result.collected, result.queries_seen = collector.kept, collector.seen
+    return result
+
+
+def solve_indexed(game: pyspiel.Game, encoding: BeliefEncoding, query: Query, value_fn: NetworkValueFunction,
+                  settings: SoGSettings, seed: int, index: int, q_recursive: float) -> SolveResult:
+    """Solve number `index` of a run (randomness from (seed, index)): the value example
+    and the recursive queries kept."""
+    collector = Collector(q_recursive, np.random.default_rng([seed, 4, index]))
+    value_fn.listener = collector
+    try:
+        cfv = solve_query(game, query, value_fn, settings, np.random.default_rng([seed, 5, index]))
+    finally:
+        value_fn.listener = None
+    value, mask = value_targets(encoding, query, cfv)
+    return SolveResult(make_example(encoding, query, value, mask), collector.kept, collector.seen)
+
+
+class SoundSelfPlay:
+    """One actor: plays whole games by continual re-solving on both sides."""
+
+    def __init__(self, game: pyspiel.Game, encoding: BeliefEncoding, value_fn: NetworkValueFunction,
+                 settings: SoGSettings, p_td: float):
+        self.game = game
+        self.encoding = encoding
+        self.value_fn = value_fn
+        self.settings = settings
+        self.p_td = p_td
+
+    def play(self, seed: int, rng: np.random.Generator) -> EpisodeResult:
+        searcher = ResolvingSearcher(self.game, self.value_fn, self.settings, seed)
+        state = self.game.new_initial_state()
+        line = []  # (query, acting player, policy target rows, true info index per player)
+        while not state.is_terminal():
+            if state.is_chance_node():
+                outcomes, probs = zip(*state.chance_outcomes())
+                state.apply_action(int(outcomes[rng.choice(len(outcomes), p=np.array(probs) / sum(probs))]))
+                continue
+            player = state.current_player()
+            result = searcher.search_at(state)
+            summary = result.summary
+            index = summary.tree.index_of[result.key]
+            node = summary.tree.nodes[index]
+            query = Query(node, [r.copy() for r in summary.ranges[index]])
+            true_info = [node.info_states[p].index(info_state_string(state, p)) for p in range(2)]
+            line.append((query, player, result.policy, true_info))
+            probs = result.policy[info_state_string(state, player)]
+            actions = list(probs)
+            p = np.array([probs[a] for a in actions])
+            state.apply_action(int(actions[rng.choice(len(actions), p=p / p.sum())]))
+        returns = state.returns()
+        examples, to_solve = [], []
+        for query, player, policy, true_info in line:
+            node = query.public_state
+            s, a = self.encoding.max_slots, self.encoding.num_actions
+            target = np.zeros((s, a), np.float32)
+            mask = np.zeros(s, np.float32)
+            slots = self.encoding.slot_index(node, player)
+            weights = query.ranges[player] + 1e-12  # a shared slot: the policies' own-reach average
+            for i, name in enumerate(node.info_states[player]):
+                for action, prob in policy[name].items():
+                    target[slots[i], action] += weights[i] * prob
+                mask[slots[i]] = 1.0
+            target /= np.maximum(target.sum(axis=1, keepdims=True), 1e-30)
+            value = vmask = None
+            if rng.random() < self.p_td:  # TD(1): the outcome for the information states held
+                value = np.zeros((2, s), np.float32)
+                vmask = np.zeros((2, s), np.float32)
+                for q in range(2):
+                    slot = self.encoding.slot_index(node, q)[true_info[q]]
+                    value[q, slot] = returns[q]
+                    vmask[q, slot] = 1.0
+            else:
+                to_solve.append(query)
+            examples.append(make_example(self.encoding, query, value, vmask, target, mask))
+        return EpisodeResult(examples, to_solve, len(line), list(returns))

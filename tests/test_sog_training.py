@@ -1,0 +1,256 @@
+"""Student of Games, part 2: the CVPN, query solving, sound self-play and training."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.config import build_config
+from polyzero.games import load_game
+from polyzero.games.public_states import PublicTree, public_state_at
+from polyzero.sog.cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn
+from polyzero.sog.gtcfr import SoGSettings
+from polyzero.sog.selfplay import QueryBuffer, SlidingWindow, make_example, solve_indexed, solve_query, value_targets
+from polyzero.sog.values import ExactValueFunction, Query
+
+
+def _state(game, actions):
+    state = game.new_initial_state()
+    for a in actions:
+        state.apply_action(a)
+    return state
+
+
+def _random_ranges(node, rng):
+    return [rng.uniform(0.1, 1.0, len(node.info_states[p])) for p in range(2)]
+
+
+@pytest.mark.parametrize("name, slots, actions", [("kuhn_poker", 3, 2), ("leduc_poker", 6, 3)])
+def test_cvpn_shapes_and_masks(name, slots, actions):
+    game = load_game(name)
+    enc = BeliefEncoding(game)
+    assert enc.slots == [slots, slots] and enc.num_actions == actions
+    net = build_cvpn(enc, width=16, layers=1)
+    root = PublicTree(game, max_depth=0).nodes[0]
+    ranges = [np.ones(len(root.info_states[p])) for p in range(2)]
+    x = enc.input(root, ranges)
+    assert x.shape == (enc.input_size,)
+    # each player's range over its slots is normalised to sum 1
+    assert np.isclose(x[enc.public_size:enc.public_size + slots].sum(), 1.0)
+    values, logits = net(torch.from_numpy(x[None]))
+    assert values.shape == (1, 2, slots) and logits.shape == (1, 2, slots, actions)
+    legal = enc.legal_mask(root)
+    slot = enc.slot_index(root, root.player)
+    assert sorted(slot.tolist()) == list(range(slots))  # the deal fills every slot
+    assert all(legal[s, root.worlds[0].state.legal_actions()].all() for s in slot)
+    # a public state where the acting player holds fewer cards than slots: none of them is masked in
+    ev = NetworkValueFunction(enc, net).evaluate([Query(root, ranges)])[0]
+    assert ev.policy.shape == (len(root.info_states[root.player]), actions)
+    assert np.allclose(ev.policy.sum(axis=1), 1.0)
+    illegal = ~legal[slot]
+    assert (ev.policy[illegal] == 0).all()
+
+
+def test_network_values_scale_with_chance_and_opponent_reach():
+    """The CVPN predicts normalised values; the value function multiplies them by
+    each information state's chance-and-opponent reach (its counterfactual weight)."""
+    game = load_game("kuhn_poker")
+    enc = BeliefEncoding(game)
+    net = build_cvpn(enc, width=8, layers=1)
+    with torch.no_grad():
+        for head in net.value:
+            head.weight.zero_()
+            head.bias.fill_(0.5)
+    node = public_state_at(game, _state(game, [0, 1, 1]))  # J, Q dealt, player 0 bet
+    ranges = [np.array([0.2, 0.3, 0.5]), np.array([1.0, 0.4, 0.1])]
+    ev = NetworkValueFunction(enc, net).evaluate([Query(node, ranges)])[0]
+    for p in range(2):
+        expected = 0.5 * enc.reach_mass(node, ranges, p)
+        assert np.allclose(ev.values[p], expected)
+    # by hand: each of player 1's cards leaves two deals of chance 1/6, reached by
+    # player 0's range of the card it holds in that deal
+    for i in range(3):
+        worlds = [node.worlds[w] for w in node.worlds_of(1, i)]
+        assert len(worlds) == 2
+        by_hand = sum(ranges[0][w.info_states[0]] for w in worlds) / 6
+        assert np.isclose(ev.values[1][i], 0.5 * by_hand)
+
+
+@pytest.mark.parametrize("name, history", [
+    ("kuhn_poker", [0, 1, 0, 1]),  # check, bet: player 0 calls or folds, all children terminal
+    ("kuhn_poker", [2, 0, 1]),  # bet: player 1 calls or folds
+    ("leduc_poker", [0, 3, 1, 1, 5, 2, 2]),  # round 2, raise, re-raise: call or fold ends the game
+])
+def test_query_targets_from_gtcfr_equal_exact_values(name, history):
+    """On a subgame whose children are all terminal, the solver's targets are the
+    subgame's exact counterfactual values (an exact CFR+ solve for the same beliefs)."""
+    game = load_game(name)
+    node = public_state_at(game, _state(game, history))
+    rng = np.random.default_rng(0)
+    query = Query(node, _random_ranges(node, rng))
+    enc = BeliefEncoding(game)
+    net_values = NetworkValueFunction(enc, build_cvpn(enc, 8, 1))
+    settings = SoGSettings(simulations=400, expansions_per_update=1.0)
+    cfv = solve_query(game, query, net_values, settings, np.random.default_rng(1))
+    exact = ExactValueFunction(game, iterations=2000, warm_start=False).evaluate([query])[0].values
+    for p in range(2):
+        assert np.allclose(cfv[p], exact[p], atol=2e-3), (p, cfv[p], exact[p])
+    assert net_values.queries == 0  # terminal children: the network was never asked
+    value, mask = value_targets(enc, query, cfv)
+    for p in range(2):
+        slots = enc.slot_index(node, p)
+        assert np.allclose(value[p, slots] * enc.reach_mass(node, query.ranges, p), cfv[p], atol=1e-6)
+        assert (mask[p, slots] == 1).all()
+
+
+def test_recursive_queries_are_kept_with_their_probability():
+    game = load_game("leduc_poker")
+    enc = BeliefEncoding(game)
+    values = NetworkValueFunction(enc, build_cvpn(enc, 8, 1))
+    root = PublicTree(game, max_depth=0).nodes[0]
+    query = Query(root, [np.ones(6), np.ones(6)])
+    settings = SoGSettings(simulations=40, expansions_per_update=1.0, max_depth=2)
+    seen = kept = 0
+    for index in range(12):
+        solved = solve_indexed(game, enc, query, values, settings, seed=0, index=index, q_recursive=0.1)
+        seen += solved.queries_seen
+        kept += len(solved.collected)
+        assert solved.example.value_mask.sum() > 0
+    assert seen > 1500 and values.queries == seen and values.listener is None
+    sigma = np.sqrt(0.1 * 0.9 / seen)
+    assert abs(kept / seen - 0.1) < 4 * sigma
+
+
+def test_query_buffer_round_trip():
+    game = load_game("leduc_poker")
+    enc = BeliefEncoding(game)
+    buffer = QueryBuffer(game, capacity=10)
+    rng = np.random.default_rng(0)
+    for history in ([0, 3], [0, 3, 1], [0, 3, 1, 1, 5]):
+        node = public_state_at(game, _state(game, history))
+        buffer.add(Query(node, _random_ranges(node, rng)))
+    copy = QueryBuffer(game, capacity=10)
+    copy.load_arrays(buffer.to_arrays())
+    assert len(copy) == 3 and copy.added == 3
+    for a, b in zip(buffer.items, copy.items):
+        assert a.public_state.key == b.public_state.key
+        assert np.allclose(enc.input(a.public_state, a.ranges), enc.input(b.public_state, b.ranges))
+
+
+def test_sliding_window_uses_each_example_at_most_max_updates_times():
+    game = load_game("kuhn_poker")
+    enc = BeliefEncoding(game)
+    window = SlidingWindow(enc, capacity=8, max_updates=5)
+    node = PublicTree(game, max_depth=0).nodes[0]
+    for _ in range(10):  # the two oldest fall out of the window
+        window.add(make_example(enc, Query(node, [np.ones(3), np.ones(3)])))
+    assert len(window) == 8 and window.added == 10
+    rng = np.random.default_rng(0)
+    batches = 0
+    while window.sample(4, rng) is not None:
+        batches += 1
+    assert (window.uses <= 5).all() and window.uses.sum() == 4 * batches
+    assert batches >= 8 and len(window) < 4  # it stops only when a minibatch cannot be filled
+
+
+def _train(tmp_path, name, steps, extra=()):
+    from polyzero.sog.trainer import SoGTrainer
+
+    cfg = build_config("kuhn_poker", "sog", None, [
+        f"train.steps={steps}", "train.batch_size=16", "train.minibatches_per_step=2", "train.replay_size=512",
+        "train.checkpoint_every=2", "eval.every=0", "net.width=16", "net.layers=1", "sog.simulations=4",
+        "sog.solve_simulations=4", "sog.episodes_per_step=1", "sog.solves_per_step=4", *extra])
+    trainer = SoGTrainer.create(cfg, tmp_path / name, progress=False)
+    trainer.run()
+    return trainer
+
+
+def test_resume_reaches_the_same_weights(tmp_path):
+    from polyzero.sog.trainer import SoGTrainer
+
+    straight = _train(tmp_path, "straight", 4)
+    _train(tmp_path, "split", 2)
+    resumed = SoGTrainer.resume(tmp_path / "split", ["train.steps=4"], progress=False)
+    resumed.run()
+    assert resumed.counts == straight.counts
+    for k, v in straight.learner.weights().items():
+        assert torch.equal(v, resumed.learner.weights()[k]), k
+
+
+def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
+    from polyzero.cli import main
+
+    run = tmp_path / "run"
+    cmd = ["train", "kuhn_poker", "--algo", "sog", "--run-dir", str(run), "--no-progress",
+           "--set", "train.steps=2", "--set", "train.batch_size=8", "--set", "sog.eval_simulations=2",
+           "--set", "eval.every=1", "--set", "sog.eval_seeds=1", "--set", "sog.simulations=2",
+           "--set", "sog.solve_simulations=2"]
+    assert main(cmd) == 0
+    assert "exploitability of SoG(2,1)" in capsys.readouterr().out
+    assert (run / "checkpoints" / "latest").is_file()
+    evals = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert any("eval/value_mae" in r for r in evals if r["kind"] == "eval")
+    assert main(["plot", str(run)]) == 0
+    assert (run / "plots" / "exploitability.png").is_file() and (run / "plots" / "losses.png").is_file()
+    assert main(["arena", f"sog:2,1,net={run}", "random", "--game", "kuhn_poker", "--games", "4",
+                 "--no-progress"]) == 0
+    assert main(cmd[:-2] + ["--set", "sog.q_search=1.5", "--run-dir", str(tmp_path / "bad")]) == 2
+    assert "sog.q_search" in capsys.readouterr().err
+    assert main(["arena", f"sog:2,1,net={run}", "random", "--game", "leduc_poker", "--games", "2",
+                 "--no-progress"]) == 2
+    assert "trained on kuhn_poker" in capsys.readouterr().err
+
+
+def test_scotland_yard_slots_share_mr_x_positions():
+    """Mr X's information states are his paths; the CVPN's slots are his stations, and
+    a slot's range and value target aggregate the paths that end there."""
+    game = load_game("scotland_yard")
+    enc = BeliefEncoding(game)
+    assert enc.slots == [game.rules.num_stations, 1]
+    tree = PublicTree(game, max_depth=4)
+    def shared(n):
+        slots = enc.slot_index(n, 0)
+        return len(slots) - len(set(slots.tolist()))
+
+    node = max((n for n in tree.nodes if n.kind == "decision"), key=shared)
+    slots = enc.slot_index(node, 0)
+    assert shared(node) >= 1 and (slots >= 0).all()  # two of Mr X's paths end on one station
+    rng = np.random.default_rng(0)
+    query = Query(node, _random_ranges(node, rng))
+    x = enc.input(node, query.ranges)
+    mrx = x[enc.public_size:enc.public_size + enc.slots[0]]
+    expected = np.zeros(enc.slots[0])
+    np.add.at(expected, slots, query.ranges[0])
+    assert np.allclose(mrx, expected / expected.sum())
+    cfv = [rng.normal(size=len(node.info_states[p])) for p in range(2)]
+    value, mask = value_targets(enc, query, cfv)
+    mass = enc.reach_mass(node, query.ranges, 0)
+    for slot in set(slots.tolist()):
+        members = slots == slot
+        if mass[members].sum() > 0:
+            assert np.isclose(value[0, slot], cfv[0][members].sum() / mass[members].sum(), rtol=1e-5)
+
+
+def test_kuhn_depth_one_learning_cuts_value_error_and_exploitability(tmp_path):
+    """Depth-limited searches (d = 1) on Kuhn: every non-terminal leaf is the network's,
+    so what the search player knows beyond one public action is what the CVPN learned.
+    A short run must cut the network's error against Kuhn's equilibrium counterfactual
+    values by half and bring SoG(100, 1)'s exploitability below 20 mbb/h."""
+    from polyzero.sog.exploitability import player_exploitability
+    from polyzero.sog.trainer import SoGTrainer
+    from polyzero.sog.value_error import equilibrium_beliefs, value_error
+
+    cfg = build_config("kuhn_poker", "sog", None, ["sog.max_depth=1", "eval.every=0", "seed=0"])
+    trainer = SoGTrainer.create(cfg, tmp_path / "run", progress=False)
+    beliefs = equilibrium_beliefs(trainer.game, 1000)
+    before = value_error(trainer.value_function(), beliefs)
+    untrained = player_exploitability(trainer.game, lambda s: trainer.agent_player(100, seed=s), 1).mean
+    trainer.run()
+    after = value_error(trainer.value_function(), beliefs)
+    trained = player_exploitability(trainer.game, lambda s: trainer.agent_player(100, seed=s), 3)
+    print(f"value MAE {before:.4f} -> {after:.4f}; exploitability {untrained:.1f} -> {trained.values} mbb/h")
+    assert after <= 0.5 * before
+    assert trained.max < 20.0 < untrained
