@@ -311,3 +311,25 @@ def test_cli_solve_refuses_other_games(capsys):
     assert main(["solve", "tic_tac_toe"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("polyzero: error: solve knows only nannon games") and "\n" not in err
+
+
+def test_td_lambda_returns_by_hand_and_learning_beats_random():
+    """TD(lambda) baseline (NDMZ paper, Section 4.2): lambda-returns by hand, then a few
+    rounds of self-play raise the greedy policy's exact score against random play."""
+    from polyzero.algos.td_lambda import TDLambda
+    from polyzero.eval.nannon_solver import shared_solution
+    from polyzero.games import load_game
+
+    sol = shared_solution(load_game("nannon"))
+    td = TDLambda(sol, width=64, games_per_round=300, learning_rate=1e-2, seed=0)
+    # W = [0.1, -0.2, 0.4, (terminal)], outcome 1, lambda 0.7:
+    # G_2 = 1; G_1 = 0.3 * 0.4 + 0.7 * 1 = 0.82; G_0 = 0.3 * -0.2 + 0.7 * 0.82 = 0.514
+    assert np.allclose(td.lambda_returns(np.array([0.1, -0.2, 0.4, 9.9]), 1.0), [0.514, 0.82, 1.0])
+    games = td.play_round()
+    assert len(games) == 300 and all(abs(o) == 1 for _, o in games)
+    before = td.evaluate()["vs_random"]
+    for _ in range(10):
+        td.train_round()
+    after = td.evaluate()["vs_random"]
+    print(f"TD(lambda) exact score vs random: {before:.3f} -> {after:.3f}")
+    assert after >= before + 0.05
