@@ -41,7 +41,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 NAME = "connect_four_alphazero"
 PY = sys.executable
 POLYZERO = str(Path(PY).with_name("polyzero"))
-ARMS = ("polyzero", "openspiel")
+ARMS = ("polyzero", "openspiel", "muzero")  # muzero: the connect_four_muzero benchmark
 LEVELS = {"1x": 100, "10x": 1000}  # MCTS-Solver simulations (Go-Exploit Table 4: the agent at 100)
 AGENT_SIMS = 100
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -113,31 +113,33 @@ def _keep_mark(ckpt: Path, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
-def train_polyzero(args, work: Path) -> None:
-    """Segments of --mark-min wall clock; SIGTERM at each mark writes a checkpoint,
-    the next segment resumes it. The x-axis is the cumulative wall clock of the
-    segments (process start to exit: imports and checkpoint writing included)."""
-    run = work / "polyzero"
-    seg_file = work / "polyzero_segments.jsonl"
-    budget, mark_s = args.budget_min * 60, args.mark_min * 60
+def train_segments(work: Path, arm: str, train_args: list[str], budget_s: float, mark_s: float,
+                   core: int | None, log_prefix: str | None = None) -> None:
+    """`polyzero train TRAIN_ARGS` in segments of `mark_s` wall clock; SIGTERM at each mark
+    writes a checkpoint, the next segment resumes it, and the mark's network is kept under
+    WORK/ARM_marks/. The x-axis is the cumulative wall clock of the segments (process start
+    to exit: imports and checkpoint writing included). Also used by gumbel_few_simulations."""
+    run = work / arm
+    seg_file = work / f"{arm}_segments.jsonl"
     env = {**os.environ, **ONE_THREAD}
+    prefix = log_prefix or arm
     while True:
         segs = read_jsonl(seg_file)
         wall = segs[-1]["wall_s"] if segs else 0.0
         ckpt, state = _latest_polyzero(run)
         if segs and state and state["elapsed"] > segs[-1]["elapsed"] + 1:  # a segment the driver lost
             wall += state["elapsed"] - segs[-1]["elapsed"]
-        if wall >= budget - 1:
+        if wall >= budget_s - 1:
             return
-        target = min((int(wall // mark_s) + 1) * mark_s, budget)
+        target = min((int(wall // mark_s) + 1) * mark_s, budget_s)
         if ckpt is None:
-            cmd = [POLYZERO, "train", "connect_four", "--run-dir", str(run), "--seed", str(args.seed),
-                   "--no-progress"] + [x for s in POLYZERO_SETS for x in ("--set", s)]
+            cmd = [POLYZERO, "train", *train_args, "--run-dir", str(run), "--no-progress"] + \
+                  [x for s in POLYZERO_SETS for x in ("--set", s)]
         else:
             cmd = [POLYZERO, "train", "--resume", str(run), "--no-progress"]
-        cmd = _taskset(args.core_polyzero) + cmd
+        cmd = _taskset(core) + cmd
         t_start = time.time()
-        log = open(work / "polyzero_train.log", "a")
+        log = open(work / f"{arm}_train.log", "a")
         log.write(f"\n# {utcnow()} {' '.join(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
@@ -150,8 +152,8 @@ def train_polyzero(args, work: Path) -> None:
         t_end = time.time()
         ckpt, state = _latest_polyzero(run)
         if state is None:
-            raise SystemExit(f"polyzero train wrote no checkpoint (see {work / 'polyzero_train.log'})")
-        mark_dir = work / "polyzero_marks" / f"wc{int(round(target)):06d}"
+            raise SystemExit(f"polyzero train wrote no checkpoint (see {work / f'{arm}_train.log'})")
+        mark_dir = work / f"{arm}_marks" / f"wc{int(round(target)):06d}"
         _keep_mark(ckpt, mark_dir)
         rec = {"mark_s": target, "wall_s": wall + (t_end - t_start), "checkpoint": str(mark_dir.relative_to(work)),
                "source": ckpt.name,
@@ -160,7 +162,15 @@ def train_polyzero(args, work: Path) -> None:
                "utc": utcnow(), "returncode": proc.returncode}
         with open(seg_file, "a") as f:
             f.write(json.dumps(rec) + "\n")
-        print(f"[polyzero] {rec['wall_s'] / 60:.1f} min: step {rec['learning_step']} -> {ckpt.name}", flush=True)
+        print(f"[{prefix}] {rec['wall_s'] / 60:.1f} min: step {rec['learning_step']} -> {ckpt.name}", flush=True)
+
+
+def train_polyzero(args, work: Path, arm: str = "polyzero") -> None:
+    """polyzero's AlphaZero (arm `polyzero`) or MuZero (arm `muzero`, the
+    `connect_four_muzero` benchmark) with its shipped Connect Four preset."""
+    train = ["connect_four", "--algo", "alphazero" if arm == "polyzero" else "muzero", "--seed", str(args.seed)]
+    core = args.core_polyzero if arm == "polyzero" else args.core_muzero
+    train_segments(work, arm, train, args.budget_min * 60, args.mark_min * 60, core)
 
 
 def train_openspiel(args, work: Path) -> None:
@@ -184,8 +194,9 @@ def phase_train(args, work: Path) -> None:
 
     threading.Thread(target=prober, daemon=True).start()
     threads = []
-    if "polyzero" in args.arms:
-        threads.append(threading.Thread(target=train_polyzero, args=(args, work)))
+    for arm in ("polyzero", "muzero"):
+        if arm in args.arms:
+            threads.append(threading.Thread(target=train_polyzero, args=(args, work, arm)))
     if "openspiel" in args.arms:
         threads.append(threading.Thread(target=train_openspiel, args=(args, work)))
     for t in threads:
@@ -200,8 +211,8 @@ def phase_train(args, work: Path) -> None:
 def checkpoints(work: Path, arm: str, budget_s: float) -> list[dict]:
     """{'mark_s', 'wall_s', 'path' or ('dir', 'name'), 'learning_step'} per wall-clock mark."""
     out = []
-    if arm == "polyzero":
-        for r in read_jsonl(work / "polyzero_segments.jsonl"):
+    if arm != "openspiel":
+        for r in read_jsonl(work / f"{arm}_segments.jsonl"):
             if r["mark_s"] <= budget_s + 1e-6:
                 out.append({"mark_s": r["mark_s"], "wall_s": r["wall_s"], "path": str(work / r["checkpoint"]),
                             "learning_step": r["learning_step"], "train_time": r["train_time"]})
@@ -214,7 +225,7 @@ def checkpoints(work: Path, arm: str, budget_s: float) -> list[dict]:
 
 
 def make_agent(arm: str, ck: dict, game):
-    if arm == "polyzero":
+    if arm != "openspiel":
         from polyzero.train.agents import load_search_player
         p = load_search_player(f"{ck['path']}@{AGENT_SIMS}", game)
         p.sample_moves = 0  # most-visited move from the first move on
@@ -387,9 +398,16 @@ def targets(curves: dict) -> dict:
                 ahead.append({"mark_min": p["mark_min"], "level": lv, "polyzero": p[lv]["score"],
                               "openspiel": q[lv]["score"], "ahead": p[lv]["score"] > q[lv]["score"],
                               "ahead_beyond_ci": p[lv]["ci95"][0] > q[lv]["ci95"][1]})
-    return {"vs_1x_90pct_within_60min": reached("1x", 0.9), "vs_10x_60pct_within_60min": reached("10x", 0.6),
-            "ahead_of_openspiel_at_every_point": {"met": all(a["ahead"] for a in ahead) if ahead else None,
-                                                  "points": ahead}}
+    out = {"vs_1x_90pct_within_60min": reached("1x", 0.9), "vs_10x_60pct_within_60min": reached("10x", 0.6),
+           "ahead_of_openspiel_at_every_point": {"met": all(a["ahead"] for a in ahead) if ahead else None,
+                                                 "points": ahead}}
+    mz = {p["mark_min"]: p for p in curves.get("muzero", [])}
+    ratios = [{"mark_min": p["mark_min"], "muzero": mz[p["mark_min"]]["1x"]["score"], "alphazero": p["1x"]["score"],
+               "met": mz[p["mark_min"]]["1x"]["score"] >= 0.8 * p["1x"]["score"]}
+              for p in pz if p["mark_min"] in mz and "1x" in p and "1x" in mz[p["mark_min"]]]
+    if ratios:  # connect_four_muzero: MuZero at least 80% of AlphaZero's 1x score at equal wall clock
+        out["muzero_80pct_of_alphazero_1x"] = {"met": all(r["met"] for r in ratios), "points": ratios}
+    return out
 
 
 def machine() -> dict:
@@ -511,7 +529,7 @@ def plot(curves: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, lv in zip(axes, LEVELS):
-        for arm, color in (("polyzero", "tab:blue"), ("openspiel", "tab:orange")):
+        for arm, color in (("polyzero", "tab:blue"), ("openspiel", "tab:orange"), ("muzero", "tab:green")):
             pts = [p for p in curves.get(arm, []) if lv in p]
             if not pts:
                 continue
@@ -520,7 +538,8 @@ def plot(curves: dict, path: Path) -> None:
             lo = [p[lv]["score"] - p[lv]["ci95"][0] for p in pts]
             hi = [p[lv]["ci95"][1] - p[lv]["score"] for p in pts]
             ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=color,
-                        label="polyzero" if arm == "polyzero" else "OpenSpiel AlphaZero")
+                        label={"polyzero": "polyzero AlphaZero", "openspiel": "OpenSpiel AlphaZero",
+                               "muzero": "polyzero MuZero"}[arm])
         ax.axhline(0.9 if lv == "1x" else 0.6, ls="--", color="grey", lw=0.8, label="target")
         ax.set_title(f"vs MCTS-Solver {lv} ({LEVELS[lv]} sims); agent at {AGENT_SIMS} sims")
         ax.set_xlabel("training wall clock (min, 1 core each)")
@@ -564,6 +583,11 @@ def markdown(r: dict) -> str:
         lines.append(f"- `{k}`: met = {v['met']}" + (f", first at {v['first_mark_min']:g} min"
                                                        if v.get("first_mark_min") else "")
                      + (f" ({v['note']})" if v.get("note") else ""))
+    if "muzero_80pct_of_alphazero_1x" in t:
+        m = t["muzero_80pct_of_alphazero_1x"]
+        lines.append(f"- `muzero_80pct_of_alphazero_1x` (connect_four_muzero): met = {m['met']}")
+        for p in m["points"]:
+            lines.append(f"  - {p['mark_min']:g} min: MuZero {p['muzero']:.3f} vs AlphaZero {p['alphazero']:.3f}")
     a = t["ahead_of_openspiel_at_every_point"]
     lines.append(f"- `ahead_of_openspiel_at_every_point`: met = {a['met']}")
     for p in a["points"]:
@@ -602,6 +626,7 @@ def main(argv=None) -> None:
     p.add_argument("--arms", default="polyzero,openspiel")
     p.add_argument("--core-polyzero", type=int, default=0)
     p.add_argument("--core-openspiel", type=int, default=1)
+    p.add_argument("--core-muzero", type=int, default=1, help="the muzero arm (connect_four_muzero)")
     p.add_argument("--eval-workers", type=int, default=2)
     p.add_argument("--deadline", default=None, help="eval: take no new chunk after HH:MM UTC")
     p.add_argument("--shared-note", default="The machine was shared with other jobs (see the speed probe).")
@@ -619,12 +644,14 @@ def main(argv=None) -> None:
     meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"commands": []}
     meta["commands"].append(f"{utcnow()}: python benchmarks/{NAME}.py " + " ".join(argv or sys.argv[1:]))
     meta_file.write_text(json.dumps(meta, indent=1))
-    if args.phase in ("train", "all"):
-        phase_train(args, work)
-    if args.phase in ("eval", "all"):
-        phase_eval(args, work)
-    if args.phase in ("report", "all"):
-        phase_report(args, work)
+    run_phases(args, work, phase_train, phase_eval, phase_report)
+
+
+def run_phases(args, work: Path, train, evaluate, report) -> None:
+    """`args.phase`: train, eval, report, or all three in order (every benchmark here)."""
+    for name, phase in (("train", train), ("eval", evaluate), ("report", report)):
+        if args.phase in (name, "all"):
+            phase(args, work)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""Benchmark `sog_connect_four` (Student of Games part 2): SoG trained on Connect Four
+on this machine's CPU cores; the agent SoG(100, 1) with the network at checkpoints
+spread over the training time against MCTS-Solver 1x (100 simulations), and its
+Elo gap to the foundation's AlphaZero at equal wall-clock (head to head against the
+`connect_four_alphazero` benchmark's polyzero marks, the agent at 100 simulations).
+
+    python benchmarks/sog_connect_four.py all --budget-min 60 --games 100
+
+Phases (each resumable): train (as `sog_leduc.py`: chunks of learning steps,
+every checkpoint kept), eval (cached per point under WORK/eval/), report
+(benchmarks/results/sog_connect_four.{json,md}).
+
+Target (the issue): at least 50% against MCTS-Solver 1x. The paper finds SoG
+weaker than AlphaZero on perfect-information games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sog_leduc import ROOT, RESULTS, _cached, chosen, phase_train, run_phases  # noqa: E402
+
+AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
+
+
+def alphazero_mark(minutes: float) -> Path | None:
+    """The AlphaZero benchmark's polyzero mark nearest `minutes` of training wall clock."""
+    segments = AZ_MARKS / "polyzero_segments.jsonl"
+    if not segments.exists():
+        return None
+    rows = [json.loads(line) for line in segments.read_text().splitlines() if line.strip()]
+    if not rows:
+        return None
+    best = min(rows, key=lambda r: abs(r["wall_s"] / 60 - minutes))
+    return AZ_MARKS / best["checkpoint"]
+
+
+def elo(score: float) -> float:
+    s = min(max(score, 1e-3), 1 - 1e-3)
+    return 400 * math.log10(s / (1 - s))
+
+
+def phase_eval(args, work: Path) -> None:
+    from polyzero.eval import make_player, play_match
+    from polyzero.games import load_game
+
+    game = load_game("connect_four")
+    for point in chosen(args, work):
+        agent_spec = f"sog:{args.agent_sims},1,net={point['path']}"
+
+        def match(opponent_spec: str):
+            agent = make_player(agent_spec, game, seed=args.seed)
+            res = play_match(game, agent, make_player(opponent_spec, game, seed=args.seed + 1), args.games,
+                             seed=args.seed)
+            return {"spec": agent_spec, "opponent": opponent_spec, "values": [res.score], "wins": res.wins,
+                    "draws": res.draws, "losses": res.losses, "ci": [res.ci_low, res.ci_high], **point}
+
+        _cached(work, f"step{point['step']:06d}-mcts-solver", lambda: match("mcts-solver:100"))
+        az = alphazero_mark(point["minutes"])
+        if az is not None and point["step"] > 0:
+            _cached(work, f"step{point['step']:06d}-alphazero", lambda: match(f"{az}@{args.agent_sims}"))
+
+
+def phase_report(args, work: Path) -> dict:
+    rows = [json.loads(p.read_text()) for p in sorted((work / "eval").glob("*.json"))]
+    rows.sort(key=lambda r: (r["step"], r["opponent"]))
+    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    command = "python benchmarks/sog_connect_four.py " + " ".join(sys.argv[1:])
+    solver = [r for r in rows if r["opponent"].startswith("mcts-solver")]
+    target = {"vs_mcts_solver_1x_50pct": bool(solver and max(r["values"][0] for r in solver) >= 0.5)}
+    result = {"command": command, "git": git, "seed": args.seed, "rows": rows, "targets": target}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "sog_connect_four.json").write_text(json.dumps(result, indent=2))
+    lines = ["# Benchmark `sog_connect_four`", "", f"Command: `{command}` (commit {git[:10]}). Seed {args.seed}.", "",
+             "| step | minutes | opponent | score [95% CI] | W / D / L | Elo gap |", "|---:|---:|---|---|---|---:|"]
+    for r in rows:
+        lines.append(f"| {r['step']} | {r['minutes']:.1f} | `{r['opponent']}` | {r['values'][0]:.3f} "
+                     f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['wins']} / {r['draws']} / {r['losses']} | "
+                     f"{elo(r['values'][0]):+.0f} |")
+    lines += ["", f"Targets: {json.dumps(target)}"]
+    (RESULTS / "sog_connect_four.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return result
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("phase", choices=["train", "eval", "report", "all"])
+    p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "sog_connect_four")
+    p.add_argument("--budget-min", type=float, default=60.0)
+    p.add_argument("--chunk-steps", type=int, default=10)
+    p.add_argument("--points", type=int, default=4)
+    p.add_argument("--games", type=int, default=100)
+    p.add_argument("--agent-sims", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    args = p.parse_args(argv)
+    args.game = "connect_four"
+    args.work.mkdir(parents=True, exist_ok=True)
+    run_phases(args, args.work, phase_train, phase_eval, phase_report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Benchmarks `sog_leduc` and `sog_glasses` (Student of Games part 2; the shape of the
+paper's Fig. 3A and 3B):
+SoG trained on Leduc poker on this machine's CPU cores, the exploitability of
+SoG(33, 1) and SoG(100, 1) with the network at 5 checkpoints spread over the
+training time (10 seeds each: min / mean / max), SoG(1000, 1) at the final one,
+beside IS-MCTS and the untrained network, all measured in the same run.
+
+    python benchmarks/sog_leduc.py all --budget-min 120 --seeds 10
+    python benchmarks/sog_leduc.py all --game scotland_yard --budget-min 120   # sog_glasses
+
+Phases (each resumable: re-running continues where it stopped):
+  train   `SoGTrainer` (the shipped `sog_leduc_poker` preset unless --set says
+          otherwise) in chunks of --chunk-steps learning steps, a checkpoint
+          after each (kept), until --budget-min minutes of training time
+          (`train_time`, evaluation excluded); resumes from its checkpoint.
+  eval    exploitability of each (checkpoint, SoG(s, 1)) and of the IS-MCTS
+          anchors, cached per point in WORK/eval/*.json.
+  report  benchmarks/results/sog_leduc.{json,md}.
+
+Targets (the issue): SoG(100, 1) below IS-MCTS's best (465 mbb/h in the paper)
+within 2 hours of training and below 200 mbb/h within 6 hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from connect_four_alphazero import ROOT, RESULTS, run_phases  # noqa: E402
+
+
+def _trainer(args, work: Path):
+    from polyzero.config import build_config
+    from polyzero.sog.trainer import SoGTrainer
+    from polyzero.train.checkpoint import latest_checkpoint
+
+    run = work / "run"
+    sets = [f"seed={args.seed}", "eval.every=0", "train.keep_checkpoints=100000", *args.set]
+    if latest_checkpoint(run) is not None:
+        return SoGTrainer.resume(run, progress=False)
+    cfg = build_config(args.game, "sog", None, sets)
+    trainer = SoGTrainer.create(cfg, run, progress=False)
+    trainer.save()  # step 0: the untrained network
+    return trainer
+
+
+def phase_train(args, work: Path) -> None:
+    trainer = _trainer(args, work)
+    budget = args.budget_min * 60
+    while trainer.train_time < budget:
+        trainer.cfg.train.steps = trainer.step + args.chunk_steps
+        trainer.cfg.train.checkpoint_every = args.chunk_steps
+        trainer.run()
+        print(f"[train] step {trainer.step}, {trainer.train_time / 60:.1f} min of training", flush=True)
+
+
+def checkpoints(work: Path) -> list[dict]:
+    out = []
+    for path in sorted((work / "run" / "checkpoints").glob("step_*")):
+        state = json.loads((path / "state.json").read_text())
+        out.append({"path": str(path), "step": state["step"], "minutes": state["train_time"] / 60})
+    return out
+
+
+def chosen(args, work: Path) -> list[dict]:
+    """The untrained network and `--points` checkpoints spread evenly over the training time."""
+    points = checkpoints(work)
+    if not points:
+        return []
+    last = points[-1]["minutes"]
+    picks = [points[0]]
+    for k in range(1, args.points + 1):
+        target = last * k / args.points
+        best = min(points, key=lambda p: abs(p["minutes"] - target))
+        if best not in picks:
+            picks.append(best)
+    return picks
+
+
+def _cached(work: Path, name: str, compute) -> dict:
+    """WORK/eval/NAME.json, computed once (every benchmark's evaluation resumes from these)."""
+    path = work / "eval" / f"{name}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    t0 = time.time()
+    rec = compute()
+    rec["seconds"] = time.time() - t0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+    shown = rec["values"] if "values" in rec else f"W{rec['wins']} D{rec['draws']} L{rec['losses']}"
+    print(f"[eval] {name}: {shown} ({rec['seconds']:.0f} s)", flush=True)
+    return rec
+
+
+def phase_eval(args, work: Path) -> None:
+    from polyzero.games import load_game
+    from polyzero.sog.exploitability import player_exploitability
+    from polyzero.sog.players import sog_reference_player
+
+    game = load_game(args.game)
+
+    def measure(spec: str, seeds: int):
+        report = player_exploitability(game, lambda s: sog_reference_player(spec, game, seed=s), seeds)
+        return {"spec": spec, "values": report.values, "unit": report.unit}
+
+    picks = chosen(args, work)
+    for sims in args.ismcts:
+        _cached(work, f"ismcts-{sims}", lambda: measure(f"ismcts:{sims}", args.anchor_seeds))
+    for i, point in enumerate(picks):
+        final = i == len(picks) - 1
+        for s in args.sims + ([args.final_sims] if final else []):
+            seeds = args.seeds if s != args.final_sims else args.final_seeds
+            _cached(work, f"step{point['step']:06d}-sog{s}",
+                    lambda: {**measure(f"sog:{s},1,net={point['path']}", seeds), **point})
+
+
+def phase_report(args, work: Path) -> dict:
+    import numpy as np
+
+    rows = [json.loads(p.read_text()) for p in sorted((work / "eval").glob("*.json"))]
+    for r in rows:
+        r["min"], r["mean"], r["max"] = (float(np.min(r["values"])), float(np.mean(r["values"])),
+                                         float(np.max(r["values"])))
+    anchors = [r for r in rows if r["spec"].startswith("ismcts")]
+    sog = sorted((r for r in rows if r["spec"].startswith("sog")), key=lambda r: (r["step"], r["spec"]))
+    best_ismcts = min((r["mean"] for r in anchors), default=None)
+    within2h = [r for r in sog if r["spec"].startswith("sog:100,") and r["minutes"] <= 120]
+    target = {"best_ismcts_mean": best_ismcts, "paper_best_ismcts": 465.0,
+              "sog100_below_ismcts_within_2h": bool(within2h and best_ismcts is not None
+                                                    and min(r["mean"] for r in within2h) < min(best_ismcts, 465.0))}
+    command = "python benchmarks/sog_leduc.py " + " ".join(sys.argv[1:])
+    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
+              "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
+                         f"{__import__('os').cpu_count()} CPUs",
+              "anchors": anchors, "sog": sog, "targets": target}
+    RESULTS.mkdir(exist_ok=True)
+    name = args.out
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
+    unit = rows[0]["unit"] if rows else "mbb/h"
+    lines = [f"# Benchmark `{name}`: Student of Games on {args.game}", "",
+             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.", "",
+             f"Exploitability in {unit} (min / mean / max over seeds); minutes = training time of the checkpoint.", "",
+             "| player | step | minutes | seeds | min | mean | max |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in anchors:
+        lines.append(f"| `{r['spec']}` | | | {len(r['values'])} | {r['min']:.1f} | {r['mean']:.1f} | {r['max']:.1f} |")
+    for r in sog:
+        label = r["spec"].split(",net=")[0] + (" (untrained)" if r["step"] == 0 else "")
+        lines.append(f"| `{label}` | {r['step']} | {r['minutes']:.1f} | {len(r['values'])} | {r['min']:.1f} | "
+                     f"{r['mean']:.1f} | {r['max']:.1f} |")
+    lines += ["", f"Targets: {json.dumps(target)}"]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return result
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("phase", choices=["train", "eval", "report", "all"])
+    p.add_argument("--game", default="leduc_poker")
+    p.add_argument("--work", type=Path, default=None, help="default runs/bench/sog_GAME")
+    p.add_argument("--out", default=None, help="results name (default sog_leduc for leduc_poker)")
+    p.add_argument("--budget-min", type=float, default=120.0, help="training time (minutes)")
+    p.add_argument("--chunk-steps", type=int, default=10, help="learning steps between kept checkpoints")
+    p.add_argument("--points", type=int, default=5, help="trained checkpoints evaluated")
+    p.add_argument("--sims", type=int, nargs="+", default=[33, 100], help="SoG(s, 1) at every point")
+    p.add_argument("--final-sims", type=int, default=1000, help="SoG(s, 1) at the final point")
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--final-seeds", type=int, default=3)
+    p.add_argument("--ismcts", type=int, nargs="*", default=[100, 1000, 10000])
+    p.add_argument("--anchor-seeds", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    args = p.parse_args(argv)
+    short = {"scotland_yard": "glasses"}.get(args.game.split("(")[0], args.game.split("(")[0].replace("_poker", ""))
+    args.out = args.out or f"sog_{short}"
+    work = args.work or ROOT / "runs" / "bench" / f"sog_{short}"
+    work.mkdir(parents=True, exist_ok=True)
+    run_phases(args, work, phase_train, phase_eval, phase_report)
+
+
+if __name__ == "__main__":
+    main()
