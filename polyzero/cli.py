@@ -15,6 +15,7 @@ from .errors import UsageError
 EPILOG = """examples:
   polyzero train connect_four --algo alphazero --set train.steps=20
   polyzero train tic_tac_toe --run-dir runs/ttt --seed 1
+  polyzero train kuhn_poker --algo sog
   polyzero train --resume runs/ttt
   polyzero arena runs/ttt mcts-solver:100 --games 100
   polyzero play tic_tac_toe --agent runs/ttt --human-seat 0
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
                        description="Train an agent by self-play. A run directory receives the resolved "
                                    "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
     t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
-    t.add_argument("--algo", default=None, help="algorithm (default: alphazero)")
+    t.add_argument("--algo", default=None, help="alphazero (default), muzero, ndmz or sog (Student of Games)")
     t.add_argument("--search", default=None, metavar="KIND",
                    help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
                         "full_gumbel (Gumbel root and deterministic non-root selection); "
