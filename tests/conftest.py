@@ -49,3 +49,13 @@ def score_against_untrained(trainer, untrained, games=200, seed=11):
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory):
     return train_tic_tac_toe(tmp_path_factory.mktemp("ttt") / "run")
+
+
+def assert_same_final_weights(run_a, run_b):
+    """Two runs' latest checkpoints hold the same network (an exact resume reaches it)."""
+    from polyzero.train.checkpoint import latest_checkpoint, read_learner
+
+    a = read_learner(latest_checkpoint(run_a))["net"]
+    b = read_learner(latest_checkpoint(run_b))["net"]
+    for k in a:
+        assert torch.equal(a[k], b[k]), k

@@ -12,8 +12,9 @@ from polyzero.config import build_config
 from polyzero.games import ObservationEncoder, load_game
 from polyzero.search.mcts import search
 from polyzero.search.params import SearchParams
-from polyzero.train.checkpoint import latest_checkpoint, read_learner
 from polyzero.train.driver import Trainer
+
+from conftest import assert_same_final_weights
 
 ROLL, STOP = 0, 1  # pig's actions
 
@@ -117,10 +118,7 @@ def test_resumed_run_with_dice_reaches_the_same_weights(tmp_path):
     Trainer.create(build_config("pig", "alphazero", overrides=steps + ["train.steps=2"]), tmp_path / "split",
                    progress=False).run()
     Trainer.resume(tmp_path / "split", ["train.steps=5"], progress=False).run()
-    a = read_learner(latest_checkpoint(tmp_path / "full"))["net"]
-    b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
+    assert_same_final_weights(tmp_path / "full", tmp_path / "split")
 
 
 def test_expectation_backup_makes_chance_nodes_worth_the_mean_of_their_outcomes():

@@ -8,11 +8,10 @@ import torch
 from polyzero.algos.muzero import scale_gradient
 from polyzero.config import build_config
 from polyzero.nets.support import h, h_inverse, scalar_to_support, support_to_scalar, two_hot
-from polyzero.train.checkpoint import latest_checkpoint, read_learner
 from polyzero.train.driver import Trainer
 from polyzero.train.sequence_replay import SequenceReplay
 
-from conftest import score_against_untrained, train_tic_tac_toe
+from conftest import assert_same_final_weights, score_against_untrained, train_tic_tac_toe
 
 
 # ------------------------------------------------------------------ value transform (Appendix F)
@@ -237,10 +236,7 @@ def test_resumed_muzero_run_keeps_priorities_and_reaches_the_same_weights(tmp_pa
     resumed = Trainer.resume(tmp_path / "split", ["train.steps=6"], progress=False)
     assert np.array_equal(resumed.replay.data["priority"][: len(resumed.replay)], saved)
     resumed.run()
-    a = read_learner(latest_checkpoint(tmp_path / "full"))["net"]
-    b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
+    assert_same_final_weights(tmp_path / "full", tmp_path / "split")
 
 
 def test_long_episodes_enter_replay_in_chunks_with_look_ahead():

@@ -16,9 +16,10 @@ from polyzero.games import load_game
 from polyzero.nets.ndmz import CHANCE, TERMINAL, ActionLayout
 from polyzero.search.ndmz import (KIND_CHANCE, KIND_CHOICE, KIND_IDENTITY, KIND_TERMINAL, NDMZTrees,
                                   backup, ndmz_search)
-from polyzero.train.checkpoint import latest_checkpoint, read_learner
 from polyzero.train.driver import Trainer
 from polyzero.train.selfplay import SelfPlayActor
+
+from conftest import assert_same_final_weights
 
 SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
          "train.replay_size=1024", "search.num_simulations=8", "selfplay.concurrent_games=8",
@@ -277,10 +278,7 @@ def test_ndmz_runs_and_resumes_through_the_trainer(tmp_path):
     Trainer.create(build_config("nannon", "ndmz", overrides=cfg + ["train.steps=2"]), tmp_path / "split",
                    progress=False).run()
     Trainer.resume(tmp_path / "split", ["train.steps=4"], progress=False).run()
-    a = read_learner(latest_checkpoint(tmp_path / "full"))["net"]
-    b = read_learner(latest_checkpoint(tmp_path / "split"))["net"]
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
+    assert_same_final_weights(tmp_path / "full", tmp_path / "split")
 
 
 @pytest.mark.parametrize("game,extra", [("nannon(points=12,checkers=5,die_sides=6)", []), ("pig", []),
