@@ -9,6 +9,7 @@ from open_spiel.python.algorithms import exploitability
 
 from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree
+from polyzero.sog.exploitability import tabular_from
 from polyzero.sog.cfr import (
     PublicTreeCFR,
     average_of,
@@ -98,3 +99,44 @@ def test_kuhn_converges_to_the_game_value():
     from open_spiel.python.algorithms.expected_game_score import policy_value
 
     assert policy_value(game.new_initial_state(), [policy, policy])[0] == pytest.approx(-1 / 18, abs=5e-3)
+
+
+@pytest.mark.parametrize("spec", ["kuhn_poker", "leduc_poker", "scotland_yard(rounds=3)"])
+def test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges(spec):
+    """The vectorised solver of leafless trees is the same algorithm: average policy,
+    ranges and counterfactual values agree at every iteration, from random root ranges."""
+    from polyzero.sog.flat_cfr import FlatCFR
+    from polyzero.sog.values import Subtree, world_reach
+
+    game = load_game(spec)
+    node = next(n for n in PublicTree(game, max_depth=2).nodes[1:] if n.kind == "decision")
+    rng = np.random.default_rng(0)
+    reach = world_reach(node, [rng.random(len(node.info_states[p])) for p in range(2)])
+    reference, flat = PublicTreeCFR(Subtree(game, node), reach), FlatCFR(Subtree(game, node), reach)
+    for _ in range(20):
+        reference.iterate()
+        flat.iterate()
+        expected, mine = reference.average_policy(), flat.average_policy()
+        assert mine.keys() == expected.keys()
+        assert max(abs(expected[k][a] - p) for k, probs in mine.items() for a, p in probs.items()) < 1e-12
+    reference.evaluate_average()
+    flat.evaluate_average()
+    last = len(reference.tree.nodes) - 1
+    for index in (0, last // 2, last):
+        for p in range(2):
+            np.testing.assert_allclose(flat.counterfactual_values(index, p),
+                                       reference.counterfactual_values(index, p), atol=1e-12)
+            np.testing.assert_allclose(flat.ranges(index, p), reference.ranges(index, p), atol=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["kuhn_poker", "leduc_poker"])
+def test_flat_cfr_exploitability_equals_openspiels_best_response(spec):
+    from polyzero.sog.flat_cfr import FlatCFR
+
+    game = load_game(spec)
+    solver = FlatCFR(PublicTree(game))
+    for _ in range(15):
+        solver.iterate()
+    expected = exploitability.exploitability(game, tabular_from(game, solver.average_policy()))
+    assert solver.exploitability() == pytest.approx(expected, abs=1e-12)
+    assert expected > 1e-3  # far from solved: the best responses do gain

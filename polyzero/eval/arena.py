@@ -14,7 +14,8 @@ from .stats import MatchResult
 __all__ = ["play_match", "play_single_agent"]
 
 
-def _sample_chance(state: pyspiel.State, rng: np.random.Generator) -> None:
+def sample_chance(state: pyspiel.State, rng: np.random.Generator) -> None:
+    """Apply a chance outcome drawn with its probability."""
     actions, probs = zip(*state.chance_outcomes())
     probs = np.asarray(probs, dtype=float)
     state.apply_action(int(actions[rng.choice(len(actions), p=probs / probs.sum())]))
@@ -48,7 +49,7 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
         groups: dict[int, list[int]] = {}
         for i, state in list(live.items()):
             while state.is_chance_node():  # chance is the match's, not a player's, randomness
-                _sample_chance(state, rng)
+                sample_chance(state, rng)
             if state.is_terminal():
                 returns[i] = list(state.returns())
                 del live[i]

@@ -17,7 +17,8 @@ import pyspiel
 from polyzero.errors import UsageError
 
 
-def _sample(rng: np.random.Generator, probs: dict[int, float]) -> int:
+def sample_action(rng: np.random.Generator, probs: dict[int, float]) -> int:
+    """An action drawn from {action: probability}."""
     actions = list(probs)
     p = np.array([probs[a] for a in actions], dtype=float)
     return int(actions[rng.choice(len(actions), p=p / p.sum())])
@@ -43,7 +44,7 @@ class CFRPlayer:
         return {a: p for a, p in self._policy.action_probabilities(state).items() if p > 0}
 
     def act(self, states: Sequence[pyspiel.State]) -> list[int]:
-        return [_sample(self._rng, self.policy(s)) for s in states]
+        return [sample_action(self._rng, self.policy(s)) for s in states]
 
 
 class ISMCTSPlayer:
@@ -97,7 +98,7 @@ class ISMCTSPlayer:
         return {int(a): float(p) for a, p in policy if p > 0}
 
     def act(self, states: Sequence[pyspiel.State]) -> list[int]:
-        return [_sample(self._rng, self.policy(s)) for s in states]
+        return [sample_action(self._rng, self.policy(s)) for s in states]
 
 
 def sog_reference_player(spec: str, game, seed: int = 0):

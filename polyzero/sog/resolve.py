@@ -46,6 +46,7 @@ import pyspiel
 from polyzero.games.public_states import PublicTree, public_observation_function, public_state_at
 
 from .gtcfr import GTCFR, Gadget, SearchTree, SoGSettings, Summary
+from .players import sample_action
 from .values import ExactValueFunction, ValueFunction
 
 
@@ -223,10 +224,4 @@ class SoGPlayer:
         return result.policy[info_state_string(state, state.current_player())]
 
     def act(self, states: Sequence[pyspiel.State]) -> list[int]:
-        out = []
-        for state in states:
-            probs = self.policy(state)
-            actions = list(probs)
-            p = np.array([probs[a] for a in actions])
-            out.append(int(actions[self._rng.choice(len(actions), p=p / p.sum())]))
-        return out
+        return [sample_action(self._rng, self.policy(state)) for state in states]

@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyspiel
 
+from polyzero.eval.arena import sample_chance
 from polyzero.games.public_states import public_observation_function, public_state_at
 
 from .cvpn import EXAMPLE_FIELDS, BeliefEncoding, Example, NetworkValueFunction
 from .gtcfr import GTCFR, SearchTree, SoGSettings
+from .players import sample_action
 from .resolve import ResolvingSearcher, info_state_string
 from .values import Query
 
@@ -257,8 +259,7 @@ class SoundSelfPlay:
         line = []  # (query, acting player, policy target rows, true info index per player)
         while not state.is_terminal():
             if state.is_chance_node():
-                outcomes, probs = zip(*state.chance_outcomes())
-                state.apply_action(int(outcomes[rng.choice(len(outcomes), p=np.array(probs) / sum(probs))]))
+                sample_chance(state, rng)
                 continue
             player = state.current_player()
             result = searcher.search_at(state)
@@ -268,10 +269,7 @@ class SoundSelfPlay:
             query = Query(node, [r.copy() for r in summary.ranges[index]])
             true_info = [node.info_states[p].index(info_state_string(state, p)) for p in range(2)]
             line.append((query, player, result.policy, true_info))
-            probs = result.policy[info_state_string(state, player)]
-            actions = list(probs)
-            p = np.array([probs[a] for a in actions])
-            state.apply_action(int(actions[rng.choice(len(actions), p=p / p.sum())]))
+            state.apply_action(sample_action(rng, result.policy[info_state_string(state, player)]))
         returns = state.returns()
         examples, to_solve = [], []
         for query, player, policy, true_info in line:

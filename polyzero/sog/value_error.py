@@ -1,6 +1,6 @@
 """How far a value function is from a game's equilibrium counterfactual values.
 
-The whole game is solved by public-tree CFR (`PublicTreeCFR` on the full public
+The whole game is solved by public-tree CFR (`FlatCFR` on the full public
 tree); at every non-terminal public state below the root, the average policies'
 ranges form a query and their counterfactual values are the exact answer. The
 error of a value function is the mean absolute difference of its counterfactual
@@ -17,7 +17,7 @@ import pyspiel
 
 from polyzero.games.public_states import TERMINAL, PublicTree
 
-from .cfr import PublicTreeCFR
+from .flat_cfr import FlatCFR
 from .values import Query, ValueFunction, counterfactual_reach, info_of, world_reach
 
 
@@ -31,7 +31,7 @@ class EquilibriumBeliefs:
 def equilibrium_beliefs(game: pyspiel.Game, iterations: int = 1000, tree: PublicTree | None = None) -> EquilibriumBeliefs:
     """The public belief states of an approximate equilibrium (CFR+ for `iterations`) and its values."""
     tree = tree or PublicTree(game)
-    solver = PublicTreeCFR(tree)
+    solver = FlatCFR(tree)
     for _ in range(iterations):
         solver.iterate()
     solver.evaluate_average()

@@ -3,7 +3,7 @@ GT-CFR" and Fig. 6: a query is a public belief state beta = (s_pub, r), the
 answer counterfactual values for every information state of both players and
 optionally a prior policy for the acting player).
 
-Conventions (the ones `PublicTreeCFR` uses):
+Conventions (the ones `PublicTreeCFR` and `FlatCFR` use):
 - ``ranges[p]``: player p's own reach probability of each of its information
   states at the public state (index = position in ``PublicState.info_states[p]``);
   chance is not part of a range, it is in the worlds' ``chance_reach``.
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from polyzero.games.public_states import DECISION, TERMINAL, PublicState, PublicTree, public_observation_function
+from polyzero.games.public_states import TERMINAL, PublicState, PublicTree, public_observation_function
 
-from .cfr import PublicTreeCFR, average_of, regret_matching
+from .flat_cfr import FlatCFR
 
 
 @dataclass
@@ -105,7 +105,7 @@ class Subtree(PublicTree):
 class ExactValueFunction(ValueFunction):
     """A leaf's subgame solved by CFR+ for the given ranges.
 
-    Each query runs `iterations` iterations of `PublicTreeCFR` on the leaf's whole
+    Each query runs `iterations` iterations of public-tree CFR (`FlatCFR`) on the leaf's whole
     subtree, with the ranges fixed at its root, and returns the counterfactual
     values of the average policies (and the acting player's average policy as
     the prior). With `warm_start` (default) a public state's solver keeps its
@@ -125,26 +125,21 @@ class ExactValueFunction(ValueFunction):
         self.max_iterations = max_iterations
         self.num_actions = game.num_distinct_actions()
         self._observe = public_observation_function(game)
-        self._solvers: dict[tuple, PublicTreeCFR] = {}
+        self._solvers: dict[tuple, FlatCFR] = {}
         self.queries = 0
         self.solve_iterations = 0
 
-    def solver_for(self, node: PublicState) -> PublicTreeCFR:
+    def solver_for(self, node: PublicState) -> FlatCFR:
         solver = self._solvers.get(node.key)
         if solver is None:
-            solver = PublicTreeCFR(Subtree(self.game, node, observe=self._observe))
+            solver = FlatCFR(Subtree(self.game, node, observe=self._observe))
             self._solvers[node.key] = solver
         return solver
 
-    def solve(self, node: PublicState, ranges: list[np.ndarray]) -> PublicTreeCFR:
+    def solve(self, node: PublicState, ranges: list[np.ndarray]) -> FlatCFR:
         solver = self.solver_for(node)
         solver.root_reach = world_reach(node, ranges)
-        solver.iteration = 0
-        for d in solver.decisions.values():
-            d.cumulative_policy = np.zeros_like(d.cumulative_policy)
-            if not self.warm_start:
-                d.cumulative_regret = np.zeros_like(d.cumulative_regret)
-                d.policy = regret_matching(d.cumulative_regret, d.legal)
+        solver.reset(keep_regrets=self.warm_start)
         done = 0
         while True:
             for _ in range(self.iterations):
@@ -152,7 +147,7 @@ class ExactValueFunction(ValueFunction):
             done += self.iterations
             if self.tolerance is None or done >= self.max_iterations:
                 break
-            if subgame_exploitability(solver) <= self.tolerance:
+            if solver.exploitability() <= self.tolerance:
                 break
         self.solve_iterations += done
         solver.evaluate_average()
@@ -165,27 +160,7 @@ class ExactValueFunction(ValueFunction):
             node = q.public_state
             solver = self.solve(node, q.ranges)
             values = [solver.counterfactual_values(0, p) for p in range(self.game.num_players())]
-            policy = None
-            if node.kind == DECISION and 0 in solver.decisions:
-                d = solver.decisions[0]
-                policy = np.zeros((len(node.info_states[node.player]), self.num_actions))
-                policy[:, d.actions] = average_of(d.cumulative_policy, d.legal)
+            policy = solver.root_average_policy(self.num_actions)
             out.append(Evaluation(values, policy))
         return out
 
-
-def subgame_exploitability(solver: PublicTreeCFR) -> float:
-    """Mean over the players of the gain of a best response to the average
-    policies inside the solver's (leafless) tree, from its root's worlds and ranges."""
-    gains = []
-    solver.evaluate_average()
-    chance = solver._chance_reach[0]
-    reach = solver.reach[0]
-    weights = chance * np.prod(reach, axis=1)
-    equilibrium = weights @ solver.values[0]
-    for b in range(solver.num_players):
-        solver.evaluate_average(best_response=b, reuse_leaves=True)
-        others = chance * np.prod(np.delete(reach, b, axis=1), axis=1)
-        # A best response's own range at the root is the given one.
-        gains.append(float((others * reach[:, b]) @ solver.values[0][:, b] - equilibrium[b]))
-    return float(np.mean(gains))
