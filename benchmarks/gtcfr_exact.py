@@ -13,7 +13,7 @@ average policy at the tree's interior plus, below each leaf, the exact solver's
 policy of that leaf's subgame solved for the average ranges; OpenSpiel's exact
 best response gives the exploitability (mbb/h = 1000 x chips).
 
-    .venv/bin/python benchmarks/gtcfr_exact.py --checkpoints 10,30,100 --solve 100 --seed 0
+    .venv/bin/python benchmarks/gtcfr_exact.py --checkpoints 10,30,100,300,1000 --solve 100 --seed 0
 
 Writes benchmarks/results/gtcfr_exact.{json,md}.
 """
@@ -32,8 +32,8 @@ from open_spiel.python.algorithms import cfr, exploitability
 
 from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree, public_observation_function
-from polyzero.sog.cfr import PublicTreeCFR
 from polyzero.sog.exploitability import tabular_from
+from polyzero.sog.flat_cfr import FlatCFR
 from polyzero.sog.gtcfr import GTCFR, SearchTree, SoGSettings
 from polyzero.sog.values import ExactValueFunction
 
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
 
     rows = {"simultaneous_cfr_plus": [], "openspiel_cfr_plus": [], "gtcfr_exact": []}
     start = time.time()
-    simultaneous = PublicTreeCFR(PublicTree(game))
+    simultaneous = FlatCFR(PublicTree(game))  # = PublicTreeCFR, vectorised (tests/test_sog_cfr.py)
     alternating = cfr.CFRPlusSolver(game)
     for t in range(1, checkpoints[-1] + 1):
         simultaneous.iterate()

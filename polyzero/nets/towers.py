@@ -23,6 +23,25 @@ class MLPTower(nn.Module):
         return x
 
 
+class DenseResidualTower(nn.Module):
+    """Fully connected residual trunk: a linear stem to `width` units, then `blocks`
+    blocks relu(x + W2 relu(W1 x)) -- AlphaZero's residual block with the
+    convolutions made dense, for inputs that are vectors (a CVPN's beliefs)."""
+
+    def __init__(self, in_dim: int, width: int, blocks: int):
+        super().__init__()
+        self.stem = nn.Linear(in_dim, width)
+        self.blocks = nn.ModuleList(nn.ModuleList([nn.Linear(width, width), nn.Linear(width, width)])
+                                    for _ in range(blocks))
+        self.out_dim = width
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.stem(x.flatten(1)))
+        for first, second in self.blocks:
+            x = F.relu(x + second(F.relu(first(x))))
+        return x
+
+
 class ResidualBlock(nn.Module):
     """conv-BN-ReLU-conv-BN, skip, ReLU (AlphaZero's residual block)."""
 

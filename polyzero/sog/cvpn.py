@@ -44,6 +44,7 @@ from torch import nn
 
 from polyzero.errors import UsageError
 from polyzero.games.public_states import DECISION, PublicState, PublicTree
+from polyzero.nets.towers import DenseResidualTower
 
 from .gtcfr import is_perfect_information
 from .values import Evaluation, Query, ValueFunction, counterfactual_reach, info_of, world_reach
@@ -184,22 +185,31 @@ class BeliefEncoding:
 
 
 class CVPN(nn.Module):
-    """An MLP CVPN: trunk of `layers` x `width`, a value head per player and a policy
-    head per player (Fig. 6). Outputs values [B, 2, S] and policy logits [B, 2, S, A]."""
+    """A CVPN (Fig. 6): a trunk, a value head per player and a policy head per player.
+    The trunk is an MLP of `layers` x `width` or, with `blocks` > 0, a dense residual
+    tower of that many blocks of `width`. Outputs values [B, 2, S] and policy
+    logits [B, 2, S, A]."""
 
-    def __init__(self, input_size: int, slots: list[int], num_actions: int, width: int = 128, layers: int = 3):
+    def __init__(self, input_size: int, slots: list[int], num_actions: int, width: int = 128, layers: int = 3,
+                 blocks: int = 0):
         super().__init__()
         self.slots = list(slots)
         self.max_slots = max(slots)
         self.num_actions = num_actions
-        dims = [input_size] + [width] * layers
-        self.trunk = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        if blocks > 0:
+            self.residual = DenseResidualTower(input_size, width, blocks)
+        else:
+            dims = [input_size] + [width] * layers
+            self.trunk = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.value = nn.ModuleList(nn.Linear(width, s) for s in slots)
         self.policy = nn.ModuleList(nn.Linear(width, s * num_actions) for s in slots)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        for layer in self.trunk:
-            x = F.relu(layer(x))
+        if hasattr(self, "residual"):
+            x = self.residual(x)
+        else:
+            for layer in self.trunk:
+                x = F.relu(layer(x))
         b = x.shape[0]
         values = x.new_zeros((b, 2, self.max_slots))
         logits = x.new_zeros((b, 2, self.max_slots, self.num_actions))
@@ -209,8 +219,9 @@ class CVPN(nn.Module):
         return values, logits
 
 
-def build_cvpn(encoding: BeliefEncoding, width: int, layers: int) -> CVPN:
-    return CVPN(encoding.input_size, encoding.slots, encoding.num_actions, width, layers)
+def build_cvpn(encoding: BeliefEncoding, width: int, layers: int, blocks: int = 0) -> CVPN:
+    """An MLP CVPN, or a dense residual one where `blocks` > 0 (`net.kind = "resnet"`)."""
+    return CVPN(encoding.input_size, encoding.slots, encoding.num_actions, width, layers, blocks)
 
 
 @dataclass

@@ -49,7 +49,8 @@ class CVPNModel:
         self.cfg = cfg
 
     def build_network(self):
-        return build_cvpn(self.encoding, self.cfg.net.width, self.cfg.net.layers)
+        net = self.cfg.net
+        return build_cvpn(self.encoding, net.width, net.layers, net.blocks if net.kind == "resnet" else 0)
 
     def loss(self, net, batch):
         return cvpn_loss(net, batch, self.cfg.sog.value_weight, self.cfg.sog.policy_weight)
