@@ -194,7 +194,7 @@ def main(argv=None) -> None:
     p.add_argument("--ismcts", type=int, nargs="*", default=[100, 1000, 10000], help="IS-MCTS simulations")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--h2h-sog", default="sog:100,1")
-    p.add_argument("--h2h-ismcts", default="ismcts:1000")
+    p.add_argument("--h2h-ismcts", default="ismcts:10000")
     p.add_argument("--hands", type=int, default=20000)
     p.add_argument("--seed", type=int, default=0, help="the head-to-head's deals")
     args = p.parse_args(argv)

@@ -110,14 +110,14 @@ def phase_eval(args, work: Path) -> None:
         return {"spec": spec, "values": report.values, "unit": report.unit}
 
     picks = chosen(args, work)
-    for sims in args.ismcts:
-        _cached(work, f"ismcts-{sims}", lambda: measure(f"ismcts:{sims}", args.anchor_seeds))
+    cells = [(f"ismcts-{sims}", f"ismcts:{sims}", args.anchor_seeds, {}) for sims in args.ismcts]
     for i, point in enumerate(picks):
         final = i == len(picks) - 1
         for s in args.sims + ([args.final_sims] if final else []):
             seeds = args.seeds if s != args.final_sims else args.final_seeds
-            _cached(work, f"step{point['step']:06d}-sog{s}",
-                    lambda: {**measure(f"sog:{s},1,net={point['path']}", seeds), **point})
+            cells.append((f"step{point['step']:06d}-sog{s}", f"sog:{s},1,net={point['path']}", seeds, point))
+    for name, spec, seeds, point in (reversed(cells) if args.reverse else cells):
+        _cached(work, name, lambda: {**measure(spec, seeds), **point})
 
 
 def phase_report(args, work: Path) -> dict:
@@ -176,6 +176,8 @@ def main(argv=None) -> None:
     p.add_argument("--ismcts", type=int, nargs="*", default=[100, 1000, 10000])
     p.add_argument("--anchor-seeds", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reverse", action="store_true",
+                   help="evaluate last cell first: a second eval process run so shares the work through the cache")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
     short = {"scotland_yard": "glasses"}.get(args.game.split("(")[0], args.game.split("(")[0].replace("_poker", ""))

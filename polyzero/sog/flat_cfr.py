@@ -40,7 +40,6 @@ class FlatCFR:
         n = int(offset[-1])
         self.chance = np.array([w.chance_reach for node in nodes for w in node.worlds])
         self._returns = np.zeros((n + 1, players))  # row n: the value 0 of an illegal action
-        self._terminal = np.zeros(n, bool)
 
         # Information-state rows: one per (decision node, acting player's information state).
         self._row_names: list[str] = []
@@ -57,7 +56,6 @@ class FlatCFR:
             g0 = offset[i]
             if node.kind == TERMINAL:
                 self._returns[g0:offset[i + 1]] = [w.state.returns() for w in node.worlds]
-                self._terminal[g0:offset[i + 1]] = True
                 continue
             if node.kind == DECISION:
                 actions = sorted({t.action for t in node.transitions})
