@@ -123,7 +123,7 @@ def phase_h2h(args, work: Path) -> None:
         pair = [tabular_from(game, sog), tabular_from(game, ismcts)]
         exact.append(0.5 * (policy_value(game.new_initial_state(), pair)[0]
                             + policy_value(game.new_initial_state(), pair[::-1])[1]))
-        hands = args.hands // len(seeds)
+        hands = -(-args.hands // len(seeds))  # at least --hands in all
         for i in range(hands):
             seat = i % 2  # seats swapped every hand
             tables = [sog, ismcts] if seat == 0 else [ismcts, sog]
