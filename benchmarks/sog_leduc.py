@@ -130,10 +130,18 @@ def phase_report(args, work: Path) -> dict:
     anchors = [r for r in rows if r["spec"].startswith("ismcts")]
     sog = sorted((r for r in rows if r["spec"].startswith("sog")), key=lambda r: (r["step"], r["spec"]))
     best_ismcts = min((r["mean"] for r in anchors), default=None)
-    within2h = [r for r in sog if r["spec"].startswith("sog:100,") and r["minutes"] <= 120]
+    sog100 = [r for r in sog if r["spec"].startswith("sog:100,")]
+    bar = min(best_ismcts, 465.0) if best_ismcts is not None else 465.0
+
+    def first_below(level: float, minutes: float):
+        hits = [r["minutes"] for r in sog100 if r["minutes"] <= minutes and r["mean"] < level]
+        return round(min(hits), 1) if hits else None
+
     target = {"best_ismcts_mean": best_ismcts, "paper_best_ismcts": 465.0,
-              "sog100_below_ismcts_within_2h": bool(within2h and best_ismcts is not None
-                                                    and min(r["mean"] for r in within2h) < min(best_ismcts, 465.0))}
+              "sog100_below_ismcts_within_2h": first_below(bar, 120) is not None,
+              "sog100_first_below_ismcts_at_min": first_below(bar, 120),
+              "sog100_below_200_within_6h": first_below(200.0, 360) is not None,
+              "sog100_first_below_200_at_min": first_below(200.0, 360)}
     command = "python benchmarks/sog_leduc.py " + " ".join(sys.argv[1:])
     git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
@@ -156,8 +164,35 @@ def phase_report(args, work: Path) -> dict:
                      f"{r['mean']:.1f} | {r['max']:.1f} |")
     lines += ["", f"Targets: {json.dumps(target)}"]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    plot_curves(sog, anchors, unit, RESULTS / f"{name}.png", args.game)
     print("\n".join(lines))
     return result
+
+
+def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, game: str) -> None:
+    """Mean exploitability (min-max band) against training minutes per SoG(s, 1); IS-MCTS as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for spec in sorted({r["spec"].split(",net=")[0] for r in sog}, key=lambda s: int(s[4:].split(",")[0])):
+        rows = sorted((r for r in sog if r["spec"].startswith(spec + ",")), key=lambda r: r["minutes"])
+        x = [r["minutes"] for r in rows]
+        line, = ax.plot(x, [r["mean"] for r in rows], marker="o", label=f"SoG({spec[4:]})")
+        ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], alpha=0.2, color=line.get_color())
+    for r in anchors:
+        ax.axhline(r["mean"], linestyle="--", linewidth=1, color="gray")
+        ax.annotate(r["spec"], (0, r["mean"]), fontsize=7, color="gray", va="bottom")
+    ax.set_yscale("log")
+    ax.set_xlabel("training time (minutes)")
+    ax.set_ylabel(f"exploitability ({unit})")
+    ax.set_title(f"Student of Games on {game}: mean over seeds, min-max band")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main(argv=None) -> None:
