@@ -29,7 +29,6 @@ from polyzero.train import checkpoint as ckpt
 from polyzero.train.driver import RunDirectory, _npz_bytes
 from polyzero.train.learner import Learner
 from polyzero.train.metrics import MetricsLog
-from polyzero.train.progress import Progress
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
@@ -198,10 +197,7 @@ class SoGTrainer(RunDirectory):
         return out
 
     def run(self) -> dict:
-        cfg = self.cfg
-        self._t0 = time.perf_counter()
-        log = MetricsLog(self.run_dir)
-        progress = Progress(cfg.train.steps, self.step, enabled=self.show_progress)
+        log, progress = self._start_run()
         try:
             with self._checkpoint_on_interrupt(progress, log):
                 self._loop(progress, log)

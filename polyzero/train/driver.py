@@ -53,6 +53,11 @@ class RunDirectory:
             raise UsageError(str(exc)) from None
         self.game = load_game(cfg.game)
 
+    def _start_run(self):
+        """The clock, metrics log and progress display every trainer's `run` opens."""
+        self._t0 = time.perf_counter()
+        return MetricsLog(self.run_dir), Progress(self.cfg.train.steps, self.step, enabled=self.show_progress)
+
     @contextmanager
     def _checkpoint_on_interrupt(self, progress, log):
         """SIGTERM or Ctrl-C inside: write a checkpoint, close the display and the log,
@@ -222,9 +227,7 @@ class Trainer(RunDirectory):
     # ------------------------------------------------------------ the loop
     def run(self) -> dict:
         cfg = self.cfg
-        self._t0 = time.perf_counter()
-        log = MetricsLog(self.run_dir)
-        progress = Progress(cfg.train.steps, self.step, enabled=self.show_progress)
+        log, progress = self._start_run()
         with self._checkpoint_on_interrupt(progress, log):
             while self.step < cfg.train.steps:
                 t_step = time.perf_counter()
