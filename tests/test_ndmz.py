@@ -76,7 +76,8 @@ def test_targets_of_a_hand_made_trajectory(nannon):
     assert replay.add(steps) == 2
     batch = replay.unroll_targets(np.array([0, 2]))
     assert batch["actions"].tolist() == [[3, 10, 7, 25, 25, 25], [7, 25, 25, 25, 25, 25]]
-    assert batch["target_identity"].tolist() == [[0, 2, 1, 3, 3, 3, 3], [1, 3, 3, 3, 3, 3, 3]]
+    # Choice players relative to the sample's own (0: it, 1: the other): player 1's sample is 0.
+    assert batch["target_identity"].tolist() == [[0, 2, 1, 3, 3, 3, 3], [0, 3, 3, 3, 3, 3, 3]]
     assert np.allclose(batch["target_value"], [[1, 1, -1, -1, -1, -1, -1], [-1] * 7])
     assert np.allclose(batch["target_reward"], [[0, 0, 0, -1, 0, 0, 0], [0, -1, 0, 0, 0, 0, 0]])
     assert np.allclose(batch["mask"], 1.0)

@@ -118,7 +118,8 @@ class NDMZ:
     def search(self, evaluate: NDMZInference, states: Sequence, params: SearchParams,
                rng: np.random.Generator, add_noise: bool):
         legal = legal_action_mask(states, self.num_actions)
-        players = np.array([s.current_player() for s in states], np.int32)
+        # Identities are relative to the root's player (polyzero.train.ndmz_replay): it is player 0.
+        players = np.zeros(len(states), np.int32)
         result = ndmz_search(evaluate, self.encode(states), legal, players, self.layout,
                              params.num_simulations, self.nd.c_puct, rng,
                              dirichlet_alpha=params.dirichlet_alpha,

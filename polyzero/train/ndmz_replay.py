@@ -9,7 +9,9 @@ k = 0..K, are read at sample time:
 
 * the action a_{t+k} that led from step t+k to t+k+1 (a choice action, a chance
   outcome at C + o, or end at a terminal step);
-* the identity i_{t+k} of the player to act at step t+k (k >= 1);
+* the identity i_{t+k} of the player to act at step t+k (k >= 1), the choice
+  players relative to the one to move at step t (0: that player, 1: the other;
+  see below);
 * the choice policy target (the search policy at choice steps, no-op elsewhere)
   and the chance policy target (the outcome probabilities at chance steps, no-op
   elsewhere) over the full action set;
@@ -21,13 +23,22 @@ Past the terminal step the game is absorbing: action end, identity terminal,
 no-op targets, the terminal step's value, reward 0. Segments that end without a
 terminal step (cut games) mask their losses past their end. Sampling is uniform
 over the stored choice steps.
+
+Why relative identities: the paper's N = {1, 2, c, d} names the players
+absolutely, but observations here are the player to move's own view (Nannon's
+tensor says "me" and "the opponent", never which seat), so h(o) cannot know
+whether it is player 1 or 2 and an absolute identity target after k steps
+cannot be learned: with them the search backed up the wrong sign about half the
+time and NDMZ did not learn to play. Naming the players relative to the
+unroll's root is the same labelling up to a swap that the observation already
+makes; the search's root is player 0 (:meth:`polyzero.algos.ndmz.NDMZ.search`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..nets.ndmz import TERMINAL, ActionLayout
+from ..nets.ndmz import CHANCE, TERMINAL, ActionLayout
 from .segment_ring import SegmentRing
 
 
@@ -71,6 +82,8 @@ class NDMZReplay(SegmentRing):
         mask = inside | done
         actions = np.where(inside, d["action"][at], lay.end)[:, :-1]
         identity = np.where(inside, d["identity"][at], TERMINAL)
+        root = d["identity"][slots][:, None]  # a choice player: samples are choice steps
+        identity = np.where(identity < CHANCE, (identity != root).astype(np.int64), identity)
         choice = np.where(inside[..., None], d["choice_target"][at], noop)
         chance = np.where(inside[..., None], d["chance_target"][at], noop)
         value = np.where(inside, d["value"][at], np.where(done, d["value"][last], 0.0))
