@@ -85,6 +85,34 @@ def test_targets_of_a_hand_made_trajectory(nannon):
     assert np.allclose(batch["target_chance"][0, 1, 8:14], 1 / 6)
 
 
+def test_identities_are_relative_to_the_samples_player(nannon):
+    """Observations are the mover's own view (no seat in them), so the unroll names the
+    sample's player 0 and the other 1 whichever seat it is; with absolute seats the
+    identity after a move was a coin flip to the model and the search backed up the
+    wrong sign half the time."""
+    game, algo = nannon
+    obs = [np.full(35, i, np.float32) for i in range(3)]
+    traj = Trajectory(observations=obs, policies=[np.eye(8)[0]] * 3, players=[0, 1, 0], actions=[0, 0, 0],
+                      legal=[np.ones(8, bool)] * 3, root_values=[0.0] * 3, returns_before=[0.0] * 3,
+                      returns=np.array([1.0, -1.0], np.float32), chance=[[(2, _dist(6))], [(3, _dist(6))], []])
+    steps = trajectory_steps(traj, algo.layout)
+    assert list(steps["identity"]) == [0, CHANCE, 1, CHANCE, 0, TERMINAL]  # stored as seats
+    replay = algo.make_replay()
+    replay.add(steps)
+    rows = replay.unroll_targets(np.array([0, 2, 4]))["target_identity"].tolist()
+    assert rows == [[0, CHANCE, 1, CHANCE, 0, TERMINAL, TERMINAL],
+                    [0, CHANCE, 1, TERMINAL, TERMINAL, TERMINAL, TERMINAL],  # seat 1's sample, seat 0 next
+                    [0, TERMINAL, TERMINAL, TERMINAL, TERMINAL, TERMINAL, TERMINAL]]
+    states = [game.new_initial_state()]
+    states[0].set_position(1, 3, (1, 3), (1, 3))  # seat 1 to move with a 3, the opening placement
+    assert states[0].current_player() == 1
+    from polyzero.search.params import SearchParams
+
+    result = algo.search(algo.make_evaluator(algo.build_network(), "cpu"), states, SearchParams(num_simulations=4),
+                         np.random.default_rng(0), add_noise=False)
+    assert result.tree.edge[0, 0] == 0  # the root is player 0 of its own unroll
+
+
 def test_a_cut_game_has_no_terminal_step(nannon):
     """A game cut at selfplay.max_moves ends without a terminal step; its unroll is masked
     past the cut instead of absorbing."""

@@ -45,6 +45,7 @@ class RunDirectory:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.show_progress = progress
+        self._t0 = time.perf_counter()  # `run` restarts it; a checkpoint saved before then needs it too
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         try:

@@ -1,0 +1,335 @@
+"""Benchmarks `nannon_636` and `nannon_1256` (games of chance; the shape of the NDMZ
+paper's Figure 2 and Section 4.3): Nondeterministic MuZero, chance-aware AlphaZero
+and the TD(lambda) baseline trained on Nannon for the same wall-clock budget, every
+kept checkpoint scored against the optimal player and against random play.
+
+    python benchmarks/nannon_636.py train --method ndmz --budget-min 60 &     # one core each
+    python benchmarks/nannon_636.py train --method alphazero --budget-min 60 &
+    python benchmarks/nannon_636.py train --method td --budget-min 60
+    python benchmarks/nannon_636.py eval && python benchmarks/nannon_636.py report
+    python benchmarks/nannon_636.py all --game 'nannon(points=12,checkers=5,die_sides=6)'  # nannon_1256
+
+Phases (each resumable: re-running continues where it stopped):
+  train   one method (--method, or all three one after another): the shipped preset
+          (`ndmz_nannon`, `alphazero_nannon`) through `Trainer` in chunks of
+          --chunk-steps learning steps, a kept checkpoint after each, until
+          --budget-min minutes of training time; TD(lambda)
+          (`polyzero.algos.td_lambda`) in chunks of --td-chunk rounds of 300 games.
+  eval    at the untrained network and --points checkpoints spread over the
+          training time: the raw policy (greedy move of the policy head; TD: the
+          greedy afterstate move) and the search agent (the preset's evaluation
+          simulations, no noise, most-visited move, every decision tabulated)
+          scored exactly against the optimal player and random play (6-3-6; larger
+          games: sampled only), plus --games sampled games each against optimal and
+          random (half per seat), and NDMZ's dynamics tests (Section 4.3) per k.
+          Every cell is cached in WORK/eval/*.json.
+  report  benchmarks/results/NAME.{json,md,png}.
+
+Targets (the issue): the NDMZ search agent's exact expected score against the
+optimal player at least 0.49 within 60 minutes of training, and top-move dynamics
+accuracy of at least 95% for every k <= K.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from connect_four_alphazero import RESULTS, ROOT, run_phases  # noqa: E402
+
+METHODS = ("ndmz", "alphazero", "td")
+
+
+# ----------------------------------------------------------------------------- train
+def _trainer(args, run: Path, method: str):
+    from polyzero.config import build_config
+    from polyzero.train.checkpoint import latest_checkpoint
+    from polyzero.train.driver import Trainer
+
+    if latest_checkpoint(run) is not None:
+        return Trainer.resume(run, progress=False)
+    sets = [f"seed={args.seed}", "threads=1", "eval.every=0", "eval.final_games=0",
+            "train.keep_checkpoints=100000", *args.set]
+    trainer = Trainer.create(build_config(args.game, method, None, sets), run, progress=False)
+    trainer.save()  # step 0: the untrained network
+    return trainer
+
+
+def _train_td(args, run: Path) -> None:
+    """TD(lambda) in chunks of rounds; each chunk leaves WORK/td/checkpoints/step_R.pt."""
+    import numpy as np
+    import torch
+
+    from polyzero.algos.td_lambda import TDLambda
+    from polyzero.eval.nannon_solver import shared_solution
+    from polyzero.games import load_game
+
+    sol = shared_solution(load_game(args.game), progress=True)
+    td = TDLambda(sol, seed=args.seed)
+    ckpts = run / "checkpoints"
+    ckpts.mkdir(parents=True, exist_ok=True)
+    done = sorted(ckpts.glob("step_*.pt"))
+    train_time = 0.0
+    if done:
+        state = torch.load(done[-1], weights_only=True)
+        td.net.load_state_dict(state["net"])
+        td.optimizer.load_state_dict(state["optimizer"])
+        td.rounds, td.games, train_time = state["rounds"], state["games"], state["train_time"]
+        td.rng.bit_generator.state = json.loads(state["rng"])
+
+    def save():
+        torch.save({"net": td.net.state_dict(), "optimizer": td.optimizer.state_dict(), "rounds": td.rounds,
+                    "games": td.games, "train_time": train_time, "rng": json.dumps(td.rng.bit_generator.state),
+                    "table": torch.from_numpy(td.policy_table().astype(np.int64))},
+                   ckpts / f"step_{td.rounds:06d}.pt")
+
+    if not done:
+        save()
+    while train_time < args.budget_min * 60:
+        t0 = time.perf_counter()
+        for _ in range(args.td_chunk):
+            td.train_round()
+        train_time += time.perf_counter() - t0
+        save()
+        print(f"[train td] round {td.rounds}, {train_time / 60:.1f} min", flush=True)
+
+
+def phase_train(args, work: Path) -> None:
+    for method in ([args.method] if args.method else METHODS):
+        run = work / method / "run"
+        if method == "td":
+            _train_td(args, run)
+            continue
+        trainer = _trainer(args, run, method)
+        while trainer.train_time < args.budget_min * 60:
+            trainer.cfg.train.steps = trainer.step + args.chunk_steps
+            trainer.cfg.train.checkpoint_every = args.chunk_steps
+            trainer.run()
+            print(f"[train {method}] step {trainer.step}, {trainer.train_time / 60:.1f} min", flush=True)
+
+
+# ----------------------------------------------------------------------------- eval
+def checkpoints(work: Path, method: str) -> list[dict]:
+    import torch
+
+    root = work / method / "run" / "checkpoints"
+    out = []
+    if method == "td":
+        for path in sorted(root.glob("step_*.pt")):
+            state = torch.load(path, weights_only=True)
+            out.append({"path": str(path), "step": state["rounds"], "minutes": state["train_time"] / 60,
+                        "games": state["games"]})
+        return out
+    for path in sorted(root.glob("step_*")):
+        state = json.loads((path / "state.json").read_text())
+        out.append({"path": str(path), "step": state["step"], "minutes": state["train_time"] / 60})
+    return out
+
+
+def chosen(points: list[dict], n: int) -> list[dict]:
+    """The untrained network and `n` checkpoints spread evenly over the training time."""
+    if not points:
+        return []
+    picks = [points[0]]
+    for k in range(1, n + 1):
+        best = min(points, key=lambda p: abs(p["minutes"] - points[-1]["minutes"] * k / n))
+        if best not in picks:
+            picks.append(best)
+    return picks
+
+
+def _cached(work: Path, name: str, compute) -> dict:
+    path = work / "eval" / f"{name}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    t0 = time.time()
+    rec = compute()
+    rec["seconds"] = time.time() - t0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+    print(f"[eval] {name}: " + json.dumps({k: v for k, v in rec.items() if k.startswith(("raw", "search"))})
+          + f" ({rec['seconds']:.0f} s)", flush=True)
+    return rec
+
+
+def score_table(sol, table, games: int, seed: int, exact: bool) -> dict:
+    """Exact scores (when `exact`) and `games` sampled games against optimal and random."""
+    import numpy as np
+
+    from polyzero.eval.nannon_solver import evaluate_policy, sample_games
+    from polyzero.eval.stats import wilson_interval
+
+    out = {}
+    for opponent in ("optimal", "random"):
+        if exact:
+            out[f"exact_vs_{opponent}"] = evaluate_policy(sol, table, opponent).score
+        if games:
+            wins = int(np.count_nonzero(sample_games(sol, table, opponent, games, seed=seed) > 0))
+            lo, hi = wilson_interval(wins / games, games)
+            out[f"sampled_vs_{opponent}"] = [wins / games, lo, hi]
+    return out
+
+
+def evaluate_checkpoint(args, method: str, point: dict) -> dict:
+    import torch
+
+    from polyzero.algos.ndmz import nannon_raw_policy
+    from polyzero.eval.nannon_solver import shared_solution, tabulate_player
+    from polyzero.games import load_game
+
+    game = load_game(args.game)
+    sol = shared_solution(game, progress=True)
+    exact = sol.params.points <= 8  # larger games: sampled games only (the issue)
+    rec = {"method": method, **point}
+    if method == "td":
+        table = torch.load(point["path"], weights_only=True)["table"].numpy()
+        rec["raw"] = score_table(sol, table, args.games, args.seed, exact)
+        return rec
+    from polyzero.algos import make_algorithm
+    from polyzero.config import build_config, read_toml
+    from polyzero.train.checkpoint import read_learner
+    from polyzero.train.driver import agent_player
+
+    ckpt = Path(point["path"])
+    cfg = build_config(base=read_toml(ckpt / "config.toml"))
+    algo = make_algorithm(cfg, game)
+    weights = read_learner(ckpt)["net"]
+    net = algo.build_network()
+    net.load_state_dict(weights)
+    rec["raw"] = score_table(sol, nannon_raw_policy(sol, net), args.games, args.seed, exact)
+    player = agent_player(algo, cfg, weights, "cpu", point["step"], seed=args.seed, sample_moves=0)
+    rec["simulations"] = cfg.eval.simulations
+    rec["search"] = score_table(sol, tabulate_player(sol, game, player), args.games, args.seed, exact)
+    if method == "ndmz":
+        from polyzero.train.ndmz_dynamics import dynamics_tests
+
+        rec["dynamics"] = dynamics_tests(net, game, cfg.ndmz.unroll_steps, games=500, seed=args.seed)
+    return rec
+
+
+def phase_eval(args, work: Path) -> None:
+    cells = []
+    for method in ([args.method] if args.method else METHODS):
+        for point in chosen(checkpoints(work, method), args.points):
+            cells.append((f"{method}-step{point['step']:06d}", method, point))
+    for name, method, point in (reversed(cells) if args.reverse else cells):
+        _cached(work, name, lambda: evaluate_checkpoint(args, method, point))
+
+
+# ----------------------------------------------------------------------------- report
+def phase_report(args, work: Path) -> dict:
+    rows = sorted((json.loads(p.read_text()) for p in (work / "eval").glob("*.json")),
+                  key=lambda r: (METHODS.index(r["method"]), r["minutes"]))
+    ndmz = [r for r in rows if r["method"] == "ndmz"]
+    within = [r for r in ndmz if r["minutes"] <= 60 and "exact_vs_optimal" in r.get("search", {})]
+    best = max((r["search"]["exact_vs_optimal"] for r in within), default=None)
+    dyn = [r for r in ndmz if "dynamics" in r]
+    last_dyn = dyn[-1]["dynamics"]["top_move"] if dyn else None
+    targets = {"ndmz_search_best_exact_vs_optimal_within_60min": best,
+               "ndmz_search_ge_0.49_within_60min": best is not None and best >= 0.49,
+               "ndmz_top_move_per_k_at_last_checkpoint": last_dyn,
+               "ndmz_top_move_ge_0.95_every_k": last_dyn is not None and min(last_dyn) >= 0.95}
+    command = "python benchmarks/nannon_636.py " + " ".join(sys.argv[1:])
+    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
+              "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
+                         f"{__import__('os').cpu_count()} CPUs", "rows": rows, "targets": targets}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+
+    def cell(part: dict | None, key: str) -> str:
+        if not part or key not in part:
+            return ""
+        v = part[key]
+        return f"{v:.4f}" if not isinstance(v, list) else f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
+
+    lines = [f"# Benchmark `{args.out}`: NDMZ, chance-aware AlphaZero and TD(lambda) on {args.game}", "",
+             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.", "",
+             "Scores are win probabilities (both seats, the opening roll included): exact, and over "
+             f"{args.games} sampled games (Wilson 95% interval). Minutes: training time of the checkpoint.", "",
+             "| method | step | minutes | agent | exact vs optimal | exact vs random | sampled vs optimal "
+             "| sampled vs random |", "|---|---:|---:|---|---:|---:|---:|---:|"]
+    for r in rows:
+        for agent in ("raw", "search"):
+            if agent in r:
+                label = agent if agent == "raw" else f"search {r.get('simulations')}"
+                lines.append(f"| {r['method']} | {r['step']} | {r['minutes']:.1f} | {label} | "
+                             f"{cell(r[agent], 'exact_vs_optimal')} | {cell(r[agent], 'exact_vs_random')} | "
+                             f"{cell(r[agent], 'sampled_vs_optimal')} | {cell(r[agent], 'sampled_vs_random')} |")
+    if dyn:
+        k = len(dyn[0]["dynamics"]["top_move"])
+        lines += ["", "NDMZ dynamics tests (Section 4.3, 500 random games): top-move / uniform accuracy per k.", "",
+                  "| step | minutes | " + " | ".join(f"k={i}" for i in range(k)) + " |",
+                  "|---:|---:|" + "---|" * k]
+        for r in dyn:
+            d = r["dynamics"]
+            lines.append(f"| {r['step']} | {r['minutes']:.1f} | " + " | ".join(
+                f"{t:.3f} / {u:.3f}" for t, u in zip(d["top_move"], d["uniform"])) + " |")
+    lines += ["", f"Targets: {json.dumps(targets)}"]
+    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    plot_curves(rows, RESULTS / f"{args.out}.png", args.game)
+    print("\n".join(lines))
+    return result
+
+
+def plot_curves(rows: list[dict], path: Path, game: str) -> None:
+    """Score against the optimal player over training minutes, per method and agent."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for method in METHODS:
+        for agent in ("raw", "search"):
+            pts = [(r["minutes"], r[agent]) for r in rows if r["method"] == method and agent in r]
+            if not pts:
+                continue
+            key = "exact_vs_optimal" if "exact_vs_optimal" in pts[0][1] else "sampled_vs_optimal"
+            ys = [p[key] if not isinstance(p[key], list) else p[key][0] for _, p in pts]
+            ax.plot([m for m, _ in pts], ys, marker="o", label=f"{method} {agent}")
+    ax.axhline(0.5, linestyle="--", color="gray", linewidth=1)
+    ax.annotate("optimal", (0, 0.5), fontsize=7, color="gray", va="bottom")
+    ax.set_xlabel("training time (minutes)")
+    ax.set_ylabel("score against the optimal player")
+    ax.set_title(f"{game}: score against the optimal player")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("phase", choices=["train", "eval", "report", "all"])
+    p.add_argument("--game", default="nannon")
+    p.add_argument("--method", choices=METHODS, default=None, help="one method (default: all three)")
+    p.add_argument("--work", type=Path, default=None, help="default runs/bench/NAME")
+    p.add_argument("--out", default=None, help="results name (default nannon_636 / nannon_1256)")
+    p.add_argument("--budget-min", type=float, default=60.0, help="training time per method (minutes)")
+    p.add_argument("--chunk-steps", type=int, default=10, help="learning steps between kept checkpoints")
+    p.add_argument("--td-chunk", type=int, default=10, help="TD(lambda) rounds between kept checkpoints")
+    p.add_argument("--points", type=int, default=4, help="trained checkpoints evaluated per method")
+    p.add_argument("--games", type=int, default=1000, help="sampled games against each opponent")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    args = p.parse_args(argv)
+    from polyzero.eval.nannon_solver import NannonParams
+    from polyzero.games import load_game
+
+    prm = NannonParams.from_game(load_game(args.game))
+    args.out = args.out or f"nannon_{prm.points}{prm.checkers}{prm.die_sides}"
+    work = args.work or ROOT / "runs" / "bench" / args.out
+    work.mkdir(parents=True, exist_ok=True)
+    run_phases(args, work, phase_train, phase_eval, phase_report)
+
+
+if __name__ == "__main__":
+    main()
