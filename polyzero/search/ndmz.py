@@ -28,9 +28,10 @@ node j) gets W += v if E(j) = e, else W -= v, and N += 1; Q = W / N. The root's
 E is the real player to move.
 
 Trees are stored as arrays over B roots and searched together: each iteration
-walks every tree in Python and makes one batched network call for all the
-identity nodes expanded in it. Ties in pUCT (all scores 0 before the first
-visit) go to the larger prior.
+selects down all trees at once, one tree level per NumPy pass, backs up all
+of them at once, and makes one batched network call for all the identity
+nodes expanded in it. Ties in pUCT (all scores 0 before the first visit) go to
+the larger prior.
 """
 
 from __future__ import annotations
@@ -113,51 +114,61 @@ class NDMZSearchResult:
     action: np.ndarray | None = None
 
 
-def select_child_puct(trees: NDMZTrees, b: int, node: int, c_puct: float) -> int:
-    q, n = trees.q(b, node)
-    prior = trees.prior[b, node]
-    score = q + c_puct * prior * np.sqrt(n.sum()) / (1.0 + n) + 1e-9 * prior
-    score = np.where(prior > 0, score, -np.inf)
-    return int(np.argmax(score))
+def select_child_puct(trees: NDMZTrees, bs: np.ndarray, nodes: np.ndarray, c_puct: float) -> np.ndarray:
+    """pUCT among the children of choice nodes `nodes` of trees `bs` (one each):
+    Q + c_puct P sqrt(sum N) / (1 + N), Q = 0 where unvisited, ties to the larger prior."""
+    kids = trees.children[bs, nodes]  # [M, W]
+    made = kids >= 0
+    safe = np.where(made, kids, 0)
+    n = np.where(made, trees.visits[bs[:, None], safe], 0)
+    q = np.where(n > 0, np.where(made, trees.total[bs[:, None], safe], 0.0) / np.maximum(n, 1), 0.0)
+    prior = trees.prior[bs, nodes]
+    score = q + c_puct * prior * np.sqrt(n.sum(1, keepdims=True)) / (1.0 + n) + 1e-9 * prior
+    return np.argmax(np.where(prior > 0, score, -np.inf), axis=1)
 
 
-def roulette(p: np.ndarray, rng: np.random.Generator) -> int:
-    c = np.cumsum(p)
-    return int(min(np.searchsorted(c, rng.random() * c[-1], side="right"), len(p) - 1))
+def roulette(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A child of each row of priors [M, W], drawn in proportion to them."""
+    c = np.cumsum(p, axis=1)
+    u = rng.random(len(p)) * c[:, -1]
+    return np.minimum((c <= u[:, None]).sum(1), p.shape[1] - 1)
 
 
-def backup(trees: NDMZTrees, b: int, leaf: int) -> None:
-    """Appendix A's BACKUP from a choice or terminal leaf."""
-    if trees.kind[b, leaf] == KIND_TERMINAL:
-        n = leaf
-        while trees.kind[b, n] != KIND_CHOICE:
-            n = trees.parent[b, n]
-        e, v = trees.edge[b, n], trees.value[b, n]
-    else:
-        e, v = trees.edge[b, leaf], trees.value[b, leaf]
-    w = leaf
-    while w >= 0:
-        j = trees.parent[b, w]
-        if j >= 0 and trees.kind[b, w] == KIND_IDENTITY and trees.kind[b, j] == KIND_CHOICE:
-            trees.total[b, w] += v if trees.edge[b, j] == e else -v
-        trees.visits[b, w] += 1
-        w = j
+def backup(trees: NDMZTrees, b, leaf) -> None:
+    """Appendix A's BACKUP from choice or terminal leaves (one per tree in `b`)."""
+    bs = np.atleast_1d(np.asarray(b, np.int64))
+    n = np.atleast_1d(np.asarray(leaf, np.int64)).copy()
+    # A terminal leaf takes v and e of its closest choice ancestor.
+    up = trees.kind[bs, n] != KIND_CHOICE
+    while up.any():
+        n[up] = trees.parent[bs[up], n[up]]
+        up = trees.kind[bs, n] != KIND_CHOICE
+    e, v = trees.edge[bs, n], trees.value[bs, n]
+    w = np.atleast_1d(np.asarray(leaf, np.int64)).copy()
+    on = w >= 0
+    while on.any():
+        b_, w_ = bs[on], w[on]
+        j = trees.parent[b_, w_]
+        result = (j >= 0) & (trees.kind[b_, w_] == KIND_IDENTITY) & (trees.kind[b_, np.maximum(j, 0)] == KIND_CHOICE)
+        mine = trees.edge[b_, np.maximum(j, 0)] == e[on]
+        trees.total[b_, w_] += np.where(result, np.where(mine, v[on], -v[on]), 0.0)
+        trees.visits[b_, w_] += 1
+        w[on] = j
+        on = w >= 0
 
 
-def expand_by_inheritance(trees: NDMZTrees, b: int, w: int) -> None:
-    """A child of an identity node: choice, chance or terminal by its edge (Appendix A, EXPAND)."""
-    j = trees.parent[b, w]
-    e = trees.edge[b, w]
-    trees.hidden[b, w] = trees.hidden[b, j]
-    if e == CHANCE:
-        trees.kind[b, w] = KIND_CHANCE
-        trees.prior[b, w, : trees.chance_prior.shape[2]] = trees.chance_prior[b, j]
-    elif e == TERMINAL:
-        trees.kind[b, w] = KIND_TERMINAL
-    else:
-        trees.kind[b, w] = KIND_CHOICE
-        trees.prior[b, w, : trees.choice_prior.shape[2]] = trees.choice_prior[b, j]
-        trees.value[b, w] = trees.value[b, j]
+def expand_by_inheritance(trees: NDMZTrees, bs: np.ndarray, ws: np.ndarray) -> None:
+    """Children of identity nodes: choice, chance or terminal by their edge (Appendix A, EXPAND)."""
+    j = trees.parent[bs, ws]
+    e = trees.edge[bs, ws]
+    trees.hidden[bs, ws] = trees.hidden[bs, j]
+    chance, terminal = e == CHANCE, e == TERMINAL
+    choice = ~chance & ~terminal
+    trees.kind[bs, ws] = np.where(chance, KIND_CHANCE, np.where(terminal, KIND_TERMINAL, KIND_CHOICE))
+    a = trees.chance_prior.shape[2]
+    trees.prior[bs[chance], ws[chance], :a] = trees.chance_prior[bs[chance], j[chance]]
+    trees.prior[bs[choice], ws[choice], :a] = trees.choice_prior[bs[choice], j[choice]]
+    trees.value[bs[choice], ws[choice]] = trees.value[bs[choice], j[choice]]
 
 
 def ndmz_search(inference, obs: np.ndarray, legal: np.ndarray, players: np.ndarray,
@@ -181,35 +192,50 @@ def ndmz_search(inference, obs: np.ndarray, legal: np.ndarray, players: np.ndarr
     model_calls = 1
     evaluations = np.ones(batch, np.int64)
     backups = np.zeros(batch, np.int64)
+    every = np.arange(batch)
     for _ in range(num_simulations):
-        pending = []  # (tree, identity node) to expand with g and f
-        for b in range(batch):
-            node = 0
-            while True:
-                kind = trees.kind[b, node]
-                if kind == KIND_TERMINAL:  # an expanded terminal node is a leaf again
-                    leaf = node
-                    break
-                if kind == KIND_CHOICE:
-                    a = select_child_puct(trees, b, node, c_puct)
-                else:  # identity or chance: roulette wheel on the priors
-                    a = roulette(trees.prior[b, node], rng)
-                child = trees.children[b, node, a]
-                if child < 0:
-                    child = trees.add(b, node, a, KIND_IDENTITY)
-                    if kind == KIND_IDENTITY:
-                        expand_by_inheritance(trees, b, child)
-                    else:
-                        pending.append((b, child))
-                    leaf = child
-                    break
-                node = child
-            if trees.kind[b, leaf] in (KIND_CHOICE, KIND_TERMINAL):
-                backup(trees, b, leaf)
-                backups[b] += 1
-        if pending:
-            bs = np.array([p[0] for p in pending])
-            ws = np.array([p[1] for p in pending])
+        # Select down every tree at once, one level per pass, until each creates a node
+        # or stands on an expanded terminal node (a leaf again).
+        node = np.zeros(batch, np.int64)
+        leaf = np.full(batch, -1, np.int64)
+        new = np.zeros(batch, np.bool_)
+        live = every
+        while len(live):
+            at = node[live]
+            kind = trees.kind[live, at]
+            done = kind == KIND_TERMINAL
+            leaf[live[done]] = at[done]
+            live, at, kind = live[~done], at[~done], kind[~done]
+            if not len(live):
+                break
+            a = np.empty(len(live), np.int64)
+            choice = kind == KIND_CHOICE
+            if choice.any():
+                a[choice] = select_child_puct(trees, live[choice], at[choice], c_puct)
+            if (~choice).any():  # identity or chance: roulette wheel on the priors
+                a[~choice] = roulette(trees.prior[live[~choice], at[~choice]], rng)
+            child = trees.children[live, at, a].astype(np.int64)
+            make = child < 0
+            bs = live[make]
+            ws = trees.size[bs].astype(np.int64)
+            trees.size[bs] += 1
+            trees.kind[bs, ws] = KIND_IDENTITY
+            trees.parent[bs, ws] = at[make]
+            trees.edge[bs, ws] = a[make]
+            trees.children[bs, at[make], a[make]] = ws
+            inherit = kind[make] == KIND_IDENTITY
+            expand_by_inheritance(trees, bs[inherit], ws[inherit])
+            leaf[bs], new[bs] = ws, True
+            node[live[~make]] = child[~make]
+            live = live[~make]
+        # Back up from choice and terminal leaves; new identity nodes wait for g and f.
+        kinds = trees.kind[every, leaf]
+        backs = (kinds == KIND_CHOICE) | (kinds == KIND_TERMINAL)
+        backup(trees, every[backs], leaf[backs])
+        backups += backs
+        pending = new & (kinds == KIND_IDENTITY)
+        if pending.any():
+            bs, ws = every[pending], leaf[pending]
             parents = trees.parent[bs, ws]
             hidden, ident, p, c, v, _ = inference.recurrent(trees.hidden[bs, parents], trees.edge[bs, ws])
             model_calls += 1
