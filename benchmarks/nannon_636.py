@@ -42,6 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from connect_four_alphazero import RESULTS, ROOT, run_phases  # noqa: E402
+from sog_leduc import _cached, spread  # noqa: E402
 
 METHODS = ("ndmz", "alphazero", "td")
 
@@ -132,32 +133,6 @@ def checkpoints(work: Path, method: str) -> list[dict]:
     return out
 
 
-def chosen(points: list[dict], n: int) -> list[dict]:
-    """The untrained network and `n` checkpoints spread evenly over the training time."""
-    if not points:
-        return []
-    picks = [points[0]]
-    for k in range(1, n + 1):
-        best = min(points, key=lambda p: abs(p["minutes"] - points[-1]["minutes"] * k / n))
-        if best not in picks:
-            picks.append(best)
-    return picks
-
-
-def _cached(work: Path, name: str, compute) -> dict:
-    path = work / "eval" / f"{name}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    t0 = time.time()
-    rec = compute()
-    rec["seconds"] = time.time() - t0
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rec))
-    print(f"[eval] {name}: " + json.dumps({k: v for k, v in rec.items() if k.startswith(("raw", "search"))})
-          + f" ({rec['seconds']:.0f} s)", flush=True)
-    return rec
-
-
 def score_table(sol, table, games: int, seed: int, exact: bool) -> dict:
     """Exact scores (when `exact`) and `games` sampled games against optimal and random."""
     import numpy as np
@@ -216,10 +191,14 @@ def evaluate_checkpoint(args, method: str, point: dict) -> dict:
 def phase_eval(args, work: Path) -> None:
     cells = []
     for method in ([args.method] if args.method else METHODS):
-        for point in chosen(checkpoints(work, method), args.points):
+        for point in spread(checkpoints(work, method), args.points):
             cells.append((f"{method}-step{point['step']:06d}", method, point))
+
+    def show(rec: dict) -> str:
+        return json.dumps({agent: rec[agent] for agent in ("raw", "search") if agent in rec})
+
     for name, method, point in (reversed(cells) if args.reverse else cells):
-        _cached(work, name, lambda: evaluate_checkpoint(args, method, point))
+        _cached(work, name, lambda: evaluate_checkpoint(args, method, point), show)
 
 
 # ----------------------------------------------------------------------------- report

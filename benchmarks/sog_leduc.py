@@ -70,21 +70,25 @@ def checkpoints(work: Path) -> list[dict]:
 
 def chosen(args, work: Path) -> list[dict]:
     """The untrained network and `--points` checkpoints spread evenly over the training time."""
-    points = checkpoints(work)
+    return spread(checkpoints(work), args.points)
+
+
+def spread(points: list[dict], n: int) -> list[dict]:
+    """The first of `points` and the `n` nearest to n even marks over their "minutes"."""
     if not points:
         return []
     last = points[-1]["minutes"]
     picks = [points[0]]
-    for k in range(1, args.points + 1):
-        target = last * k / args.points
-        best = min(points, key=lambda p: abs(p["minutes"] - target))
+    for k in range(1, n + 1):
+        best = min(points, key=lambda p: abs(p["minutes"] - last * k / n))
         if best not in picks:
             picks.append(best)
     return picks
 
 
-def _cached(work: Path, name: str, compute) -> dict:
-    """WORK/eval/NAME.json, computed once (every benchmark's evaluation resumes from these)."""
+def _cached(work: Path, name: str, compute, show=None) -> dict:
+    """WORK/eval/NAME.json, computed once (every benchmark's evaluation resumes from these);
+    `show(record)` is the line printed when it is computed."""
     path = work / "eval" / f"{name}.json"
     if path.exists():
         return json.loads(path.read_text())
@@ -93,7 +97,10 @@ def _cached(work: Path, name: str, compute) -> dict:
     rec["seconds"] = time.time() - t0
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rec))
-    shown = rec["values"] if "values" in rec else f"W{rec['wins']} D{rec['draws']} L{rec['losses']}"
+    if show is None:
+        shown = rec["values"] if "values" in rec else f"W{rec['wins']} D{rec['draws']} L{rec['losses']}"
+    else:
+        shown = show(rec)
     print(f"[eval] {name}: {shown} ({rec['seconds']:.0f} s)", flush=True)
     return rec
 

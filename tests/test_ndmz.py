@@ -322,3 +322,30 @@ def test_ndmz_on_other_games_of_chance(tmp_path, game, extra):
     assert {0, 1, CHANCE} <= set(np.unique(ident)) <= {0, 1, CHANCE, TERMINAL}
     if game == "backgammon":  # every game is cut at 40 moves: no terminal step is invented
         assert TERMINAL not in ident and not trainer.replay.data["done"][:n].any()
+
+
+def test_short_ndmz_run_raises_the_search_agents_exact_score_against_random(tmp_path):
+    """The issue's learning test: a short NDMZ run on 6-3-6 Nannon raises the search
+    agent's exact expected score against random play (every decision tabulated at
+    50 simulations, no noise, most-visited move) by at least 0.05 over the untrained
+    network at the same search. A narrower net than the preset (128 units), for time;
+    seeds 0, 1 and 2 gained 0.088, 0.052 and 0.058 after 70 steps."""
+    from polyzero.eval.nannon_solver import evaluate_policy, shared_solution, tabulate_player
+    from polyzero.train.driver import agent_player
+
+    cfg = build_config("nannon", "ndmz", overrides=[
+        "net.width=128", "search.num_simulations=50", "selfplay.concurrent_games=128",
+        "train.positions_per_step=256", "train.minibatches_per_step=16", "train.steps=90",
+        "train.checkpoint_every=1000", "eval.every=0", "eval.final_games=0", "threads=1", "seed=0"])
+    trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
+    untrained = trainer.learner.weights()
+    trainer.run()
+    sol = shared_solution(trainer.game)
+
+    def score(weights):
+        player = agent_player(trainer.algo, cfg, weights, "cpu", 0, simulations=50, sample_moves=0)
+        return evaluate_policy(sol, tabulate_player(sol, trainer.game, player, batch=512), "random").score
+
+    before, after = score(untrained), score(trainer.learner.weights())
+    print(f"exact score against random play: untrained {before:.4f}, trained {after:.4f}")
+    assert after >= before + 0.05, (before, after)
