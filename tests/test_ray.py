@@ -39,8 +39,10 @@ def test_ray_run_learns_like_in_process(local_ray, trained, tmp_path):
     distributed = score_against_untrained(ray_trainer, ray_untrained)
     print(f"in-process {local}; ray {distributed}")
     assert local.score >= 0.65 and distributed.score >= 0.65
-    half_width = (distributed.ci_high - distributed.ci_low) / 2
-    assert abs(local.score - distributed.score) < half_width
+    # No significant difference: the two 95% intervals overlap. (Asking for the scores to
+    # lie within one interval's half-width, as before, fails often with no real
+    # difference: both scores vary by their own intervals, and the runs' games differ.)
+    assert local.ci_low <= distributed.ci_high and distributed.ci_low <= local.ci_high
     assert ray_trainer.step == trained[0].step
 
 
