@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from connect_four_alphazero import RESULTS, ROOT, run_phases  # noqa: E402
-from sog_leduc import _cached, spread  # noqa: E402
+from sog_leduc import _cached, spread, train_in_chunks  # noqa: E402
 
 METHODS = ("ndmz", "alphazero", "td")
 
@@ -107,12 +107,7 @@ def phase_train(args, work: Path) -> None:
         if method == "td":
             _train_td(args, run)
             continue
-        trainer = _trainer(args, run, method)
-        while trainer.train_time < args.budget_min * 60:
-            trainer.cfg.train.steps = trainer.step + args.chunk_steps
-            trainer.cfg.train.checkpoint_every = args.chunk_steps
-            trainer.run()
-            print(f"[train {method}] step {trainer.step}, {trainer.train_time / 60:.1f} min", flush=True)
+        train_in_chunks(_trainer(args, run, method), args.budget_min, args.chunk_steps, f"train {method}")
 
 
 # ----------------------------------------------------------------------------- eval

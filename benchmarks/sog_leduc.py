@@ -51,13 +51,17 @@ def _trainer(args, work: Path):
 
 
 def phase_train(args, work: Path) -> None:
-    trainer = _trainer(args, work)
-    budget = args.budget_min * 60
-    while trainer.train_time < budget:
-        trainer.cfg.train.steps = trainer.step + args.chunk_steps
-        trainer.cfg.train.checkpoint_every = args.chunk_steps
+    train_in_chunks(_trainer(args, work), args.budget_min, args.chunk_steps, "train")
+
+
+def train_in_chunks(trainer, budget_min: float, chunk_steps: int, label: str) -> None:
+    """Run `trainer` in chunks of `chunk_steps` learning steps, a kept checkpoint after
+    each, until `budget_min` minutes of training time (evaluation excluded)."""
+    while trainer.train_time < budget_min * 60:
+        trainer.cfg.train.steps = trainer.step + chunk_steps
+        trainer.cfg.train.checkpoint_every = chunk_steps
         trainer.run()
-        print(f"[train] step {trainer.step}, {trainer.train_time / 60:.1f} min of training", flush=True)
+        print(f"[{label}] step {trainer.step}, {trainer.train_time / 60:.1f} min of training", flush=True)
 
 
 def checkpoints(work: Path) -> list[dict]:
