@@ -16,13 +16,16 @@ Phases (each resumable: re-running continues where it stopped):
           --budget-min minutes of training time; TD(lambda)
           (`polyzero.algos.td_lambda`) in chunks of --td-chunk rounds of 300 games.
   eval    at the untrained network and --points checkpoints spread over the
-          training time: the raw policy (greedy move of the policy head; TD: the
-          greedy afterstate move) and the search agent (the preset's evaluation
-          simulations, no noise, most-visited move, every decision tabulated)
-          scored exactly against the optimal player and random play (6-3-6; larger
-          games: sampled only), plus --games sampled games each against optimal and
-          random (half per seat), and NDMZ's dynamics tests (Section 4.3) per k.
-          Every cell is cached in WORK/eval/*.json.
+          training time (within --budget-min): the raw policy (greedy move of the
+          policy head; TD: the greedy afterstate move; tabulated at every
+          position) scored exactly
+          against the optimal player and random play, plus --games sampled games
+          against each (half per seat); the search agent (the preset's evaluation
+          simulations, no noise, most-visited move) the same way on 6-3-6, where
+          every decision is tabulated, and on larger games in --games live games
+          against each, --final-games against the optimal player at the last
+          checkpoint; NDMZ's dynamics tests (Section 4.3) per k. Every cell is
+          cached in WORK/eval/*.json.
   report  benchmarks/results/NAME.{json,md,png}.
 
 Targets (the issue): the NDMZ search agent's exact expected score against the
@@ -128,8 +131,8 @@ def checkpoints(work: Path, method: str) -> list[dict]:
     return out
 
 
-def score_table(sol, table, games: int, seed: int, exact: bool) -> dict:
-    """Exact scores (when `exact`) and `games` sampled games against optimal and random."""
+def score_table(sol, table, games: int, seed: int) -> dict:
+    """Exact scores of a policy table and `games` sampled games against optimal and random."""
     import numpy as np
 
     from polyzero.eval.nannon_solver import evaluate_policy, sample_games
@@ -137,8 +140,7 @@ def score_table(sol, table, games: int, seed: int, exact: bool) -> dict:
 
     out = {}
     for opponent in ("optimal", "random"):
-        if exact:
-            out[f"exact_vs_{opponent}"] = evaluate_policy(sol, table, opponent).score
+        out[f"exact_vs_{opponent}"] = evaluate_policy(sol, table, opponent).score
         if games:
             wins = int(np.count_nonzero(sample_games(sol, table, opponent, games, seed=seed) > 0))
             lo, hi = wilson_interval(wins / games, games)
@@ -146,7 +148,19 @@ def score_table(sol, table, games: int, seed: int, exact: bool) -> dict:
     return out
 
 
-def evaluate_checkpoint(args, method: str, point: dict) -> dict:
+def match_scores(game, player, games: dict[str, int], seed: int) -> dict:
+    """Live games of a search player against each reference opponent (half per seat)."""
+    from polyzero.eval.arena import play_match
+    from polyzero.eval.players import reference_player
+
+    out = {}
+    for opponent, n in games.items():
+        m = play_match(game, player, reference_player(opponent, game, seed), n, seed=seed, progress=True)
+        out[f"sampled_vs_{opponent}"] = [m.score, m.ci_low, m.ci_high]
+    return out
+
+
+def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     import torch
 
     from polyzero.algos.ndmz import nannon_raw_policy
@@ -155,11 +169,10 @@ def evaluate_checkpoint(args, method: str, point: dict) -> dict:
 
     game = load_game(args.game)
     sol = shared_solution(game, progress=True)
-    exact = sol.params.points <= 8  # larger games: sampled games only (the issue)
     rec = {"method": method, **point}
     if method == "td":
         table = torch.load(point["path"], weights_only=True)["table"].numpy()
-        rec["raw"] = score_table(sol, table, args.games, args.seed, exact)
+        rec["raw"] = score_table(sol, table, args.games, args.seed)
         return rec
     from polyzero.algos import make_algorithm
     from polyzero.config import build_config, read_toml
@@ -172,12 +185,27 @@ def evaluate_checkpoint(args, method: str, point: dict) -> dict:
     weights = read_learner(ckpt)["net"]
     net = algo.build_network()
     net.load_state_dict(weights)
-    rec["raw"] = score_table(sol, nannon_raw_policy(sol, net), args.games, args.seed, exact)
+    rec["raw"] = score_table(sol, nannon_raw_policy(sol, net), args.games, args.seed)
     player = agent_player(algo, cfg, weights, "cpu", point["step"], seed=args.seed, sample_moves=0)
     rec["simulations"] = cfg.eval.simulations
-    rec["search"] = score_table(sol, tabulate_player(sol, game, player), args.games, args.seed, exact)
+    if method == "ndmz":  # the issue: network calls per search, beside the iterations
+        searches, search = [], algo.search
+
+        def counted(*a, **k):
+            result = search(*a, **k)
+            searches.append((len(result.backups), result.network_evaluations.sum(), result.backups.sum()))
+            return result
+
+        algo.search = counted
+    if sol.params.points <= 8:  # every decision tabulated: ~14,000 searches on 6-3-6
+        rec["search"] = score_table(sol, tabulate_player(sol, game, player), args.games, args.seed)
+    else:  # 12-5-6: ~10 million decisions, so games played live (the issue: sampled)
+        rec["search"] = match_scores(game, player, {"optimal": games, "random": args.games}, args.seed)
     if method == "ndmz":
         from polyzero.train.ndmz_dynamics import dynamics_tests
+
+        n, evaluations, backups = (float(sum(x)) for x in zip(*searches))
+        rec["per_search"] = {"network_evaluations": evaluations / n, "backups": backups / n}
 
         rec["dynamics"] = dynamics_tests(net, game, cfg.ndmz.unroll_steps, games=500, seed=args.seed)
     return rec
@@ -186,14 +214,21 @@ def evaluate_checkpoint(args, method: str, point: dict) -> dict:
 def phase_eval(args, work: Path) -> None:
     cells = []
     for method in ([args.method] if args.method else METHODS):
-        for point in spread(checkpoints(work, method), args.points):
+        # The chunk that crosses the budget overshoots it; score what the budget trained.
+        within = [p for p in checkpoints(work, method) if p["minutes"] <= args.budget_min]
+        for point in spread(within, args.points):
             cells.append((f"{method}-step{point['step']:06d}", method, point))
 
     def show(rec: dict) -> str:
         return json.dumps({agent: rec[agent] for agent in ("raw", "search") if agent in rec})
 
+    last = {method: point for _, method, point in cells}  # the final checkpoint of each method
+
+    def games(method: str, point: dict) -> int:
+        return max(args.games, args.final_games) if point is last[method] else args.games
+
     for name, method, point in (reversed(cells) if args.reverse else cells):
-        _cached(work, name, lambda: evaluate_checkpoint(args, method, point), show)
+        _cached(work, name, lambda: evaluate_checkpoint(args, method, point, games(method, point)), show)
 
 
 # ----------------------------------------------------------------------------- report
@@ -223,10 +258,15 @@ def phase_report(args, work: Path) -> dict:
         v = part[key]
         return f"{v:.4f}" if not isinstance(v, list) else f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
 
+    live = ""
+    if any("exact_vs_optimal" not in r.get("search", {"exact_vs_optimal": 0}) for r in rows):
+        live = (f"; the search agent plays live games, at the last checkpoint "
+                f"{max(args.games, args.final_games)} against the optimal player")
     lines = [f"# Benchmark `{args.out}`: NDMZ, chance-aware AlphaZero and TD(lambda) on {args.game}", "",
              f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.", "",
              "Scores are win probabilities (both seats, the opening roll included): exact, and over "
-             f"{args.games} sampled games (Wilson 95% interval). Minutes: training time of the checkpoint.", "",
+             f"{args.games} sampled games (Wilson 95% interval{live}). "
+             "Minutes: training time of the checkpoint.", "",
              "| method | step | minutes | agent | exact vs optimal | exact vs random | sampled vs optimal "
              "| sampled vs random |", "|---|---:|---:|---|---:|---:|---:|---:|"]
     for r in rows:
@@ -238,13 +278,17 @@ def phase_report(args, work: Path) -> dict:
                              f"{cell(r[agent], 'sampled_vs_optimal')} | {cell(r[agent], 'sampled_vs_random')} |")
     if dyn:
         k = len(dyn[0]["dynamics"]["top_move"])
-        lines += ["", "NDMZ dynamics tests (Section 4.3, 500 random games): top-move / uniform accuracy per k.", "",
-                  "| step | minutes | " + " | ".join(f"k={i}" for i in range(k)) + " |",
-                  "|---:|---:|" + "---|" * k]
+        lines += ["", "NDMZ dynamics tests (Section 4.3, 500 random games): top-move / uniform accuracy per k; "
+                  "and per search of the search agent, the g + f evaluations (the initial h + f included) "
+                  "and the iterations that backed up a value.", "",
+                  "| step | minutes | " + " | ".join(f"k={i}" for i in range(k)) + " | evaluations | backups |",
+                  "|---:|---:|" + "---|" * k + "---:|---:|"]
         for r in dyn:
-            d = r["dynamics"]
+            d, cost = r["dynamics"], r.get("per_search", {})
             lines.append(f"| {r['step']} | {r['minutes']:.1f} | " + " | ".join(
-                f"{t:.3f} / {u:.3f}" for t, u in zip(d["top_move"], d["uniform"])) + " |")
+                f"{t:.3f} / {u:.3f}" for t, u in zip(d["top_move"], d["uniform"])) + " | "
+                + " | ".join(f"{cost[key]:.1f}" if key in cost else "" for key in ("network_evaluations", "backups"))
+                + " |")
     lines += ["", f"Targets: {json.dumps(targets)}"]
     (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     plot_curves(rows, RESULTS / f"{args.out}.png", args.game)
@@ -291,6 +335,9 @@ def main(argv=None) -> None:
     p.add_argument("--td-chunk", type=int, default=10, help="TD(lambda) rounds between kept checkpoints")
     p.add_argument("--points", type=int, default=4, help="trained checkpoints evaluated per method")
     p.add_argument("--games", type=int, default=1000, help="sampled games against each opponent")
+    p.add_argument("--final-games", type=int, default=10000,
+                   help="live games of the final checkpoint's search agent against the optimal player "
+                        "on games too large to tabulate (12-5-6)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
