@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import RunStopped, UsageError
 
 EPILOG = """examples:
   polyzero train connect_four --algo alphazero --set train.steps=20
@@ -151,16 +151,16 @@ def cmd_train(args) -> int:
     if args.ray_address and not args.workers:
         raise UsageError("--ray-address needs --workers N")
     driver = {}
-    if args.workers:
-        from .train.ray_driver import RayTrainer
+    sog = _run_algo(args) == "sog"
+    if args.workers:  # the learner runs as a supervised Ray actor, self-play on N more
+        from .train.supervisor import SupervisedRun
 
-        Trainer = RayTrainer  # noqa: N806 - the same interface, another driver
+        Trainer = SupervisedRun  # noqa: N806 - the same interface, another driver
         driver = {"workers": args.workers, "ray_address": args.ray_address}
-    if _run_algo(args) == "sog":  # the same interface, Student of Games' data flow
-        from .sog.ray_trainer import RaySoGTrainer
+    elif sog:  # the same interface, Student of Games' data flow
         from .sog.trainer import SoGTrainer
 
-        Trainer = RaySoGTrainer if args.workers else SoGTrainer  # noqa: N806
+        Trainer = SoGTrainer  # noqa: N806
     if args.resume:
         if args.game or args.config or args.algo or args.search:
             raise UsageError("--resume continues a run with its own game, algorithm and config; "
@@ -191,30 +191,8 @@ def cmd_train(args) -> int:
     except Interrupted as exc:
         print(str(exc), file=sys.stderr)
         return 130
-    stats = trainer.selfplay_stats
-    print(f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
-          f"({stats['games']} self-play games, {stats['positions']} positions)")
-    if cfg.algo == "sog":
-        _print_sog_final(trainer)
-        print(f"run directory: {trainer.run_dir}  (polyzero plot {trainer.run_dir})")
-        return 0
-    if cfg.eval.final_games and trainer.game.num_players() == 1:
-        res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
-        print(f"final evaluation: agent at {cfg.eval.simulations} simulations, {cfg.eval.final_games} episodes: "
-              f"mean return {res['eval/return/mean']:.1f}  95% CI [{res['eval/return/ci_low']:.1f}, "
-              f"{res['eval/return/ci_high']:.1f}]")
-    if cfg.eval.final_games and trainer.game.num_players() == 2:
-        print(f"final evaluation: agent at {cfg.eval.simulations} simulations, "
-              f"{cfg.eval.final_games} games per opponent, seats alternated")
-        from .eval import make_player, play_match
-
-        agent = trainer.agent_player(seed=cfg.seed)
-        for spec in cfg.eval.opponent_specs():
-            res = play_match(trainer.game, agent, make_player(spec, trainer.game, seed=cfg.seed),
-                             cfg.eval.final_games, seed=cfg.seed)
-            print(f"  vs {spec:20s} score {res.score:.3f}  95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]  "
-                  f"(W {res.wins} D {res.draws} L {res.losses})")
-    print(f"run directory: {trainer.run_dir}  (polyzero plot {trainer.run_dir})")
+    for line in trainer.final_report(summary):
+        print(line, flush=True)
     return 0
 
 
@@ -233,28 +211,6 @@ def _run_algo(args) -> str:
 
         return read_toml(args.config).get("algo", "alphazero")
     return "alphazero"
-
-
-def _print_sog_final(trainer) -> None:
-    cfg = trainer.cfg
-    if not cfg.eval.final_games:
-        return
-    sims = cfg.sog.eval_simulations
-    res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
-    if "eval/exploitability/mean" in res:
-        from .sog.exploitability import unit_scale
-
-        unit = unit_scale(trainer.game)[1]
-        print(f"final evaluation: exploitability of SoG({sims},1) with the trained network over "
-              f"{cfg.sog.eval_seeds} seeds: min {res['eval/exploitability/min']:.1f}  mean "
-              f"{res['eval/exploitability/mean']:.1f}  max {res['eval/exploitability/max']:.1f} {unit}")
-        return
-    print(f"final evaluation: SoG({sims},1) with the trained network, {cfg.eval.final_games} games per "
-          "opponent, seats alternated")
-    for key in sorted(k for k in res if k.endswith("/score")):
-        name = key[len("eval/"):-len("/score")]
-        print(f"  vs {name:20s} score {res[key]:.3f}  95% CI [{res[f'eval/{name}/ci_low']:.3f}, "
-              f"{res[f'eval/{name}/ci_high']:.3f}]")
 
 
 def cmd_arena(args) -> int:
@@ -403,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"polyzero: error: {exc}", file=sys.stderr)
         return 2
+    except RunStopped as exc:
+        print(f"polyzero: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("polyzero: interrupted", file=sys.stderr)
         return 130

@@ -151,6 +151,10 @@ class EvalConfig:
     opponents: list[str] = field(default_factory=lambda: ["random", "mcts-solver:1x"])
     final_games: int = 50  # games per opponent in the evaluation that ends a run
     sample_moves: int = 0  # opening moves the agent samples from its visits (0: always the most visited)
+    # The ladder's costly levels, e.g. ["mcts-solver:100x", "mcts-solver:1000x"], join the opponents
+    # at every high_every-th evaluation (Go-Exploit, Section 4: the 100x and 1000x levels every 10th round).
+    high_opponents: list[str] = field(default_factory=list)
+    high_every: int = 10
 
     def validate(self):
         _positive("eval.every", self.every, allow_zero=True)
@@ -158,14 +162,20 @@ class EvalConfig:
         _positive("eval.simulations", self.simulations)
         _positive("eval.final_games", self.final_games, allow_zero=True)
         _positive("eval.sample_moves", self.sample_moves, allow_zero=True)
-        for spec in self.opponents:
-            if not isinstance(spec, str) or not spec:
-                raise UsageError("eval.opponents must be a list of player names")
+        _positive("eval.high_every", self.high_every)
+        for key, specs in (("eval.opponents", self.opponents), ("eval.high_opponents", self.high_opponents)):
+            if not isinstance(specs, list) or not all(isinstance(spec, str) and spec for spec in specs):
+                raise UsageError(f"{key} must be a list of player names")
 
-    def opponent_specs(self) -> list[str]:
-        """`mcts-solver:Mx` is the ladder level M times the agent's evaluation simulations."""
+    def opponent_specs(self, step: int | None = None) -> list[str]:
+        """The opponents; with `step`, those of the periodic evaluation at that learning
+        step (high_opponents too at every high_every-th evaluation). `mcts-solver:Mx` is
+        the ladder level M times the agent's evaluation simulations."""
+        names = list(self.opponents)
+        if step is not None and self.every and (step // self.every) % self.high_every == 0:
+            names += self.high_opponents
         out = []
-        for spec in self.opponents:
+        for spec in names:
             kind, _, sims = spec.partition(":")
             if sims.endswith("x") and sims[:-1].isdigit():
                 spec = f"{kind}:{int(sims[:-1]) * self.simulations}"
@@ -182,13 +192,19 @@ class RayConfig:
     worker_gpus: float = 0.0  # e.g. 0.25: four workers share a GPU for their inference
     reanalysers: int = 1  # Ray actors running MuZero Reanalyze (when muzero.reanalyse_fraction > 0)
     solvers: int = 1  # Ray actors solving Student of Games' queries (--algo sog)
+    evaluators: int = 1  # Ray actors for the periodic evaluation (eval.every), given evaluations in turn
+    learner_gpus: float = 1.0  # the learner actor's share of a GPU when the device is CUDA
+    learner_restart_window: float = 600.0  # seconds: a second learner death within it stops the run
 
     def validate(self):
         _positive("ray.weights_every", self.weights_every)
         _positive("ray.reanalysers", self.reanalysers)
         _positive("ray.solvers", self.solvers)
+        _positive("ray.evaluators", self.evaluators)
         _positive("ray.worker_cpus", self.worker_cpus, allow_zero=True)
         _positive("ray.worker_gpus", self.worker_gpus, allow_zero=True)
+        _positive("ray.learner_gpus", self.learner_gpus)
+        _positive("ray.learner_restart_window", self.learner_restart_window, allow_zero=True)
 
 
 @dataclass

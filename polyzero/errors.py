@@ -1,4 +1,4 @@
-"""Errors a user can cause. The CLI prints their message on one line and exits 2."""
+"""Errors the CLI reports on one line, without a traceback."""
 
 
 class UsageError(Exception):
@@ -6,3 +6,8 @@ class UsageError(Exception):
 
     The message is one line that names what is wrong; no traceback is shown.
     """
+
+
+class RunStopped(Exception):
+    """A run stopped on a failure it does not recover from (a learner that keeps dying);
+    its last checkpoint is intact. The CLI prints the message and exits 1."""

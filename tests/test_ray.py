@@ -69,25 +69,85 @@ def test_killed_worker_is_restarted_and_recorded(local_ray, tmp_path):
     assert last["ray/worker_failures"] >= 1 and "ray/weight_staleness" in last
 
 
+def _learner_pids() -> set[int]:
+    """Processes whose Ray title names the learner actor (`ray::LearnerActor...`)."""
+    pids = set()
+    for proc in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{proc}/cmdline", "rb") as fh:
+                if fh.read().startswith(b"ray::LearnerActor"):
+                    pids.add(int(proc))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _wait_for(check, what: str, timeout: float = 180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (found := check()):
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _train_in_background(run, workers: int, checkpoint_every: int) -> subprocess.Popen:
+    """`polyzero train tic_tac_toe --workers N` as a process of its own, with its Ray."""
+    cmd = [sys.executable, "-m", "polyzero", "train", "tic_tac_toe", "--workers", str(workers),
+           "--run-dir", str(run), "--no-progress"]
+    for o in SMALL + ["train.steps=100000", f"train.checkpoint_every={checkpoint_every}"]:
+        cmd += ["--set", o]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
 def test_sigterm_checkpoint_resumes_in_process(tmp_path):
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "polyzero", "train", "tic_tac_toe", "--workers", "2",
-           "--run-dir", str(run), "--no-progress"]
-    for o in SMALL + ["train.steps=100000", "train.checkpoint_every=100000"]:
-        cmd += ["--set", o]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and len(read_metrics(run)) < 2:
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    proc = _train_in_background(run, workers=2, checkpoint_every=100000)
+    try:
+        _wait_for(lambda: len(read_metrics(run)) >= 2, "two learning steps")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
-    ckpt = latest_checkpoint(run)
-    assert ckpt is not None
-    step = int(ckpt.name[5:])
+    step = int(latest_checkpoint(run).name[5:])
+    assert step >= 2  # written on SIGTERM: checkpoint_every is far away
     trainer = Trainer.resume(run, [f"train.steps={step + 2}"], progress=False)
     trainer.run()
     assert trainer.step == step + 2
+
+
+def test_dead_learner_is_recreated_and_a_second_death_stops_the_run(tmp_path):
+    """The learner actor killed once: a new one resumes from the last checkpoint and the run
+    goes on; killed again within the window: the run stops, its checkpoint intact."""
+    run = tmp_path / "run"
+    others = _learner_pids()  # another run's, if any
+    proc = _train_in_background(run, workers=1, checkpoint_every=2)
+
+    def last_step():
+        return max((r["step"] for r in read_metrics(run) if r["kind"] == "train"), default=0)
+
+    try:
+        _wait_for(lambda: last_step() > 2, "learning step 3")
+        first = _wait_for(lambda: _learner_pids() - others, "the learner actor")
+        os.kill(first.pop(), signal.SIGKILL)
+        reached = last_step()
+        # The new learner resumes from a checkpoint at step >= 2 and trains past the old learner.
+        second = _wait_for(lambda: _learner_pids() - others - first, "a new learner actor")
+        _wait_for(lambda: last_step() > reached + 1, "training after the restart")
+        os.kill(second.pop(), signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "a new learner resumes from" in err and "learning steps lost" in err
+    assert "the learner died twice within 600 s" in err and "Traceback" not in err
+    step = int(latest_checkpoint(run).name[5:])
+    assert step >= 4
+    trainer = Trainer.resume(run, [f"train.steps={step + 1}"], progress=False)
+    trainer.run()
+    assert trainer.step == step + 1
 
 
 def test_muzero_runs_under_ray_and_resumes_in_process(local_ray, tmp_path):
@@ -113,16 +173,19 @@ def test_per_actor_throughput_is_logged(local_ray, tmp_path):
     assert "ray/queue" in last and "ray/weight_staleness" in last
 
 
-def test_evaluation_runs_on_its_own_actor(local_ray, tmp_path):
-    """Periodic evaluation is handed to an evaluation actor; every evaluation is logged
-    under the learning step of the weights it scored, also those finishing after the end."""
+def test_evaluation_runs_on_its_own_actors(local_ray, tmp_path):
+    """Periodic evaluation is handed to evaluation actors in turn; every evaluation is logged
+    under the learning step of the weights it scored, also those finishing after the end,
+    and the high ladder levels join every second one here."""
     cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + [
-        "train.steps=3", "eval.every=1", "eval.games=4", 'eval.opponents=["random"]'])
+        "train.steps=4", "eval.every=1", "eval.games=4", 'eval.opponents=["random"]', "ray.evaluators=2",
+        "ray.worker_cpus=0.5", "eval.simulations=2", 'eval.high_opponents=["mcts-solver:2x"]', "eval.high_every=2"])
     trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
     trainer.run()
-    evals = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"]
-    assert sorted(r["step"] for r in evals) == [1, 2, 3]
-    assert all(0.0 <= r["eval/random/score"] <= 1.0 for r in evals)
+    evals = {r["step"]: r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"}
+    assert sorted(evals) == [1, 2, 3, 4]
+    assert all(0.0 <= r["eval/random/score"] <= 1.0 for r in evals.values())
+    assert [("eval/mcts-solver:4/score" in evals[s]) for s in (1, 2, 3, 4)] == [False, True, False, True]
 
 
 def test_reanalyse_runs_on_its_own_actors(local_ray, tmp_path):

@@ -21,7 +21,7 @@ import os
 import time
 
 from polyzero.errors import UsageError
-from polyzero.train.ray_driver import _import_ray, start_ray
+from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start_ray
 
 from .trainer import SoGTrainer
 
@@ -84,15 +84,13 @@ class RaySoGTrainer(SoGTrainer):
 
     def run(self) -> dict:
         ray = self.ray
-        self._owns_ray = start_ray(ray, self.num_workers + self.cfg.ray.solvers, self.ray_address)
-        need = (self.num_workers + self.cfg.ray.solvers) * self.cfg.ray.worker_cpus
-        have = ray.cluster_resources().get("CPU", 0)
-        if need > have:  # Ray would keep the actors pending and the run would wait forever
+        self._owns_ray = start_ray(ray, cpu_demand(self.cfg, self.num_workers), self.ray_address)
+        try:
+            check_cpus(ray, self.cfg, self.num_workers)
+        except UsageError:
             if self._owns_ray:
                 ray.shutdown()
-            raise UsageError(f"{self.num_workers} self-play and {self.cfg.ray.solvers} solver actors need "
-                             f"{need:g} CPUs of Ray (ray.worker_cpus = {self.cfg.ray.worker_cpus:g} each); "
-                             f"the cluster has {have:g}: lower --workers, ray.solvers or ray.worker_cpus")
+            raise
         remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
                             max_restarts=-1, max_task_retries=0)(SoGWorker)
         cfg_dict = self.cfg.to_dict()

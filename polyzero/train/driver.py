@@ -75,6 +75,12 @@ class RunDirectory:
         finally:
             signal.signal(signal.SIGTERM, previous)
 
+    def final_report(self, summary: dict):
+        """What `polyzero train` prints when the run ends, line by line (`polyzero.train.report`)."""
+        from .report import final_report
+
+        return final_report(self, summary)
+
     @classmethod
     def create(cls, cfg: RunConfig, run_dir: Path, progress: bool = True, **driver):
         run_dir = Path(run_dir)
@@ -269,7 +275,7 @@ class Trainer(RunDirectory):
         """Every eval.every learning steps, score the network here (the Ray driver hands
         this to an evaluation actor, so training goes on meanwhile)."""
         if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
-            self.last_eval = self.evaluate(self.cfg.eval.games)
+            self.last_eval = self.evaluate(self.cfg.eval.games, opponents=self.cfg.eval.opponent_specs(self.step))
             self.log_evaluation(log, self.step, self.last_eval, self.train_time)
 
     def log_evaluation(self, log, step: int, scores: dict, train_time: float) -> None:
@@ -284,10 +290,10 @@ class Trainer(RunDirectory):
         return agent_player(self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed,
                             simulations, sample_moves)
 
-    def evaluate(self, games: int, seed: int | None = None) -> dict:
-        """Score the current network against each configured opponent."""
+    def evaluate(self, games: int, seed: int | None = None, opponents: list[str] | None = None) -> dict:
+        """Score the current network against each of `opponents` (the configured ones)."""
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed)
+        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents)
 
 
 def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, simulations: int | None = None,
@@ -301,9 +307,9 @@ def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, sim
                         name=f"agent@{step}", seed=seed, sample_moves=sample)
 
 
-def evaluate_agent(game, cfg, agent, games: int, seed: int) -> dict:
-    """The agent's scores against each configured opponent, with Wilson 95% intervals
-    (one-player games: its mean return over `games` episodes)."""
+def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None) -> dict:
+    """The agent's scores against each of `opponents` (the configured ones), with Wilson
+    95% intervals (one-player games: its mean return over `games` episodes)."""
     from ..eval import make_player, play_match, play_single_agent
 
     if game.num_players() == 1:
@@ -311,7 +317,7 @@ def evaluate_agent(game, cfg, agent, games: int, seed: int) -> dict:
         return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
                 "eval/return/ci_high": res["ci_high"]}
     out = {}
-    for spec in cfg.eval.opponent_specs():
+    for spec in cfg.eval.opponent_specs() if opponents is None else opponents:
         res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed)
         out[f"eval/{spec}/score"] = res.score
         out[f"eval/{spec}/ci_low"] = res.ci_low

@@ -19,6 +19,7 @@ feeding the learner and replay buffer of the driver process.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -37,18 +38,43 @@ def _import_ray():
     return ray
 
 
-def start_ray(ray, workers: int, address: str | None) -> bool:
+def cpu_demand(cfg, workers: int) -> float:
+    """The CPUs of Ray a run's actors ask for: the self-play workers and the evaluation,
+    reanalyse and query-solver actors its config asks for (archive actors and the
+    learner ask for none)."""
+    actors = workers
+    if cfg.algo == "sog":
+        actors += cfg.ray.solvers
+    else:
+        actors += cfg.ray.evaluators if cfg.eval.every else 0
+        actors += cfg.ray.reanalysers if cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0 else 0
+    return actors * cfg.ray.worker_cpus
+
+
+def start_ray(ray, cpus: float, address: str | None) -> bool:
     """Join the cluster at `address`, or start a local Ray instance bound to 127.0.0.1
-    without a dashboard; True when this call started (and so owns) Ray."""
+    without a dashboard, offering `cpus` CPUs or this machine's, whichever is more; True
+    when this call started (and so owns) Ray."""
     if ray.is_initialized():
         return False
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False,
+        ray.init(num_cpus=max(math.ceil(cpus), os.cpu_count() or 1), include_dashboard=False,
                  _node_ip_address="127.0.0.1", log_to_driver=False,
                  runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
     return True
+
+
+def check_cpus(ray, cfg, workers: int) -> None:
+    """Refuse a run whose actors ask for more CPUs than the cluster has: Ray would keep
+    the rest pending, and the run would wait for them forever."""
+    need, have = cpu_demand(cfg, workers), ray.cluster_resources().get("CPU", 0)
+    if need > have:
+        extra = "ray.solvers" if cfg.algo == "sog" else "ray.evaluators, ray.reanalysers"
+        raise UsageError(f"{workers} self-play workers and the run's other actors need {need:g} CPUs of Ray "
+                         f"(ray.worker_cpus = {cfg.ray.worker_cpus:g} each); the cluster has {have:g}: "
+                         f"lower --workers, {extra} or ray.worker_cpus")
 
 
 class SelfPlayWorker:
@@ -117,6 +143,8 @@ class SelfPlayWorker:
                "seconds": time.perf_counter() - t0, "pid": os.getpid()}
         if hasattr(self.actor, "drain_new_states"):  # visited states for the driver's archive
             out["visited"] = self.actor.drain_new_states()
+        if getattr(self.actor, "unique", None) is not None:  # Section 6.1's count, gathered by the learner
+            out["unique"] = self.actor.unique.drain_new()
         return out
 
 
@@ -150,11 +178,11 @@ class EvaluationWorker:
         self.game = load_game(self.cfg.game)
         self.algo = make_algorithm(self.cfg, self.game)
 
-    def evaluate(self, weights: dict, step: int, games: int, seed: int) -> dict:
+    def evaluate(self, weights: dict, step: int, games: int, seed: int, opponents: list[str]) -> dict:
         from .driver import agent_player, evaluate_agent
 
         agent = agent_player(self.algo, self.cfg, weights, "cpu", step, seed)
-        return evaluate_agent(self.game, self.cfg, agent, games, seed)
+        return evaluate_agent(self.game, self.cfg, agent, games, seed, opponents)
 
 
 class ReanalyseWorker:
@@ -198,7 +226,7 @@ class RayTrainer(Trainer):
         self.staleness: list[int] = []
         self.worker_seconds = 0.0
         self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
-        self.eval_worker = None
+        self.eval_workers: list = []
         self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time)
         self.reanalysers: list = []
         self.reanalysing: dict = {}  # in-flight reanalysis -> (actor, planned positions)
@@ -213,7 +241,12 @@ class RayTrainer(Trainer):
     # ------------------------------------------------------------ lifecycle
     def _start(self) -> None:
         ray = self.ray
-        self._owns_ray = start_ray(ray, self.num_workers, self.ray_address)
+        self._owns_ray = start_ray(ray, cpu_demand(self.cfg, self.num_workers), self.ray_address)
+        try:
+            check_cpus(ray, self.cfg, self.num_workers)
+        except UsageError:
+            self._stop()
+            raise
         remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
                             max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
@@ -231,7 +264,7 @@ class RayTrainer(Trainer):
         if self.cfg.eval.every:
             evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
                                    max_task_retries=0)(EvaluationWorker)
-            self.eval_worker = evaluator.remote(cfg_dict)
+            self.eval_workers = [evaluator.remote(cfg_dict) for _ in range(self.cfg.ray.evaluators)]
         if self.search_control is not None and self.search_control.kind == "search" \
                 and self.cfg.start.archive_workers > 0:
             # They play a small share of the moves (the paper's 50 archive actors beside 700
@@ -245,10 +278,9 @@ class RayTrainer(Trainer):
         self._publish_weights(force=True)
 
     def _stop(self) -> None:
-        for w in self.workers + self.archive_workers + self.reanalysers + \
-                ([self.eval_worker] if self.eval_worker else []):
+        for w in self.workers + self.archive_workers + self.reanalysers + self.eval_workers:
             self.ray.kill(w, no_restart=True)
-        self.eval_worker, self.evaluations, self.reanalysers, self.reanalysing = None, {}, [], {}
+        self.eval_workers, self.evaluations, self.reanalysers, self.reanalysing = [], {}, [], {}
         self.workers, self.archive_workers, self.in_flight = [], [], {}
         if self._owns_ray:
             self.ray.shutdown()
@@ -266,13 +298,14 @@ class RayTrainer(Trainer):
         return self.totals
 
     def _periodic_evaluation(self, log) -> None:
-        """Hand the current weights to the evaluation actor; log the evaluations that
-        have finished (each under the learning step of the weights it scored)."""
+        """Hand the current weights to the next evaluation actor in turn; log the
+        evaluations that have finished (each under the learning step of the weights it scored)."""
         self._log_evaluations(log, wait=False)
         if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
             seed = self.cfg.seed + 1000 * self.step
-            ref = self.eval_worker.evaluate.remote(self.ray.put(self.learner.weights()), self.step,
-                                                   self.cfg.eval.games, seed)
+            worker = self.eval_workers[(self.step // self.cfg.eval.every) % len(self.eval_workers)]
+            ref = worker.evaluate.remote(self.ray.put(self.learner.weights()), self.step, self.cfg.eval.games,
+                                         seed, self.cfg.eval.opponent_specs(self.step))
             self.evaluations[ref] = (self.step, self.train_time)
 
     def _finish_background_work(self, log) -> None:
@@ -347,6 +380,8 @@ class RayTrainer(Trainer):
                 self.pending += self.replay.add(examples)
             if self.search_control is not None:
                 self.search_control.pending.extend(out.get("visited", []))
+            if "unique" in out:
+                self.actor.unique.merge(*out["unique"])
             for k, v in out["stats"].items():
                 self.totals[k] += v
             self.staleness.append(self.step - out["version"])
@@ -423,7 +458,8 @@ class RayTrainer(Trainer):
 
     def _actor_state(self) -> tuple[dict, dict]:
         meta = {"rng": self.actor.rng.bit_generator.state, "stats": dict(self.totals), "slots": []}
-        return meta, {}
+        unique = getattr(self.actor, "unique", None)  # the workers' unique states, gathered
+        return meta, unique.state_arrays("gx_unique_") if unique is not None else {}
 
     def _restore(self, path) -> None:
         super()._restore(path)
