@@ -335,8 +335,8 @@ def test_short_cartpole_run_reaches_150(tmp_path):
     before = trainer.evaluate(20, seed=5)["eval/return/mean"]
     evaluate = trainer.evaluate
 
-    def evaluate_and_stop(games, seed=None):
-        out = evaluate(games, seed)
+    def evaluate_and_stop(games, seed=None, **opponents):
+        out = evaluate(games, seed, **opponents)
         if out["eval/return/mean"] >= 150:
             trainer.cfg.train.steps = trainer.step  # reached: end the run here
         return out
