@@ -151,13 +151,12 @@ def cmd_train(args) -> int:
     if args.ray_address and not args.workers:
         raise UsageError("--ray-address needs --workers N")
     driver = {}
-    sog = _run_algo(args) == "sog"
     if args.workers:  # the learner runs as a supervised Ray actor, self-play on N more
         from .train.supervisor import SupervisedRun
 
         Trainer = SupervisedRun  # noqa: N806 - the same interface, another driver
         driver = {"workers": args.workers, "ray_address": args.ray_address}
-    elif sog:  # the same interface, Student of Games' data flow
+    elif _run_algo(args) == "sog":  # the same interface, Student of Games' data flow
         from .sog.trainer import SoGTrainer
 
         Trainer = SoGTrainer  # noqa: N806

@@ -132,8 +132,10 @@ def test_dead_learner_is_recreated_and_a_second_death_stops_the_run(tmp_path):
         os.kill(first.pop(), signal.SIGKILL)
         reached = last_step()
         # The new learner resumes from a checkpoint at step >= 2 and trains past the old learner.
-        second = _wait_for(lambda: _learner_pids() - others - first, "a new learner actor")
+        _wait_for(lambda: _learner_pids() - others - first, "a new learner actor")
         _wait_for(lambda: last_step() > reached + 1, "training after the restart")
+        # The learner that trains now (a pid seen earlier may have been a short-lived start).
+        second = _wait_for(lambda: _learner_pids() - others - first, "the training learner")
         os.kill(second.pop(), signal.SIGKILL)
         _, err = proc.communicate(timeout=120)
     finally:

@@ -56,13 +56,12 @@ def _trainer_classes(algo: str) -> tuple[type, type]:
 class LearnerActor:
     """A plain class Ray runs as an actor: the Ray trainer, resumed from the run directory."""
 
-    def __init__(self, run_dir: str, overrides: list[str], workers: int, threads: int):
+    def __init__(self, algo: str, run_dir: str, overrides: list[str], workers: int, threads: int):
         import torch
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides; SIGTERM stops the run
         sys.stderr = open(Path(run_dir) / LOG, "a", buffering=1)  # noqa: SIM115 - for the actor's life
         torch.set_num_threads(threads)
-        algo = read_toml(ckpt.latest_checkpoint(run_dir) / "config.toml").get("algo", "alphazero")
         self.trainer = _trainer_classes(algo)[1].resume(run_dir, overrides, progress=False, workers=workers)
         self.report = None
 
@@ -171,7 +170,7 @@ class SupervisedRun:
         # No runtime_env of its own: the actors it starts would inherit it (Ray's one thread each stays).
         remote = ray.remote(num_cpus=0, num_gpus=gpus, max_restarts=0)(LearnerActor).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
-        self.actor = remote.remote(str(self.run_dir), self.overrides, self.workers, threads)
+        self.actor = remote.remote(self.cfg.algo, str(self.run_dir), self.overrides, self.workers, threads)
         try:
             pid = self._get(self.actor.pid.remote(), "the learner started")
         except ray.exceptions.RayActorError as exc:  # its constructor failed: the error's last line says why
