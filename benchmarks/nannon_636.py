@@ -67,7 +67,6 @@ def _trainer(args, run: Path, method: str):
 
 def _train_td(args, run: Path) -> None:
     """TD(lambda) in chunks of rounds; each chunk leaves WORK/td/checkpoints/step_R.pt."""
-    import numpy as np
     import torch
 
     from polyzero.algos.td_lambda import TDLambda
@@ -88,9 +87,9 @@ def _train_td(args, run: Path) -> None:
         td.rng.bit_generator.state = json.loads(state["rng"])
 
     def save():
+        # No policy table: on 12-5-6 it is 85 MB per checkpoint; eval rebuilds it from the net.
         torch.save({"net": td.net.state_dict(), "optimizer": td.optimizer.state_dict(), "rounds": td.rounds,
-                    "games": td.games, "train_time": train_time, "rng": json.dumps(td.rng.bit_generator.state),
-                    "table": torch.from_numpy(td.policy_table().astype(np.int64))},
+                    "games": td.games, "train_time": train_time, "rng": json.dumps(td.rng.bit_generator.state)},
                    ckpts / f"step_{td.rounds:06d}.pt")
 
     if not done:
@@ -171,8 +170,11 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     sol = shared_solution(game, progress=True)
     rec = {"method": method, **point}
     if method == "td":
-        table = torch.load(point["path"], weights_only=True)["table"].numpy()
-        rec["raw"] = score_table(sol, table, args.games, args.seed)
+        from polyzero.algos.td_lambda import TDLambda
+
+        td = TDLambda(sol, seed=args.seed)
+        td.net.load_state_dict(torch.load(point["path"], weights_only=True)["net"])
+        rec["raw"] = score_table(sol, td.policy_table(), args.games, args.seed)
         return rec
     from polyzero.algos import make_algorithm
     from polyzero.config import build_config, read_toml
