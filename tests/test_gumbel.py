@@ -144,8 +144,9 @@ def test_mixed_value_and_completed_q_by_hand():
     assert kernels.mixed_value(0.3, q, np.zeros(4), prior, legal) == 0.3  # nothing visited
     out = np.empty(4)
     # bounds [-1, 1]: completed (0.5, -0.2, 0.175, 0.175) -> (0.75, 0.4, 0.5875, 0.5875); scale 52.
-    kernels.completed_sigma(q, visits, prior, legal, 0.1, 0, -1.0, 1.0, 50.0, 1.0, out)
+    top = kernels.completed_sigma(q, visits, prior, legal, 0.1, 0, -1.0, 1.0, 50.0, 1.0, out)
     np.testing.assert_allclose(out, 52 * np.array([0.75, 0.4, 0.5875, 0.5875]), rtol=1e-6)
+    assert top == out.max()  # the softmax shift the caller needs
     # minmax over (0.5, -0.2) and v_mix: range [-0.2, 0.5]; c_scale 0.1 -> scale 5.2.
     kernels.completed_sigma(q, visits, prior, legal, 0.1, 1, -1.0, 1.0, 50.0, 0.1, out)
     np.testing.assert_allclose(out, 5.2 * np.array([1.0, 0.0, 0.375 / 0.7, 0.375 / 0.7]), rtol=1e-6)

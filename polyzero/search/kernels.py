@@ -215,9 +215,12 @@ def seed_chance(seed):
 _TINY = float(np.finfo(np.float32).tiny)  # keeps v_mix finite if a visited prior is 0 (as mctx)
 
 
-@nb.njit(cache=True)
-def mixed_value(raw_value, q, visits, prior, legal):
-    """v_mix (Gumbel paper, Appendix D):
+@nb.njit(cache=True, inline="always")
+def _visited_stats(raw_value, q, visits, prior, legal):
+    """One pass over a node's actions: (v_mix, max visits, min and max of the visited
+    Q, whether some action is unvisited or illegal).
+
+    v_mix (Gumbel paper, Appendix D):
 
         v_mix = (v_hat + sum_b N(b) * sum_{a: N(a)>0} pi(a) q(a) / sum_{b: N(b)>0} pi(b))
                 / (1 + sum_b N(b)),
@@ -226,57 +229,65 @@ def mixed_value(raw_value, q, visits, prior, legal):
     visited actions' Q; v_hat alone when nothing is visited.
     """
     total_visits = 0.0
+    max_visits = 0.0
     sum_p = 0.0
     sum_pq = 0.0
+    q_lo = np.inf
+    q_hi = -np.inf
+    unvisited = False
     for a in range(q.shape[0]):
         if legal[a] and visits[a] > 0:
             p = max(prior[a], _TINY)
             total_visits += visits[a]
+            max_visits = max(max_visits, float(visits[a]))
             sum_p += p
             sum_pq += p * q[a]
+            q_lo = min(q_lo, q[a])
+            q_hi = max(q_hi, q[a])
+        else:
+            unvisited = True
     if total_visits == 0.0:
-        return raw_value
-    return (raw_value + total_visits * sum_pq / sum_p) / (1.0 + total_visits)
+        v_mix = raw_value
+    else:
+        v_mix = (raw_value + total_visits * sum_pq / sum_p) / (1.0 + total_visits)
+    return v_mix, max_visits, q_lo, q_hi, unvisited
+
+
+@nb.njit(cache=True)
+def mixed_value(raw_value, q, visits, prior, legal):
+    """v_mix (Gumbel paper, Appendix D); see :func:`_visited_stats`."""
+    return _visited_stats(raw_value, q, visits, prior, legal)[0]
 
 
 @nb.njit(cache=True)
 def completed_sigma(q, visits, prior, legal, raw_value, norm, vmin, vmax, c_visit, c_scale, out):
     """sigma(completedQ) for every legal action of one node, written into `out`
-    (0 where illegal); returns v_mix.
+    (0 where illegal); returns the largest of them (the shift a softmax over
+    them needs).
 
     completedQ(a) = q(a) if N(a) > 0 else v_mix (Eq. 10, Appendix D), mapped to
     [0, 1] (norm 0: by the bounds [vmin, vmax]; 1: min-max over the visited Q and
     v_mix; 2: min-max over the completed Q of every action, illegal ones holding
     v_mix, as mctx), then sigma(q) = (c_visit + max_b N(b)) * c_scale * q (Eq. 8).
     """
-    v_mix = mixed_value(raw_value, q, visits, prior, legal)
-    max_visits = 0.0
+    v_mix, max_visits, lo, hi, unvisited = _visited_stats(raw_value, q, visits, prior, legal)
     if norm == 0:
         lo = vmin
         hi = vmax
-    elif norm == 1:
-        lo = v_mix
-        hi = v_mix
-    else:
-        lo = np.inf
-        hi = -np.inf
-    for a in range(q.shape[0]):
-        visited = legal[a] and visits[a] > 0
-        completed = q[a] if visited else v_mix
-        if visited:
-            max_visits = max(max_visits, float(visits[a]))
-        if (norm == 1 and visited) or norm == 2:
-            lo = min(lo, completed)
-            hi = max(hi, completed)
-        out[a] = completed
+    elif norm == 1 or unvisited:
+        lo = min(lo, v_mix)
+        hi = max(hi, v_mix)
     span = max(hi - lo, _EPS)
     scale = (c_visit + max_visits) * c_scale
+    top = -np.inf
     for a in range(q.shape[0]):
         if legal[a]:
-            out[a] = scale * min(max((out[a] - lo) / span, 0.0), 1.0)
+            completed = q[a] if visits[a] > 0 else v_mix
+            out[a] = scale * min(max((completed - lo) / span, 0.0), 1.0)
+            top = max(top, out[a])
         else:
             out[a] = 0.0
-    return v_mix
+    return top
 
 
 @nb.njit(cache=True, inline="always")
@@ -308,19 +319,15 @@ def gumbel_interior_action(children, visits, value, raw_value, reward, discount,
     node_legal = legal[b, node]
     node_prior = prior[b, node]
     _gather_children(children, visits, value, reward, discount, b, node, q_buf, n_buf)
-    completed_sigma(q_buf, n_buf, node_prior, node_legal, raw_value[b, node], norm, vmin, vmax,
-                    c_visit, c_scale, s_buf)
-    top = -np.inf
-    total_visits = 0.0
-    for a in range(children.shape[2]):
-        if node_legal[a]:
-            top = max(top, s_buf[a])
-            total_visits += n_buf[a]
+    top = completed_sigma(q_buf, n_buf, node_prior, node_legal, raw_value[b, node], norm, vmin,
+                          vmax, c_visit, c_scale, s_buf)
     total = 0.0
+    total_visits = 0.0
     for a in range(children.shape[2]):
         if node_legal[a]:
             s_buf[a] = node_prior[a] * math.exp(s_buf[a] - top)
             total += s_buf[a]
+            total_visits += n_buf[a]
     best = -1
     best_score = -np.inf
     for a in range(children.shape[2]):

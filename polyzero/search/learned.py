@@ -97,7 +97,7 @@ class LearnedModel:
             self._allocate(max(top, 2 * self._capacity, 2))
         base = self._row_base
         if active.all():
-            h = self._flat[base + parent_node]
+            h = np.take(self._flat, base + parent_node, axis=0)  # faster than [] indexing
             reward, logits, value, h2 = self.recurrent_fn(h, action)
             self._flat[base + new_node] = h2
         else:  # only with a custom root hook; learned trees have no terminal leaves
