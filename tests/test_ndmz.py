@@ -123,6 +123,10 @@ def test_a_cut_game_has_no_terminal_step(nannon):
     full = trajectory_steps(traj, algo.layout)
     cut = trajectory_steps(traj, algo.layout, cut=True)
     assert list(full["identity"]) == [0, CHANCE, 1, TERMINAL] and full["done"][0]
+    # Self-play says which: `ended` is set when the last move reached a terminal state.
+    for ended, steps in ((False, cut), (True, full)):
+        traj.ended = ended
+        assert list(algo.trajectory_examples(traj)["identity"]) == list(steps["identity"])
     assert list(cut["identity"]) == [0, CHANCE, 1] and not cut["done"][0]
     replay = algo.make_replay()
     replay.add(cut)
@@ -320,6 +324,8 @@ def test_ndmz_on_other_games_of_chance(tmp_path, game, extra):
     n = len(trainer.replay)
     ident = trainer.replay.data["identity"][:n]
     assert {0, 1, CHANCE} <= set(np.unique(ident)) <= {0, 1, CHANCE, TERMINAL}
+    if game == "pig":  # games that end get their terminal step, whatever their length
+        assert TERMINAL in ident
     if game == "backgammon":  # every game is cut at 40 moves: no terminal step is invented
         assert TERMINAL not in ident and not trainer.replay.data["done"][:n].any()
 

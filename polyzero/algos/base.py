@@ -29,6 +29,7 @@ class Trajectory:
     root_values: list = field(default_factory=list)
     returns_before: list = field(default_factory=list)  # mover's return so far at t
     returns: np.ndarray | None = None  # final returns, one per player (None: unfinished)
+    ended: bool = False  # the game reached a terminal state (False: cut at selfplay.max_moves)
     samples: int | None = None  # an unfinished chunk: only its first `samples` positions are samples
     # KataGo's playout cap randomization: False where position t had a cheap search
     # (empty: every search was full).

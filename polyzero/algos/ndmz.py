@@ -136,10 +136,8 @@ class NDMZ:
         return NDMZReplay(self.cfg.train.replay_size, self.encoder.shape, self.layout, self.nd.unroll_steps)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
-        # A game as long as selfplay.max_moves was cut there (self-play does not say
-        # whether its last move also ended it; at a cap below the game's length it did not).
-        cap = self.cfg.selfplay.max_moves
-        return trajectory_steps(traj, self.layout, self.num_players, cut=bool(cap) and len(traj.actions) >= cap)
+        cut = traj.returns is not None and not traj.ended  # stopped at selfplay.max_moves
+        return trajectory_steps(traj, self.layout, self.num_players, cut=cut)
 
     def loss(self, net: NDMZNet, batch: dict[str, torch.Tensor]):
         k_steps = batch["actions"].shape[1]

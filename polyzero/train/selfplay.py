@@ -108,6 +108,7 @@ class SelfPlayActor:
             slot.moves += 1
             if state.is_terminal() or slot.moves >= self.max_moves:
                 traj.returns = np.asarray(state.returns(), np.float32)
+                traj.ended = state.is_terminal()
                 traj = self.finish_game(i, slot)
                 finished.append(traj)
                 self.stats["games"] += 1
