@@ -106,9 +106,10 @@ class SelfPlayActor:
             state.apply_action(int(actions[i]))
             traj.chance.append(self._sample_chance(state))
             slot.moves += 1
-            if state.is_terminal() or slot.moves >= self.max_moves:
+            ended = state.is_terminal()
+            if ended or slot.moves >= self.max_moves:
                 traj.returns = np.asarray(state.returns(), np.float32)
-                traj.ended = state.is_terminal()
+                traj.ended = ended
                 traj = self.finish_game(i, slot)
                 finished.append(traj)
                 self.stats["games"] += 1
