@@ -8,7 +8,8 @@ from open_spiel.python.algorithms import cfr as openspiel_cfr
 
 from polyzero.cli import main
 from polyzero.games import load_game
-from polyzero.games.public_states import DECISION, PublicTree, public_observation_function, public_state_at
+from polyzero.games.public_states import (DECISION, PublicTree, PublicTreeTooLarge, public_observation_function,
+                                          public_state_at)
 from polyzero.sog.exploitability import player_exploitability
 from polyzero.sog.gtcfr import GTCFR, Gadget, SearchTree, SoGSettings
 from polyzero.sog.players import sog_reference_player
@@ -250,3 +251,24 @@ def test_perfect_information_top_1_expansion_and_the_shortcut():
     assert partial  # top-1 expansion left some actions out
     assert search.value_calls == values.queries == len(search._shortcut)  # once per leaf ever seen
     assert search.cfr.iteration == 30
+
+
+def test_public_tree_stops_at_max_worlds():
+    game = load_game("leduc_poker")
+    assert sum(len(n.worlds) for n in PublicTree(game, max_worlds=10_000).nodes) == 9450
+    with pytest.raises(PublicTreeTooLarge):
+        PublicTree(game, max_worlds=9449)
+
+
+def test_sog_without_network_refuses_games_too_large_to_solve(monkeypatch, capsys):
+    from polyzero.sog import players
+
+    monkeypatch.setattr(players, "EXACT_LEAF_WORLDS", 1000)
+    players._solvable.cache_clear()
+    try:
+        assert sog_reference_player("sog:2,1", load_game("kuhn_poker")) is not None
+        assert main(["arena", "sog:2,1", "random", "--game", "leduc_poker", "--games", "1"]) == 2
+    finally:
+        players._solvable.cache_clear()
+    err = capsys.readouterr().err.strip()
+    assert "net=RUN" in err and "more than 1,000 histories" in err and len(err.splitlines()) == 1

@@ -189,15 +189,20 @@ def _successors(state) -> list[tuple[int, float]]:
     return [(a, 1.0) for a in state.legal_actions()]
 
 
+class PublicTreeTooLarge(ValueError):
+    """A public tree grew past its `max_worlds`."""
+
+
 class PublicTree:
     """The public tree of a game, enumerated breadth-first from its root public state.
 
     `nodes[0]` is the root. `max_depth` stops below that many public actions
     (nodes at the limit are kept, their children are not built), for games too
-    large to enumerate whole.
+    large to enumerate whole. `max_worlds` raises `PublicTreeTooLarge` once the
+    tree holds more worlds (histories) than that.
     """
 
-    def __init__(self, game: pyspiel.Game, max_depth: int | None = None):
+    def __init__(self, game: pyspiel.Game, max_depth: int | None = None, max_worlds: int | None = None):
         self.game = game
         self.observe = public_observation_function(game)
         self.num_players = game.num_players()
@@ -205,11 +210,20 @@ class PublicTree:
         self.nodes: list[PublicState] = []
         key, pairs = root_worlds(game, self.observe)
         self._add_node(key, pairs, parent=None, depth=0)
+        self._grow(max_depth, max_worlds)
+
+    def _grow(self, max_depth: int | None, max_worlds: int | None) -> None:
+        worlds = sum(len(n.worlds) for n in self.nodes)
         index = 0
         while index < len(self.nodes):  # nodes grow as we go: breadth-first
             node = self.nodes[index]
             if node.kind != TERMINAL and (max_depth is None or node.depth < max_depth):
+                before = len(self.nodes)
                 self._expand(index)
+                worlds += sum(len(n.worlds) for n in self.nodes[before:])
+                if max_worlds is not None and worlds > max_worlds:
+                    raise PublicTreeTooLarge(f"{self.game} has more than {max_worlds:,} histories below "
+                                             "this public state")
             index += 1
 
     def _add_node(self, key, pairs, parent, depth) -> int:

@@ -9,6 +9,7 @@ tabulates) and the batched `act(states)` of the Player protocol.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -125,5 +126,33 @@ def sog_reference_player(spec: str, game, seed: int = 0):
             value_fn, run_cfg = load_cvpn(network)
             if game_spec_string(load_game(run_cfg.game)) != game_spec_string(game):
                 raise UsageError(f"player '{spec}': the network was trained on {run_cfg.game}, not {game}")
+        else:
+            _require_solvable(game, spec)
         return SoGPlayer(game, settings, value_fn, seed=seed, name=spec)
     return None
+
+
+EXACT_LEAF_WORLDS = 100_000  # glasses: 27k; Leduc: 9.5k; connect_four, tic_tac_toe: far more
+
+
+@functools.lru_cache(maxsize=8)
+def _solvable(game_string: str) -> bool:
+    from polyzero.games import load_game
+    from polyzero.games.public_states import PublicTree, PublicTreeTooLarge
+
+    try:
+        PublicTree(load_game(game_string), max_worlds=EXACT_LEAF_WORLDS)
+    except PublicTreeTooLarge:
+        return False
+    return True
+
+
+def _require_solvable(game, spec: str) -> None:
+    """Without a network SoG values its leaves by solving the rest of the game (`ExactValueFunction`):
+    refuse up front where that would not finish."""
+    from polyzero.games import game_spec_string
+
+    if not _solvable(game_spec_string(game)):
+        raise UsageError(f"player '{spec}': without ',net=RUN' SoG solves the rest of {game} exactly at every "
+                         f"leaf, and it has more than {EXACT_LEAF_WORLDS:,} histories; give a network trained "
+                         "by 'polyzero train GAME --algo sog' as 'sog:S,C,net=RUN'")

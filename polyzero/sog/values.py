@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from polyzero.games.public_states import TERMINAL, PublicState, PublicTree, public_observation_function
+from polyzero.games.public_states import PublicState, PublicTree, public_observation_function
 
 from .flat_cfr import FlatCFR
 
@@ -92,14 +92,7 @@ class Subtree(PublicTree):
         self.num_players = game.num_players()
         self._type = game.get_type()
         self.nodes = [PublicState(root.key, root.kind, root.player, root.worlds, root.info_states, None, 0)]
-        if max_depth == 0:
-            return
-        index = 0
-        while index < len(self.nodes):
-            node = self.nodes[index]
-            if node.kind != TERMINAL and (max_depth is None or node.depth < max_depth):
-                self._expand(index)
-            index += 1
+        self._grow(max_depth, None)
 
 
 class ExactValueFunction(ValueFunction):
