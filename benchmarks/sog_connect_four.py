@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sog_leduc import ROOT, RESULTS, _cached, chosen, phase_train, run_phases  # noqa: E402
+from sog_leduc import ROOT, RESULTS, _cached, chosen, machine, phase_train, run_phases  # noqa: E402
 
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
 
@@ -51,20 +51,23 @@ def phase_eval(args, work: Path) -> None:
     from polyzero.games import load_game
 
     game = load_game("connect_four")
-    for point in chosen(args, work):
+
+    def match(point: dict, opponent_spec: str) -> dict:
         agent_spec = f"sog:{args.agent_sims},1,net={point['path']}"
+        agent = make_player(agent_spec, game, seed=args.seed)
+        res = play_match(game, agent, make_player(opponent_spec, game, seed=args.seed + 1), args.games,
+                         seed=args.seed)
+        return {"spec": agent_spec, "opponent": opponent_spec, "values": [res.score], "wins": res.wins,
+                "draws": res.draws, "losses": res.losses, "ci": [res.ci_low, res.ci_high], **point}
 
-        def match(opponent_spec: str):
-            agent = make_player(agent_spec, game, seed=args.seed)
-            res = play_match(game, agent, make_player(opponent_spec, game, seed=args.seed + 1), args.games,
-                             seed=args.seed)
-            return {"spec": agent_spec, "opponent": opponent_spec, "values": [res.score], "wins": res.wins,
-                    "draws": res.draws, "losses": res.losses, "ci": [res.ci_low, res.ci_high], **point}
-
-        _cached(work, f"step{point['step']:06d}-mcts-solver", lambda: match("mcts-solver:100"))
+    cells = []  # (cache name, point, opponent)
+    for point in chosen(args, work):
+        cells.append((f"step{point['step']:06d}-mcts-solver", point, "mcts-solver:100"))
         az = alphazero_mark(point["minutes"])
         if az is not None and point["step"] > 0:
-            _cached(work, f"step{point['step']:06d}-alphazero", lambda: match(f"{az}@{args.agent_sims}"))
+            cells.append((f"step{point['step']:06d}-alphazero", point, f"{az}@{args.agent_sims}"))
+    for name, point, opponent in (reversed(cells) if args.reverse else cells):
+        _cached(work, name, lambda: match(point, opponent))
 
 
 def phase_report(args, work: Path) -> dict:
@@ -74,10 +77,14 @@ def phase_report(args, work: Path) -> dict:
     command = "python benchmarks/sog_connect_four.py " + " ".join(sys.argv[1:])
     solver = [r for r in rows if r["opponent"].startswith("mcts-solver")]
     target = {"vs_mcts_solver_1x_50pct": bool(solver and max(r["values"][0] for r in solver) >= 0.5)}
-    result = {"command": command, "git": git, "seed": args.seed, "rows": rows, "targets": target}
+    result = {"command": command, "git": git, "seed": args.seed, "machine": machine(), "rows": rows,
+              "targets": target}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sog_connect_four.json").write_text(json.dumps(result, indent=2))
-    lines = ["# Benchmark `sog_connect_four`", "", f"Command: `{command}` (commit {git[:10]}). Seed {args.seed}.", "",
+    lines = ["# Benchmark `sog_connect_four`", "", f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+             "", "The agent is SoG(100, 1) with the network at that step; `minutes` = training time of the checkpoint; "
+             "the AlphaZero opponent is the `connect_four_alphazero` benchmark's polyzero checkpoint nearest "
+             "the same training wall clock, searching 100 simulations.", "",
              "| step | minutes | opponent | score [95% CI] | W / D / L | Elo gap |", "|---:|---:|---|---|---|---:|"]
     for r in rows:
         lines.append(f"| {r['step']} | {r['minutes']:.1f} | `{r['opponent']}` | {r['values'][0]:.3f} "
@@ -99,6 +106,8 @@ def main(argv=None) -> None:
     p.add_argument("--games", type=int, default=100)
     p.add_argument("--agent-sims", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reverse", action="store_true",
+                   help="evaluate last cell first: a second eval process run so shares the work through the cache")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args(argv)
     args.game = "connect_four"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -88,6 +89,10 @@ def spread(points: list[dict], n: int) -> list[dict]:
         if best not in picks:
             picks.append(best)
     return picks
+
+
+def machine() -> str:
+    return f"{platform.node()} ({platform.processor() or platform.machine()}), {os.cpu_count()} CPUs"
 
 
 def _cached(work: Path, name: str, compute, show=None) -> dict:
@@ -156,8 +161,7 @@ def phase_report(args, work: Path) -> dict:
     command = "python benchmarks/sog_leduc.py " + " ".join(sys.argv[1:])
     git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
-              "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
-                         f"{__import__('os').cpu_count()} CPUs",
+              "machine": machine(),
               "anchors": anchors, "sog": sog, "targets": target}
     RESULTS.mkdir(exist_ok=True)
     name = args.out
