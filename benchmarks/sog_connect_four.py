@@ -48,8 +48,11 @@ def elo(score: float) -> float:
 
 def phase_eval(args, work: Path) -> None:
     from polyzero.eval import make_player, play_match
+    from polyzero.eval.players import register_player_loader
     from polyzero.games import load_game
+    from polyzero.train.agents import load_search_player
 
+    register_player_loader(load_search_player)  # the AlphaZero opponent is a checkpoint
     game = load_game("connect_four")
 
     def match(point: dict, opponent_spec: str) -> dict:
