@@ -90,7 +90,8 @@ def phase_report(args, work: Path) -> dict:
              "the same training wall clock, searching 100 simulations.", "",
              "| step | minutes | opponent | score [95% CI] | W / D / L | Elo gap |", "|---:|---:|---|---|---|---:|"]
     for r in rows:
-        lines.append(f"| {r['step']} | {r['minutes']:.1f} | `{r['opponent']}` | {r['values'][0]:.3f} "
+        opponent = r["opponent"].replace(f"{ROOT}/", "")
+        lines.append(f"| {r['step']} | {r['minutes']:.1f} | `{opponent}` | {r['values'][0]:.3f} "
                      f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['wins']} / {r['draws']} / {r['losses']} | "
                      f"{elo(r['values'][0]):+.0f} |")
     lines += ["", f"Targets: {json.dumps(target)}"]
