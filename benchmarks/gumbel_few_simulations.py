@@ -5,12 +5,21 @@ For each game (Connect Four: 7 actions; hex 7x7: 49), search (puct, gumbel), num
 of simulations per move n (2, 4, 16) and seed, `polyzero train` runs for the same
 wall-clock budget, stopped by SIGTERM at every --mark-min and resumed (the
 `connect_four_alphazero` benchmark's segment runner: each mark leaves a
-checkpoint). Two runs train at a time, one per core, one torch thread each.
-Every mark's network then plays at --eval-sims (64) against MCTS-Solver 1x and
-10x of --eval-sims, and Gumbel against pUCT at the same (n, seed, mark), seats
-alternated; games are cached per chunk, so every phase resumes.
+checkpoint). Two runs train at a time, one per core, one torch thread each
+(the two searches of a pair, same n and seed, side by side). Every mark's network
+of a finished run then plays at --eval-sims (64) against MCTS-Solver 1x and 10x
+of --eval-sims, and Gumbel against pUCT at the same (n, seed, mark), seats
+alternated, in one process per core.
+
+The whole benchmark takes longer than one working session, so its results are a
+ledger committed under benchmarks/results/gumbel_few_simulations_<game>_<algo>/:
+each finished run's marks (`<run>_segments.jsonl`) and each evaluation
+(`eval/<key>.json`). The checkpoints stay in --work (not committed). A pair whose
+evaluations are all in the ledger is not trained again; a later session trains
+and evaluates the pairs still missing, and `report` pools whatever the ledger holds.
 
     python benchmarks/gumbel_few_simulations.py all --game 'hex(board_size=7)' --budget-min 30
+    python benchmarks/gumbel_few_simulations.py all --game 'hex(board_size=7)' --pairs 2  # a session's share
     python benchmarks/gumbel_few_simulations.py all --game connect_four --budget-min 30
     python benchmarks/gumbel_few_simulations.py all --game connect_four --algo muzero --sims 2 16
 
@@ -23,35 +32,54 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, read_jsonl, run_phases, train_segments  # noqa: E402
+from connect_four_alphazero import (ONE_THREAD, RESULTS, ROOT, _taskset, read_jsonl,  # noqa: E402
+                                    run_phases, train_segments)
 from sog_leduc import _cached  # noqa: E402
+
+LEVELS = ("1x", "10x")
 
 
 def arm_name(algo: str, search: str, n: int, seed: int) -> str:
     return f"{algo}-{search}-n{n}-s{seed}"
 
 
-def arms(args) -> list[tuple[str, list[str]]]:
-    """(arm name, polyzero train arguments) for every run."""
+def arms(args) -> list[tuple[str, list[str], tuple[int, int]]]:
+    """(arm name, polyzero train arguments, its pair (n, seed)) for every run."""
     out = []
     for n in args.sims:
         for seed in args.seeds:
             for search in ("puct", "gumbel"):
                 train = [args.game, "--algo", args.algo, "--search", search, "--seed", str(seed),
                          "--set", f"search.num_simulations={n}"]
-                out.append((arm_name(args.algo, search, n, seed), train))
+                out.append((arm_name(args.algo, search, n, seed), train, (n, seed)))
     return out
 
 
+def ledger_dir(args) -> Path:
+    short = args.game.replace("(board_size=", "").replace(")", "")
+    return RESULTS / f"gumbel_few_simulations_{short}_{args.algo}"
+
+
+def pair_evaluated(args, ledger: Path, n: int, seed: int) -> bool:
+    """Every evaluation of the pair (n, seed) is in the ledger."""
+    keys = eval_keys(args, ledger, n, seed)
+    return bool(keys) and all((ledger / "eval" / f"{k}.json").exists() for k in keys)
+
+
 def phase_train(args, work: Path) -> None:
-    """Runs two at a time, one per core."""
-    queue = list(arms(args))
+    """Runs two at a time, one per core; pairs already in the ledger are skipped."""
+    ledger = ledger_dir(args)
+    done = {(n, s) for n in args.sims for s in args.seeds if pair_evaluated(args, ledger, n, s)}
+    queue = [(name, train) for name, train, pair in arms(args) if pair not in done]
+    if args.pairs is not None:
+        queue = queue[:2 * args.pairs]
     lock = threading.Lock()
 
     def worker(core: int):
@@ -69,41 +97,99 @@ def phase_train(args, work: Path) -> None:
         t.join()
 
 
-def marks(work: Path, name: str) -> list[dict]:
-    return [{"mark_s": r["mark_s"], "path": str(work / r["checkpoint"]), "step": r["learning_step"]}
-            for r in read_jsonl(work / f"{name}_segments.jsonl")]
+def marks(folder: Path, name: str, work: Path | None = None) -> list[dict]:
+    """The marks of run `name` as recorded in `folder` (the work folder or the ledger),
+    checkpoint paths resolved against `work`."""
+    return [{"mark_s": r["mark_s"], "path": str((work or folder) / r["checkpoint"]), "step": r["learning_step"]}
+            for r in read_jsonl(folder / f"{name}_segments.jsonl")]
 
 
-def phase_eval(args, work: Path) -> None:
-    from polyzero.eval import make_player, play_match
+def finished(args, work: Path, name: str) -> bool:
+    segs = read_jsonl(work / f"{name}_segments.jsonl")
+    return bool(segs) and segs[-1]["wall_s"] >= args.budget_min * 60 - 1
+
+
+def eval_keys(args, ledger: Path, n: int, seed: int) -> list[str]:
+    """The ledger keys of the pair's evaluations (its marks as the ledger records them)."""
+    puct, gumbel = (arm_name(args.algo, s, n, seed) for s in ("puct", "gumbel"))
+    keys = [f"{name}-{int(m['mark_s']):06d}-{level}"
+            for name in (puct, gumbel) for m in marks(ledger, name) for level in LEVELS]
+    keys += [f"duel-{args.algo}-n{n}-s{seed}-{int(m['mark_s']):06d}" for m in marks(ledger, gumbel)]
+    return keys if marks(ledger, puct) and marks(ledger, gumbel) else []
+
+
+def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], object]]:
+    """(ledger key, checkpoints it needs, compute) of every evaluation still missing
+    whose pair has finished training."""
+    from polyzero.eval import make_player, play_match, register_player_loader
     from polyzero.games import load_game
+    from polyzero.train.agents import load_search_player
 
+    register_player_loader(load_search_player)  # the agents are checkpoints
     game = load_game(args.game)
     opponents = {"1x": f"mcts-solver:{args.eval_sims}", "10x": f"mcts-solver:{10 * args.eval_sims}"}
+
+    def match(spec_a: str, spec_b: str) -> dict:
+        a = make_player(spec_a, game, seed=args.seed)
+        res = play_match(game, a, make_player(spec_b, game, seed=args.seed + 1), args.games, seed=args.seed)
+        return {"wins": res.wins, "draws": res.draws, "losses": res.losses}
+
+    jobs = []
     for n in args.sims:
         for seed in args.seeds:
             puct, gumbel = (arm_name(args.algo, s, n, seed) for s in ("puct", "gumbel"))
+            if not (finished(args, ledger, puct) and finished(args, ledger, gumbel)):
+                continue
             for name in (puct, gumbel):
-                for mark in marks(work, name):
+                for mark in marks(ledger, name, work):
                     for level, spec in opponents.items():
-                        def play(mark=mark, spec=spec):
-                            agent = make_player(f"{mark['path']}@{args.eval_sims}", game, seed=args.seed)
-                            res = play_match(game, agent, make_player(spec, game, seed=args.seed + 1),
-                                             args.games, seed=args.seed)
-                            return {"wins": res.wins, "draws": res.draws, "losses": res.losses}
-                        _cached(work, f"{name}-{int(mark['mark_s']):06d}-{level}", play)
-            for mp, mg in zip(marks(work, puct), marks(work, gumbel)):
-                def duel(mp=mp, mg=mg):
-                    a = make_player(f"{mg['path']}@{args.eval_sims}", game, seed=args.seed)
-                    b = make_player(f"{mp['path']}@{args.eval_sims}", game, seed=args.seed + 1)
-                    res = play_match(game, a, b, args.games, seed=args.seed)
-                    return {"wins": res.wins, "draws": res.draws, "losses": res.losses}
-                _cached(work, f"duel-{args.algo}-n{n}-s{seed}-{int(mg['mark_s']):06d}", duel)
+                        jobs.append((f"{name}-{int(mark['mark_s']):06d}-{level}", [mark["path"]],
+                                     lambda m=mark, spec=spec: match(f"{m['path']}@{args.eval_sims}", spec)))
+            for mp, mg in zip(marks(ledger, puct, work), marks(ledger, gumbel, work)):
+                jobs.append((f"duel-{args.algo}-n{n}-s{seed}-{int(mg['mark_s']):06d}", [mg["path"], mp["path"]],
+                             lambda mp=mp, mg=mg: match(f"{mg['path']}@{args.eval_sims}",
+                                                        f"{mp['path']}@{args.eval_sims}")))
+    return [job for job in jobs if not (ledger / "eval" / f"{job[0]}.json").exists()]
+
+
+def phase_eval(args, work: Path) -> None:
+    """Records every finished run's marks in the ledger, then plays the missing
+    evaluations in --cores processes (job i to process i mod cores)."""
+    import shutil
+
+    ledger = ledger_dir(args)
+    (ledger / "eval").mkdir(parents=True, exist_ok=True)
+    if args.shard is None:
+        for name, _, _ in arms(args):
+            if finished(args, work, name) and not finished(args, ledger, name):
+                shutil.copy2(work / f"{name}_segments.jsonl", ledger / f"{name}_segments.jsonl")
+    jobs = eval_jobs(args, work, ledger)
+    missing = [p for _, paths, _ in jobs for p in paths if not Path(p).exists()]
+    if missing:
+        raise SystemExit(f"{len(missing)} evaluations need checkpoints that are not in {work} "
+                         f"(first: {missing[0]}); train those pairs again: the ledger records only finished evaluations")
+    if args.shard is not None:
+        for key, _, fn in jobs[args.shard::args.cores]:
+            _cached(ledger, key, fn)
+        return
+    if len(jobs) < 2 or args.cores == 1:
+        for key, _, fn in jobs:
+            _cached(ledger, key, fn)
+        return
+    base = [sys.executable, str(Path(__file__).resolve()), "eval", "--game", args.game, "--algo", args.algo,
+            "--sims", *map(str, args.sims), "--seeds", *map(str, args.seeds), "--budget-min", str(args.budget_min),
+            "--mark-min", str(args.mark_min), "--eval-sims", str(args.eval_sims), "--games", str(args.games),
+            "--seed", str(args.seed), "--cores", str(args.cores), "--work", str(work)]
+    procs = [subprocess.Popen(_taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
+             for i in range(args.cores)]
+    if any(p.wait() != 0 for p in procs):
+        raise SystemExit("an evaluation process failed (see above)")
 
 
 def _score(recs: list[dict]) -> dict | None:
     from polyzero.eval import wilson_interval
 
+    recs = [r for r in recs if r]
     w, d, l = (sum(r[k] for r in recs) for k in ("wins", "draws", "losses"))
     if w + d + l == 0:
         return None
@@ -113,26 +199,38 @@ def _score(recs: list[dict]) -> dict | None:
 
 
 def phase_report(args, work: Path) -> dict:
+    """Pools the ledger's evaluations over seeds, per (search, n, mark)."""
+    from sog_leduc import machine
+
+    ledger = ledger_dir(args)
+
     def rec(key):
-        p = work / "eval" / f"{key}.json"
+        p = ledger / "eval" / f"{key}.json"
         return json.loads(p.read_text()) if p.exists() else None
 
-    curves, final = {}, {}
+    pairs = {f"n{n}": [s for s in args.seeds if pair_evaluated(args, ledger, n, s)] for n in args.sims}
+    curves, final, duels = {}, {}, {}
     for n in args.sims:
         for search in ("puct", "gumbel"):
-            by_mark: dict[float, dict[str, list]] = {}
-            for seed in args.seeds:
+            by_mark: dict[float, dict] = {}
+            for seed in pairs[f"n{n}"]:
                 name = arm_name(args.algo, search, n, seed)
-                for mark in marks(work, name):
-                    for level in ("1x", "10x"):
-                        r = rec(f"{name}-{int(mark['mark_s']):06d}-{level}")
-                        if r:
-                            by_mark.setdefault(mark["mark_s"], {}).setdefault(level, []).append(r)
-            pts = [{"minutes": m / 60, **{lv: _score(rs) for lv, rs in levels.items()}}
-                   for m, levels in sorted(by_mark.items())]
+                for mark in marks(ledger, name):
+                    point = by_mark.setdefault(mark["mark_s"], {"steps": [], **{lv: [] for lv in LEVELS}})
+                    point["steps"].append(mark["step"])
+                    for level in LEVELS:
+                        point[level].append(rec(f"{name}-{int(mark['mark_s']):06d}-{level}"))
+            pts = [{"minutes": m / 60, "seeds": len(pt["steps"]), "mean_steps": sum(pt["steps"]) / len(pt["steps"]),
+                    **{lv: _score(pt[lv]) for lv in LEVELS}} for m, pt in sorted(by_mark.items())]
             curves[f"{search}-n{n}"] = pts
             if pts:
                 final[f"{search}-n{n}"] = pts[-1]
+        by_mark = {}
+        for seed in pairs[f"n{n}"]:
+            for mark in marks(ledger, arm_name(args.algo, "gumbel", n, seed)):
+                by_mark.setdefault(mark["mark_s"], []).append(
+                    rec(f"duel-{args.algo}-n{n}-s{seed}-{int(mark['mark_s']):06d}"))
+        duels[f"n{n}"] = [{"minutes": m / 60, "seeds": len(rs), **_score(rs)} for m, rs in sorted(by_mark.items())]
     targets = {}
     for n in args.sims:
         g, p = final.get(f"gumbel-n{n}", {}).get("1x"), final.get(f"puct-n{n}", {}).get("1x")
@@ -140,22 +238,40 @@ def phase_report(args, work: Path) -> dict:
             targets[f"n{n}_gumbel_ahead_beyond_ci"] = g["ci95"][0] > p["ci95"][1]
     git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     command = "python benchmarks/gumbel_few_simulations.py " + " ".join(sys.argv[1:])
-    short = args.game.replace("(board_size=", "").replace(")", "")
-    name = f"gumbel_few_simulations_{short}_{args.algo}"
-    result = {"game": args.game, "algo": args.algo, "command": command, "git": git, "seeds": args.seeds,
-              "budget_min": args.budget_min, "eval_sims": args.eval_sims, "curves": curves, "targets": targets}
-    RESULTS.mkdir(exist_ok=True)
+    name = ledger.name
+    result = {"game": args.game, "algo": args.algo, "command": command, "git": git, "machine": machine(),
+              "seeds": args.seeds, "pairs_evaluated": pairs, "budget_min": args.budget_min,
+              "eval_sims": args.eval_sims, "games_per_eval": args.games, "curves": curves, "duels": duels,
+              "targets": targets}
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
+    missing = {k: sorted(set(args.seeds) - set(v)) for k, v in pairs.items() if set(v) != set(args.seeds)}
     lines = [f"# Benchmark `gumbel_few_simulations`: {args.algo} on {args.game}", "",
-             f"Command: `{command}` (commit {git[:10]}); seeds {args.seeds}; {args.budget_min:g} min per run; "
-             f"agents at {args.eval_sims} simulations; scores pooled over seeds, Wilson 95% CI.", "",
-             "| search | minutes | vs MCTS-Solver 1x | vs 10x |", "|---|---:|---|---|"]
+             f"- command: `{command}` (report at commit {git[:10]}); one torch thread per run, the two runs of a "
+             f"pair (same n and seed) side by side on the two cores",
+             f"- machine: {machine()}",
+             f"- {args.budget_min:g} min of training per run; agents play at {args.eval_sims} simulations, "
+             f"{args.games} games per (run, mark, opponent), seats alternated; scores pooled over the seeds "
+             "evaluated, Wilson 95% CI; the ledger (per-run marks and per-evaluation results) is in "
+             f"`benchmarks/results/{name}/`",
+             f"- pairs evaluated (seeds per n): {json.dumps(pairs)}"
+             + (f"; **still missing: {json.dumps(missing)}**" if missing else ""), "",
+             "| search | minutes | seeds | mean learning steps | vs MCTS-Solver 1x | vs 10x |",
+             "|---|---:|---:|---:|---|---|"]
+
+    def cell(r):
+        return f"{r['score']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] ({r['games']})" if r else "-"
+
     for key, pts in curves.items():
         for p in pts:
-            cells = [f"{p[lv]['score']:.3f} [{p[lv]['ci95'][0]:.3f}, {p[lv]['ci95'][1]:.3f}] ({p[lv]['games']})"
-                     if p.get(lv) else "-" for lv in ("1x", "10x")]
-            lines.append(f"| {key} | {p['minutes']:.0f} | " + " | ".join(cells) + " |")
-    lines += ["", f"Targets: {json.dumps(targets)}"]
+            lines.append(f"| {key} | {p['minutes']:g} | {p['seeds']} | {p['mean_steps']:.0f} | "
+                         + " | ".join(cell(p.get(lv)) for lv in LEVELS) + " |")
+    lines += ["", "Head to head, Gumbel against pUCT at the same n, seed and mark (Gumbel's score):", "",
+              "| n | minutes | seeds | Gumbel's score |", "|---:|---:|---:|---|"]
+    for key, pts in duels.items():
+        for p in pts:
+            lines.append(f"| {key[1:]} | {p['minutes']:g} | {p['seeds']} | {cell(p)} |")
+    lines += ["", f"Targets (last mark, vs MCTS-Solver 1x, intervals not overlapping): {json.dumps(targets)}"
+              + (" (provisional: not every seed is in)" if missing else "")]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return result
@@ -173,6 +289,9 @@ def main(argv=None) -> None:
     p.add_argument("--eval-sims", type=int, default=64)
     p.add_argument("--games", type=int, default=50, help="games per (mark, opponent)")
     p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--pairs", type=int, default=None,
+                   help="train at most this many (n, seed) pairs not yet in the ledger (one session's share)")
+    p.add_argument("--shard", type=int, default=None, help=argparse.SUPPRESS)  # an eval process of --cores
     p.add_argument("--seed", type=int, default=0, help="evaluation seed")
     p.add_argument("--work", type=Path, default=None)
     args = p.parse_args(argv)
