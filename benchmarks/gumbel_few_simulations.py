@@ -68,9 +68,10 @@ def ledger_dir(args) -> Path:
 
 
 def pair_evaluated(args, ledger: Path, n: int, seed: int) -> bool:
-    """Every evaluation of the pair (n, seed) is in the ledger."""
-    keys = eval_keys(args, ledger, n, seed)
-    return bool(keys) and all((ledger / "eval" / f"{k}.json").exists() for k in keys)
+    """Both runs of the pair (n, seed) finished and every evaluation is in the ledger."""
+    names = [arm_name(args.algo, s, n, seed) for s in ("puct", "gumbel")]
+    return all(finished(args, ledger, name) for name in names) and \
+        all((ledger / "eval" / f"{k}.json").exists() for k in eval_keys(args, ledger, n, seed))
 
 
 def phase_train(args, work: Path) -> None:
@@ -115,7 +116,7 @@ def eval_keys(args, ledger: Path, n: int, seed: int) -> list[str]:
     keys = [f"{name}-{int(m['mark_s']):06d}-{level}"
             for name in (puct, gumbel) for m in marks(ledger, name) for level in LEVELS]
     keys += [f"duel-{args.algo}-n{n}-s{seed}-{int(m['mark_s']):06d}" for m in marks(ledger, gumbel)]
-    return keys if marks(ledger, puct) and marks(ledger, gumbel) else []
+    return keys
 
 
 def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], object]]:
@@ -160,14 +161,20 @@ def phase_eval(args, work: Path) -> None:
     ledger = ledger_dir(args)
     (ledger / "eval").mkdir(parents=True, exist_ok=True)
     if args.shard is None:
-        for name, _, _ in arms(args):
-            if finished(args, work, name) and not finished(args, ledger, name):
-                shutil.copy2(work / f"{name}_segments.jsonl", ledger / f"{name}_segments.jsonl")
+        for name, _, (n, seed) in arms(args):
+            src, dst = work / f"{name}_segments.jsonl", ledger / f"{name}_segments.jsonl"
+            if finished(args, work, name) and (not dst.exists() or dst.read_text() != src.read_text()):
+                # A run trained again (its pair was not wholly evaluated before): the
+                # pair's older evaluations, duels included, describe other networks.
+                for key in eval_keys(args, ledger, n, seed):
+                    (ledger / "eval" / f"{key}.json").unlink(missing_ok=True)
+                shutil.copy2(src, dst)
     jobs = eval_jobs(args, work, ledger)
-    missing = [p for _, paths, _ in jobs for p in paths if not Path(p).exists()]
-    if missing:
-        raise SystemExit(f"{len(missing)} evaluations need checkpoints that are not in {work} "
-                         f"(first: {missing[0]}); train those pairs again: the ledger records only finished evaluations")
+    ready = [job for job in jobs if all(Path(p).exists() for p in job[1])]
+    if len(ready) < len(jobs) and args.shard is None:
+        print(f"{len(jobs) - len(ready)} evaluations wait for checkpoints that are not in {work}; "
+              "`train` trains their pairs again", flush=True)
+    jobs = ready
     if args.shard is not None:
         for key, _, fn in jobs[args.shard::args.cores]:
             _cached(ledger, key, fn)
