@@ -130,10 +130,13 @@ def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], obje
     game = load_game(args.game)
     opponents = {"1x": f"mcts-solver:{args.eval_sims}", "10x": f"mcts-solver:{10 * args.eval_sims}"}
 
-    def match(spec_a: str, spec_b: str) -> dict:
-        a = make_player(spec_a, game, seed=args.seed)
-        res = play_match(game, a, make_player(spec_b, game, seed=args.seed + 1), args.games, seed=args.seed)
-        return {"wins": res.wins, "draws": res.draws, "losses": res.losses}
+    def match(spec_a: str, spec_b: str, sample_moves: int = 0) -> dict:
+        a, b = make_player(spec_a, game, seed=args.seed), make_player(spec_b, game, seed=args.seed + 1)
+        for player in (a, b):
+            if sample_moves:  # both agents are deterministic at evaluation
+                player.sample_moves = sample_moves
+        res = play_match(game, a, b, args.games, seed=args.seed)
+        return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "sample_moves": sample_moves}
 
     jobs = []
     for n in args.sims:
@@ -149,7 +152,7 @@ def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], obje
             for mp, mg in zip(marks(ledger, puct, work), marks(ledger, gumbel, work)):
                 jobs.append((f"duel-{args.algo}-n{n}-s{seed}-{int(mg['mark_s']):06d}", [mg["path"], mp["path"]],
                              lambda mp=mp, mg=mg: match(f"{mg['path']}@{args.eval_sims}",
-                                                        f"{mp['path']}@{args.eval_sims}")))
+                                                        f"{mp['path']}@{args.eval_sims}", args.duel_sample_moves)))
     return [job for job in jobs if not (ledger / "eval" / f"{job[0]}.json").exists()]
 
 
@@ -186,6 +189,7 @@ def phase_eval(args, work: Path) -> None:
     base = [sys.executable, str(Path(__file__).resolve()), "eval", "--game", args.game, "--algo", args.algo,
             "--sims", *map(str, args.sims), "--seeds", *map(str, args.seeds), "--budget-min", str(args.budget_min),
             "--mark-min", str(args.mark_min), "--eval-sims", str(args.eval_sims), "--games", str(args.games),
+            "--duel-sample-moves", str(args.duel_sample_moves),
             "--seed", str(args.seed), "--cores", str(args.cores), "--work", str(work)]
     procs = [subprocess.Popen(_taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
              for i in range(args.cores)]
@@ -257,7 +261,8 @@ def phase_report(args, work: Path) -> dict:
              f"pair (same n and seed) side by side on the two cores",
              f"- machine: {machine()}",
              f"- {args.budget_min:g} min of training per run; agents play at {args.eval_sims} simulations, "
-             f"{args.games} games per (run, mark, opponent), seats alternated; scores pooled over the seeds "
+             f"{args.games} games per (run, mark, opponent), seats alternated, the first {args.duel_sample_moves} "
+             "plies of the head-to-head games sampled from the visits; scores pooled over the seeds "
              "evaluated, Wilson 95% CI; the ledger (per-run marks and per-evaluation results) is in "
              f"`benchmarks/results/{name}/`",
              f"- pairs evaluated (seeds per n): {json.dumps(pairs)}"
@@ -336,6 +341,9 @@ def main(argv=None) -> None:
     p.add_argument("--mark-min", type=float, default=10.0)
     p.add_argument("--eval-sims", type=int, default=64)
     p.add_argument("--games", type=int, default=50, help="games per (mark, opponent)")
+    p.add_argument("--duel-sample-moves", type=int, default=2,
+                   help="head to head, the first plies are sampled from the visits (tau 1): two agents "
+                        "without noise would otherwise replay the same two games")
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--pairs", type=int, default=None,
                    help="train at most this many (n, seed) pairs not yet in the ledger (one session's share)")
