@@ -39,8 +39,8 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import (ONE_THREAD, RESULTS, ROOT, _taskset, read_jsonl,  # noqa: E402
-                                    run_phases, train_segments)
+from connect_four_alphazero import (ONE_THREAD, POLYZERO_SETS, RESULTS, ROOT, _keep_mark,  # noqa: E402
+                                    _taskset, read_jsonl, run_phases, train_segments)
 from sog_leduc import _cached  # noqa: E402
 
 LEVELS = ("1x", "10x")
@@ -119,6 +119,26 @@ def eval_keys(args, ledger: Path, n: int, seed: int) -> list[str]:
     return keys
 
 
+def untrained_mark(args, work: Path, name: str, n: int, seed: int) -> dict:
+    """The mark at minute 0: the network run `name` starts from (its config and seed,
+    no training), saved once under WORK/NAME_marks/wc000000."""
+    dest = work / f"{name}_marks" / "wc000000"
+    if not (dest / "learner.pt").exists():
+        import shutil
+
+        from polyzero.config import build_config
+        from polyzero.train.driver import Trainer
+
+        search = name.split("-")[1]
+        run = work / f"{name}_untrained"
+        shutil.rmtree(run, ignore_errors=True)
+        cfg = build_config(args.game, args.algo, None, [f"seed={seed}", f"search.kind={search}",
+                                                        f"search.num_simulations={n}", *POLYZERO_SETS])
+        _keep_mark(Trainer.create(cfg, run, progress=False).save(), dest)
+        shutil.rmtree(run)
+    return {"mark_s": 0.0, "path": str(dest), "step": 0}
+
+
 def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], object]]:
     """(ledger key, checkpoints it needs, compute) of every evaluation still missing
     whose pair has finished training."""
@@ -145,7 +165,7 @@ def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], obje
             if not (finished(args, ledger, puct) and finished(args, ledger, gumbel)):
                 continue
             for name in (puct, gumbel):
-                for mark in marks(ledger, name, work):
+                for mark in [untrained_mark(args, work, name, n, seed)] + marks(ledger, name, work):
                     for level, spec in opponents.items():
                         jobs.append((f"{name}-{int(mark['mark_s']):06d}-{level}", [mark["path"]],
                                      lambda m=mark, spec=spec: match(f"{m['path']}@{args.eval_sims}", spec)))
@@ -226,7 +246,7 @@ def phase_report(args, work: Path) -> dict:
             by_mark: dict[float, dict] = {}
             for seed in pairs[f"n{n}"]:
                 name = arm_name(args.algo, search, n, seed)
-                for mark in marks(ledger, name):
+                for mark in [{"mark_s": 0.0, "step": 0}] + marks(ledger, name):
                     point = by_mark.setdefault(mark["mark_s"], {"steps": [], **{lv: [] for lv in LEVELS}})
                     point["steps"].append(mark["step"])
                     for level in LEVELS:
