@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -268,7 +269,7 @@ def phase_report(args, work: Path) -> dict:
         if g and p:
             targets[f"n{n}_gumbel_ahead_beyond_ci"] = g["ci95"][0] > p["ci95"][1]
     git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    command = "python benchmarks/gumbel_few_simulations.py " + " ".join(sys.argv[1:])
+    command = "python benchmarks/gumbel_few_simulations.py " + shlex.join(sys.argv[1:])
     name = ledger.name
     result = {"game": args.game, "algo": args.algo, "command": command, "git": git, "machine": machine(),
               "seeds": args.seeds, "pairs_evaluated": pairs, "budget_min": args.budget_min,
@@ -321,7 +322,7 @@ def plot(result: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     def bars(ax, pts, **kw):
-        ax.errorbar([p["minutes"] for p in pts], [p["score"] for p in pts], capsize=3, marker="o",
+        ax.errorbar([p["minutes"] for p in pts], [p["score"] for p in pts], capsize=3,
                     yerr=[[p["score"] - p["ci95"][0] for p in pts], [p["ci95"][1] - p["score"] for p in pts]], **kw)
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
@@ -331,11 +332,12 @@ def plot(result: dict, path: Path) -> None:
             search, n = key.split("-n")
             pts = [{"minutes": p["minutes"], **p[level]} for p in pts if p.get(level)]
             if pts:
-                bars(ax, pts, color=colors[int(n)], ls="-" if search == "gumbel" else "--", label=f"{search}, n = {n}")
+                bars(ax, pts, color=colors[int(n)], ls="-" if search == "gumbel" else "--",
+                     marker="o" if search == "gumbel" else "s", label=f"{search}, n = {n}")
         ax.set_title(f"vs MCTS-Solver {level} ({result['eval_sims'] * int(level[:-1])} sims)")
     for key, pts in result["duels"].items():
         if pts:
-            bars(axes[2], pts, color=colors[int(key[1:])], label=f"n = {key[1:]}")
+            bars(axes[2], pts, color=colors[int(key[1:])], marker="o", label=f"n = {key[1:]}")
     axes[2].axhline(0.5, color="grey", lw=0.8)
     axes[2].set_title("Gumbel against pUCT, same n, seed and minute")
     for ax in axes:
