@@ -214,7 +214,7 @@ def phase_eval(args, work: Path) -> None:
             "--seed", str(args.seed), "--cores", str(args.cores), "--work", str(work)]
     procs = [subprocess.Popen(_taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
              for i in range(args.cores)]
-    if any(p.wait() != 0 for p in procs):
+    if any([p.wait() != 0 for p in procs]):  # a list: wait for every process
         raise SystemExit("an evaluation process failed (see above)")
 
 
