@@ -143,18 +143,20 @@ def untrained_mark(args, work: Path, name: str, n: int, seed: int) -> dict:
 def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], object]]:
     """(ledger key, checkpoints it needs, compute) of every evaluation still missing
     whose pair has finished training."""
-    from polyzero.eval import make_player, play_match, register_player_loader
+    from polyzero.eval import make_player, play_match
     from polyzero.games import load_game
     from polyzero.train.agents import load_search_player
 
-    register_player_loader(load_search_player)  # the agents are checkpoints
     game = load_game(args.game)
     opponents = {"1x": f"mcts-solver:{args.eval_sims}", "10x": f"mcts-solver:{10 * args.eval_sims}"}
 
-    def match(spec_a: str, spec_b: str, sample_moves: int = 0) -> dict:
-        a, b = make_player(spec_a, game, seed=args.seed), make_player(spec_b, game, seed=args.seed + 1)
+    def match(agent_a: str, spec_b: str, sample_moves: int = 0) -> dict:
+        """Checkpoint `agent_a` against `spec_b`, a reference player or a checkpoint;
+        `sample_moves` > 0: both agents, noise-free at evaluation, sample their first plies."""
+        a = load_search_player(agent_a, game, seed=args.seed)
+        b = load_search_player(spec_b, game, seed=args.seed + 1) or make_player(spec_b, game, seed=args.seed + 1)
         for player in (a, b):
-            if sample_moves:  # both agents are deterministic at evaluation
+            if sample_moves:
                 player.sample_moves = sample_moves
         res = play_match(game, a, b, args.games, seed=args.seed)
         return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "sample_moves": sample_moves}
@@ -373,8 +375,7 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0, help="evaluation seed")
     p.add_argument("--work", type=Path, default=None)
     args = p.parse_args(argv)
-    short = args.game.replace("(board_size=", "").replace(")", "")
-    work = args.work or ROOT / "runs" / "bench" / f"gumbel_few_simulations_{short}_{args.algo}"
+    work = args.work or ROOT / "runs" / "bench" / ledger_dir(args).name
     work.mkdir(parents=True, exist_ok=True)
     run_phases(args, work, phase_train, phase_eval, phase_report)
 
