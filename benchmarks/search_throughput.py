@@ -45,12 +45,14 @@ import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tinynet  # noqa: E402
 
+from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search.learned import LearnedModel  # noqa: E402
 from polyzero.search.gumbel import gumbel_search  # noqa: E402
 from polyzero.search.mcts import run_search  # noqa: E402
@@ -141,6 +143,7 @@ class PolyzeroMuZero:
         self.net_s = 0.0
         self.calls = 0
         self.net_shares = []  # per call: network time / call time
+        self.store = None  # the hidden-state store, reused across calls
 
     def _timed_recurrent(self, h, a):
         t0 = time.perf_counter()
@@ -154,7 +157,9 @@ class PolyzeroMuZero:
         logits, value, hidden = self.net.initial(obs)
         self.net_s += time.perf_counter() - t0
         model = LearnedModel(logits, value, hidden, self._timed_recurrent, discount=-1.0,
-                             root_legal=root_legal, num_nodes=self.params.num_simulations + 1)
+                             root_legal=root_legal, num_nodes=self.params.num_simulations + 1,
+                             store=self.store)
+        self.store = model.hidden  # reused by the next call, as polyzero's MuZero does
         self.calls += 1
         if self.params.kind == "puct":
             res = run_search(model, self.params, self.rng, add_noise=False)
@@ -348,7 +353,7 @@ def render_gumbel_markdown(meta, g) -> str:
     mach = meta["machine"]
     lines = ["# Gumbel search throughput: polyzero vs mctx.gumbel_muzero_policy", "",
              f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
-             f"torch threads {meta['torch_threads']}",
+             f"torch threads {meta['torch_threads']}, tree-kernel threads {meta.get('tree_kernel_threads', 1)}",
              f"- command: `{meta['command']}`",
              f"- seed {meta['seed']}; numba {meta.get('numba')}, jax {meta.get('jax', '-')}, "
              f"mctx {meta.get('mctx', '-')}",
@@ -513,7 +518,7 @@ def main(argv=None):
         args.batch_sizes, args.sims = "1,16", "16"
         args.min_total_s, args.min_calls = 0.5, 3
 
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)  # torch's and the tree kernels' (numba) threads
     batch_sizes = [int(x) for x in args.batch_sizes.split(",")]
     sims_list = [int(x) for x in args.sims.split(",")]
     net_err = tinynet.check(1e-5)
@@ -522,12 +527,12 @@ def main(argv=None):
     meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
             "seed": SEED, "machine": machine_info(), "torch": torch.__version__,
             "numpy": np.__version__, "torch_threads": torch.get_num_threads(),
+            "tree_kernel_threads": numba.get_num_threads(),
             "net_mode": args.net_mode, "net_parameters": tinynet.num_parameters(),
             "net_max_abs_err_vs_numpy": net_err, "loadavg_start": os.getloadavg(),
             "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                    "XLA_FLAGS", "JAX_PLATFORMS")},
             "search_params": MUZERO_PARAMS}
-    import numba
     meta["numba"] = numba.__version__
     have_mctx = not args.no_mctx
     if have_mctx:
@@ -654,7 +659,7 @@ def render_markdown(results) -> str:
     mach = m["machine"]
     lines = ["# Search throughput: polyzero vs mctx", "",
              f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
-             f"torch threads {m['torch_threads']}; JAX on {', '.join(m.get('jax_devices', ['-']))}",
+             f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)}; JAX on {', '.join(m.get('jax_devices', ['-']))}",
              f"- command: `{m['command']}`",
              f"- seed {m['seed']}; python {mach['python']}, torch {m['torch']}, numpy {m['numpy']}, "
              f"numba {m.get('numba')}, jax {m.get('jax', '-')}, jaxlib {m.get('jaxlib', '-')}, "

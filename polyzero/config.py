@@ -358,9 +358,10 @@ class RunConfig:
     algo: str = "alphazero"
     seed: int = 0
     device: str = "auto"
-    # torch intra-op threads; 0 leaves torch's default (all cores). One is the safe
-    # default: self-play batches are small, and on a busy machine spinning
-    # intra-op threads can slow inference down tenfold.
+    # torch intra-op threads, and the threads the search's tree kernels split a
+    # batch of 64 or more trees over; 0 leaves both at their defaults (all cores).
+    # One is the safe default: self-play batches are small, and on a busy machine
+    # spinning intra-op threads can slow inference down tenfold.
     threads: int = 1
     net: NetConfig = field(default_factory=NetConfig)
     search: SearchConfig = field(default_factory=SearchConfig)

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
+from polyzero.search import kernels
 from polyzero.search.learned import LearnedModel
-from polyzero.search.mcts import run_search
+from polyzero.search.mcts import run_search, search
 from polyzero.search.params import SearchParams
 
 B, A, H = 5, 4, 3
@@ -85,8 +86,8 @@ def test_store_grows_when_unsized():
     logits, value, hidden = _roots(3)
     model = LearnedModel(logits, value, hidden, _toy_recurrent, num_nodes=2)
     res = run_search(model, _params(20), np.random.default_rng(0))
-    assert model.hidden.shape[1] >= 21
-    np.testing.assert_array_equal(model.hidden[:, 0], hidden)
+    assert model.hidden.shape[0] >= 21  # node-major [N, B, H]
+    np.testing.assert_array_equal(model.hidden[0], hidden)
     assert (res.root_visits.sum(axis=1) == 20).all()
 
 
@@ -102,6 +103,60 @@ def test_root_action_hook_with_inactive_rows_is_handled():
     new = np.ones(B, np.int32)
     exp = model.step(parent, action, new, active)
     r, lg, v, h2 = _toy_recurrent(hidden[active], action[active])
-    np.testing.assert_allclose(model.hidden[active, 1], h2)
+    np.testing.assert_allclose(model.hidden[1, active], h2)
     np.testing.assert_allclose(exp.value[active], v)
     assert exp.legal.all() and not exp.terminal.any()
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel", "full_gumbel"])
+def test_parallel_tree_kernels_match_serial(kind, monkeypatch):
+    """The kernels' parallel twins (trees split into ranges, one per numba
+    thread) build exactly the trees the serial kernels build; 3 ranges of uneven
+    size whatever the machine's thread count."""
+    rng = np.random.default_rng(3)
+    batch, a, h = 70, 4, 3
+    roots = (rng.standard_normal((batch, a)).astype(np.float32), rng.uniform(-1, 1, batch),
+             rng.standard_normal((batch, h)))
+    params = SearchParams(num_simulations=24, kind=kind, selection="muzero",
+                          q_normalisation="minmax", unvisited_q="min")
+    results = []
+    for chunks in (1, 3):
+        monkeypatch.setattr(kernels, "tree_chunks", lambda _batch, c=chunks: c)
+        model = LearnedModel(*roots, _toy_recurrent, discount=-1.0)
+        results.append(search(model, params, np.random.default_rng(0), add_noise=True))
+    serial, parallel = results
+    for field in ("children", "visits", "value", "prior", "parent", "num_nodes", "q_min", "q_max"):
+        np.testing.assert_array_equal(getattr(serial.tree, field), getattr(parallel.tree, field),
+                                      err_msg=field)
+    assert serial.tree.depth.max() >= 3  # deep enough that the walks differ per tree
+    if kind != "puct":
+        np.testing.assert_array_equal(serial.action, parallel.action)
+        np.testing.assert_array_equal(serial.policy_target, parallel.policy_target)
+
+
+def test_step_stores_new_states_when_trees_differ_in_size():
+    """After a step with inactive rows the trees hold different node counts, so
+    the next step's new nodes differ per tree and take the scattered write."""
+    logits, value, hidden = _roots(5)
+    model = LearnedModel(logits, value, hidden, _toy_recurrent, num_nodes=3)
+    active = np.array([True, False, True, False, True])
+    model.step(np.zeros(B, np.int32), np.ones(B, np.int32), np.ones(B, np.int32), active)
+    new = np.where(active, 2, 1).astype(np.int32)
+    action = np.arange(B, dtype=np.int32) % A
+    model.step(np.zeros(B, np.int32), action, new, np.ones(B, bool))
+    h2 = _toy_recurrent(hidden, action)[3]
+    for b in range(B):
+        np.testing.assert_allclose(model.node_hidden(b, new[b]), h2[b])
+
+
+def test_search_reuses_a_given_store_and_matches_a_fresh_one():
+    logits, value, hidden = _roots(6)
+    first = LearnedModel(logits, value, hidden, _toy_recurrent, num_nodes=17)
+    fresh = run_search(first, _params(16), np.random.default_rng(0))
+    again = LearnedModel(logits, value, hidden, _toy_recurrent, num_nodes=17, store=first.hidden)
+    reused = run_search(again, _params(16), np.random.default_rng(0))
+    assert np.shares_memory(again.hidden, first.hidden)
+    np.testing.assert_array_equal(fresh.root_visits, reused.root_visits)
+    np.testing.assert_array_equal(fresh.tree.value, reused.tree.value)
+    small = LearnedModel(logits, value, hidden, _toy_recurrent, num_nodes=33, store=first.hidden)
+    assert small.hidden.shape[0] == 33 and not np.shares_memory(small.hidden, first.hidden)

@@ -59,6 +59,7 @@ class MuZero:
         # each with the K + n positions of look-ahead its targets read.
         self.chunk_length = self.mz.chunk_length if self.single_agent else 0
         self.chunk_overlap = self.mz.unroll_steps + self.mz.td_steps
+        self._hidden_store = None  # the last search's hidden states, reused by the next
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> MuZeroNet:
@@ -91,8 +92,11 @@ class MuZero:
         """Search from encoded observations alone (self-play, and Reanalyze on stored positions)."""
         hidden, logits, value = evaluate.initial(obs)
         model = LearnedModel(logits, value, hidden, evaluate.recurrent, discount=self.edge_discount,
-                             root_legal=legal, num_nodes=params.num_simulations + 1)
-        return search(model, params, rng, add_noise=add_noise)
+                             root_legal=legal, num_nodes=params.num_simulations + 1,
+                             store=self._hidden_store)
+        result = search(model, params, rng, add_noise=add_noise)
+        self._hidden_store = model.hidden  # the next search writes into mapped memory
+        return result
 
     def acting_temperature(self, step: int) -> float:
         """Appendix D: for single-agent environments T = 1, 0.5, 0.25 after 50% and 75% of

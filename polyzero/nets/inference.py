@@ -3,9 +3,19 @@ search on CPU, so nothing here allocates more than it must."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 from torch import nn
+
+
+def set_threads(threads: int) -> None:
+    """Threads for torch's intra-op work and for the search's tree kernels (numba's
+    parallel twins, :mod:`polyzero.search.kernels`); 0 leaves both at their
+    defaults (all cores)."""
+    if threads:
+        torch.set_num_threads(threads)
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
 
 
 def resolve_device(name: str) -> torch.device:

@@ -80,27 +80,19 @@ def sample_gumbel(rng: np.random.Generator, shape: tuple[int, ...], scale: float
     return scale * rng.gumbel(size=shape)
 
 
-class SequentialHalvingRoot:
-    """The root_action_fn of a Gumbel search: which root action each simulation takes.
-
-    Vectorised over the B roots: one compiled pass over [B, A] per simulation.
-    """
+class GumbelRoot:
+    """What the selection kernel needs to run Sequential Halving with Gumbel at
+    the B roots (:func:`polyzero.search.kernels.gumbel_root_action`): g + logits
+    per root, and for every simulation how many visits the root action it picks
+    has had so far."""
 
     def __init__(self, params: SearchParams, logits: np.ndarray, gumbel: np.ndarray,
                  legal: np.ndarray):
-        self.params = params
-        self.gumbel_logits = np.where(legal, gumbel + logits, -np.inf)
+        self.gumbel_logits = np.where(legal, gumbel + logits, -np.inf)  # float64 [B, A]
         m = num_considered(params, legal)
-        self.schedule = considered_visit_table(int(m.max()), params.num_simulations)[m]  # [B, n]
-        self.actions = np.zeros(len(logits), np.int32)
-
-    def __call__(self, sim: int, tree: Tree) -> np.ndarray:
-        p = self.params
-        kernels.gumbel_root_actions(
-            tree.children, tree.visits, tree.value, tree.raw_value, tree.reward, tree.discount,
-            tree.prior, tree.legal, self.gumbel_logits, self.schedule[:, sim], p.gumbel_norm,
-            p.value_min, p.value_max, p.c_visit, p.c_scale, self.actions)
-        return self.actions
+        # [n, B]: row `sim` is contiguous, one kernel argument per simulation.
+        self.considered = np.ascontiguousarray(
+            considered_visit_table(int(m.max()), params.num_simulations)[m].T)
 
 
 def root_outputs(tree: Tree, params: SearchParams, logits: np.ndarray,
@@ -134,8 +126,7 @@ def gumbel_search(model: SearchModel, params: SearchParams, rng: np.random.Gener
         scale = params.gumbel_scale if add_noise else params.eval_gumbel_scale
         gumbel = sample_gumbel(rng, logits.shape, scale)
     gumbel = np.asarray(gumbel, np.float64)
-    root_fn = SequentialHalvingRoot(params, logits, gumbel, legal)
-    calls = simulate(model, params, tree, root_fn)
+    calls = simulate(model, params, tree, gumbel_root=GumbelRoot(params, logits, gumbel, legal))
     result = finish(tree, prior, calls)
     policy, action = root_outputs(tree, params, logits, gumbel)
     if GUMBEL_POLICY_LOSSES[params.policy_loss] == GUMBEL_POLICY_LOSSES["simple"]:

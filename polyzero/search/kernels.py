@@ -1,10 +1,12 @@
 """Compiled tree bookkeeping: selection and backup for all B trees in one call.
 
-One simulation of a batched search calls :func:`select_paths` once, the model
-once for all B leaves, and :func:`expand_and_backup` once (a Gumbel root also
-calls :func:`gumbel_root_actions` first). Both kernels loop
+One simulation of a batched search calls :func:`select_paths` once (a Gumbel
+root's Sequential Halving included), the model once for all B leaves, and
+:func:`expand_and_backup` once. Both kernels loop
 over trees and tree depth in compiled code (Numba), so there is no Python
-work per node.
+work per node. The trees are independent, so each kernel has a ``_parallel``
+twin that splits them into ranges walked on numba's threads (polyzero's
+``threads`` setting); :func:`tree_chunks` says when that pays.
 """
 
 from __future__ import annotations
@@ -16,7 +18,18 @@ import numpy as np
 
 _EPS = 1e-8
 
-# Leaf kinds returned by select_leaves.
+# Fewer trees than this per thread, and a parallel region costs more than it saves.
+MIN_TREES_PER_CHUNK = 32
+
+
+def tree_chunks(batch: int) -> int:
+    """How many ranges of trees the kernels split a batch of `batch` trees into:
+    numba's thread count, fewer where a range would hold under MIN_TREES_PER_CHUNK
+    trees; 1 means the serial kernels."""
+    return max(1, min(nb.get_num_threads(), batch // MIN_TREES_PER_CHUNK))
+
+
+# Leaf kinds returned by select_paths.
 NEW_LEAF = 0  # an edge whose child is not in the tree yet: expand it
 TERMINAL_LEAF = 1  # an existing terminal node: back up its value again
 
@@ -115,38 +128,57 @@ def action_scores(children, visits, value, reward, discount, prior, legal, q_min
 
 
 @nb.njit(cache=True)
-def select_leaves(children, visits, value, reward, discount, prior, legal, terminal,
-                  q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2,
-                  vmin, vmax, out_node, out_action, out_kind):
-    """:func:`select_paths` for the pUCT rules (rule 0 or 1), which need no raw
-    values and no Gumbel constants."""
-    select_paths(children, visits, value, value, reward, discount, prior, legal, terminal,
-                 q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2, vmin,
-                 vmax, 0, 50.0, 1.0, out_node, out_action, out_kind, np.zeros(terminal.shape, np.bool_))
-
-
-@nb.njit(cache=True)
 def select_paths(children, visits, value, raw_value, reward, discount, prior, legal, terminal,
-                 q_min, q_max, root_action, rule, norm, unvisited, c_puct, c1, c2,
-                 vmin, vmax, gumbel_norm, c_visit, c_scale, out_node, out_action, out_kind,
-                 chance):
+                 q_min, q_max, root_action, root_gumbel_logits, root_considered, rule, norm,
+                 unvisited, c_puct, c1, c2, vmin, vmax, gumbel_norm, c_visit, c_scale,
+                 out_node, out_action, out_kind, chance):
     """Walk every tree from its root to a leaf.
 
     For tree b: out_kind[b] = NEW_LEAF with (out_node[b], out_action[b]) the
     parent and the edge to expand, or TERMINAL_LEAF with out_node[b] the
-    terminal node reached. root_action[b] >= 0 forces the action at the root
-    (the hook a Gumbel root uses); -1 lets the rule choose. Rules 0 and 1 are
-    pUCT (:func:`best_action`); rule 2 is the Gumbel paper's Eq. 14
-    (:func:`gumbel_interior_action`, with `gumbel_norm`, `c_visit`, `c_scale`).
-    At a chance node (chance[b, node]) the outcome is drawn in proportion to its
-    probability, stored as the node's prior (roulette-wheel selection, as NMCTS
-    and McGammon do; NDMZ paper Section 2.3).
+    terminal node reached. At the root, root_action[b] >= 0 forces the action
+    (the hook KataGo's forced playouts use); else root_considered[b] >= 0 makes
+    it a Gumbel root that takes :func:`gumbel_root_action` (Sequential Halving,
+    with `root_gumbel_logits` [B, A] = g + logits); else the rule chooses.
+    Rules 0 and 1 are pUCT (:func:`best_action`); rule 2 is the Gumbel paper's
+    Eq. 14 (:func:`gumbel_interior_action`, with `gumbel_norm`, `c_visit`,
+    `c_scale`). At a chance node (chance[b, node]) the outcome is drawn in
+    proportion to its probability, stored as the node's prior (roulette-wheel
+    selection, as NMCTS and McGammon do; NDMZ paper Section 2.3).
     """
+    _select_paths_range(0, children.shape[0], children, visits, value, raw_value, reward,
+                        discount, prior, legal, terminal, q_min, q_max, root_action,
+                        root_gumbel_logits, root_considered, rule, norm, unvisited, c_puct, c1,
+                        c2, vmin, vmax, gumbel_norm, c_visit, c_scale, out_node, out_action,
+                        out_kind, chance)
+
+
+@nb.njit(cache=True, parallel=True)
+def select_paths_parallel(num_chunks, children, visits, value, raw_value, reward, discount,
+                          prior, legal, terminal, q_min, q_max, root_action, root_gumbel_logits,
+                          root_considered, rule, norm, unvisited, c_puct, c1, c2, vmin, vmax,
+                          gumbel_norm, c_visit, c_scale, out_node, out_action, out_kind, chance):
+    """:func:`select_paths` with the trees split into `num_chunks` ranges walked in
+    parallel (no chance nodes: their draws use numba's per-thread generator)."""
+    batch = children.shape[0]
+    for t in nb.prange(num_chunks):
+        _select_paths_range(t * batch // num_chunks, (t + 1) * batch // num_chunks, children,
+                            visits, value, raw_value, reward, discount, prior, legal, terminal,
+                            q_min, q_max, root_action, root_gumbel_logits, root_considered,
+                            rule, norm, unvisited, c_puct, c1, c2, vmin, vmax, gumbel_norm,
+                            c_visit, c_scale, out_node, out_action, out_kind, chance)
+
+
+@nb.njit(cache=True)
+def _select_paths_range(lo, hi, children, visits, value, raw_value, reward, discount, prior,
+                        legal, terminal, q_min, q_max, root_action, root_gumbel_logits,
+                        root_considered, rule, norm, unvisited, c_puct, c1, c2, vmin, vmax,
+                        gumbel_norm, c_visit, c_scale, out_node, out_action, out_kind, chance):
     num_actions = children.shape[2]
     q_buf = np.empty(num_actions)
     n_buf = np.empty(num_actions)
     s_buf = np.empty(num_actions)
-    for b in range(children.shape[0]):
+    for b in range(lo, hi):
         node = 0
         depth = 0
         while True:
@@ -159,6 +191,11 @@ def select_paths(children, visits, value, raw_value, reward, discount, prior, le
                 a = _sample_outcome(prior, legal, b, node)
             elif depth == 0 and root_action[b] >= 0:
                 a = root_action[b]
+            elif depth == 0 and root_considered[b] >= 0:
+                a = gumbel_root_action(children, visits, value, raw_value, reward, discount,
+                                       prior, legal, b, root_gumbel_logits[b], root_considered[b],
+                                       gumbel_norm, vmin, vmax, c_visit, c_scale, q_buf, n_buf,
+                                       s_buf)
             elif rule == 2:
                 a = gumbel_interior_action(children, visits, value, raw_value, reward, discount,
                                            prior, legal, b, node, gumbel_norm, vmin, vmax,
@@ -340,39 +377,35 @@ def gumbel_interior_action(children, visits, value, raw_value, reward, discount,
 
 
 @nb.njit(cache=True)
-def gumbel_root_actions(children, visits, value, raw_value, reward, discount, prior, legal,
-                        gumbel_logits, considered_visit, norm, vmin, vmax, c_visit, c_scale,
-                        out_action):
-    """One simulation's root actions under Sequential Halving with Gumbel
-    (Gumbel paper, Algorithm 2, in mctx's form): among the legal root actions
-    visited exactly `considered_visit[b]` times so far, the one with the highest
-    g + logits + sigma(q_hat) (`gumbel_logits` = g + logits). With the visit
-    schedule of :func:`polyzero.search.gumbel.considered_visit_table` this first
-    visits the top m of g + logits (Gumbel-Top-k, Eq. 3-5) and then keeps the
-    better half by g + logits + sigma(q_hat) in every phase.
+def gumbel_root_action(children, visits, value, raw_value, reward, discount, prior, legal, b,
+                       gumbel_logits, considered_visit, norm, vmin, vmax, c_visit, c_scale,
+                       q_buf, n_buf, s_buf):
+    """The root action of tree `b` for one simulation under Sequential Halving with
+    Gumbel (Gumbel paper, Algorithm 2, in mctx's form): among the legal root
+    actions visited exactly `considered_visit` times so far, the one with the
+    highest g + logits + sigma(q_hat) (`gumbel_logits` [A] = g + logits). With the
+    visit schedule of :func:`polyzero.search.gumbel.considered_visit_table` this
+    first visits the top m of g + logits (Gumbel-Top-k, Eq. 3-5) and then keeps
+    the better half by g + logits + sigma(q_hat) in every phase. The buffers are
+    scratch space of length A.
     """
-    num_actions = children.shape[2]
-    q_buf = np.empty(num_actions)
-    n_buf = np.empty(num_actions)
-    s_buf = np.empty(num_actions)
-    for b in range(children.shape[0]):
-        _gather_children(children, visits, value, reward, discount, b, 0, q_buf, n_buf)
-        completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin,
-                        vmax, c_visit, c_scale, s_buf)
-        best = -1
-        best_score = -np.inf
-        fallback = -1
-        fallback_score = -np.inf
-        for a in range(num_actions):
-            if legal[b, 0, a]:
-                score = gumbel_logits[b, a] + s_buf[a]
-                if n_buf[a] == considered_visit[b] and score > best_score:
-                    best_score = score
-                    best = a
-                if score > fallback_score:
-                    fallback_score = score
-                    fallback = a
-        out_action[b] = best if best >= 0 else fallback
+    _gather_children(children, visits, value, reward, discount, b, 0, q_buf, n_buf)
+    completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin,
+                    vmax, c_visit, c_scale, s_buf)
+    best = -1
+    best_score = -np.inf
+    fallback = -1
+    fallback_score = -np.inf
+    for a in range(children.shape[2]):
+        if legal[b, 0, a]:
+            score = gumbel_logits[a] + s_buf[a]
+            if n_buf[a] == considered_visit and score > best_score:
+                best_score = score
+                best = a
+            if score > fallback_score:
+                fallback_score = score
+                fallback = a
+    return best if best >= 0 else fallback
 
 
 @nb.njit(cache=True)
@@ -452,7 +485,37 @@ def expand_and_backup(children, parent, action, depth, visits, value, raw_value,
     reward, so revisiting one backs up its final reward again. The tree's
     min-max statistics see every Q on the path (MuZero Eq. 5).
     """
-    for b in range(children.shape[0]):
+    _expand_and_backup_range(0, children.shape[0], children, parent, action, depth, visits,
+                             value, raw_value, reward, discount, prior, legal, terminal,
+                             num_nodes, q_min, q_max, leaf_node, leaf_action, leaf_kind,
+                             new_logits, new_legal, new_value, new_reward, new_discount,
+                             new_terminal, chance, new_chance, chance_backup)
+
+
+@nb.njit(cache=True, parallel=True)
+def expand_and_backup_parallel(num_chunks, children, parent, action, depth, visits, value,
+                               raw_value, reward, discount, prior, legal, terminal, num_nodes,
+                               q_min, q_max, leaf_node, leaf_action, leaf_kind, new_logits,
+                               new_legal, new_value, new_reward, new_discount, new_terminal,
+                               chance, new_chance, chance_backup=0):
+    """:func:`expand_and_backup` over `num_chunks` ranges of trees in parallel."""
+    batch = children.shape[0]
+    for t in nb.prange(num_chunks):
+        _expand_and_backup_range(t * batch // num_chunks, (t + 1) * batch // num_chunks,
+                                 children, parent, action, depth, visits, value, raw_value,
+                                 reward, discount, prior, legal, terminal, num_nodes, q_min,
+                                 q_max, leaf_node, leaf_action, leaf_kind, new_logits,
+                                 new_legal, new_value, new_reward, new_discount, new_terminal,
+                                 chance, new_chance, chance_backup)
+
+
+@nb.njit(cache=True)
+def _expand_and_backup_range(lo, hi, children, parent, action, depth, visits, value, raw_value,
+                             reward, discount, prior, legal, terminal, num_nodes, q_min, q_max,
+                             leaf_node, leaf_action, leaf_kind, new_logits, new_legal,
+                             new_value, new_reward, new_discount, new_terminal, chance,
+                             new_chance, chance_backup):
+    for b in range(lo, hi):
         if leaf_kind[b] == NEW_LEAF:
             p = leaf_node[b]
             a = leaf_action[b]

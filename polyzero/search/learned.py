@@ -3,9 +3,10 @@
 The tree never sees the real game below the root: every action is legal at an
 interior node and no interior node is terminal (MuZero paper, Appendix A);
 legal-action masking applies at the root only. Hidden states live in one
-preallocated ``[B, N, H]`` array indexed by node, so one simulation costs a
-gather of B parent states, one batched ``recurrent_fn`` call and a scatter of
-B new states -- no Python work per tree.
+preallocated node-major ``[N, B, H]`` array, so one simulation costs a gather
+of B parent states, one batched ``recurrent_fn`` call and one contiguous copy
+of the B new states (every tree adds node t + 1 at simulation t) -- no Python
+work per tree.
 
 NumPy in, NumPy out; the network behind ``recurrent_fn`` is the caller's.
 """
@@ -38,11 +39,17 @@ class LearnedModel:
       num_nodes: optional node capacity per tree (num_simulations + 1); when
         omitted, the hidden-state store is allocated on the first step and
         grown (doubling) when a node index exceeds it.
+      store: optional [N', B, H] array of the hidden states' dtype to keep the
+        states in, when it is large enough: the previous search's
+        ``model.hidden``, so a run of searches writes into memory already mapped
+        (a fresh multi-megabyte array costs a page fault per 4 KB written). The
+        model owns it until the search ends.
     """
 
     def __init__(self, prior_logits: np.ndarray, value: np.ndarray, hidden: np.ndarray,
                  recurrent_fn: RecurrentFn, discount: float = -1.0,
-                 root_legal: np.ndarray | None = None, num_nodes: int | None = None):
+                 root_legal: np.ndarray | None = None, num_nodes: int | None = None,
+                 store: np.ndarray | None = None):
         prior_logits = np.asarray(prior_logits, np.float32)
         hidden = np.asarray(hidden)
         batch, num_actions = prior_logits.shape
@@ -67,23 +74,28 @@ class LearnedModel:
         self._legal = np.ones((batch, num_actions), np.bool_)
         self._discount = np.full(batch, self.discount, np.float64)
         self._terminal = np.zeros(batch, np.bool_)
-        self._row_base = None  # int64 [B], b * N: flat index of node 0 of tree b
-        self._flat = None  # [B * N, H] view of the hidden-state store
+        self._rows = np.arange(batch, dtype=np.int64)  # node n of tree b is flat row n * B + b
+        self._flat = None  # [N * B, H] view of the hidden-state store
         self._capacity = 0
+        self._spare = store
         if num_nodes is not None:
             self._allocate(int(num_nodes))
 
     # ------------------------------------------------------------ storage
     def _allocate(self, num_nodes: int) -> None:
         batch, h = self._root_hidden.shape
-        store = np.empty((batch, num_nodes, h), self._root_hidden.dtype)
-        if self._flat is not None:  # growing: keep what is stored
-            store[:, : self._capacity] = self._flat.reshape(batch, self._capacity, h)
+        spare, self._spare = self._spare, None
+        if (spare is not None and spare.shape[1:] == (batch, h) and len(spare) >= num_nodes
+                and spare.dtype == self._root_hidden.dtype and spare.flags.c_contiguous):
+            store = spare[:num_nodes]
         else:
-            store[:, 0] = self._root_hidden
-        self.hidden = store  # [B, N, H], node-indexed
-        self._flat = store.reshape(batch * num_nodes, h)
-        self._row_base = np.arange(batch, dtype=np.int64) * num_nodes
+            store = np.empty((num_nodes, batch, h), self._root_hidden.dtype)
+        if self._flat is not None:  # growing: keep what is stored
+            store[: self._capacity] = self.hidden
+        else:
+            store[0] = self._root_hidden
+        self.hidden = store  # [N, B, H], node-major
+        self._flat = store.reshape(num_nodes * batch, h)
         self._capacity = num_nodes
 
     # ------------------------------------------------------------ SearchModel
@@ -92,23 +104,26 @@ class LearnedModel:
 
     def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray,
              active: np.ndarray) -> Expansion:
-        top = int(new_node.max()) + 1
-        if top > self._capacity:
-            self._allocate(max(top, 2 * self._capacity, 2))
-        base = self._row_base
+        first, last = int(new_node.min()), int(new_node.max())
+        if last >= self._capacity:
+            self._allocate(max(last + 1, 2 * self._capacity, 2))
+        batch = self.batch_size
         if active.all():
-            h = np.take(self._flat, base + parent_node, axis=0)  # faster than [] indexing
+            h = np.take(self._flat, parent_node * batch + self._rows, axis=0)
             reward, logits, value, h2 = self.recurrent_fn(h, action)
-            self._flat[base + new_node] = h2
+            if first == last:  # the usual case: one contiguous copy
+                self.hidden[first] = h2
+            else:
+                self._flat[new_node * batch + self._rows] = h2
         else:  # only with a custom root hook; learned trees have no terminal leaves
             rows = np.flatnonzero(active)
-            logits = np.zeros((self.batch_size, self.num_actions), np.float32)
-            reward = np.zeros(self.batch_size, np.float64)
-            value = np.zeros(self.batch_size, np.float64)
+            logits = np.zeros((batch, self.num_actions), np.float32)
+            reward = np.zeros(batch, np.float64)
+            value = np.zeros(batch, np.float64)
             if rows.size:
-                r, lg, v, h2 = self.recurrent_fn(self._flat[base[rows] + parent_node[rows]],
+                r, lg, v, h2 = self.recurrent_fn(self._flat[parent_node[rows] * batch + rows],
                                                  action[rows])
-                self._flat[base[rows] + new_node[rows]] = h2
+                self._flat[new_node[rows] * batch + rows] = h2
                 logits[rows], reward[rows], value[rows] = lg, r, v
         self.recurrent_calls += 1
         return Expansion(logits, np.asarray(value, np.float64), self._legal,
@@ -116,4 +131,4 @@ class LearnedModel:
 
     def node_hidden(self, b: int, node: int) -> np.ndarray:
         """The hidden state stored for `node` of tree `b`."""
-        return self.hidden[b, node]
+        return self.hidden[node, b]

@@ -5,12 +5,15 @@ The loop is the same for every algorithm; what differs plugs in:
   stepped and a network; MuZero: a learned dynamics function),
 * :class:`~polyzero.search.params.SearchParams` picks the selection rule and
   the Q normalisation,
-* an optional ``root_action_fn`` chooses the root action of each simulation
-  (the hook the Gumbel root of :mod:`polyzero.search.gumbel` plugs into).
+* an optional Gumbel root (:mod:`polyzero.search.gumbel`) makes the root
+  action of each simulation Sequential Halving's, inside the selection kernel;
+  an optional ``root_action_fn`` forces root actions from Python (KataGo's
+  forced playouts, :mod:`polyzero.goexploit.katago`).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -120,31 +123,41 @@ def start_tree(model: SearchModel, params: SearchParams, rng: np.random.Generato
 
 
 def simulate(model: SearchModel, params: SearchParams, tree: Tree,
-             root_action_fn: RootActionFn | None = None) -> int:
+             root_action_fn: RootActionFn | None = None, gumbel_root=None) -> int:
     """The simulation loop on a started tree; returns the number of model calls
-    (the root's included)."""
+    (the root's included). `gumbel_root` (a :class:`~polyzero.search.gumbel.GumbelRoot`)
+    makes the roots Gumbel roots (Sequential Halving, chosen inside the selection
+    kernel); `root_action_fn` forces root actions ahead of either rule."""
     batch = tree.batch_size
+    chunks = kernels.tree_chunks(batch)
+    expand_and_backup = kernels.expand_and_backup if chunks == 1 else \
+        functools.partial(kernels.expand_and_backup_parallel, chunks)
+    # Chance outcomes are drawn from numba's generator, seeded on this thread only.
+    select_paths = kernels.select_paths if chunks == 1 or getattr(model, "has_chance", False) \
+        else functools.partial(kernels.select_paths_parallel, chunks)
     rule, norm, unvisited = params.codes
     leaf_node = np.zeros(batch, np.int32)
     leaf_action = np.zeros(batch, np.int32)
     leaf_kind = np.zeros(batch, np.int8)
-    no_root_action = np.full(batch, -1, np.int32)
+    no_root_action = np.full(batch, -1, np.int32)  # -1 also: not a Gumbel root
+    gumbel_logits = np.zeros((batch, 1)) if gumbel_root is None else gumbel_root.gumbel_logits
     no_chance = np.zeros(batch, np.bool_)
     calls = 1
     for sim in range(params.num_simulations):
         root_action = no_root_action if root_action_fn is None else \
             np.asarray(root_action_fn(sim, tree), np.int32)
-        kernels.select_paths(
+        considered = no_root_action if gumbel_root is None else gumbel_root.considered[sim]
+        select_paths(
             tree.children, tree.visits, tree.value, tree.raw_value, tree.reward, tree.discount,
-            tree.prior, tree.legal, tree.terminal, tree.q_min, tree.q_max, root_action, rule,
-            norm, unvisited, params.c_puct, params.c1, params.c2, params.value_min,
-            params.value_max, params.gumbel_norm, params.c_visit, params.c_scale, leaf_node,
-            leaf_action, leaf_kind, tree.chance)
+            tree.prior, tree.legal, tree.terminal, tree.q_min, tree.q_max, root_action,
+            gumbel_logits, considered, rule, norm, unvisited, params.c_puct, params.c1,
+            params.c2, params.value_min, params.value_max, params.gumbel_norm, params.c_visit,
+            params.c_scale, leaf_node, leaf_action, leaf_kind, tree.chance)
         active = leaf_kind == kernels.NEW_LEAF
         new_node = tree.num_nodes.copy()
         exp = model.step(leaf_node, leaf_action, new_node, active)
         calls += 1
-        kernels.expand_and_backup(
+        expand_and_backup(
             tree.children, tree.parent, tree.action, tree.depth, tree.visits, tree.value,
             tree.raw_value, tree.reward, tree.discount, tree.prior, tree.legal,
             tree.terminal, tree.num_nodes, tree.q_min, tree.q_max, leaf_node, leaf_action,

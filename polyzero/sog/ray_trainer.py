@@ -33,18 +33,16 @@ class SoGWorker:
     """A plain class Ray runs as an actor: a CVPN, sound self-play and the query solver."""
 
     def __init__(self, cfg_dict: dict):
-        import torch
-
         from polyzero.config import build_config
         from polyzero.games import load_game
+        from polyzero.nets.inference import set_threads
 
         from .cvpn import BeliefEncoding, NetworkValueFunction
         from .selfplay import SoundSelfPlay
         from .trainer import CVPNModel
 
         cfg = build_config(base=cfg_dict)
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
         self.cfg = cfg
         self.game = load_game(cfg.game)
         self.encoding = BeliefEncoding(self.game)

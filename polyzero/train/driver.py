@@ -24,7 +24,7 @@ from ..algos.player import SearchPlayer
 from ..config import RunConfig, build_config, read_toml, to_toml
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
-from ..nets.inference import resolve_device
+from ..nets.inference import resolve_device, set_threads
 from . import checkpoint as ckpt
 from .learner import Learner
 from .metrics import MetricsLog
@@ -46,8 +46,7 @@ class RunDirectory:
         self.run_dir = Path(run_dir)
         self.show_progress = progress
         self._t0 = time.perf_counter()  # `run` restarts it; a checkpoint saved before then needs it too
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
         try:
             self.device = resolve_device(cfg.device)
         except ValueError as exc:

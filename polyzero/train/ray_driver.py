@@ -81,17 +81,14 @@ class SelfPlayWorker:
     """A plain class Ray runs as an actor: one SelfPlayActor and its network."""
 
     def __init__(self, cfg_dict: dict, index: int, archive_actor: bool = False):
-        import torch
-
         from ..algos import make_algorithm
         from ..config import build_config
         from ..games import load_game
-        from ..nets.inference import resolve_device
+        from ..nets.inference import resolve_device, set_threads
         from .selfplay import SelfPlayActor
 
         cfg = build_config(base=cfg_dict)
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
         game = load_game(cfg.game)
         self.algo = make_algorithm(cfg, game)
         device = resolve_device(cfg.device)
@@ -163,17 +160,15 @@ class EvaluationWorker:
     configured opponents, so periodic evaluation does not stall the learner."""
 
     def __init__(self, cfg_dict: dict):
-        import torch
-
         from ..algos import make_algorithm
         from ..config import build_config
         from ..eval import register_player_loader
         from ..games import load_game
+        from ..nets.inference import set_threads
         from .agents import load_search_player
 
         self.cfg = build_config(base=cfg_dict)
-        if self.cfg.threads:
-            torch.set_num_threads(self.cfg.threads)
+        set_threads(self.cfg.threads)
         register_player_loader(load_search_player)  # opponents may be run directories
         self.game = load_game(self.cfg.game)
         self.algo = make_algorithm(self.cfg, self.game)
@@ -190,16 +185,14 @@ class ReanalyseWorker:
     parameters) and target-network values on positions the driver sends."""
 
     def __init__(self, cfg_dict: dict, index: int):
-        import torch
-
         from ..algos import make_algorithm
         from ..config import build_config
         from ..games import load_game
+        from ..nets.inference import set_threads
         from .reanalyse import Reanalyser
 
         cfg = build_config(base=cfg_dict)
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
         self.reanalyser = Reanalyser(make_algorithm(cfg, load_game(cfg.game)), cfg, "cpu", [cfg.seed, 100 + index])
 
     def set_weights(self, weights: dict, step: int, target: dict | None = None) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..config import build_config, read_toml
 from ..errors import RunStopped, UsageError
-from ..nets.inference import resolve_device
+from ..nets.inference import resolve_device, set_threads
 from . import checkpoint as ckpt
 from .driver import Interrupted
 from .progress import Progress
@@ -57,11 +57,9 @@ class LearnerActor:
     """A plain class Ray runs as an actor: the Ray trainer, resumed from the run directory."""
 
     def __init__(self, algo: str, run_dir: str, overrides: list[str], workers: int, threads: int):
-        import torch
-
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides; SIGTERM stops the run
         sys.stderr = open(Path(run_dir) / LOG, "a", buffering=1)  # noqa: SIM115 - for the actor's life
-        torch.set_num_threads(threads)
+        set_threads(threads)
         self.trainer = _trainer_classes(algo)[1].resume(run_dir, overrides, progress=False, workers=workers)
         self.report = None
 
