@@ -78,6 +78,7 @@ class LearnedModel:
         self._flat = None  # [N * B, H] view of the hidden-state store
         self._capacity = 0
         self._spare = store
+        self._uniform = True  # no step so far left a tree out, so all add node t + 1 at step t
         if num_nodes is not None:
             self._allocate(int(num_nodes))
 
@@ -104,7 +105,10 @@ class LearnedModel:
 
     def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray,
              active: np.ndarray) -> Expansion:
-        first, last = int(new_node.min()), int(new_node.max())
+        if self._uniform:  # every tree holds the same number of nodes: no reductions
+            first = last = int(new_node[0])
+        else:
+            first, last = int(new_node.min()), int(new_node.max())
         if last >= self._capacity:
             self._allocate(max(last + 1, 2 * self._capacity, 2))
         batch = self.batch_size
@@ -116,6 +120,7 @@ class LearnedModel:
             else:
                 self._flat[new_node * batch + self._rows] = h2
         else:  # only with a custom root hook; learned trees have no terminal leaves
+            self._uniform = False
             rows = np.flatnonzero(active)
             logits = np.zeros((batch, self.num_actions), np.float32)
             reward = np.zeros(batch, np.float64)
