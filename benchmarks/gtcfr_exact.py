@@ -7,11 +7,15 @@ regret_matching_plus=True)`, tested to 1e-9) and OpenSpiel's alternating
 
 GT-CFR starts from the root public state and its children, runs one CFR
 iteration per expansion (c = 1 by default) and values its leaves by
-`ExactValueFunction` (the leaf's subgame solved by CFR+ for the current ranges,
-`--solve` iterations from scratch per query). Its policy at a checkpoint is the
-average policy at the tree's interior plus, below each leaf, the exact solver's
-policy of that leaf's subgame solved for the average ranges; OpenSpiel's exact
-best response gives the exploitability (mbb/h = 1000 x chips).
+`ExactValueFunction`: the leaf's subgame solved by CFR+ for the current ranges
+(`--solve` iterations per query, warm-started from the previous query of the
+same public state unless `--cold`; with `--tolerance`, more until the subgame's
+exploitability is at most that), each player's values those of its best
+response to the other's solved policy. Its policy at a checkpoint is Theorem 1's
+(`GTCFR.full_average_policy`, CFR-D's average): the tree's linearly averaged
+policy plus, below the frontier, the leaf solves averaged with weight t x own
+reach over the iterations that queried them. OpenSpiel's exact best response
+gives the exploitability (mbb/h = 1000 x chips).
 
     .venv/bin/python benchmarks/gtcfr_exact.py --checkpoints 10,30,100,300,1000 --solve 100 --seed 0
 
@@ -40,21 +44,15 @@ from polyzero.sog.values import ExactValueFunction
 RESULTS = Path(__file__).parent / "results"
 
 
-def gtcfr_policy(search: GTCFR, values: ExactValueFunction) -> dict:
-    search.cfr.root_reach = search._root_reach(average=True)
-    search.cfr.evaluate_average()  # solves every leaf for the average ranges
-    table = dict(search.average_policy())
-    for leaf in search.cfr.leaves:
-        table.update(values.solver_for(search.tree.nodes[leaf]).average_policy())
-    return table
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--game", default="leduc_poker")
     ap.add_argument("--checkpoints", default="10,30,100", help="CFR iterations at which to measure")
     ap.add_argument("--c", type=float, default=1.0, help="GT-CFR expansions per CFR iteration")
     ap.add_argument("--solve", type=int, default=100, help="CFR+ iterations per exact leaf query")
+    ap.add_argument("--cold", action="store_true", help="solve every leaf query from scratch (no warm start)")
+    ap.add_argument("--tolerance", type=float, default=None,
+                    help="keep solving a leaf until its subgame's exploitability (chips) is at most this")
     ap.add_argument("--seed", type=int, default=0, help="GT-CFR's expansion sampling")
     ap.add_argument("--out", default="gtcfr_exact")
     args = ap.parse_args(argv)
@@ -81,7 +79,8 @@ def main(argv=None) -> int:
     solvers_seconds = time.time() - start
 
     start = time.time()
-    values = ExactValueFunction(game, iterations=args.solve, warm_start=False)
+    values = ExactValueFunction(game, iterations=args.solve, warm_start=not args.cold, tolerance=args.tolerance,
+                                average_policies=True)
     root = PublicTree(game, max_depth=0).nodes[0]
     tree = SearchTree(game, root, public_observation_function(game))
     tree.expand(0)
@@ -96,7 +95,7 @@ def main(argv=None) -> int:
                 done = target
         search.iterate()
         if t in checkpoints:
-            rows["gtcfr_exact"].append((t, expl(gtcfr_policy(search, values))))
+            rows["gtcfr_exact"].append((t, expl(search.full_average_policy())))
             sizes.append((t, len(tree.nodes), len(search.cfr.leaves)))
             print(f"t={t}: GT-CFR exact {rows['gtcfr_exact'][-1][1]:.2f} mbb/h, tree {len(tree.nodes)} "
                   f"public states ({len(search.cfr.leaves)} leaves), {time.time() - start:.0f} s", flush=True)
@@ -105,13 +104,16 @@ def main(argv=None) -> int:
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})"
     command = "python benchmarks/gtcfr_exact.py " + " ".join(argv if argv is not None else sys.argv[1:])
     result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
-              "seed": args.seed, "machine": machine, "command": command, "mbb_per_hand": rows,
+              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine, "command": command, "mbb_per_hand": rows,
               "tree_sizes": sizes, "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
     lines = [f"# GT-CFR with exact leaf values on {args.game}", "",
              f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
-             f"{args.solve} CFR+ iterations per query (cold start).", "",
+             f"{args.solve} CFR+ iterations per query ({'cold' if args.cold else 'warm'} start"
+             + (f", then more until the subgame's exploitability is at most {args.tolerance:g} chips" if args.tolerance
+                else "") + "), best-response values; GT-CFR's policy: Theorem 1's average "
+             "(`GTCFR.full_average_policy`).", "",
              "| iterations | simultaneous CFR+ (whole tree) | OpenSpiel CFRPlusSolver (alternating) | "
              "GT-CFR, exact leaves | GT-CFR tree (public states / leaves) |", "|---|---|---|---|---|"]
     for i, t in enumerate(checkpoints):

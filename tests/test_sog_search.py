@@ -5,16 +5,18 @@ re-solving"; "Performance guarantees for continual re-solving")."""
 import numpy as np
 import pytest
 from open_spiel.python.algorithms import cfr as openspiel_cfr
+from open_spiel.python.algorithms import expected_game_score
+from open_spiel.python.algorithms import exploitability as openspiel_exploitability
 
 from polyzero.cli import main
 from polyzero.games import load_game
 from polyzero.games.public_states import (DECISION, PublicTree, PublicTreeTooLarge, public_observation_function,
                                           public_state_at)
-from polyzero.sog.exploitability import player_exploitability
+from polyzero.sog.exploitability import player_exploitability, tabular_from
 from polyzero.sog.gtcfr import GTCFR, Gadget, SearchTree, SoGSettings
 from polyzero.sog.players import sog_reference_player
 from polyzero.sog.resolve import ResolvingSearcher, SoGPlayer, parse_sog_spec
-from polyzero.sog.values import ExactValueFunction
+from polyzero.sog.values import ExactValueFunction, Query
 
 
 def full_search_tree(game):
@@ -57,23 +59,83 @@ def test_gtcfr_on_the_full_tree_equals_openspiel_simultaneous_cfr_plus(spec, ite
 
 def test_depth_limited_gtcfr_on_kuhn_converges_to_the_game_value():
     """d = 1: the root and its children, the children valued by the exact solver
-    for the current ranges (CFR-D style); the first player's value -> -1/18."""
+    for the current ranges (CFR-D style). Theorem 1's policy (CFR-D's average: the
+    tree's averaged CFR policy plus, below the frontier, the leaf solves averaged
+    with weight t x own reach) is then the whole game's policy: the first player's
+    value -> -1/18, and it is nearly unexploitable."""
     game = load_game("kuhn_poker")
     root = PublicTree(game, max_depth=0).nodes[0]
     tree = SearchTree(game, root, public_observation_function(game))
     tree.expand(0)
-    values = ExactValueFunction(game, iterations=50, warm_start=False)
+    values = ExactValueFunction(game, iterations=50, average_policies=True)
     search = GTCFR(tree, values, SoGSettings(max_depth=1), np.random.default_rng(0))
-    for _ in range(250):
+    for _ in range(100):
         search.iterate()
     assert len(tree.nodes) == 3 and len(search.cfr.leaves) == 2
-    search.cfr.root_reach = search._root_reach(average=True)
+    policy = search.full_average_policy()
+    assert len(policy) == 12 and all(abs(sum(p.values()) - 1) < 1e-9 for p in policy.values())
+    table = tabular_from(game, policy)
+    value = expected_game_score.policy_value(game.new_initial_state(), [table, table])[0]
+    assert value == pytest.approx(-1 / 18, abs=1e-3)  # measured -0.05546
+    # measured 3.3e-3; uniform play 0.46; the leaves solved once for the average ranges 0.08
+    assert openspiel_exploitability.exploitability(game, table) < 1e-2
+    # Only the regret update phases add to the sums: reading values adds nothing.
+    before = {k: dict(v) for k, v in values.policy_sums.items()}
     search.cfr.evaluate_average()
-    value = search.cfr.root_value()[0]
-    assert value == pytest.approx(-1 / 18, abs=1e-3)  # measured -0.0565 (error 9e-4)
+    assert values.policy_sums == before
     # Expansion in depth-limited mode never goes below depth 1.
     search.expansion_phase(5)
     assert len(tree.nodes) == 3
+    # A leafless tree's full average is its own average; without policy sums, no full average.
+    full = GTCFR(full_search_tree(game), ExactValueFunction(game, average_policies=True),
+                 SoGSettings(simulations=0), np.random.default_rng(0))
+    for _ in range(5):
+        full.iterate()
+    mine, expected = full.full_average_policy(), full.average_policy()
+    assert mine.keys() == expected.keys()
+    assert all(mine[k] == pytest.approx(expected[k]) for k in mine)
+    with pytest.raises(ValueError, match="policy sums"):
+        GTCFR(tree, ExactValueFunction(game), SoGSettings(), np.random.default_rng(0)).full_average_policy()
+
+
+@pytest.mark.parametrize("inherit", [True, False])
+def test_a_node_joining_the_tree_starts_from_its_leaf_solvers_regrets(inherit):
+    game = load_game("kuhn_poker")
+    root = PublicTree(game, max_depth=0).nodes[0]
+    tree = SearchTree(game, root, public_observation_function(game))
+    tree.expand(0)
+    values = ExactValueFunction(game, iterations=20)
+    search = GTCFR(tree, values, SoGSettings(inherit_regrets=inherit), np.random.default_rng(0))
+    for _ in range(3):
+        search.iterate()
+    leaf = search.cfr.leaves[0]
+    solver = values.solver_for(tree.nodes[leaf])
+    infos = len(tree.nodes[leaf].info_states[tree.nodes[leaf].player])
+    expected = solver.cumulative_regret[:infos, :2].copy() if inherit else np.zeros((infos, 2))
+    assert inherit is False or expected.any()
+    tree.expand(leaf)
+    search.cfr.sync()
+    d = search.cfr.decisions[leaf]
+    assert d.actions == [0, 1]
+    assert np.array_equal(d.cumulative_regret, expected)
+    assert np.allclose(d.policy.sum(axis=1), 1.0)
+
+
+def test_exact_leaf_values_are_best_response_values():
+    """Each player's values are those of its best response to the other's solved
+    policy: never below the average policies' values, and above them where the
+    opponent's range gives a state no weight (the solve there is arbitrary)."""
+    game = load_game("kuhn_poker")
+    node = public_state_at(game, play(game, [0, 1]))  # cards dealt, before the first bet
+    ranges = [np.ones(len(node.info_states[0])), np.ones(len(node.info_states[1]))]
+    ranges[1][:] = [1.0, 0.0, 0.0]  # the second player only ever holds its first card
+    query = [Query(node, ranges)]
+    br = ExactValueFunction(game, iterations=200, warm_start=False).evaluate(query)[0].values
+    avg = ExactValueFunction(game, iterations=200, warm_start=False,
+                             best_response_values=False).evaluate(query)[0].values
+    for p in range(2):
+        assert (br[p] >= avg[p] - 1e-9).all()
+    assert (br[1][1:] > avg[1][1:] + 1e-3).any()  # zero-range holdings could do better
 
 
 def test_expansion_grows_the_tree_below_the_root_to_the_whole_kuhn_tree():

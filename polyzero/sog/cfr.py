@@ -84,11 +84,15 @@ class PublicTreeCFR:
     subgame starts from; ones for the whole game). `leaf_values(indices, reaches)`
     gives the per-world values [W, players] of leaves (non-terminal nodes without
     children) from their reach [W, players]; the whole batch comes in one call.
+    `initial_regrets(index, actions)` may give a decision node that joins the tree
+    its starting cumulative regrets ([acting player's infos, actions]; None: zeros).
     """
 
     def __init__(self, tree: PublicTree, root_reach: np.ndarray | None = None,
-                 leaf_values: LeafValuesFn | None = None):
+                 leaf_values: LeafValuesFn | None = None,
+                 initial_regrets: Callable[[int, list[int]], np.ndarray | None] | None = None):
         self.tree = tree
+        self.initial_regrets = initial_regrets
         self.num_players = tree.num_players
         self.iteration = 0
         self.decisions: dict[int, _Decision] = {}
@@ -130,6 +134,9 @@ class PublicTreeCFR:
                         j = new.actions.index(action)
                         new.cumulative_regret[:, j] = old.cumulative_regret[:, k]
                         new.cumulative_policy[:, j] = old.cumulative_policy[:, k]
+                    new.policy = regret_matching(new.cumulative_regret, new.legal)
+                elif self.initial_regrets is not None and (start := self.initial_regrets(index, new.actions)) is not None:
+                    new.cumulative_regret = np.where(new.legal, start, 0.0)
                     new.policy = regret_matching(new.cumulative_regret, new.legal)
                 self.decisions[index] = new
             else:

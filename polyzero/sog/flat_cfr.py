@@ -219,6 +219,10 @@ class FlatCFR:
         out[[w.info_states[player] for w in node.worlds]] = self.reach[self._worlds(index), player]
         return out
 
+    def root_columns(self) -> dict[int, int]:
+        """{action: column} of the root's rows (the root's actions in sorted order)."""
+        return {a: k for k, a in enumerate(self._row_actions[0])} if self._row_actions else {}
+
     def root_average_policy(self, num_actions: int) -> np.ndarray | None:
         """The acting player's average policy at a decision root, [infos, num_actions]."""
         root = self.tree.nodes[0]

@@ -67,6 +67,9 @@ class SoGSettings:
     alpha: float = 0.5  # re-solving: opponent range alpha r + (1 - alpha) r_prev
     min_iterations: int = 1  # CFR iterations when s / c rounds to fewer
     solve_iterations: int = 100  # the exact value function's CFR+ iterations per leaf query
+    # A node joining the tree starts from the regrets the value function's solver of
+    # its subgame reached there (ExactValueFunction), not from zero.
+    inherit_regrets: bool = True
 
     def iterations(self) -> int:
         if self.simulations <= 0:
@@ -205,7 +208,8 @@ class GTCFR:
         self._shortcut: dict[int, np.ndarray] = {}
         self.value_calls = 0  # public belief states sent to the value function
         self.expansions = 0
-        self.cfr = PublicTreeCFR(tree, self._root_reach(), self._leaf_values)
+        self.cfr = PublicTreeCFR(tree, self._root_reach(), self._leaf_values,
+                                 self._inherited_regrets if settings.inherit_regrets else None)
 
     # -- the regret update phase --------------------------------------------------
 
@@ -227,7 +231,7 @@ class GTCFR:
                 ranges = [np.ones(len(s)) for s in node.info_states]
             else:
                 ranges = [_ranges_from_reach(node, reach, p) for p in range(self.num_players)]
-            queries.append(Query(node, ranges))
+            queries.append(Query(node, ranges, self._query_weight))
             asked.append((index, reach if not self.perfect_information else np.ones_like(reach)))
         if queries:
             self.value_calls += len(queries)
@@ -241,11 +245,18 @@ class GTCFR:
                 out[index] = values
         return [out[i] for i in indices]
 
+    def _inherited_regrets(self, index: int, actions: list[int]) -> np.ndarray | None:
+        return self.value_fn.regrets_at(self.tree.nodes[index], actions)
+
     def iterate(self) -> None:
         """One CFR iteration over the current tree (and the gadget, if any)."""
         self.cfr.sync()
         self.cfr.root_reach = self._root_reach()
-        self.cfr.iterate()
+        self._query_weight = self.cfr.iteration + 1  # this iteration's linear-averaging weight
+        try:
+            self.cfr.iterate()
+        finally:
+            self._query_weight = 0.0
         if self.gadget is not None:
             node = self.tree.nodes[0]
             ranges = list(self.root_ranges)
@@ -405,11 +416,34 @@ class GTCFR:
             + 1e-9 * self.rng.random(len(legal))
 
     _virtual: dict = {}
+    _query_weight: float = 0.0
 
     # -- results -------------------------------------------------------------------
 
     def average_policy(self) -> dict[str, dict[int, float]]:
         return self.cfr.average_policy()
+
+    def full_average_policy(self) -> dict[str, dict[int, float]]:
+        """The search's policy over the whole game below its root, the average
+        policy of Theorem 1 (CFR-D's, Burch et al. 2014): at each information
+        state, the linearly averaged CFR policy of the iterations it spent inside
+        the tree plus the averaged leaf solves of the iterations it spent below
+        the frontier (`ValueFunction.policy_sums`, e.g.
+        `ExactValueFunction(average_policies=True)`)."""
+        if self.value_fn.policy_sums is None:
+            raise ValueError("the value function keeps no policy sums below the leaves "
+                             "(use ExactValueFunction(average_policies=True))")
+        sums = {name: dict(row) for name, row in self.value_fn.policy_sums.items()}
+        for index, d in self.cfr.decisions.items():
+            for i, name in enumerate(self.tree.nodes[index].info_states[d.player]):
+                row = sums.setdefault(name, {})
+                for k in np.flatnonzero(d.legal[i]):
+                    row[d.actions[k]] = row.get(d.actions[k], 0.0) + d.cumulative_policy[i, k]
+        out = {}
+        for name, row in sums.items():
+            total = sum(row.values())
+            out[name] = {a: (v / total if total > 0 else 1.0 / len(row)) for a, v in row.items()}
+        return out
 
     def summary(self) -> "Summary":
         """Ranges and counterfactual values at every public state of the tree under

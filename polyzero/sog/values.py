@@ -37,6 +37,9 @@ class Query:
 
     public_state: PublicState
     ranges: list[np.ndarray]
+    # The query's weight in its search's average policy: t for the leaves of CFR
+    # iteration t (linear averaging), 0 when the values are only read.
+    weight: float = 0.0
 
 
 @dataclass
@@ -46,7 +49,20 @@ class Evaluation:
 
 
 class ValueFunction(ABC):
-    """Counterfactual values (and optional priors) for a batch of public belief states."""
+    """Counterfactual values (and optional priors) for a batch of public belief states.
+
+    A value function that solves the subgames below the leaves may also keep
+    `policy_sums` ({information state: {legal action: sum of weight x own reach x
+    policy}}) so that the search can report its whole policy (`GTCFR.full_average_policy`).
+    """
+
+    policy_sums: dict[str, dict[int, float]] | None = None
+
+    def regrets_at(self, node: PublicState, actions: list[int]) -> np.ndarray | None:
+        """Cumulative regrets [acting player's information states, `actions`] that a
+        solve of the subgame below `node` reached at its root, for the node joining
+        the search tree (None: it starts from zero, as with a network)."""
+        return None
 
     @abstractmethod
     def evaluate(self, queries: list[Query]) -> list[Evaluation]:
@@ -99,9 +115,22 @@ class ExactValueFunction(ValueFunction):
     """A leaf's subgame solved by CFR+ for the given ranges.
 
     Each query runs `iterations` iterations of public-tree CFR (`FlatCFR`) on the leaf's whole
-    subtree, with the ranges fixed at its root, and returns the counterfactual
-    values of the average policies (and the acting player's average policy as
-    the prior). With `warm_start` (default) a public state's solver keeps its
+    subtree, with the ranges fixed at its root, and returns each player's
+    counterfactual values when it best-responds to the other's average policy
+    (and the acting player's average policy as the prior). Best-response values
+    are the safe ones (the values a re-solving gadget uses): where a range puts
+    no weight, the average policies' values are arbitrary and can hide what a
+    player gains by steering into the subgame (with them, GT-CFR's Leduc
+    exploitability after 100 iterations was 6x higher, `docs/student_of_games.md`).
+    `best_response_values=False` returns the average policies' values instead.
+
+    With `average_policies`, the solves are also averaged the way CFR-D does
+    (Burch et al. 2014; the policy of the paper's Theorem 1): each query adds its
+    weight x own reach x the solved policy to `policy_sums`, so the frontier's
+    subgames get the linearly averaged policy of the iterations that queried
+    them.
+
+    With `warm_start` (default) a public state's solver keeps its
     cumulative regrets from the previous query (the ranges of consecutive GT-CFR
     iterations differ little); the average restarts at each query. With
     `tolerance`, it keeps solving in chunks of `iterations` until the subgame's
@@ -110,8 +139,11 @@ class ExactValueFunction(ValueFunction):
     """
 
     def __init__(self, game: pyspiel.Game, iterations: int = 100, warm_start: bool = True,
-                 tolerance: float | None = None, max_iterations: int = 10_000):
+                 tolerance: float | None = None, max_iterations: int = 10_000,
+                 best_response_values: bool = True, average_policies: bool = False):
         self.game = game
+        self.best_response_values = best_response_values
+        self.policy_sums = {} if average_policies else None
         self.iterations = iterations
         self.warm_start = warm_start
         self.tolerance = tolerance
@@ -152,8 +184,35 @@ class ExactValueFunction(ValueFunction):
             self.queries += 1
             node = q.public_state
             solver = self.solve(node, q.ranges)
-            values = [solver.counterfactual_values(0, p) for p in range(self.game.num_players())]
+            if self.policy_sums is not None and q.weight:
+                self._accumulate(solver, q.weight)
+            values = []
+            for p in range(self.game.num_players()):
+                if self.best_response_values:
+                    solver.evaluate_average(best_response=p)
+                values.append(solver.counterfactual_values(0, p))
             policy = solver.root_average_policy(self.num_actions)
             out.append(Evaluation(values, policy))
         return out
+
+    def regrets_at(self, node: PublicState, actions: list[int]) -> np.ndarray | None:
+        solver = self._solvers.get(node.key)
+        if solver is None or not solver.iteration:
+            return None
+        infos = len(node.info_states[node.player])
+        columns = solver.root_columns()
+        out = np.zeros((infos, len(actions)))
+        for j, action in enumerate(actions):
+            if action in columns:
+                out[:, j] = solver.cumulative_regret[:infos, columns[action]]
+        return out
+
+    def _accumulate(self, solver: FlatCFR, weight: float) -> None:
+        """policy_sums += weight x own reach x average policy, for every information
+        state of the subgame (the solver's last walk is of its average policies)."""
+        policy = solver.average() * (weight * solver.reach[solver._first_world, solver._row_player])[:, None]
+        for row, (name, actions) in enumerate(zip(solver._row_names, solver._row_actions)):
+            sums = self.policy_sums.setdefault(name, {})
+            for k in np.flatnonzero(solver.legal[row]):
+                sums[actions[k]] = sums.get(actions[k], 0.0) + policy[row, k]
 
