@@ -19,6 +19,12 @@ Phases (each resumable: re-running continues where it stopped):
           a chunk. Evaluation time is not training time.
   report  benchmarks/results/connect_four_alphazero.{json,md,png}.
 
+The polyzero arm can run another search or settings of the same AlphaZero
+trainer; --tag names the run so its work directory and report stand apart:
+
+  python benchmarks/connect_four_alphazero.py all --search gumbel --polyzero-set \
+      search.num_simulations=16 --tag gumbel16   # -> connect_four_alphazero_gumbel16.*
+
 Targets (the issue): >= 90% vs MCTS-Solver 1x and >= 60% vs 10x within 60 minutes
 of training, ahead of OpenSpiel's AlphaZero at every equal wall-clock point.
 """
@@ -29,6 +35,7 @@ import datetime as dt
 import json
 import os
 import platform
+import shlex
 import signal
 import statistics
 import subprocess
@@ -169,6 +176,8 @@ def train_polyzero(args, work: Path, arm: str = "polyzero") -> None:
     """polyzero's AlphaZero (arm `polyzero`) or MuZero (arm `muzero`, the
     `connect_four_muzero` benchmark) with its shipped Connect Four preset."""
     train = ["connect_four", "--algo", "alphazero" if arm == "polyzero" else "muzero", "--seed", str(args.seed)]
+    if arm == "polyzero":
+        train += ["--search", args.search] + [x for s in args.polyzero_set for x in ("--set", s)]
     core = args.core_polyzero if arm == "polyzero" else args.core_muzero
     train_segments(work, arm, train, args.budget_min * 60, args.mark_min * 60, core)
 
@@ -327,7 +336,7 @@ def phase_eval(args, work: Path) -> None:
 def _passthrough(args) -> list[str]:
     out = ["--work", str(args.work), "--budget-min", str(args.budget_min), "--mark-min", str(args.mark_min),
            "--games", str(args.games), "--chunk", str(args.chunk), "--seed", str(args.seed),
-           "--arms", ",".join(args.arms)]
+           "--arms", ",".join(args.arms), "--search", args.search, "--tag", args.tag]
     if args.games_10x is not None:
         out += ["--games-10x", str(args.games_10x)]
     if args.deadline:
@@ -462,7 +471,7 @@ def phase_report(args, work: Path) -> dict:
     meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
     games_used = {lv: sorted({p[lv]["games"] for arm in curves for p in curves[arm] if lv in p}) for lv in LEVELS}
     report = {
-        "benchmark": NAME,
+        "benchmark": args.name,
         "generated_utc": utcnow(),
         "machine": machine(),
         "machine_shared": args.shared_note,
@@ -493,6 +502,9 @@ def phase_report(args, work: Path) -> dict:
                            "makes the two arms see the same machine conditions on a shared 2-core VM."
                            % (args.core_polyzero, args.core_openspiel),
             "evaluation_time": "excluded from training time (eval runs after training)",
+            "polyzero_arm": "polyzero train connect_four --algo alphazero --search "
+                            + shlex.join([args.search] + [x for s in args.polyzero_set for x in ("--set", s)])
+                            + " (shipped preset; the agent evaluates with the same search)",
         },
         "network": "both arms: residual tower of 3 blocks x 64 channels (polyzero preset net.blocks=3, "
                    "channels=64; OpenSpiel nn_model=resnet, nn_depth=3, nn_width=64)",
@@ -516,14 +528,14 @@ def phase_report(args, work: Path) -> dict:
         "notes": args.note or [],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{NAME}.json").write_text(json.dumps(report, indent=1) + "\n")
-    plot(curves, RESULTS / f"{NAME}.png")
-    (RESULTS / f"{NAME}.md").write_text(markdown(report))
-    print(f"wrote {RESULTS / NAME}.json/.md/.png")
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(report, indent=1) + "\n")
+    plot(curves, RESULTS / f"{args.name}.png", args.search)
+    (RESULTS / f"{args.name}.md").write_text(markdown(report))
+    print(f"wrote {RESULTS / args.name}.json/.md/.png")
     return report
 
 
-def plot(curves: dict, path: Path) -> None:
+def plot(curves: dict, path: Path, search: str = "puct") -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -538,7 +550,7 @@ def plot(curves: dict, path: Path) -> None:
             lo = [p[lv]["score"] - p[lv]["ci95"][0] for p in pts]
             hi = [p[lv]["ci95"][1] - p[lv]["score"] for p in pts]
             ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=color,
-                        label={"polyzero": "polyzero AlphaZero", "openspiel": "OpenSpiel AlphaZero",
+                        label={"polyzero": f"polyzero AlphaZero ({search})", "openspiel": "OpenSpiel AlphaZero",
                                "muzero": "polyzero MuZero"}[arm])
         ax.axhline(0.9 if lv == "1x" else 0.6, ls="--", color="grey", lw=0.8, label="target")
         ax.set_title(f"vs MCTS-Solver {lv} ({LEVELS[lv]} sims); agent at {AGENT_SIMS} sims")
@@ -554,7 +566,7 @@ def plot(curves: dict, path: Path) -> None:
 
 def markdown(r: dict) -> str:
     m = r["machine"]
-    lines = [f"# Benchmark `{NAME}`", "",
+    lines = [f"# Benchmark `{r['benchmark']}`", "",
              f"Generated {r['generated_utc']}. Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', m['cpus'])} "
              f"CPUs ({m.get('Hypervisor vendor', '')} VM), {m.get('mem_total', '')}. {r['machine_shared']}", "",
              f"Seed {r['seed']}; training budget {r['budget_min']:g} min per arm; checkpoints every "
@@ -576,7 +588,7 @@ def markdown(r: dict) -> str:
                 else:
                     cells += ["-", "0"]
             lines.append(f"| {arm} | {p['minutes']:.1f} | {p['learning_step']} | " + " | ".join(cells) + " |")
-    lines += ["", f"![curves]({NAME}.png)", "", "## Targets", ""]
+    lines += ["", f"![curves]({r['benchmark']}.png)", "", "## Targets", ""]
     t = r["targets"]
     for k in ("vs_1x_90pct_within_60min", "vs_10x_60pct_within_60min"):
         v = t[k]
@@ -616,7 +628,7 @@ def markdown(r: dict) -> str:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("phase", choices=["train", "eval", "report", "all", "_eval_worker"])
-    p.add_argument("--work", default=str(ROOT / "runs" / "bench" / NAME), help="run directories and caches")
+    p.add_argument("--work", default=None, help="run directories and caches (default runs/bench/NAME[_TAG])")
     p.add_argument("--budget-min", type=float, default=60.0, help="training wall clock per arm (minutes)")
     p.add_argument("--mark-min", type=float, default=10.0, help="checkpoint every this many minutes")
     p.add_argument("--games", type=int, default=200, help="games per point vs MCTS-Solver 1x")
@@ -631,7 +643,13 @@ def main(argv=None) -> None:
     p.add_argument("--deadline", default=None, help="eval: take no new chunk after HH:MM UTC")
     p.add_argument("--shared-note", default="The machine was shared with other jobs (see the speed probe).")
     p.add_argument("--note", action="append", help="a line for the report's notes (repeatable)")
+    p.add_argument("--search", choices=["puct", "gumbel"], default="puct", help="the polyzero arm's search")
+    p.add_argument("--polyzero-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a `polyzero train --set` for the polyzero arm (repeatable)")
+    p.add_argument("--tag", default="", help="suffix of the run's name: work dir and results NAME_TAG.*")
     args = p.parse_args(argv)
+    args.name = f"{NAME}_{args.tag}" if args.tag else NAME
+    args.work = args.work or str(ROOT / "runs" / "bench" / args.name)
     args.arms = [a for a in args.arms.split(",") if a]
     if args.chunk % 2:
         p.error("--chunk must be even (seats alternate)")
@@ -642,7 +660,7 @@ def main(argv=None) -> None:
         return
     meta_file = work / "meta.json"
     meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"commands": []}
-    meta["commands"].append(f"{utcnow()}: python benchmarks/{NAME}.py " + " ".join(argv or sys.argv[1:]))
+    meta["commands"].append(f"{utcnow()}: python benchmarks/{NAME}.py " + shlex.join(argv or sys.argv[1:]))
     meta_file.write_text(json.dumps(meta, indent=1))
     run_phases(args, work, phase_train, phase_eval, phase_report)
 
