@@ -119,7 +119,13 @@ def _train(args) -> None:
                                     "checkpoint": name, "wall_time": time.time()}) + "\n")
             if mark >= budget:
                 os.kill(os.getpid(), signal.SIGINT)  # alpha_zero() stops its actors and returns
-                return
+                # ... unless the interrupt lands where OpenSpiel swallows it (seen once: the
+                # learner went on waiting for its actor); the marks are written, so end it.
+                time.sleep(120)
+                import multiprocessing
+                for child in multiprocessing.active_children():
+                    child.kill()
+                os._exit(0)
             k += 1
 
     az._init_model_from_config = init_model
