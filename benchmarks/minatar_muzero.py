@@ -3,8 +3,9 @@
     python benchmarks/minatar_muzero.py all --budget-min 30 --episodes 100 --seed 0
 
 Phases (each continues from what WORK already holds, so a run resumes):
-  train   each arm in turn: `polyzero train minatar-breakout --algo muzero`
-          (the shipped preset; Reanalyze adds the paper's Appendix H settings)
+  train   both arms side by side, one core each: `polyzero train
+          minatar-breakout --algo muzero` (the shipped preset, Gumbel root unless
+          --search puct; Reanalyze adds the paper's Appendix H settings)
           for `--budget-min` minutes of wall clock, a checkpoint every
           `--checkpoint-every` learning steps (all kept); stopped with SIGTERM
           (which writes a checkpoint) and continued with --resume on re-runs.
@@ -41,6 +42,10 @@ def _log(msg: str) -> None:
 
 
 def train(args, work: Path) -> None:
+    """Both arms side by side, one process (one torch thread: the preset's `threads`)
+    per core, each for what is left of its budget."""
+    polyzero = str(Path(sys.executable).with_name("polyzero"))
+    running = []
     for arm, extra in ARMS.items():
         run = work / arm
         spent_file = work / f"{arm}.seconds"
@@ -49,24 +54,26 @@ def train(args, work: Path) -> None:
         if left <= 1:
             _log(f"{arm}: budget spent ({spent / 60:.1f} min)")
             continue
-        polyzero = str(Path(sys.executable).with_name("polyzero"))
         if (run / "checkpoints").exists():
             cmd = [polyzero, "train", "--resume", str(run), "--no-progress"]
         else:
             cmd = [polyzero, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
                    "--seed", str(args.seed)]
             for o in extra + ["train.steps=1000000", "eval.every=0", "eval.final_games=0",
-                              f"train.checkpoint_every={args.checkpoint_every}", "train.keep_checkpoints=100000"]:
+                              f"train.checkpoint_every={args.checkpoint_every}", "train.keep_checkpoints=100000",
+                              f"search.kind={args.search}"]:
                 cmd += ["--set", o]
         _log(f"{arm}: training {left / 60:.1f} min: {' '.join(cmd)}")
-        t0 = time.time()
-        with open(work / f"{arm}.log", "a") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=log)
-            try:
-                proc.wait(timeout=left)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait()
+        log = open(work / f"{arm}.log", "a")
+        running.append((subprocess.Popen(cmd, stdout=log, stderr=log), log, time.time(), left, spent,
+                        spent_file))
+    for proc, log, t0, left, spent, spent_file in running:
+        try:
+            proc.wait(timeout=max(0.0, t0 + left - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
+        log.close()
         spent_file.write_text(str(spent + time.time() - t0))
 
 
@@ -113,6 +120,7 @@ def report(args, work: Path) -> dict:
     random.pop("returns", None)
     result = {
         "benchmark": "minatar_muzero", "game": GAME, "seed": args.seed, "budget_min": args.budget_min,
+        "search": args.search,
         "episodes": args.episodes, "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
         "random": random, "curves": curves,
@@ -133,8 +141,9 @@ def _targets(curves, random) -> dict:
 
 def _markdown(r: dict) -> str:
     lines = ["# Benchmark `minatar_muzero`", "",
-             f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset), {r['budget_min']:g} minutes "
-             f"of training wall clock per arm, one after the other, seed {r['seed']}.", "",
+             f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset, {r['search']} root search), "
+             f"{r['budget_min']:g} minutes of training wall clock per arm, the two arms side by side on "
+             f"one core each, seed {r['seed']}.", "",
              f"- machine: {r['machine']}", f"- command: `python benchmarks/{r['command']}`",
              f"- evaluation: mean return over {r['episodes']} episodes, no noise, most-visited action; "
              f"normal 95% interval",
@@ -186,6 +195,8 @@ def main(argv=None) -> None:
     p.add_argument("--checkpoint-every", type=int, default=25, help="learning steps between checkpoints")
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--search", choices=["gumbel", "puct"], default="gumbel",
+                   help="root search of both arms (the preset's gumbel; puct is MuZero's own)")
     args = p.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     if args.phase in ("train", "all"):

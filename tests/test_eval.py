@@ -210,6 +210,14 @@ def test_plot_runs_overlay(tmp_path):
     assert {p.name for p in paths} == {"losses.png", "scores.png"}
 
 
+def test_plot_selfplay_returns_alone(tmp_path):
+    """A one-player run trained without evaluations still gets its returns plot."""
+    recs = [{"step": s, "time": 10.0 * s, "kind": "train", "loss/total": 1.0, "selfplay/mean_return": 0.1 * s}
+            for s in range(1, 6)]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    assert "returns.png" in {p.name for p in plot_run(tmp_path)}
+
+
 def test_plot_empty(tmp_path):
     with pytest.raises(UsageError, match="no metrics in .*metrics.jsonl"):
         plot_run(tmp_path)

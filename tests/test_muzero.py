@@ -343,6 +343,10 @@ def test_short_cartpole_run_reaches_150(tmp_path):
 
     trainer.evaluate = evaluate_and_stop
     trainer.run()
-    returns = [r["eval/return/mean"] for r in read_metrics(tmp_path / "cartpole") if r["kind"] == "eval"]
+    records = read_metrics(tmp_path / "cartpole")
+    returns = [r["eval/return/mean"] for r in records if r["kind"] == "eval"]
     print(f"cartpole mean returns over 20 episodes: untrained {before:.1f}, then {returns}")
     assert before < 50 and max(returns) >= 150
+    # Self-play's own mean return per step (CartPole pays 1 per step of an episode of 8 to 500).
+    train = [r for r in records if r["kind"] == "train" and r["selfplay/games_per_step"]]
+    assert train and all(5 <= r["selfplay/mean_return"] <= 500 for r in train)

@@ -116,11 +116,17 @@ def _plot_band(axes, records, prefix: str, value_key: str, name: str,
 
 
 def _plot_returns(runs: dict[str, list[dict]], path: Path) -> Path | None:
-    """Single-agent runs: the mean episode return of the evaluations, 95% CI."""
+    """Single-agent runs: the mean episode return of the evaluations, 95% CI, and
+    thinly the mean return of the self-play episodes that ended in each learning step."""
     plt, fig, axes = _figure()
     for label, records in runs.items():
         if any("eval/return/mean" in r for r in records):
             _plot_band(axes, records, "eval/return", "mean", "mean return" if len(runs) == 1 else label)
+        steps, mins, selfplay = _series(records, "selfplay/mean_return")
+        if selfplay:
+            name = "self-play" if len(runs) == 1 else f"{label} self-play"
+            for ax, xs in ((axes[0], steps), (axes[1], mins)):
+                ax.plot(xs, selfplay, linewidth=0.7, alpha=0.6, label=name)
     if not axes[0].lines:
         plt.close(fig)
         return None

@@ -254,6 +254,9 @@ class Trainer(RunDirectory):
                 sp["selfplay/positions_per_s"] = (stats["positions"] - sp0["positions"]) / dt
                 sp["selfplay/simulations_per_s"] = (stats["simulations"] - sp0["simulations"]) / dt
                 sp["selfplay/games_per_step"] = stats["games"] - sp0["games"]  # Go-Exploit Section 6.2
+                if self.game.num_players() == 1 and sp["selfplay/games_per_step"]:
+                    sp["selfplay/mean_return"] = ((stats["return_sum"] - sp0["return_sum"])
+                                                  / sp["selfplay/games_per_step"])
                 sp.update(control)
                 runtime = self._runtime_metrics(dt)
                 log.log("train", self.step, self._now(), {**loss, **sp, **runtime,

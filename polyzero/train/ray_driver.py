@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .driver import Trainer
+from .selfplay import new_stats
 
 
 def _import_ray():
@@ -214,7 +215,7 @@ class RayTrainer(Trainer):
         self.num_workers = workers
         self.ray_address = ray_address
         self.weights_every = cfg.ray.weights_every
-        self.totals = {"games": 0, "positions": 0, "searches": 0, "simulations": 0}
+        self.totals = new_stats()
         self.failures = 0
         self.staleness: list[int] = []
         self.worker_seconds = 0.0

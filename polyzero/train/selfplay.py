@@ -28,6 +28,12 @@ class _Slot:
     start_len: int = 0  # length of the start state's history (replayed as is on resume)
 
 
+def new_stats() -> dict:
+    """Self-play counters; `return_sum` adds up player 0's returns over finished games
+    (a one-player game's mean self-play return is its change over the change in games)."""
+    return {"games": 0, "positions": 0, "searches": 0, "simulations": 0, "return_sum": 0.0}
+
+
 class SelfPlayActor:
     def __init__(self, algo, game, cfg, evaluate, seed: int):
         self.algo = algo
@@ -43,7 +49,7 @@ class SelfPlayActor:
         self.chunk_length = getattr(algo, "chunk_length", 0)
         self.chunk_overlap = getattr(algo, "chunk_overlap", 0)
         self.slots = [self._new_slot() for _ in range(cfg.selfplay.concurrent_games)]
-        self.stats = {"games": 0, "positions": 0, "searches": 0, "simulations": 0}
+        self.stats = new_stats()
 
     def start_state(self):
         """Where a new self-play game starts (Go-Exploit overrides this)."""
@@ -114,6 +120,7 @@ class SelfPlayActor:
                 finished.append(traj)
                 self.stats["games"] += 1
                 self.stats["positions"] += len(traj.actions)
+                self.stats["return_sum"] += float(traj.returns[0])
                 self.slots[i] = self._new_slot()
             elif self.chunk_length and len(traj.actions) >= self.chunk_length + self.chunk_overlap:
                 finished.append(traj.split_chunk(self.chunk_length, self.chunk_overlap))
@@ -142,7 +149,7 @@ class SelfPlayActor:
         """Restore the games in flight; a checkpoint without them (written by the
         Ray driver, whose workers keep theirs) leaves freshly started games."""
         self.rng.bit_generator.state = meta["rng"]
-        self.stats = dict(meta["stats"])
+        self.stats = {**new_stats(), **meta["stats"]}  # checkpoints from before return_sum
         if not meta["slots"]:
             return
         slots = []
