@@ -158,8 +158,8 @@ def _markdown(r: dict) -> str:
     t = r["targets"]
     lines += ["", "Targets: at least 5x the random policy's return: " +
               ", ".join(f"{a} {'met' if ok else 'not met'} (best {t['best_mean_return'][a]:.2f})"
-                        for a, ok in t["at_least_5x_random"].items()),
-              "; Reanalyze ahead of plain MuZero at equal environment steps: compare the rows above.",
+                        for a, ok in t["at_least_5x_random"].items())
+              + "; Reanalyze ahead of plain MuZero at equal environment steps: compare the rows above.",
               "", "![curves](minatar_muzero.png)", ""]
     return "\n".join(lines)
 
