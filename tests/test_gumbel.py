@@ -6,7 +6,7 @@ import pytest
 from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.search import kernels
-from polyzero.search.gumbel import gumbel_search, sequential_halving_schedule
+from polyzero.search.gumbel import gumbel_search, root_outputs, sequential_halving_schedule
 from polyzero.search.learned import LearnedModel
 from polyzero.search.mcts import Expansion, search
 from polyzero.search.params import SearchParams
@@ -151,6 +151,13 @@ def test_mixed_value_and_completed_q_by_hand():
     kernels.completed_sigma(q, visits, prior, legal, 0.1, 1, -1.0, 1.0, 50.0, 0.1, out)
     np.testing.assert_allclose(out, 5.2 * np.array([1.0, 0.0, 0.375 / 0.7, 0.375 / 0.7]), rtol=1e-6)
 
+    # tree min-max: the tree's range [-1.2, 0.8] (passed as vmin, vmax) holds the node's
+    # Q and v_mix, so it is the span: (q + 1.2) / 2 -> (0.85, 0.5, 0.6875, 0.6875).
+    kernels.completed_sigma(q, visits, prior, legal, 0.1, 3, -1.2, 0.8, 50.0, 0.1, out)
+    np.testing.assert_allclose(out, 5.2 * np.array([0.85, 0.5, 0.6875, 0.6875]), rtol=1e-6)
+    # ... and is widened by them when it does not (the tree's range before any backup).
+    kernels.completed_sigma(q, visits, prior, legal, 0.1, 3, np.inf, -np.inf, 50.0, 0.1, out)
+    np.testing.assert_allclose(out, 5.2 * np.array([1.0, 0.0, 0.375 / 0.7, 0.375 / 0.7]), rtol=1e-6)
 
 def test_minmax_variants_differ_when_every_legal_action_is_visited():
     q = np.array([0.5, -0.2, 0.0])
@@ -219,6 +226,24 @@ def _star(prior, q, raw_value=0.0):
         t.reward[0, i + 1] = q[i]
         t.visits[0, i + 1] = 1
     return t
+
+
+def test_tree_normalisation_reads_the_trees_min_max():
+    """gumbel_q_normalisation = "tree": pi' maps Q to [0, 1] by the tree's Eq. 5
+    range (here wider than the root's own Q)."""
+    prior = np.array([0.4, 0.3, 0.2, 0.1], np.float32)
+    q = np.array([0.1, 0.2, -0.1, 0.0])
+    t = _star(prior, q, raw_value=0.05)
+    t.q_min[0], t.q_max[0] = -0.9, 1.1  # values seen deeper in the tree
+    params = _gumbel(8, gumbel_q_normalisation="tree", c_scale=0.1)
+    logits = np.log(prior.astype(np.float64))[None]
+    policy, _ = root_outputs(t, params, logits, np.zeros((1, 4)))
+    sigma = (50 + 1) * 0.1 * (q + 0.9) / 2.0
+    np.testing.assert_allclose(policy[0], masked_softmax(logits[0] + sigma, np.ones(4, bool)), atol=1e-6)
+    # Per-node min-max would stretch the same Q gap of 0.3 over the whole [0, 1].
+    per_node, _ = root_outputs(t, _gumbel(8, gumbel_q_normalisation="minmax", c_scale=0.1), logits,
+                               np.zeros((1, 4)))
+    assert per_node[0].max() > policy[0].max() + 0.2
 
 
 def test_deterministic_selection_tracks_the_improved_policy():
@@ -324,7 +349,7 @@ def test_learned_model_search(kind):
 @pytest.mark.parametrize("override, key", [
     ("search.kind=gumble", "search.kind"),
     ("search.policy_loss=kl2", "search.policy_loss"),
-    ("search.gumbel_q_normalisation=tree", "search.gumbel_q_normalisation"),
+    ("search.gumbel_q_normalisation=forest", "search.gumbel_q_normalisation"),
     ("search.max_considered_actions=0", "search.max_considered_actions"),
     ("search.c_visit=-1.0", "search.c_visit"),
     ("search.eval_gumbel_scale=-0.5", "search.eval_gumbel_scale"),

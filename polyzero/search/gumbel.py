@@ -103,7 +103,7 @@ def root_outputs(tree: Tree, params: SearchParams, logits: np.ndarray,
     action = np.zeros(batch, np.int64)
     kernels.gumbel_root_outputs(
         tree.children, tree.visits, tree.value, tree.raw_value, tree.reward, tree.discount,
-        tree.prior, tree.legal, logits, gumbel, params.gumbel_norm, params.value_min,
+        tree.prior, tree.legal, tree.q_min, tree.q_max, logits, gumbel, params.gumbel_norm, params.value_min,
         params.value_max, params.c_visit, params.c_scale, policy, action)
     return policy.astype(np.float32), action
 

@@ -179,6 +179,7 @@ def _select_paths_range(lo, hi, children, visits, value, raw_value, reward, disc
     n_buf = np.empty(num_actions)
     s_buf = np.empty(num_actions)
     for b in range(lo, hi):
+        glo, ghi = _sigma_bounds(gumbel_norm, q_min, q_max, b, vmin, vmax)
         node = 0
         depth = 0
         while True:
@@ -194,11 +195,11 @@ def _select_paths_range(lo, hi, children, visits, value, raw_value, reward, disc
             elif depth == 0 and root_considered[b] >= 0:
                 a = gumbel_root_action(children, visits, value, raw_value, reward, discount,
                                        prior, legal, b, root_gumbel_logits[b], root_considered[b],
-                                       gumbel_norm, vmin, vmax, c_visit, c_scale, q_buf, n_buf,
+                                       gumbel_norm, glo, ghi, c_visit, c_scale, q_buf, n_buf,
                                        s_buf)
             elif rule == 2:
                 a = gumbel_interior_action(children, visits, value, raw_value, reward, discount,
-                                           prior, legal, b, node, gumbel_norm, vmin, vmax,
+                                           prior, legal, b, node, gumbel_norm, glo, ghi,
                                            c_visit, c_scale, q_buf, n_buf, s_buf)
             else:
                 a = best_action(children, visits, value, reward, discount, prior, legal,
@@ -296,6 +297,15 @@ def mixed_value(raw_value, q, visits, prior, legal):
     return _visited_stats(raw_value, q, visits, prior, legal)[0]
 
 
+@nb.njit(cache=True, inline="always")
+def _sigma_bounds(norm, q_min, q_max, b, vmin, vmax):
+    """The [vmin, vmax] that :func:`completed_sigma` takes for tree `b`: the tree's
+    min-max statistics under norm 3, the value bounds otherwise."""
+    if norm == 3:
+        return q_min[b], q_max[b]
+    return vmin, vmax
+
+
 @nb.njit(cache=True)
 def completed_sigma(q, visits, prior, legal, raw_value, norm, vmin, vmax, c_visit, c_scale, out):
     """sigma(completedQ) for every legal action of one node, written into `out`
@@ -305,12 +315,17 @@ def completed_sigma(q, visits, prior, legal, raw_value, norm, vmin, vmax, c_visi
     completedQ(a) = q(a) if N(a) > 0 else v_mix (Eq. 10, Appendix D), mapped to
     [0, 1] (norm 0: by the bounds [vmin, vmax]; 1: min-max over the visited Q and
     v_mix; 2: min-max over the completed Q of every action, illegal ones holding
-    v_mix, as mctx), then sigma(q) = (c_visit + max_b N(b)) * c_scale * q (Eq. 8).
+    v_mix, as mctx; 3: min-max over the whole tree, MuZero's Eq. 5 statistics
+    passed as [vmin, vmax], widened by this node's Q and v_mix), then
+    sigma(q) = (c_visit + max_b N(b)) * c_scale * q (Eq. 8).
     """
     v_mix, max_visits, lo, hi, unvisited = _visited_stats(raw_value, q, visits, prior, legal)
     if norm == 0:
         lo = vmin
         hi = vmax
+    elif norm == 3:
+        lo = min(lo, v_mix, vmin)
+        hi = max(hi, v_mix, vmax)
     elif norm == 1 or unvisited:
         lo = min(lo, v_mix)
         hi = max(hi, v_mix)
@@ -410,8 +425,8 @@ def gumbel_root_action(children, visits, value, raw_value, reward, discount, pri
 
 @nb.njit(cache=True)
 def gumbel_root_outputs(children, visits, value, raw_value, reward, discount, prior, legal,
-                        logits, gumbel, norm, vmin, vmax, c_visit, c_scale, out_policy,
-                        out_action):
+                        q_min, q_max, logits, gumbel, norm, vmin, vmax, c_visit, c_scale,
+                        out_policy, out_action):
     """What a Gumbel root returns after its n simulations, for every tree:
 
     * out_policy: pi' = softmax(logits + sigma(completedQ)) over the legal
@@ -425,8 +440,9 @@ def gumbel_root_outputs(children, visits, value, raw_value, reward, discount, pr
     s_buf = np.empty(num_actions)
     for b in range(children.shape[0]):
         _gather_children(children, visits, value, reward, discount, b, 0, q_buf, n_buf)
-        completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin,
-                        vmax, c_visit, c_scale, s_buf)
+        glo, ghi = _sigma_bounds(norm, q_min, q_max, b, vmin, vmax)
+        completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, glo,
+                        ghi, c_visit, c_scale, s_buf)
         max_visits = -1.0
         top = -np.inf
         for a in range(num_actions):

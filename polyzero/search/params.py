@@ -33,6 +33,11 @@ GUMBEL_Q_NORMALISATIONS = {
     # Per node, min-max over the completed Q of every action, illegal ones
     # included (they hold v_mix): mctx's qtransform_completed_by_mix_value.
     "completed_minmax": 2,
+    # Min-max over the whole tree so far (MuZero's Eq. 5 statistics; Gumbel paper,
+    # Appendix F: "Inside the tree search, the Q-values are normalized"), widened
+    # by the node's Q and v_mix: a Q gap that is small next to the values the tree
+    # has seen stays a small sigma gap, where per-node min-max makes any gap full.
+    "tree": 3,
 }
 
 # The policy loss a Gumbel search's target gives the AlphaZero/MuZero cross-entropy.
