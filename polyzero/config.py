@@ -216,6 +216,7 @@ class MuZeroConfig:
     discount: float = 0.997  # gamma, single-agent (Appendix C); board games use 1
     hidden_size: int = 64  # mlp models: size of the hidden state
     scale_hidden: bool = True  # min-max scale hidden states to [0, 1] (Appendix G)
+    zero_init_heads: bool = False  # value and reward heads start at 0 (not in the paper)
     support: int = 300  # categorical value/reward support -S..S, single-agent (Appendix F)
     value_loss_weight: float = 1.0  # 0.25 with Reanalyze (Appendix H)
     gradient_scaling: bool = True  # 1/K on unrolled steps, 1/2 into the dynamics (Appendix G)

@@ -297,6 +297,29 @@ def test_downsampling_stack_takes_96_by_96_frames_to_6_by_6():
     assert s.shape == s2.shape == (2, 16, 6, 6) and reward.shape == (2, 11)
 
 
+@pytest.mark.parametrize("kind,obs_shape,support", [("resnet", (4, 10, 10), 5), ("mlp", (8,), 5),
+                                                      ("resnet", (4, 10, 10), 0)])
+def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, support):
+    from polyzero.nets.alphazero import NetSpec
+    from polyzero.nets.muzero import MuZeroNet, MuZeroSpec
+
+    torch.manual_seed(0)
+    spec = NetSpec(kind=kind, channels=8, blocks=1, width=16, layers=1)
+    obs = torch.rand(6, *obs_shape)
+    for zero in (False, True):
+        net = MuZeroNet(obs_shape, 3, MuZeroSpec(net=spec, hidden_size=8, support=support, zero_init_heads=zero))
+        s = net.represent(obs)
+        value = net.value_scalar(net.predict(s)[1]).reshape(-1)
+        s2, reward_out = net.dynamics(s, torch.tensor([0, 1, 2, 0, 1, 2]))
+        reward = net.reward_scalar(reward_out, 6, value)
+        if zero:
+            assert value.abs().max() < 1e-4 and reward.abs().max() < 1e-4  # uniform on -S..S: 0 up to rounding
+            value.sum().backward()  # the zeroed layer still learns
+            assert net.value_head[-1].weight.grad.abs().sum() > 0 or support == 0
+        else:
+            assert value.abs().max() > 1e-3
+
+
 def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path):
     """Appendix H: the sampled unroll's stored policies become the latest parameters'
     search policies, and its bootstrap values the target network's."""

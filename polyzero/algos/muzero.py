@@ -66,7 +66,8 @@ class MuZero:
         net = NetSpec.from_config(self.cfg.net, self.encoder.shape)
         spec = MuZeroSpec(net=net, hidden_size=self.mz.hidden_size,
                           support=self.mz.support if self.single_agent else 0,
-                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind))
+                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind),
+                          zero_init_heads=self.mz.zero_init_heads)
         return MuZeroNet(self.encoder.shape, self.num_actions, spec)
 
     def _downsample(self, kind: str) -> bool:

@@ -44,6 +44,7 @@ class MuZeroSpec:
     support: int = 0  # 0: scalar values, no reward head; S > 0: categorical on -S..S
     scale_hidden: bool = True
     downsample: bool = False  # resnet: Appendix F's stack, the board resolution / 16 (96 -> 6)
+    zero_init_heads: bool = False  # the value and reward heads' last layers start at 0
 
 
 class DownsampleStack(nn.Module):
@@ -121,6 +122,14 @@ class MuZeroNet(nn.Module):
                 MLPTower(hs, net.width, 1), nn.Linear(net.width, out)) if spec.support else None
         else:
             raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {net.kind!r}")
+        if spec.zero_init_heads:
+            # Every value and reward then starts at 0 (a uniform distribution over
+            # the symmetric support, or tanh(0)), not at a random offset that n-step
+            # bootstraps with gamma^n near 1 carry along for hundreds of steps.
+            for head in (self.value_head, self.reward_head):
+                if head is not None:
+                    nn.init.zeros_(head[-1].weight)
+                    nn.init.zeros_(head[-1].bias)
 
     # ------------------------------------------------------------ h, g, f
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
