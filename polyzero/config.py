@@ -226,6 +226,7 @@ class MuZeroConfig:
     temperature_schedule: bool = True  # single-agent acting temperature 1, 0.5, 0.25 (Appendix D)
     reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
     target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
+    reanalyse_network: str = "latest"  # Reanalyze searches with the latest parameters (Appendix H) or the target network
     chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
     downsample: str = "auto"  # Appendix F's stack for image inputs; auto: frames of 32 x 32 or more
 
@@ -238,6 +239,7 @@ class MuZeroConfig:
         _positive("muzero.value_loss_weight", self.value_loss_weight)
         _choice("muzero.prioritized", self.prioritized, ("auto", "on", "off"))
         _choice("muzero.downsample", self.downsample, ("auto", "on", "off"))
+        _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
         _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
         _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)
         _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)

@@ -320,14 +320,16 @@ def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, s
             assert value.abs().max() > 1e-3
 
 
-def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path):
+@pytest.mark.parametrize("searcher", ["latest", "target"])
+def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searcher):
     """Appendix H: the sampled unroll's stored policies become the latest parameters'
-    search policies, and its bootstrap values the target network's."""
+    search policies (or the target network's, with muzero.reanalyse_network = target),
+    and its bootstrap values the target network's."""
     from polyzero.search.policy import visit_policy
 
     cfg = build_config("cartpole", "muzero", overrides=SMALL[:-1] + [
         "train.steps=1", "train.positions_per_step=300", "muzero.support=10", "muzero.reanalyse_fraction=1.0",
-        "muzero.chunk_length=0"])
+        "muzero.chunk_length=0", f"muzero.reanalyse_network={searcher}"])
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     trainer.run()
     replay, reanalyser = trainer.replay, trainer.reanalyser
@@ -338,9 +340,13 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path):
     reanalyser.target.load_state_dict(trainer.algo.build_network().state_dict())  # differs from latest
     reanalyser.refresh(replay, np.array([s]))
     unroll = slice(s, s + k + 1)
-    expected = trainer.algo.search_observations(reanalyser.latest, d["obs"][unroll], d["legal"][unroll],
-                                                reanalyser.params, np.random.default_rng(0), add_noise=False)
-    assert np.allclose(d["policy"][unroll], visit_policy(expected.root_visits, 1.0))
+    policies = {}
+    for name in ("latest", "target"):
+        result = trainer.algo.search_observations(getattr(reanalyser, name), d["obs"][unroll], d["legal"][unroll],
+                                                  reanalyser.params, np.random.default_rng(0), add_noise=False)
+        policies[name] = visit_policy(result.root_visits, 1.0)
+    assert not np.allclose(policies["latest"], policies["target"])  # so the check below tells them apart
+    assert np.allclose(d["policy"][unroll], policies[searcher])
     _, _, target_values = reanalyser.target.initial(d["obs"][s + n: s + n + k + 1])
     assert np.allclose(d["root_value"][s + n: s + n + k + 1], target_values, atol=1e-6)
 

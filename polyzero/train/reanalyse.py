@@ -24,6 +24,10 @@ class Reanalyser:
         self.params = cfg.search.params()
         self.latest = algo.make_evaluator(algo.build_network(), device)
         self.target = algo.make_evaluator(algo.build_network(), device)
+        # Appendix H searches with the latest parameters; searching with the target
+        # network instead changes a position's policy target once per refresh, not at
+        # every gradient step (docs/muzero.md, "Why Reanalyze collapses").
+        self.searcher = self.target if cfg.muzero.reanalyse_network == "target" else self.latest
         self.rng = np.random.default_rng([seed, 7])
         self.searches = 0
 
@@ -54,9 +58,10 @@ class Reanalyser:
             apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"]))
 
     def compute(self, obs: np.ndarray, legal: np.ndarray, boot_obs: np.ndarray):
-        """Fresh search policies at `obs` (latest parameters) and target-network values
-        at `boot_obs`: what a reanalyse actor computes."""
-        result = self.algo.search_observations(self.latest, obs, legal, self.params, self.rng, add_noise=False)
+        """Fresh search policies at `obs` (latest parameters, or the target network's with
+        `muzero.reanalyse_network = "target"`) and target-network values at `boot_obs`:
+        what a reanalyse actor computes."""
+        result = self.algo.search_observations(self.searcher, obs, legal, self.params, self.rng, add_noise=False)
         self.searches += len(obs)
         values = self.target.initial(boot_obs)[2] if len(boot_obs) else np.zeros(0, np.float32)
         return policy_targets(result, 1.0), values
