@@ -1,6 +1,8 @@
 """MuZero: the value transform, replay targets, prioritized sampling, the unrolled
 loss, learning on tic-tac-toe, and exact resume with priorities."""
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -105,6 +107,37 @@ def test_ring_wraps_and_only_keeps_whole_forward_sequences():
     t = replay.unroll_targets(slots, np.random.default_rng(1))
     # every episode of 5 steps: z_t = 1 + .5 + .25 (n = 3 rewards), or fewer near the end
     assert set(np.round(t["target_value"][:, 0], 6)) <= {1.75, 1.5, 1.0}
+
+
+def test_fresh_policies_feed_only_the_reanalysed_share_and_die_with_their_positions(tmp_path):
+    """Appendix H: "this fresh policy is used as the policy target for 80% of updates":
+    the first round(f B) rows learn from fresh policies where there are some, the
+    others from the self-play search's, which a refresh leaves in place; a position
+    overwritten by a new segment loses its fresh policy; old checkpoints load."""
+    replay = _single_agent_replay(reanalyse_fraction=0.5)
+    replay.add(_segment(6))
+    selfplay = replay.data["policy"][:6].copy()
+    fresh = np.full((2, 3), 1 / 3, np.float32)
+    replay.refresh(np.array([1, 2]), policy=fresh)
+    assert np.array_equal(replay.data["policy"][:6], selfplay)  # kept beside, not over
+    t = replay.unroll_targets(np.array([0, 0]), np.random.default_rng(0), fresh_rows=1)
+    assert np.allclose(t["target_policy"][0], [selfplay[0], fresh[0], fresh[1]])  # fresh where refreshed
+    assert np.allclose(t["target_policy"][1], selfplay[:3])  # the other share: self-play's
+    batch = replay.sample(4, np.random.default_rng(0))  # f = 0.5 of 4 rows: the first 2
+    for row, slot in enumerate(batch["index"]):
+        uses = [np.allclose(batch["target_policy"][row, k], 1 / 3) for k in range(3)]
+        assert uses == [row < 2 and (slot + k) in (1, 2) for k in range(3)]
+    raw = replay.to_bytes()
+    for _ in range(3):
+        replay.add(_segment(5))  # wraps the ring over slots 1 and 2
+    assert not replay.data["fresh"][1:3].any()
+    with np.load(io.BytesIO(raw)) as f:  # a checkpoint from before fresh policies existed
+        old = {k: f[k] for k in f.files if k not in ("fresh", "fresh_policy")}
+    buf = io.BytesIO()
+    np.savez(buf, **old)
+    restored = _single_agent_replay(reanalyse_fraction=0.5)
+    restored.load_bytes(buf.getvalue())
+    assert not restored.data["fresh"].any() and np.array_equal(restored.data["policy"][:6], selfplay)
 
 
 # ------------------------------------------------------------------ prioritized replay (Appendix G)
@@ -338,15 +371,17 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
     s = int(np.flatnonzero(d["seg_end"][: len(replay)] - d["position"][: len(replay)] > k + n)[0])
     torch.manual_seed(5)
     reanalyser.target.load_state_dict(trainer.algo.build_network().state_dict())  # differs from latest
-    reanalyser.refresh(replay, np.array([s]))
     unroll = slice(s, s + k + 1)
+    selfplay = d["policy"][unroll].copy()
+    reanalyser.refresh(replay, np.array([s]))
     policies = {}
     for name in ("latest", "target"):
         result = trainer.algo.search_observations(getattr(reanalyser, name), d["obs"][unroll], d["legal"][unroll],
                                                   reanalyser.params, np.random.default_rng(0), add_noise=False)
         policies[name] = visit_policy(result.root_visits, 1.0)
     assert not np.allclose(policies["latest"], policies["target"])  # so the check below tells them apart
-    assert np.allclose(d["policy"][unroll], policies[searcher])
+    assert np.allclose(d["fresh_policy"][unroll], policies[searcher]) and d["fresh"][unroll].all()
+    assert np.array_equal(d["policy"][unroll], selfplay)  # the self-play search's stays for the other 20%
     _, _, target_values = reanalyser.target.initial(d["obs"][s + n: s + n + k + 1])
     assert np.allclose(d["root_value"][s + n: s + n + k + 1], target_values, atol=1e-6)
 

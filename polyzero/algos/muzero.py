@@ -115,7 +115,8 @@ class MuZero:
         return SequenceReplay(self.cfg.train.replay_size, self.encoder.shape, self.num_actions,
                               unroll_steps=mz.unroll_steps, td_steps=mz.td_steps, discount=mz.discount,
                               board_game=not self.single_agent, prioritized=prioritized,
-                              alpha=mz.priority_alpha, beta=mz.priority_beta)
+                              alpha=mz.priority_alpha, beta=mz.priority_beta,
+                              reanalyse_fraction=mz.reanalyse_fraction)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that

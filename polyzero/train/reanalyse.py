@@ -4,8 +4,10 @@ Before a minibatch's targets are built, a fraction of its samples (0.8 in the
 paper) has the search re-run with the latest parameters on every stored
 position of its unroll, so the fresh search policy is their policy target, and
 the n-step bootstrap values v^-_{t+k+n} are recomputed by a target network, a
-copy of recent parameters refreshed every N training steps. Both are written
-back into the replay, so later samples of the same positions profit too.
+copy of recent parameters refreshed every N training steps. The values replace
+the stored ones; the fresh policies are stored beside the self-play search's,
+which the other 20% of samples keep learning from ("this fresh policy is used
+as the policy target for 80% of updates").
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from .sequence_replay import SequenceReplay
 class Reanalyser:
     def __init__(self, algo, cfg, device, seed: int):
         self.algo = algo
-        self.fraction = cfg.muzero.reanalyse_fraction
         self.target_every = cfg.muzero.target_update_every
         self.params = cfg.search.params()
         self.latest = algo.make_evaluator(algo.build_network(), device)
@@ -52,8 +53,8 @@ class Reanalyser:
         self.searches = int(state["searches"])
 
     def refresh(self, replay: SequenceReplay, slots: np.ndarray) -> None:
-        """Re-search the unrolls of a fraction of `slots` and write the results back."""
-        work = plan(replay, slots[: int(round(self.fraction * len(slots)))])
+        """Re-search the unrolls of `slots` (the replay picks the fraction) and store the results."""
+        work = plan(replay, slots)
         if work is not None:
             apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"]))
 
@@ -88,8 +89,8 @@ def plan(replay: SequenceReplay, chosen: np.ndarray) -> dict | None:
 
 
 def apply(replay: SequenceReplay, work: dict, policy: np.ndarray, values: np.ndarray) -> int:
-    """Write refreshed policies and bootstrap values back where the positions are still
-    stored; returns how many policies were written."""
+    """Store fresh policies and bootstrap values where the positions are still stored;
+    returns how many policies were stored."""
     keep = replay.data["position"][work["unroll"]] == work["unroll_position"]
     replay.refresh(work["unroll"][keep], policy=policy[keep])
     if len(work["boot"]):

@@ -18,6 +18,8 @@ import numpy as np
 class SegmentRing:
     # Per-position arrays a segment brings (besides "sampleable"), set by subclasses.
     STEP_KEYS: tuple[str, ...] = ()
+    # Arrays a checkpoint written before they existed lacks: they load as zeros.
+    OPTIONAL_KEYS: tuple[str, ...] = ()
 
     def __init__(self, capacity: int, arrays: dict[str, np.ndarray]):
         self.capacity = capacity
@@ -94,6 +96,9 @@ class SegmentRing:
             next_abs = int(f["_meta"][0])
             filled = min(next_abs, self.capacity)
             for k, arr in self.data.items():
+                if k not in f.files and k in self.OPTIONAL_KEYS:
+                    arr[:] = 0
+                    continue
                 if f[k].shape[0] != filled or f[k].shape[1:] != arr.shape[1:]:
                     raise ValueError(f"checkpointed replay array {k!r} has shape {f[k].shape}, "
                                      f"expected ({filled}, {', '.join(map(str, arr.shape[1:]))})")

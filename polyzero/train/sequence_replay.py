@@ -11,7 +11,12 @@ a refreshed search policy or value (Reanalyze, Appendix H) is used at once:
   u_{t+k+1} + ... + gamma^(n-1) u_{t+k+n} + gamma^n v_{t+k+n}, bootstrapping
   from the search value stored at t+k+n (none past the episode's end);
 * reward u_{t+k}: the reward received after the action at t+k-1;
-* policy pi_{t+k}: the search policy stored at t+k.
+* policy pi_{t+k}: the search policy stored at t+k; for the first
+  round(f * B) samples of a minibatch of B, with Reanalyze's fraction f, the
+  fresh policy re-searched there where there is one (Appendix H: "this fresh
+  policy is used as the policy target for 80% of updates"). Fresh policies are
+  kept beside the self-play ones, never over them, so the other samples still
+  learn from the search that acted.
 
 Unrolled steps past the end of an episode are absorbing: reward 0, policy loss
 masked, value 0 -- except in board games, where the side to move after the
@@ -39,10 +44,12 @@ _PRIORITY_EPS = 1e-6
 
 class SequenceReplay(SegmentRing):
     STEP_KEYS = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
+    OPTIONAL_KEYS = ("fresh_policy", "fresh")  # added with Reanalyze's separate fresh policies
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
-                 prioritized: bool, alpha: float = 1.0, beta: float = 1.0):
+                 prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
+                 reanalyse_fraction: float = 0.0):
         c = capacity
         super().__init__(capacity, {
             "obs": np.zeros((c, *obs_shape), np.float32),
@@ -53,6 +60,8 @@ class SequenceReplay(SegmentRing):
             "legal": np.zeros((c, num_actions), np.bool_),  # legal actions at t (root masks for Reanalyze)
             "outcome": np.zeros(c, np.float32),  # board games: final outcome for the mover at t
             "priority": np.zeros(c, np.float64),
+            "fresh_policy": np.zeros((c, num_actions), np.float32),  # Reanalyze's latest search policy
+            "fresh": np.zeros(c, np.bool_),  # fresh_policy holds one for this position
         })
         self.num_actions = num_actions
         self.unroll_steps = unroll_steps
@@ -63,11 +72,13 @@ class SequenceReplay(SegmentRing):
         self.alpha = alpha
         self.beta = beta
         self.max_priority = 1.0
+        self.reanalyse_fraction = reanalyse_fraction
         self.reanalyser = None  # set to refresh sampled positions before targets are built
 
     # ------------------------------------------------------------ writing
     def _stored(self, slots: np.ndarray) -> None:
         self.data["priority"][slots] = self.max_priority
+        self.data["fresh"][slots] = False
 
     def update_priorities(self, slots: np.ndarray, priorities: np.ndarray) -> None:
         """p_i = |nu_i - z_i| after a learner update (Appendix G)."""
@@ -77,9 +88,11 @@ class SequenceReplay(SegmentRing):
 
     def refresh(self, slots: np.ndarray, policy: np.ndarray | None = None,
                 root_value: np.ndarray | None = None) -> None:
-        """Reanalyze (Appendix H): replace stored search policies and values."""
+        """Reanalyze (Appendix H): store fresh search policies (beside the self-play
+        ones) and replace bootstrap values."""
         if policy is not None:
-            self.data["policy"][slots] = policy
+            self.data["fresh_policy"][slots] = policy
+            self.data["fresh"][slots] = True
         if root_value is not None:
             self.data["root_value"][slots] = root_value
 
@@ -107,15 +120,18 @@ class SequenceReplay(SegmentRing):
 
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         slots, weights = self.sample_slots(n, rng)
-        if self.reanalyser is not None:
-            self.reanalyser.refresh(self, slots)
-        batch = self.unroll_targets(slots, rng)
+        fresh_rows = int(round(self.reanalyse_fraction * n))  # slots are i.i.d.: any rows will do
+        if self.reanalyser is not None and fresh_rows:
+            self.reanalyser.refresh(self, slots[:fresh_rows])
+        batch = self.unroll_targets(slots, rng, fresh_rows)
         batch["weight"] = weights
         batch["index"] = slots
         return batch
 
-    def unroll_targets(self, slots: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Observations at t and the K-step unroll targets of each sampled slot (Appendix G)."""
+    def unroll_targets(self, slots: np.ndarray, rng: np.random.Generator,
+                       fresh_rows: int = 0) -> dict[str, np.ndarray]:
+        """Observations at t and the K-step unroll targets of each sampled slot (Appendix G);
+        the first `fresh_rows` samples take Reanalyze's fresh policies where there are some."""
         d = self.data
         k_steps = self.unroll_steps
         pos, end, inside, at = self.unroll_index(slots, k_steps)  # t+k: positions, slots
@@ -124,7 +140,10 @@ class SequenceReplay(SegmentRing):
                            rng.integers(0, self.num_actions, size=(len(slots), k_steps)))
         rewards = np.zeros((len(slots), k_steps + 1), np.float32)
         rewards[:, 1:] = np.where(inside[:, :-1], d["reward"][at[:, :-1]], 0.0)
-        policy = np.where(inside[..., None], d["policy"][at], 0.0).astype(np.float32)
+        use_fresh = d["fresh"][at]
+        use_fresh[fresh_rows:] = False
+        policy = np.where(use_fresh[..., None], d["fresh_policy"][at], d["policy"][at])
+        policy = np.where(inside[..., None], policy, 0.0).astype(np.float32)
         return {
             "obs": d["obs"][slots],
             "actions": actions.astype(np.int64),
