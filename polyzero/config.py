@@ -227,9 +227,6 @@ class MuZeroConfig:
     reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
     target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
     reanalyse_network: str = "latest"  # Reanalyze searches with the latest parameters (Appendix H) or the target network
-    # Gumbel targets only: pi' = softmax(logits + sigma) re-searched on the logits of the
-    # network searching ("latest") or of the one that acted there ("acting", stored with it).
-    reanalyse_prior: str = "latest"
     chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
     downsample: str = "auto"  # Appendix F's stack for image inputs; auto: frames of 32 x 32 or more
 
@@ -243,7 +240,6 @@ class MuZeroConfig:
         _choice("muzero.prioritized", self.prioritized, ("auto", "on", "off"))
         _choice("muzero.downsample", self.downsample, ("auto", "on", "off"))
         _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
-        _choice("muzero.reanalyse_prior", self.reanalyse_prior, ("latest", "acting"))
         _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
         _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)
         _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)
@@ -388,9 +384,6 @@ class RunConfig:
         for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray, self.muzero,
                         self.start, self.katago, self.ndmz, self.sog):
             section.validate()
-        if self.muzero.reanalyse_prior == "acting" and self.search.kind == "puct":
-            raise UsageError("muzero.reanalyse_prior = \"acting\" needs a Gumbel search (search.kind gumbel or "
-                             "full_gumbel): visit-count targets have no logits to re-base")
         return self
 
     def to_dict(self) -> dict:

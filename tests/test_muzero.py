@@ -48,7 +48,6 @@ def _segment(n, num_actions=3, rewards=None, values=None, outcome=None, done=Tru
         "reward": np.asarray(rewards if rewards is not None else np.zeros(n), np.float32),
         "root_value": np.asarray(values if values is not None else np.zeros(n), np.float32),
         "policy": np.eye(num_actions, dtype=np.float32)[np.arange(n) % num_actions],
-        "prior": np.full((n, num_actions), 1 / num_actions, np.float32),
         "legal": np.ones((n, num_actions), bool),
         "outcome": np.asarray(outcome if outcome is not None else np.zeros(n), np.float32),
         "sampleable": np.ones(n, bool),
@@ -385,53 +384,6 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
     assert np.array_equal(d["policy"][unroll], selfplay)  # the self-play search's stays for the other 20%
     _, _, target_values = reanalyser.target.initial(d["obs"][s + n: s + n + k + 1])
     assert np.allclose(d["root_value"][s + n: s + n + k + 1], target_values, atol=1e-6)
-
-
-def test_rebase_policy_keeps_sigma_and_swaps_the_logits():
-    """softmax(log base + log pi' - log prior) = softmax(logits_base + sigma) (Eq. 11), by hand:
-    logits (0, ln 2, 0) and sigma (1, 0, 0) give pi' = (e, 2, 1) / (e + 3); on the base
-    logits (0, 0, ln 3) the same sigma gives (e, 1, 3) / (e + 4). An illegal action (0 in
-    pi') stays 0, and a row with no recorded base keeps pi'."""
-    from polyzero.search.policy import rebase_policy
-
-    e = np.e
-    prior = np.array([[1, 2, 1], [1, 2, 1]]) / 4
-    improved = np.array([[e, 2, 1], [e, 2, 1]]) / (e + 3)
-    base = np.array([[1, 1, 3], [0, 0, 0]]) / 5
-    out = rebase_policy(improved, prior, base)
-    assert np.allclose(out[0], np.array([e, 1, 3]) / (e + 4), atol=1e-6)
-    assert np.allclose(out[1], improved[1], atol=1e-7)
-    masked = rebase_policy(np.array([[0.7, 0.3, 0.0]]), np.array([[0.5, 0.5, 0.0]]), np.array([[0.2, 0.2, 0.6]]))
-    assert np.allclose(masked, [[0.7, 0.3, 0.0]], atol=1e-6)
-
-
-def test_reanalyse_on_the_acting_prior(tmp_path):
-    """muzero.reanalyse_prior = acting: self-play stores each root's prior with the
-    position, and a refreshed Gumbel target is the latest search's pi' re-based on it;
-    with visit-count (pUCT) targets there is nothing to re-base: a usage error."""
-    from polyzero.errors import UsageError
-    from polyzero.search.policy import rebase_policy
-
-    over = SMALL[:-1] + ["train.steps=1", "train.positions_per_step=300", "muzero.support=10",
-                         "muzero.reanalyse_fraction=1.0", "muzero.chunk_length=0", "muzero.reanalyse_prior=acting"]
-    with pytest.raises(UsageError, match="reanalyse_prior"):
-        build_config("cartpole", "muzero", overrides=over + ["search.kind=puct"])
-    cfg = build_config("cartpole", "muzero", overrides=over + ["search.kind=gumbel"])
-    trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
-    trainer.run()
-    replay, reanalyser = trainer.replay, trainer.reanalyser
-    d, filled = replay.data, len(replay)
-    assert np.allclose(d["prior"][:filled].sum(1), 1, atol=1e-5) and (d["prior"][:filled] > 0).all()
-    k = cfg.muzero.unroll_steps
-    s = int(np.flatnonzero(d["seg_end"][:filled] - d["position"][:filled] > k)[0])
-    unroll = slice(s, s + k + 1)
-    d["prior"][unroll] = np.array([0.1, 0.9])  # a base far from the latest network's prior
-    reanalyser.refresh(replay, np.array([s]))
-    result = trainer.algo.search_observations(reanalyser.latest, d["obs"][unroll], d["legal"][unroll],
-                                              reanalyser.params, np.random.default_rng(0), add_noise=False)
-    expected = rebase_policy(result.policy_target, result.root_prior, d["prior"][unroll])
-    assert not np.allclose(expected, result.policy_target, atol=1e-3)  # the base matters here
-    assert np.allclose(d["fresh_policy"][unroll], expected, atol=1e-5)
 
 
 def test_short_cartpole_run_reaches_150(tmp_path):

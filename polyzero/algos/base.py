@@ -23,7 +23,6 @@ class Trajectory:
 
     observations: list = field(default_factory=list)  # encoded obs, one per decision
     policies: list = field(default_factory=list)  # search policy targets pi_t
-    priors: list = field(default_factory=list)  # the network's root prior at t, as it acted (after noise)
     players: list = field(default_factory=list)  # who moved at t
     actions: list = field(default_factory=list)
     legal: list = field(default_factory=list)  # bool [A] legal-action masks at t
@@ -39,7 +38,7 @@ class Trajectory:
     # probability), ...)) as the game gave them (NDMZ's targets read these; others ignore them).
     chance: list = field(default_factory=list)
 
-    _FIELDS = ("observations", "policies", "priors", "players", "actions", "legal", "root_values", "returns_before")
+    _FIELDS = ("observations", "policies", "players", "actions", "legal", "root_values", "returns_before")
 
     def split_chunk(self, length: int, overlap: int) -> "Trajectory":
         """An unfinished episode's first `length` positions as a chunk (MuZero Appendix D),

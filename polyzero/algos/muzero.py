@@ -139,7 +139,6 @@ class MuZero:
             "reward": reward.astype(np.float32),
             "root_value": np.asarray(traj.root_values, np.float32),
             "policy": np.asarray(traj.policies, np.float32),
-            "prior": np.asarray(traj.priors, np.float32).reshape(n, self.num_actions),
             "legal": np.asarray(traj.legal, np.bool_).reshape(n, self.num_actions),
             "outcome": (final[players] - returns_before).astype(np.float32),
             "sampleable": np.arange(n) < samples,

@@ -69,20 +69,6 @@ def policy_targets(result, temperature: float) -> np.ndarray:
     return visit_policy(result.root_visits, temperature)
 
 
-def rebase_policy(improved: np.ndarray, prior: np.ndarray, base_prior: np.ndarray) -> np.ndarray:
-    """pi' = softmax(logits + sigma) of a Gumbel root re-based on other logits:
-    softmax(log base_prior + log improved - log prior) = softmax(logits_base + sigma)
-    (Gumbel paper, Eq. 11), since log improved - log prior = sigma + a constant per row.
-    Actions the improved policy leaves at 0 stay at 0; rows whose base is all zero (no
-    base recorded) keep `improved`."""
-    improved = np.asarray(improved, np.float64)
-    tiny = np.finfo(np.float32).tiny  # float32 priors are never smaller where they are positive
-    log = lambda p: np.log(np.maximum(np.asarray(p, np.float64), tiny))  # noqa: E731
-    out = masked_softmax(log(base_prior) + log(improved) - log(prior), improved > 0)
-    known = np.asarray(base_prior).sum(axis=-1, keepdims=True) > 0
-    return np.where(known, out, improved).astype(np.float32)
-
-
 def select_moves(result, sample: np.ndarray, temperature: float,
                  rng: np.random.Generator) -> np.ndarray:
     """The moves to play after a search: sampled from the visits where `sample[b]`

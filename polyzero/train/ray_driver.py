@@ -201,8 +201,8 @@ class ReanalyseWorker:
         if target is not None:
             self.reanalyser.target.load_state_dict(target)
 
-    def compute(self, obs, legal, boot_obs, acting_prior):
-        return self.reanalyser.compute(obs, legal, boot_obs, acting_prior)
+    def compute(self, obs, legal, boot_obs):
+        return self.reanalyser.compute(obs, legal, boot_obs)
 
 
 class RayTrainer(Trainer):
@@ -431,7 +431,7 @@ class RayTrainer(Trainer):
             slots, _ = self.replay.sample_slots(count, self.reanalyse_rng)
             work = plan(self.replay, slots)
             if work is not None:
-                ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"], work["prior"])
+                ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"])
                 self.reanalysing[ref] = (worker, work)
 
     def _runtime_metrics(self, step_seconds: float) -> dict:

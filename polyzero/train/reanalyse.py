@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..search.policy import policy_targets, rebase_policy
+from ..search.policy import policy_targets
 from .sequence_replay import SequenceReplay
 
 
@@ -29,9 +29,6 @@ class Reanalyser:
         # network instead changes a position's policy target once per refresh, not at
         # every gradient step (docs/muzero.md, "Why Reanalyze collapses").
         self.searcher = self.target if cfg.muzero.reanalyse_network == "target" else self.latest
-        # With "acting", a Gumbel target softmax(logits + sigma) keeps the logits of the
-        # network that acted there, so re-searching does not compound (docs/muzero.md).
-        self.rebase = cfg.muzero.reanalyse_prior == "acting"
         self.rng = np.random.default_rng([seed, 7])
         self.searches = 0
 
@@ -59,20 +56,16 @@ class Reanalyser:
         """Re-search the unrolls of `slots` (the replay picks the fraction) and store the results."""
         work = plan(replay, slots)
         if work is not None:
-            apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"], work["prior"]))
+            apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"]))
 
-    def compute(self, obs: np.ndarray, legal: np.ndarray, boot_obs: np.ndarray, acting_prior: np.ndarray):
+    def compute(self, obs: np.ndarray, legal: np.ndarray, boot_obs: np.ndarray):
         """Fresh search policies at `obs` (latest parameters, or the target network's with
-        `muzero.reanalyse_network = "target"`; re-based on `acting_prior`, the stored root
-        priors, with `muzero.reanalyse_prior = "acting"`) and target-network values at
-        `boot_obs`: what a reanalyse actor computes."""
+        `muzero.reanalyse_network = "target"`) and target-network values at `boot_obs`:
+        what a reanalyse actor computes."""
         result = self.algo.search_observations(self.searcher, obs, legal, self.params, self.rng, add_noise=False)
         self.searches += len(obs)
         values = self.target.initial(boot_obs)[2] if len(boot_obs) else np.zeros(0, np.float32)
-        policy = policy_targets(result, 1.0)
-        if self.rebase:
-            policy = rebase_policy(policy, result.root_prior, acting_prior)
-        return policy, values
+        return policy_targets(result, 1.0), values
 
 
 def plan(replay: SequenceReplay, chosen: np.ndarray) -> dict | None:
@@ -91,7 +84,7 @@ def plan(replay: SequenceReplay, chosen: np.ndarray) -> dict | None:
     if not replay.board_game:
         boot = np.unique(((chosen[:, None] + ks + replay.td_steps) % cap)[pos + replay.td_steps < end])
     return {"unroll": unroll, "unroll_position": d["position"][unroll].copy(), "obs": d["obs"][unroll],
-            "legal": d["legal"][unroll], "prior": d["prior"][unroll], "boot": boot, "boot_position": d["position"][boot].copy(),
+            "legal": d["legal"][unroll], "boot": boot, "boot_position": d["position"][boot].copy(),
             "boot_obs": d["obs"][boot]}
 
 

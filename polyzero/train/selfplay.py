@@ -73,10 +73,10 @@ class SelfPlayActor:
             state.apply_action(outcome)
         return events
 
-    def search_moves(self, states: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def search_moves(self, states: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One batched search over the live games: the policy targets [B, A], the moves
-        to play [B], the root values [B] and the root priors [B, A] (KataGo's playout
-        cap and forced playouts, polyzero.goexploit, override this)."""
+        to play [B] and the root values [B] (KataGo's playout cap and forced playouts,
+        polyzero.goexploit, override this)."""
         sp = self.cfg.selfplay
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=True)
         policies = policy_targets(result, sp.temperature)
@@ -84,7 +84,7 @@ class SelfPlayActor:
         actions = select_moves(result, sample, self.temperature, self.rng)
         self.stats["searches"] += len(states)
         self.stats["simulations"] += len(states) * self.params.num_simulations
-        return policies, actions, result.root_value, result.root_prior
+        return policies, actions, result.root_value
 
     def finish_game(self, index: int, slot: _Slot) -> Trajectory:
         """The trajectory a finished game in slot `index` hands on (Go-Exploit records
@@ -95,7 +95,7 @@ class SelfPlayActor:
         """One move in every live game; returns the games that finished (and the chunks
         of long games that are ready)."""
         states = [s.state for s in self.slots]
-        policies, actions, root_values, priors = self.search_moves(states)
+        policies, actions, root_values = self.search_moves(states)
         observations = self.algo.encode(states)
         legal = legal_action_mask(states, self.algo.num_actions)
         finished = []
@@ -104,7 +104,6 @@ class SelfPlayActor:
             player = state.current_player()
             traj.observations.append(observations[i])
             traj.policies.append(policies[i])
-            traj.priors.append(priors[i])
             traj.players.append(player)
             traj.actions.append(int(actions[i]))
             traj.legal.append(legal[i])
@@ -144,8 +143,6 @@ class SelfPlayActor:
             arrays[f"slot{i}_policies"] = np.asarray(t.policies, np.float32).reshape(
                 len(t.policies), self.algo.num_actions)
             arrays[f"slot{i}_root_values"] = np.asarray(t.root_values, np.float64)
-            arrays[f"slot{i}_priors"] = np.asarray(t.priors, np.float32).reshape(
-                len(t.priors), self.algo.num_actions)
         return meta, arrays
 
     def load_state_dict(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
@@ -164,7 +161,6 @@ class SelfPlayActor:
             slot = _Slot(state, start_len=info["start_len"])
             policies = arrays[f"slot{i}_policies"]
             root_values = arrays[f"slot{i}_root_values"]
-            priors = arrays.get(f"slot{i}_priors", policies)  # checkpoints from before priors: the targets
             t = -1
             for a in history[info["start_len"]:]:
                 if state.is_chance_node():
@@ -176,7 +172,6 @@ class SelfPlayActor:
                 player = state.current_player()
                 slot.trajectory.observations.append(self.algo.encode([state])[0])
                 slot.trajectory.policies.append(policies[t])
-                slot.trajectory.priors.append(priors[t])
                 slot.trajectory.players.append(player)
                 slot.trajectory.actions.append(a)
                 slot.trajectory.legal.append(legal_action_mask([state], self.algo.num_actions)[0])

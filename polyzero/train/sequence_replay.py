@@ -43,8 +43,8 @@ _PRIORITY_EPS = 1e-6
 
 
 class SequenceReplay(SegmentRing):
-    STEP_KEYS = ("obs", "action", "reward", "root_value", "policy", "prior", "legal", "outcome")
-    OPTIONAL_KEYS = ("fresh_policy", "fresh", "prior")  # added for Reanalyze (checkpoints before: zeros)
+    STEP_KEYS = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
+    OPTIONAL_KEYS = ("fresh_policy", "fresh")  # added with Reanalyze's separate fresh policies
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
@@ -57,7 +57,6 @@ class SequenceReplay(SegmentRing):
             "reward": np.zeros(c, np.float32),  # u_{t+1}, received after a_t
             "root_value": np.zeros(c, np.float32),  # search value nu_t for the mover at t
             "policy": np.zeros((c, num_actions), np.float32),
-            "prior": np.zeros((c, num_actions), np.float32),  # the acting network's root prior at t
             "legal": np.zeros((c, num_actions), np.bool_),  # legal actions at t (root masks for Reanalyze)
             "outcome": np.zeros(c, np.float32),  # board games: final outcome for the mover at t
             "priority": np.zeros(c, np.float64),
