@@ -109,7 +109,7 @@ def test_ring_wraps_and_only_keeps_whole_forward_sequences():
     assert set(np.round(t["target_value"][:, 0], 6)) <= {1.75, 1.5, 1.0}
 
 
-def test_fresh_policies_feed_only_the_reanalysed_share_and_die_with_their_positions(tmp_path):
+def test_fresh_policies_feed_only_the_reanalysed_share_and_die_with_their_positions():
     """Appendix H: "this fresh policy is used as the policy target for 80% of updates":
     the first round(f B) rows learn from fresh policies where there are some, the
     others from the self-play search's, which a refresh leaves in place; a position
