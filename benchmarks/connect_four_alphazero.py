@@ -134,8 +134,9 @@ def train_segments(work: Path, arm: str, train_args: list[str], budget_s: float,
         segs = read_jsonl(seg_file)
         wall = segs[-1]["wall_s"] if segs else 0.0
         ckpt, state = _latest_polyzero(run)
-        if segs and state and state["elapsed"] > segs[-1]["elapsed"] + 1:  # a segment the driver lost
-            wall += state["elapsed"] - segs[-1]["elapsed"]
+        counted = segs[-1]["elapsed"] if segs else 0.0
+        if state and state["elapsed"] > counted + 1:  # a segment the driver lost (the first one too)
+            wall += state["elapsed"] - counted
         if wall >= budget_s - 1:
             return
         target = min((int(wall // mark_s) + 1) * mark_s, budget_s)
