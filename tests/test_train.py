@@ -7,13 +7,14 @@ import sys
 import time
 
 import numpy as np
+import pytest
 import torch
 
 from polyzero.config import build_config
 from polyzero.nets.inference import Evaluator
 from polyzero.search.policy import masked_softmax
 from polyzero.train.checkpoint import latest_checkpoint, read_learner
-from polyzero.train.driver import Trainer
+from polyzero.train.driver import Interrupted, RunDirectory, Trainer
 
 from conftest import score_against_untrained
 from ttt_solver import optimal_actions, solved_positions
@@ -123,3 +124,40 @@ def test_sigterm_writes_a_checkpoint(tmp_path):
     assert proc.returncode == 130, err
     assert "checkpoint written" in err
     assert latest_checkpoint(run) is not None
+
+
+class _Saves(RunDirectory):
+    """Just enough of a trainer for `_checkpoint_on_interrupt`: a step and a save."""
+    step = 3
+
+    def save(self):
+        self.saved = True
+        return "step_000003"
+
+
+class _Closes:
+    def close(self):
+        self.closed = True
+
+
+def test_sigterm_checkpoints_even_when_a_library_turns_it_into_its_own_error():
+    # Ray catches an exception raised while it deserialises and raises RaySystemError.
+    trainer, progress, log = _Saves(), _Closes(), _Closes()
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Interrupted, match="interrupted at learning step 3; checkpoint written to step_000003"):
+        with trainer._checkpoint_on_interrupt(progress, log):
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler raises here, at the latest
+            except Interrupted:
+                raise RuntimeError("System error") from None
+    assert trainer.saved and progress.closed and log.closed
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_other_errors_pass_through_without_a_checkpoint():
+    trainer = _Saves()
+    with pytest.raises(ValueError):
+        with trainer._checkpoint_on_interrupt(_Closes(), _Closes()):
+            raise ValueError("a bug")
+    assert not hasattr(trainer, "saved")

@@ -62,11 +62,21 @@ class RunDirectory:
     def _checkpoint_on_interrupt(self, progress, log):
         """SIGTERM or Ctrl-C inside: write a checkpoint, close the display and the log,
         and raise Interrupted naming the checkpoint."""
+        received = []
+
+        def on_sigterm(signum, frame):
+            received.append(signum)
+            raise Interrupted()
+
         previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _raise_interrupted)
+        signal.signal(signal.SIGTERM, on_sigterm)
         try:
             yield
-        except (KeyboardInterrupt, Interrupted):
+        except BaseException as exc:
+            # A library may catch the handler's Interrupted and raise its own error
+            # (Ray does, when the signal lands while it deserialises): the flag decides.
+            if not (received or isinstance(exc, (KeyboardInterrupt, Interrupted))):
+                raise
             path = self.save()
             progress.close()
             log.close()
@@ -325,10 +335,6 @@ def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str]
         out[f"eval/{spec}/ci_low"] = res.ci_low
         out[f"eval/{spec}/ci_high"] = res.ci_high
     return out
-
-
-def _raise_interrupted(signum, frame):
-    raise Interrupted()
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
