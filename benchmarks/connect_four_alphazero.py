@@ -4,6 +4,7 @@ MCTS-Solver 1x / 10x over wall-clock training time, with OpenSpiel's own AlphaZe
 peer anchor.
 
   python benchmarks/connect_four_alphazero.py all --budget-min 60 --games 200
+  python benchmarks/connect_four_alphazero.py all --cores-per-arm 2 --tag 2cores  # the issue's 2 cores per arm
 
 Phases (each resumable: re-running continues where it stopped):
   train   both arms at the same time, each pinned to one core (taskset), one
@@ -11,7 +12,9 @@ Phases (each resumable: re-running continues where it stopped):
           stopped by SIGTERM at every --mark-min of wall clock and resumed with
           `polyzero train --resume`, so each mark leaves a checkpoint) and
           OpenSpiel's AlphaZero (benchmarks/openspiel_az.py, which copies the
-          learner's weights at every mark).
+          learner's weights at every mark). With --cores-per-arm 2, one arm
+          after the other on both cores: polyzero with `--workers 2`, OpenSpiel
+          with 2 actors.
   eval    every checkpoint at every mark, the agent at 100 simulations (no noise,
           most-visited move) against MCTS-Solver 1x (100 simulations) and 10x
           (1000), seats alternated; games are played in chunks by one worker per
@@ -121,10 +124,10 @@ def _keep_mark(ckpt: Path, dest: Path) -> None:
 
 
 def train_segments(work: Path, arm: str, train_args: list[str], budget_s: float, mark_s: float,
-                   core: int | None, log_prefix: str | None = None) -> None:
+                   core: int | None, log_prefix: str | None = None, launch_args: list[str] = ()) -> None:
     """`polyzero train TRAIN_ARGS` in segments of `mark_s` wall clock; SIGTERM at each mark
-    writes a checkpoint, the next segment resumes it, and the mark's network is kept under
-    WORK/ARM_marks/. The x-axis is the cumulative wall clock of the segments (process start
+    writes a checkpoint, the next segment resumes it (both with LAUNCH_ARGS, such as
+    `--workers 2`), and the mark's network is kept under WORK/ARM_marks/. The x-axis is the cumulative wall clock of the segments (process start
     to exit: imports and checkpoint writing included). Also used by gumbel_few_simulations."""
     run = work / arm
     seg_file = work / f"{arm}_segments.jsonl"
@@ -145,7 +148,7 @@ def train_segments(work: Path, arm: str, train_args: list[str], budget_s: float,
                   [x for s in POLYZERO_SETS for x in ("--set", s)]
         else:
             cmd = [POLYZERO, "train", "--resume", str(run), "--no-progress"]
-        cmd = _taskset(core) + cmd
+        cmd = _taskset(core) + cmd + list(launch_args)
         t_start = time.time()
         log = open(work / f"{arm}_train.log", "a")
         log.write(f"\n# {utcnow()} {' '.join(cmd)}\n")
@@ -180,13 +183,18 @@ def train_polyzero(args, work: Path, arm: str = "polyzero") -> None:
     if arm == "polyzero":
         train += ["--search", args.search] + [x for s in args.polyzero_set for x in ("--set", s)]
     core = args.core_polyzero if arm == "polyzero" else args.core_muzero
-    train_segments(work, arm, train, args.budget_min * 60, args.mark_min * 60, core)
+    if args.cores_per_arm > 1:  # the whole machine: self-play on Ray workers, the learner beside them
+        core, launch = None, ["--workers", str(args.cores_per_arm)]
+    else:
+        launch = []
+    train_segments(work, arm, train, args.budget_min * 60, args.mark_min * 60, core, launch_args=launch)
 
 
 def train_openspiel(args, work: Path) -> None:
-    cmd = _taskset(args.core_openspiel) + [PY, str(ROOT / "benchmarks" / "openspiel_az.py"), "train",
-                                           "--dir", str(work / "openspiel"), "--budget-min", str(args.budget_min),
-                                           "--mark-min", str(args.mark_min)]
+    core = args.core_openspiel if args.cores_per_arm == 1 else None
+    cmd = _taskset(core) + [PY, str(ROOT / "benchmarks" / "openspiel_az.py"), "train",
+                            "--dir", str(work / "openspiel"), "--budget-min", str(args.budget_min),
+                            "--mark-min", str(args.mark_min), "--actors", str(args.cores_per_arm)]
     with open(work / "openspiel_train.log", "a") as log:
         log.write(f"\n# {utcnow()} {' '.join(cmd)}\n")
         log.flush()
@@ -209,8 +217,11 @@ def phase_train(args, work: Path) -> None:
             threads.append(threading.Thread(target=train_polyzero, args=(args, work, arm)))
     if "openspiel" in args.arms:
         threads.append(threading.Thread(target=train_openspiel, args=(args, work)))
+    side_by_side = args.cores_per_arm == 1  # otherwise one arm after the other, each on every core
     for t in threads:
         t.start()
+        if not side_by_side:
+            t.join()
     for t in threads:
         t.join()
     stop.set()
@@ -497,11 +508,7 @@ def phase_report(args, work: Path) -> dict:
             "x_axis": "training wall-clock minutes: polyzero = cumulative process time of its train "
                       "segments (start to exit, imports and checkpoint writes included); OpenSpiel = time "
                       "since its launch when its learner's latest weights were copied",
-            "concurrency": "both arms trained at the same time, each pinned to one core with taskset "
-                           "(polyzero core %s, OpenSpiel core %s), 1 intra-op thread each (OMP/XLA flags, "
-                           "polyzero threads=1). This deviates from the issue's '2 cores' per arm; it is what "
-                           "makes the two arms see the same machine conditions on a shared 2-core VM."
-                           % (args.core_polyzero, args.core_openspiel),
+            "concurrency": _concurrency(args),
             "evaluation_time": "excluded from training time (eval runs after training)",
             "polyzero_arm": "polyzero train connect_four --algo alphazero --search "
                             + shlex.join([args.search] + [x for s in args.polyzero_set for x in ("--set", s)])
@@ -530,13 +537,25 @@ def phase_report(args, work: Path) -> dict:
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(report, indent=1) + "\n")
-    plot(curves, RESULTS / f"{args.name}.png", args.search)
+    plot(curves, RESULTS / f"{args.name}.png", args.search, args.cores_per_arm)
     (RESULTS / f"{args.name}.md").write_text(markdown(report))
     print(f"wrote {RESULTS / args.name}.json/.md/.png")
     return report
 
 
-def plot(curves: dict, path: Path, search: str = "puct") -> None:
+def _concurrency(args) -> str:
+    if args.cores_per_arm > 1:
+        return (f"the arms trained one after the other, each on all {args.cores_per_arm} cores: polyzero with "
+                f"`--workers {args.cores_per_arm}` (self-play on {args.cores_per_arm} Ray actors, the learner "
+                f"beside them, 1 torch thread each), OpenSpiel with {args.cores_per_arm} actor processes and "
+                "its learner (1 XLA thread each); the issue's protocol of 2 cores per arm")
+    return ("both arms trained at the same time, each pinned to one core with taskset (polyzero core "
+            f"{args.core_polyzero}, OpenSpiel core {args.core_openspiel}), 1 intra-op thread each (OMP/XLA "
+            "flags, polyzero threads=1). This deviates from the issue's '2 cores' per arm; it is what makes "
+            "the two arms see the same machine conditions on a shared 2-core VM.")
+
+
+def plot(curves: dict, path: Path, search: str = "puct", cores: int = 1) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -555,7 +574,7 @@ def plot(curves: dict, path: Path, search: str = "puct") -> None:
                                "muzero": "polyzero MuZero"}[arm])
         ax.axhline(0.9 if lv == "1x" else 0.6, ls="--", color="grey", lw=0.8, label="target")
         ax.set_title(f"vs MCTS-Solver {lv} ({LEVELS[lv]} sims); agent at {AGENT_SIMS} sims")
-        ax.set_xlabel("training wall clock (min, 1 core each)")
+        ax.set_xlabel(f"training wall clock (min, {cores} core{'s' if cores > 1 else ''} per arm)")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
@@ -640,6 +659,9 @@ def main(argv=None) -> None:
     p.add_argument("--core-polyzero", type=int, default=0)
     p.add_argument("--core-openspiel", type=int, default=1)
     p.add_argument("--core-muzero", type=int, default=1, help="the muzero arm (connect_four_muzero)")
+    p.add_argument("--cores-per-arm", type=int, choices=[1, 2], default=1,
+                   help="1: the arms train at the same time, one pinned core each; 2: one after the "
+                        "other on both cores (polyzero --workers 2, OpenSpiel 2 actors), the issue's protocol")
     p.add_argument("--eval-workers", type=int, default=2)
     p.add_argument("--deadline", default=None, help="eval: take no new chunk after HH:MM UTC")
     p.add_argument("--shared-note", default="The machine was shared with other jobs (see the speed probe).")

@@ -3,8 +3,8 @@ as the peer anchor of benchmarks/connect_four_alphazero.py.
 
   python benchmarks/openspiel_az.py train --dir DIR --budget-min 40 --mark-min 10
 
-runs `alpha_zero.alpha_zero(config)` unchanged (1 actor process + the learner in
-this process, no evaluator processes). A thread copies the learner's latest weights
+runs `alpha_zero.alpha_zero(config)` unchanged (--actors actor processes, 1 by
+default, + the learner in this process, no evaluator processes). A thread copies the learner's latest weights
 (the rolling `checkpoint--1` the learner writes after every learning step, which is
 what the actors play with) to `checkpoint-wcNNNNNN` (NNNNNN = seconds) at every
 `--mark-min` of wall clock since the launch, appends the mark, the elapsed seconds
@@ -129,7 +129,7 @@ def _train(args) -> None:
             k += 1
 
     az._init_model_from_config = init_model
-    config = az.Config(path=str(run_dir), **OPENSPIEL_CONFIG)
+    config = az.Config(path=str(run_dir), **{**OPENSPIEL_CONFIG, "actors": args.actors})
     with open(run_dir / "sessions.jsonl", "a") as f:
         f.write(json.dumps({"start": time.time(), "offset_s": offset, "budget_s": budget, "mark_s": mark_s}) + "\n")
     threading.Thread(target=keeper, daemon=True).start()
@@ -220,6 +220,7 @@ def main(argv=None) -> None:
     t.add_argument("--dir", required=True)
     t.add_argument("--budget-min", type=float, default=60.0)
     t.add_argument("--mark-min", type=float, default=10.0)
+    t.add_argument("--actors", type=int, default=OPENSPIEL_CONFIG["actors"], help="self-play actor processes")
     args = p.parse_args(argv)
     if args.cmd == "train":
         _train(args)
