@@ -334,7 +334,7 @@ def test_downsampling_stack_takes_96_by_96_frames_to_6_by_6():
                                                       ("resnet", (4, 10, 10), 0)])
 def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, support):
     from polyzero.nets.alphazero import NetSpec
-    from polyzero.nets.muzero import MuZeroNet, MuZeroSpec
+    from polyzero.nets.muzero import MuZeroNet, MuZeroSpec, last_layer
 
     torch.manual_seed(0)
     spec = NetSpec(kind=kind, channels=8, blocks=1, width=16, layers=1)
@@ -348,7 +348,7 @@ def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, s
         if zero:
             assert value.abs().max() < 1e-4 and reward.abs().max() < 1e-4  # uniform on -S..S: 0 up to rounding
             value.sum().backward()  # the zeroed layer still learns
-            assert net.value_head[-1].weight.grad.abs().sum() > 0 or support == 0
+            assert last_layer(net.value_head).weight.grad.abs().sum() > 0 or support == 0
         else:
             assert value.abs().max() > 1e-3
 
@@ -414,3 +414,69 @@ def test_short_cartpole_run_reaches_150(tmp_path):
     # Self-play's own mean return per step (CartPole pays 1 per step of an episode of 8 to 500).
     train = [r for r in records if r["kind"] == "train" and r["selfplay/games_per_step"]]
     assert train and all(5 <= r["selfplay/mean_return"] <= 500 for r in train)
+
+
+def _warm_batch_norms(net, obs, actions, passes=80):
+    """Forward passes in train mode shaped like the learner's K-step unroll (no optimiser:
+    only the batch norms' running statistics move)."""
+    net.train()
+    with torch.no_grad():
+        for _ in range(passes):
+            s = net.represent(obs)
+            net.predict(s, root=True)
+            for a in actions:
+                s, _ = net.dynamics(s, a)
+                net.predict(s)
+    net.eval()
+
+
+def test_search_roots_see_the_prediction_heads_the_learner_trained():
+    """The root inference (eval mode) gives the logits and values the learner's k = 0 step
+    (train mode) gives on the same batch, though h's and g's states differ in statistics."""
+    from polyzero.nets.alphazero import NetSpec
+    from polyzero.nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
+
+    torch.manual_seed(0)
+    net = MuZeroNet((4, 10, 10), 3, MuZeroSpec(net=NetSpec(channels=8, blocks=1), support=5))
+    obs = torch.rand(64, 4, 10, 10)
+    actions = [torch.randint(0, 3, (64,)) for _ in range(5)]
+    _warm_batch_norms(net, obs, actions)
+    net.train()
+    with torch.no_grad():
+        logits, value = net.predict(net.represent(obs), root=True)
+    _, eval_logits, eval_value = MuZeroInference(net).initial(obs.numpy())
+    assert np.allclose(eval_logits, logits.numpy(), rtol=0.05, atol=0.02)
+    assert np.allclose(eval_value, net.value_scalar(value).numpy(), rtol=0.05, atol=0.02)
+
+
+def test_checkpoints_from_before_the_split_heads_load():
+    """A state dict with f's heads as Sequential(conv, bn, relu, flatten, *tail) loads; its
+    one batch norm serves both h's and g's states."""
+    from polyzero.nets.alphazero import NetSpec
+    from polyzero.nets.muzero import MuZeroNet, MuZeroSpec
+
+    torch.manual_seed(0)
+    spec = MuZeroSpec(net=NetSpec(channels=8, blocks=1), support=5)
+    new = MuZeroNet((4, 10, 10), 3, spec).state_dict()
+    old = {}
+    for key, value in new.items():
+        head, _, rest = key.partition(".")
+        if head not in ("policy_head", "value_head", "reward_head"):
+            old[key] = value
+        elif not rest.startswith("root_norm."):
+            part, _, leaf = rest.partition(".")
+            if part == "tail":
+                index, _, inner = leaf.partition(".")
+                leaf = f"{int(index) + 4}.{inner}" if inner else f"4.{index}"
+            else:
+                leaf = {"conv": "0", "norm": "1"}[part] + "." + leaf
+            old[f"{head}.{leaf}"] = value + 1.0 if value.is_floating_point() else value
+    net = MuZeroNet((4, 10, 10), 3, spec)
+    net.load_state_dict(old)
+    loaded = net.state_dict()
+    for head in ("policy_head", "value_head"):
+        assert torch.equal(loaded[f"{head}.root_norm.running_var"], loaded[f"{head}.norm.running_var"])
+        assert torch.equal(loaded[f"{head}.norm.running_var"], new[f"{head}.norm.running_var"] + 1.0)
+    assert torch.equal(loaded["policy_head.tail.weight"], new["policy_head.tail.weight"] + 1.0)
+    assert torch.equal(loaded["value_head.tail.2.bias"], new["value_head.tail.2.bias"] + 1.0)
+    assert "reward_head.root_norm.weight" not in loaded

@@ -49,7 +49,7 @@ class MuZero:
         self.cfg = cfg
         self.mz = cfg.muzero
         self.game = game
-        self.encoder = ObservationEncoder(game)
+        self.encoder = ObservationEncoder(game, cfg.net.perspective)
         self.num_actions = game.num_distinct_actions()
         self.num_players = game.num_players()
         self.single_agent = self.num_players == 1
@@ -160,7 +160,7 @@ class MuZero:
                 if mz.gradient_scaling:
                     s = scale_gradient(s, 0.5)
                 s, reward_out = net.dynamics(s, batch["actions"][:, k - 1])
-            logits, value_out = net.predict(s)
+            logits, value_out = net.predict(s, root=k == 0)
             value_loss = self._scalar_loss(value_out, batch["target_value"][:, k])
             policy_loss = -(batch["target_policy"][:, k] * F.log_softmax(logits, -1)).sum(-1) \
                 * batch["policy_mask"][:, k]

@@ -101,11 +101,10 @@ class MuZeroNet(nn.Module):
             self.dynamics_tower = net.tower(ch + 1, hgt * wid)
             cells = hgt * wid
             self.action_plane = None if num_actions <= cells else nn.Embedding(num_actions, cells)
-            self.policy_head = nn.Sequential(
-                nn.Conv2d(ch, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(),
-                nn.Flatten(), nn.Linear(2 * cells, num_actions))
-            self.value_head = _conv_scalar_head(ch, cells, net.value_hidden, out)
-            self.reward_head = _conv_scalar_head(ch, cells, net.value_hidden, out) if spec.support else None
+            self.policy_head = ConvHead(ch, 2, nn.Linear(2 * cells, num_actions))
+            self.value_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out))
+            self.reward_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out),
+                                        root_norm=False) if spec.support else None
         elif net.kind == "mlp":
             in_dim = int(np.prod(obs_shape))
             hs = spec.hidden_size
@@ -128,8 +127,8 @@ class MuZeroNet(nn.Module):
             # bootstraps with gamma^n near 1 carry along for hundreds of steps.
             for head in (self.value_head, self.reward_head):
                 if head is not None:
-                    nn.init.zeros_(head[-1].weight)
-                    nn.init.zeros_(head[-1].bias)
+                    nn.init.zeros_(last_layer(head).weight)
+                    nn.init.zeros_(last_layer(head).bias)
 
     # ------------------------------------------------------------ h, g, f
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
@@ -147,12 +146,16 @@ class MuZeroNet(nn.Module):
         s2 = scale_hidden_state(s2) if self.spec.scale_hidden else s2
         return s2, (self.reward_head(s2) if self.reward_head is not None else None)
 
-    def predict(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """f: s^k -> (policy logits [B, A], value output: tanh scalar [B] or logits [B, 2S+1])."""
-        x = self.prediction_trunk(s) if self.spec.net.kind == "mlp" else s
-        value = self.value_head(x)
+    def predict(self, s: torch.Tensor, root: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """f: s^k -> (policy logits [B, A], value output: tanh scalar [B] or logits [B, 2S+1]);
+        `root`: s is h's output (k = 0), not g's (`ConvHead`)."""
+        if self.spec.net.kind == "mlp":
+            x = self.prediction_trunk(s)
+            value, logits = self.value_head(x), self.policy_head(x)
+        else:
+            value, logits = self.value_head(s, root), self.policy_head(s, root)
         value = torch.tanh(value).squeeze(-1) if not self.spec.support else value
-        return self.policy_head(x), value
+        return logits, value
 
     def _action_planes(self, action: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         b, _, hgt, wid = s.shape
@@ -174,14 +177,59 @@ class MuZeroNet(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Initial inference's policy and scalar value (the AlphaZero-shaped view of f(h(o)))."""
-        logits, value = self.predict(self.represent(obs))
+        logits, value = self.predict(self.represent(obs), root=True)
         return logits, self.value_scalar(value)
 
 
-def _conv_scalar_head(channels: int, cells: int, hidden: int, out: int) -> nn.Module:
-    return nn.Sequential(
-        nn.Conv2d(channels, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(),
-        nn.Flatten(), nn.Linear(cells, hidden), nn.ReLU(), nn.Linear(hidden, out))
+class ConvHead(nn.Module):
+    """A head of f: 1x1 convolution, batch norm, ReLU, then `tail` on the flattened planes.
+
+    f reads h's states (k = 0) and g's (k >= 1), whose channels have different
+    statistics (h's varied 2-3 times more on MinAtar Breakout). One batch norm's
+    running statistics, fed K of g's batches for each of h's, then mis-scale every
+    search root in eval mode: the root logits came out 1.1 to 1.6 times the ones
+    trained, which a Reanalyze target re-searched at every step compounds. So
+    h's states have a batch norm of their own (`root_norm`); the conv and tail are shared.
+    """
+
+    def __init__(self, channels: int, planes: int, tail: nn.Module, root_norm: bool = True):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, planes, 1, bias=False)
+        self.norm = nn.BatchNorm2d(planes)
+        self.root_norm = nn.BatchNorm2d(planes) if root_norm else None
+        self.tail = tail
+
+    def forward(self, s: torch.Tensor, root: bool = False) -> torch.Tensor:
+        x = self.conv(s)
+        x = self.root_norm(x) if root and self.root_norm is not None else self.norm(x)
+        return self.tail(torch.relu(x).flatten(1))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # Checkpoints from before the split: Sequential(conv, bn, relu, flatten, *tail),
+        # one batch norm for both kinds of state (the best start for either).
+        if prefix + "0.weight" in state_dict:
+            for key in [k for k in state_dict if k.startswith(prefix)]:
+                index, _, rest = key[len(prefix):].partition(".")
+                value = state_dict.pop(key)
+                if index == "0":
+                    state_dict[f"{prefix}conv.{rest}"] = value
+                elif index == "1":
+                    state_dict[f"{prefix}norm.{rest}"] = value
+                    if self.root_norm is not None:
+                        state_dict[f"{prefix}root_norm.{rest}"] = value.clone()
+                else:  # the tail's layers, after conv, bn, relu and flatten
+                    inner = f"{int(index) - 4}." if isinstance(self.tail, nn.Sequential) else ""
+                    state_dict[f"{prefix}tail.{inner}{rest}"] = value
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def last_layer(head: nn.Module) -> nn.Module:
+    """A value or reward head's output layer."""
+    return (head.tail if isinstance(head, ConvHead) else head)[-1]
+
+
+def _scalar_tail(cells: int, hidden: int, out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(cells, hidden), nn.ReLU(), nn.Linear(hidden, out))
 
 
 class MuZeroInference:
@@ -207,7 +255,7 @@ class MuZeroInference:
     def initial(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(hidden [M, H], policy logits [M, A], value [M])."""
         s = self.net.represent(self._tensor(obs))
-        logits, value = self.net.predict(s)
+        logits, value = self.net.predict(s, root=True)
         return (s.flatten(1).float().cpu().numpy(), logits.float().cpu().numpy(),
                 self.net.value_scalar(value).float().cpu().numpy())
 
