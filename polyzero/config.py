@@ -34,9 +34,13 @@ class NetConfig:
     block: str = "basic"
     bottleneck_channels: int = 0  # 0: channels // 2 (the paper's 256 -> 128)
     broadcast_every: int = 8  # bottleneck towers only
+    # The input: "mover" shows a two-player game's shared observation from the side of
+    # the player to move (polyzero.games.encoders), "raw" is OpenSpiel's tensor as is.
+    perspective: str = "mover"
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
+        _choice("net.perspective", self.perspective, ("mover", "raw"))
         _choice("net.block", self.block, ("basic", "bottleneck"))
         for k in ("channels", "blocks", "width", "layers", "value_hidden"):
             _positive(f"net.{k}", getattr(self, k), allow_zero=k == "blocks")
@@ -130,6 +134,9 @@ class TrainConfig:
     momentum: float = 0.9  # for sgd
     checkpoint_every: int = 10
     keep_checkpoints: int = 3
+    # Each sampled example under a random board symmetry of its game (polyzero.games.symmetry;
+    # AlphaGo Zero did this, AlphaZero did not): connect_four, tic_tac_toe and go know theirs.
+    symmetries: bool = False
 
     def validate(self):
         for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
@@ -490,13 +497,25 @@ def load_preset(algo: str, game: str) -> dict | None:
     return tomllib.loads(res.read_text())
 
 
+# Settings added after runs had been saved, whose defaults changed what a run does:
+# a saved config without them ran with these values.
+_SAVED_BEFORE = {("net", "perspective"): "raw"}
+
+
+def _as_saved(base: dict) -> dict:
+    base = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+    for (table, key), value in _SAVED_BEFORE.items():
+        base.setdefault(table, {}).setdefault(key, value)
+    return base
+
+
 def build_config(game: str | None = None, algo: str | None = None, config_file: str | None = None,
                  overrides: list[str] = (), base: dict | None = None) -> RunConfig:
     """Resolve a run's configuration (see the module docstring for precedence)."""
     cfg = RunConfig()
     layers: list[dict] = []
     if base is not None:
-        layers.append(base)
+        layers.append(_as_saved(base))
     file_data = read_toml(config_file) if config_file else {}
     algo = algo or file_data.get("algo") or (base or {}).get("algo") or cfg.algo
     game = game or file_data.get("game") or (base or {}).get("game") or cfg.game

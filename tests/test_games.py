@@ -159,6 +159,53 @@ def test_encoder_perspective_is_player_to_move():
     assert np.array_equal(enc.encode_one(s).ravel(), np.asarray(s.observation_tensor(0), np.float32))
 
 
+@pytest.mark.parametrize("name", ["connect_four", "tic_tac_toe"])
+def test_shared_observations_are_shown_from_the_movers_side(name):
+    """Both players see the same OpenSpiel tensor; the mover's stones come first once
+    the colours are swapped for the second player, as the egocentric option shows them."""
+    game = load_game(name)
+    enc, raw = ObservationEncoder(game), ObservationEncoder(game, "raw")
+    mine, theirs = {"connect_four": (0, 1), "tic_tac_toe": (2, 1)}[name]
+    s = game.new_initial_state()
+    for ply, action in enumerate([3, 4, 2]):
+        s.apply_action(action)  # after ply 0 the second player moves, after ply 1 the first
+        x, r = enc.encode_one(s), raw.encode_one(s)
+        assert np.array_equal(r.ravel(), np.asarray(s.observation_tensor(0), np.float32))
+        assert x[mine].sum() == (ply + 1) // 2 and x[theirs].sum() == ply // 2 + 1
+        if ply % 2 == 0:  # the second player to move: colours swapped
+            assert np.array_equal(x[mine], r[theirs]) and np.array_equal(x[theirs], r[mine])
+        else:
+            assert np.array_equal(x, r)
+
+
+def test_games_without_interchangeable_colours_get_a_mover_plane():
+    game = load_game("hex(board_size=5)")
+    enc = ObservationEncoder(game)
+    assert enc.shape == (10, 5, 5)
+    s = game.new_initial_state()
+    first = enc.encode_one(s)
+    s.apply_action(12)
+    second = enc.encode_one(s)
+    assert (first[-1] == 0).all() and (second[-1] == 1).all()
+    assert np.array_equal(second[:-1].ravel(), np.asarray(s.observation_tensor(0), np.float32))
+    # Player-relative observations (othello) and go's own to-play plane are left as they are.
+    assert ObservationEncoder(load_game("othello")).shape == (3, 8, 8)
+    assert ObservationEncoder(load_game("go(board_size=5)")).shape == (4, 5, 5)
+    with pytest.raises(ValueError, match="perspective"):
+        ObservationEncoder(game, "theirs")
+
+
+def test_runs_saved_before_the_perspective_setting_keep_the_raw_tensor():
+    from polyzero.config import build_config, to_toml
+    import dataclasses
+    import tomllib
+
+    saved = tomllib.loads(to_toml(dataclasses.asdict(build_config("connect_four", "alphazero"))))
+    assert build_config(base=saved).net.perspective == "mover"
+    del saved["net"]["perspective"]
+    assert build_config(base=saved).net.perspective == "raw"
+
+
 def test_encoder_batch_out_and_fallback():
     game = load_game("othello")
     enc = ObservationEncoder(game)

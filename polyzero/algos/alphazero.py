@@ -12,6 +12,7 @@ KL(pi', p) up to a constant (Eq. 12), or -log p(A_{n+1}) with
 
 from __future__ import annotations
 import dataclasses
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +21,7 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder
+from ..games.symmetry import augment, board_symmetries
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
 from ..search.mcts import SearchResult, search
@@ -38,7 +40,7 @@ class AlphaZero:
     def __init__(self, cfg: RunConfig, game):
         self.cfg = cfg
         self.game = game
-        self.encoder = ObservationEncoder(game)
+        self.encoder = ObservationEncoder(game, cfg.net.perspective)
         self.num_actions = game.num_distinct_actions()
         self.num_players = game.num_players()
 
@@ -76,8 +78,11 @@ class AlphaZero:
         }
 
     def make_replay(self) -> ReplayBuffer:
-        """Uniform replay of (s, pi, z) positions (Go-Exploit Table 4's |B|)."""
-        return ReplayBuffer(self.cfg.train.replay_size, self.example_specs())
+        """Uniform replay of (s, pi, z) positions (Go-Exploit Table 4's |B|), each sampled
+        example under a random board symmetry with `train.symmetries`."""
+        symmetries = board_symmetries(self.game, self.encoder.shape) if self.cfg.train.symmetries else []
+        transform = functools.partial(augment, symmetries=symmetries) if symmetries else None
+        return ReplayBuffer(self.cfg.train.replay_size, self.example_specs(), transform)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """(s_t, pi_t, z): z is what the mover at t went on to receive (the final

@@ -98,7 +98,7 @@ class NDMZ:
         self.cfg = cfg
         self.nd = cfg.ndmz
         self.game = game
-        self.encoder = ObservationEncoder(game)
+        self.encoder = ObservationEncoder(game, cfg.net.perspective)
         self.layout = ActionLayout.of(game)
         self.num_actions = game.num_distinct_actions()  # the choice actions: what self-play records
         self.num_players = game.num_players()

@@ -53,7 +53,7 @@ def check_game(game: pyspiel.Game, num_games: int = 3, seed: int = 0,
     random ones (polyzero's batched search plugs in here). Raises AssertionError.
     """
     name = game_spec_string(game)
-    enc = ObservationEncoder(game)
+    enc = ObservationEncoder(game, "raw")  # checked against pyspiel's own tensor
     rng = np.random.default_rng(seed)
     A = game.num_distinct_actions()
     zero_sum = game.get_type().utility == pyspiel.GameType.Utility.ZERO_SUM

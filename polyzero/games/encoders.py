@@ -22,17 +22,36 @@ def _check_out(out: np.ndarray, n: int, shape: tuple, dtype) -> np.ndarray:
     return out[:n]
 
 
+# Two-player games whose observation is the same for both players and whose rules
+# are the same for both colours: the two colours' stone planes, swapped when the
+# second player moves, give "my stones, their stones" (OpenSpiel's plane order).
+COLOUR_PLANES = {"connect_four": (0, 1), "tic_tac_toe": (2, 1)}
+# Games whose shared observation already says who moves (go: its fourth plane).
+MOVER_IN_OBSERVATION = {"go"}
+PERSPECTIVES = ("mover", "raw")
+
+
 class ObservationEncoder:
     """Encodes states as float32 tensors from the perspective of the player to move.
 
     Shape is (C, H, W) for 3-D OpenSpiel observations, (1, H, W) for 2-D ones and (D,)
     otherwise. Terminal (and chance/simultaneous) nodes are encoded for player 0.
     Not thread-safe: one reusable pyspiel observer buffer backs every call.
+
+    Many two-player OpenSpiel games (connect_four, tic_tac_toe, hex, breakthrough)
+    give both players the same observation, with no word of who moves, while every
+    value the network learns is the mover's. With `perspective = "mover"` such a
+    game's colour planes are swapped when the second player moves (COLOUR_PLANES),
+    or, where colours are not interchangeable, one more plane (or entry) says who
+    moves: 1 for the second player. `"raw"` is OpenSpiel's tensor as it is (what
+    runs saved before the option read).
     """
 
-    def __init__(self, game: pyspiel.Game):
+    def __init__(self, game: pyspiel.Game, perspective: str = "mover"):
         if not game.get_type().provides_observation_tensor:
             raise UsageError(f"game {game.get_type().short_name!r} provides no observation tensor")
+        if perspective not in PERSPECTIVES:
+            raise ValueError(f"perspective must be one of {PERSPECTIVES}, not {perspective!r}")
         raw = tuple(game.observation_tensor_shape())
         self.size = math.prod(raw)
         if len(raw) == 3:
@@ -41,6 +60,14 @@ class ObservationEncoder:
             self.shape = (1, *raw)
         else:
             self.shape = (self.size,)
+        self.swap, self.mover_entry = None, False
+        name = game.get_type().short_name
+        if perspective == "mover" and name not in MOVER_IN_OBSERVATION and _shared_view(game):
+            if name in COLOUR_PLANES and len(self.shape) == 3:
+                self.swap = COLOUR_PLANES[name]
+            else:
+                self.mover_entry = True
+                self.shape = (self.shape[0] + 1, *self.shape[1:])
         self.is_spatial = len(self.shape) == 3
         # The observer API fills one preallocated buffer in C++: ~1.3 us a state against
         # 3-55 us for state.observation_tensor(), which builds a Python list (go 9x9: 1.3
@@ -56,7 +83,8 @@ class ObservationEncoder:
             out = np.empty((n, *self.shape), np.float32)
         else:
             out = _check_out(out, n, self.shape, np.float32)
-        flat = out.reshape(n, self.size)  # a view: out is contiguous
+        rows = out.reshape(n, -1)  # a view: out is contiguous
+        flat = rows[:, : self.size]
         obs = self._obs
         if obs is not None:
             tensor, set_from = obs.tensor, obs.set_from
@@ -68,11 +96,35 @@ class ObservationEncoder:
             for i, s in enumerate(states):
                 p = s.current_player()
                 flat[i] = s.observation_tensor(p if p >= 0 else 0)
+        if self.swap is not None or self.mover_entry:
+            second = np.fromiter((s.current_player() == 1 for s in states), bool, n)
+            if self.mover_entry:
+                rows[:, self.size:] = second[:, None]
+            elif second.any():
+                a, b = self.swap
+                out[second, a], out[second, b] = out[second, b], out[second, a]
         return out
 
     def encode_one(self, state: pyspiel.State) -> np.ndarray:
         """float32 [*shape] for a single state."""
         return self.encode([state])[0]
+
+
+def _shared_view(game: pyspiel.Game) -> bool:
+    """Whether a two-player game shows both players the same observation: compared
+    after the first decision (at the start a board is often empty either way)."""
+    if game.num_players() != 2:
+        return False
+    state, decisions = game.new_initial_state(), 0
+    for _ in range(50):
+        if state.is_terminal():
+            return False
+        if not state.is_chance_node() and state.current_player() >= 0:
+            if decisions == 1:
+                return state.observation_tensor(0) == state.observation_tensor(1)
+            decisions += 1
+        state.apply_action(state.legal_actions()[0])
+    return False
 
 
 def legal_action_mask(states: Sequence[pyspiel.State], num_actions: int,

@@ -10,8 +10,10 @@ import numpy as np
 class ReplayBuffer:
     """Ring buffer of examples; the oldest are overwritten once full."""
 
-    def __init__(self, capacity: int, specs: dict[str, tuple[tuple[int, ...], type]]):
+    def __init__(self, capacity: int, specs: dict[str, tuple[tuple[int, ...], type]], transform=None):
+        """`transform(batch, rng)`, when given, changes each sampled batch (augmentation)."""
         self.capacity = capacity
+        self.transform = transform
         self.data = {k: np.zeros((capacity,) + tuple(shape), dtype) for k, (shape, dtype) in specs.items()}
         self.size = 0
         self.next = 0  # slot the next example goes to
@@ -40,7 +42,8 @@ class ReplayBuffer:
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         idx = rng.integers(0, self.size, size=n)
-        return {k: v[idx] for k, v in self.data.items()}
+        batch = {k: v[idx] for k, v in self.data.items()}
+        return self.transform(batch, rng) if self.transform is not None else batch
 
     # ------------------------------------------------------------ persistence
     def to_bytes(self) -> bytes:

@@ -1,0 +1,80 @@
+"""Board symmetries for data augmentation.
+
+A symmetry maps a position to one whose value is the same and whose policy is the
+same up to a permutation of the actions: Connect Four's left-right mirror, the
+eight rotations and reflections of tic-tac-toe's and go's square boards. Each is
+stored as two gather indices, so a batch of examples is transformed with one
+NumPy take per symmetry: obs'.flat = obs.flat[obs_index], policy' = policy[action_index].
+AlphaGo Zero augmented its data this way; AlphaZero did not (docs/alphazero.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyspiel
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    obs_index: np.ndarray  # int64 [prod(obs_shape)]
+    action_index: np.ndarray  # int64 [num_actions]
+
+
+def _square_maps(n: int) -> list[np.ndarray]:
+    """The 8 dihedral maps of an n x n board as cell gather indices [n * n]."""
+    cells = np.arange(n * n).reshape(n, n)
+    maps = []
+    for flip in (False, True):
+        board = cells.T if flip else cells
+        for k in range(4):
+            maps.append(np.rot90(board, k).reshape(-1))
+    return maps
+
+
+def _column_mirror(rows: int, cols: int) -> np.ndarray:
+    return np.arange(rows * cols).reshape(rows, cols)[:, ::-1].reshape(-1)
+
+
+def _planes(cell_map: np.ndarray, planes: int) -> np.ndarray:
+    """The cell map applied to every plane of a (planes, H, W) tensor, as a flat index."""
+    cells = len(cell_map)
+    return (np.arange(planes)[:, None] * cells + cell_map[None, :]).reshape(-1)
+
+
+def board_symmetries(game: pyspiel.Game, obs_shape: tuple[int, ...]) -> list[Symmetry]:
+    """The game's symmetries other than the identity (empty when none is known)."""
+    name = game.get_type().short_name
+    if len(obs_shape) != 3:
+        return []
+    planes, h, w = obs_shape
+    actions = game.num_distinct_actions()
+    if name == "connect_four":  # actions are columns
+        cell = _column_mirror(h, w)
+        return [Symmetry(_planes(cell, planes), np.arange(w)[::-1].copy())]
+    if name in ("tic_tac_toe", "go") and h == w and actions in (h * w, h * w + 1):
+        out = []
+        for cell in _square_maps(h)[1:]:
+            act = np.arange(actions)
+            act[: h * w] = cell  # go's pass (the last action) stays
+            out.append(Symmetry(_planes(cell, planes), act))
+        return out
+    return []
+
+
+def augment(batch: dict[str, np.ndarray], rng: np.random.Generator, symmetries: list[Symmetry],
+            obs_key: str = "obs", policy_key: str = "policy") -> dict[str, np.ndarray]:
+    """Each example under a uniformly drawn symmetry or the identity (in place)."""
+    if not symmetries:
+        return batch
+    obs, policy = batch[obs_key], batch[policy_key]
+    n = len(obs)
+    pick = rng.integers(0, len(symmetries) + 1, size=n)  # 0: the identity
+    flat = obs.reshape(n, -1)
+    for k, sym in enumerate(symmetries, start=1):
+        rows = np.flatnonzero(pick == k)
+        if len(rows):
+            flat[rows] = flat[rows][:, sym.obs_index]
+            policy[rows] = policy[rows][:, sym.action_index]
+    return batch
