@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 exec .venv/bin/polyzero train connect_four --algo alphazero --run-dir "runs/quickstart-$(date +%Y%m%d-%H%M%S)" \
-  --set train.steps=20 --set eval.every=10 --set eval.final_games=40 "$@"
+  --set train.steps=60 --set eval.every=20 --set eval.final_games=40 "$@"
