@@ -85,19 +85,18 @@ class ObservationEncoder:
             out = _check_out(out, n, self.shape, np.float32)
         rows = out.reshape(n, -1)  # a view: out is contiguous
         flat = rows[:, : self.size]
+        players = [s.current_player() for s in states]
         obs = self._obs
         if obs is not None:
             tensor, set_from = obs.tensor, obs.set_from
-            for i, s in enumerate(states):
-                p = s.current_player()
+            for i, (s, p) in enumerate(zip(states, players)):
                 set_from(s, p if p >= 0 else 0)
                 flat[i] = tensor
         else:
-            for i, s in enumerate(states):
-                p = s.current_player()
+            for i, (s, p) in enumerate(zip(states, players)):
                 flat[i] = s.observation_tensor(p if p >= 0 else 0)
         if self.swap is not None or self.mover_entry:
-            second = np.fromiter((s.current_player() == 1 for s in states), bool, n)
+            second = np.array(players, np.int64) == 1
             if self.mover_entry:
                 rows[:, self.size:] = second[:, None]
             elif second.any():
