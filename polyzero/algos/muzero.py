@@ -16,6 +16,7 @@ entering the dynamics function by 1/2 (Appendix G).
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder, legal_action_mask
+from ..games.symmetry import augment, board_symmetries
 from ..nets.alphazero import NetSpec
 from ..nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
 from ..nets.support import scalar_to_support
@@ -110,13 +112,18 @@ class MuZero:
 
     # ------------------------------------------------------------ training data
     def make_replay(self) -> SequenceReplay:
+        """With `train.symmetries`, each sampled unroll is seen under a random board
+        symmetry: its observation, its K actions and its K + 1 policy targets alike."""
         mz = self.mz
         prioritized = mz.prioritized == "on" or (mz.prioritized == "auto" and self.single_agent)
+        symmetries = board_symmetries(self.game, self.encoder.shape) if self.cfg.train.symmetries else []
+        transform = functools.partial(augment, symmetries=symmetries, policy_keys=("target_policy",),
+                                      action_keys=("actions",)) if symmetries else None
         return SequenceReplay(self.cfg.train.replay_size, self.encoder.shape, self.num_actions,
                               unroll_steps=mz.unroll_steps, td_steps=mz.td_steps, discount=mz.discount,
                               board_game=not self.single_agent, prioritized=prioritized,
                               alpha=mz.priority_alpha, beta=mz.priority_beta,
-                              reanalyse_fraction=mz.reanalyse_fraction)
+                              reanalyse_fraction=mz.reanalyse_fraction, transform=transform)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that

@@ -64,17 +64,32 @@ def board_symmetries(game: pyspiel.Game, obs_shape: tuple[int, ...]) -> list[Sym
 
 
 def augment(batch: dict[str, np.ndarray], rng: np.random.Generator, symmetries: list[Symmetry],
-            obs_key: str = "obs", policy_key: str = "policy") -> dict[str, np.ndarray]:
+            obs_key: str = "obs", policy_keys: tuple[str, ...] = ("policy",),
+            action_keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Each example under a uniformly drawn symmetry or the identity (in place)."""
     if not symmetries:
         return batch
-    obs, policy = batch[obs_key], batch[policy_key]
-    n = len(obs)
-    pick = rng.integers(0, len(symmetries) + 1, size=n)  # 0: the identity
-    flat = obs.reshape(n, -1)
+    pick = rng.integers(0, len(symmetries) + 1, size=len(batch[obs_key]))  # 0: the identity
+    return apply_symmetries(batch, pick, symmetries, obs_key, policy_keys, action_keys)
+
+
+def apply_symmetries(batch: dict[str, np.ndarray], pick: np.ndarray, symmetries: list[Symmetry],
+                     obs_key: str = "obs", policy_keys: tuple[str, ...] = ("policy",),
+                     action_keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Example i under symmetries[pick[i] - 1] (0: unchanged), in place: its observation,
+    the last axis of each policy array (AlphaZero's policy, MuZero's K + 1 unrolled
+    policies) and each array of actions taken (MuZero's unrolled actions: the move a is
+    seen as the move whose policy entry a's lands on)."""
+    obs = batch[obs_key]
+    flat = obs.reshape(len(obs), -1)
     for k, sym in enumerate(symmetries, start=1):
         rows = np.flatnonzero(pick == k)
-        if len(rows):
-            flat[rows] = flat[rows][:, sym.obs_index]
-            policy[rows] = policy[rows][:, sym.action_index]
+        if not len(rows):
+            continue
+        flat[rows] = flat[rows][:, sym.obs_index]
+        for key in policy_keys:
+            batch[key][rows] = batch[key][rows][..., sym.action_index]
+        seen_as = np.argsort(sym.action_index)
+        for key in action_keys:
+            batch[key][rows] = seen_as[batch[key][rows]]
     return batch

@@ -49,7 +49,9 @@ class SequenceReplay(SegmentRing):
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
                  prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
-                 reanalyse_fraction: float = 0.0):
+                 reanalyse_fraction: float = 0.0, transform=None):
+        """`transform(batch, rng)`, when given, changes each sampled batch of unroll
+        targets (augmentation: polyzero.games.symmetry)."""
         c = capacity
         super().__init__(capacity, {
             "obs": np.zeros((c, *obs_shape), np.float32),
@@ -74,6 +76,7 @@ class SequenceReplay(SegmentRing):
         self.max_priority = 1.0
         self.reanalyse_fraction = reanalyse_fraction
         self.reanalyser = None  # set to refresh sampled positions before targets are built
+        self.transform = transform
 
     # ------------------------------------------------------------ writing
     def _stored(self, slots: np.ndarray) -> None:
@@ -124,6 +127,8 @@ class SequenceReplay(SegmentRing):
         if self.reanalyser is not None and fresh_rows:
             self.reanalyser.refresh(self, slots[:fresh_rows])
         batch = self.unroll_targets(slots, rng, fresh_rows)
+        if self.transform is not None:
+            batch = self.transform(batch, rng)
         batch["weight"] = weights
         batch["index"] = slots
         return batch
