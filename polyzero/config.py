@@ -236,6 +236,9 @@ class MuZeroConfig:
     reanalyse_network: str = "latest"  # Reanalyze searches with the latest parameters (Appendix H) or the target network
     chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
     downsample: str = "auto"  # Appendix F's stack for image inputs; auto: frames of 32 x 32 or more
+    # Normalisation inside g and in f's heads at unrolled steps k >= 1 (resnet models):
+    # "batch" (the paper's batch norm) or "layer" (per sample, the same in training and search).
+    unroll_norm: str = "batch"
 
     def validate(self):
         _positive("muzero.chunk_length", self.chunk_length, allow_zero=True)
@@ -246,6 +249,7 @@ class MuZeroConfig:
         _positive("muzero.value_loss_weight", self.value_loss_weight)
         _choice("muzero.prioritized", self.prioritized, ("auto", "on", "off"))
         _choice("muzero.downsample", self.downsample, ("auto", "on", "off"))
+        _choice("muzero.unroll_norm", self.unroll_norm, ("batch", "layer"))
         _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
         _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
         _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)

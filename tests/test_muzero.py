@@ -480,3 +480,37 @@ def test_checkpoints_from_before_the_split_heads_load():
     assert torch.equal(loaded["policy_head.tail.weight"], new["policy_head.tail.weight"] + 1.0)
     assert torch.equal(loaded["value_head.tail.2.bias"], new["value_head.tail.2.bias"] + 1.0)
     assert "reward_head.root_norm.weight" not in loaded
+
+
+def _unrolled_outputs(net, s, actions, train: bool):
+    net.train(train)
+    out = []
+    with torch.no_grad():
+        for a in actions:
+            s, _ = net.dynamics(s, a)
+            logits, value = net.predict(s)
+            out.append(torch.cat([logits, net.value_scalar(value)[:, None]], 1))
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("unroll_norm", ["batch", "layer"])
+def test_unroll_norm_layer_searches_the_unroll_the_learner_trained(unroll_norm):
+    """With muzero.unroll_norm = "layer", the search's recurrent steps (eval mode) compute
+    what the learner's unrolled steps k >= 1 (train mode) compute on the same states; batch
+    norm's running statistics, one average over the depths, do not."""
+    from polyzero.nets.alphazero import NetSpec
+    from polyzero.nets.muzero import MuZeroNet, MuZeroSpec
+
+    torch.manual_seed(0)
+    spec = MuZeroSpec(net=NetSpec(channels=8, blocks=1), support=5, unroll_norm=unroll_norm)
+    net = MuZeroNet((4, 10, 10), 3, spec)
+    obs = torch.rand(64, 4, 10, 10)
+    actions = [torch.randint(0, 3, (64,)) for _ in range(5)]
+    _warm_batch_norms(net, obs, actions)
+    with torch.no_grad():
+        s = net.represent(obs)
+    gap = (_unrolled_outputs(net, s, actions, True) - _unrolled_outputs(net, s, actions, False)).abs().max()
+    if unroll_norm == "layer":
+        assert gap < 1e-4
+    else:
+        assert gap > 1e-2  # what "layer" removes

@@ -69,7 +69,7 @@ class MuZero:
         spec = MuZeroSpec(net=net, hidden_size=self.mz.hidden_size,
                           support=self.mz.support if self.single_agent else 0,
                           scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind),
-                          zero_init_heads=self.mz.zero_init_heads)
+                          zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm)
         return MuZeroNet(self.encoder.shape, self.num_actions, spec)
 
     def _downsample(self, kind: str) -> bool:
