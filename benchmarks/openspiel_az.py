@@ -42,7 +42,7 @@ OPENSPIEL_CONFIG = dict(
     evaluation_window=100,
     eval_levels=7,
     uct_c=1.0,                   # search.c_puct
-    max_simulations=50,          # search.num_simulations (self-play)
+    max_simulations=16,          # search.num_simulations (self-play; 50 before 2026-11-25)
     policy_alpha=1.0,            # search.dirichlet_alpha
     policy_epsilon=0.25,         # search.dirichlet_fraction
     temperature=1.0,             # selfplay.temperature
@@ -129,7 +129,12 @@ def _train(args) -> None:
             k += 1
 
     az._init_model_from_config = init_model
-    config = az.Config(path=str(run_dir), **{**OPENSPIEL_CONFIG, "actors": args.actors})
+    settings = {**OPENSPIEL_CONFIG, "actors": args.actors}
+    saved = run_dir / "config.json"
+    if resume_from and saved.exists():  # a resumed run keeps the settings it started with
+        started = json.loads(saved.read_text())
+        settings.update({k: started[k] for k in OPENSPIEL_CONFIG if k in started and k != "actors"})
+    config = az.Config(path=str(run_dir), **settings)
     with open(run_dir / "sessions.jsonl", "a") as f:
         f.write(json.dumps({"start": time.time(), "offset_s": offset, "budget_s": budget, "mark_s": mark_s}) + "\n")
     threading.Thread(target=keeper, daemon=True).start()
