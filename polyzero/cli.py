@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("arena", help="play two players against each other",
                        description="Play N games between two players, seats alternated, and print the "
-                                   "score (W + D/2)/N of PLAYER_A with its Wilson 95%% interval. A player is "
+                                   "score (W + D/2)/N of PLAYER_A with its Wilson 95% interval. A player is "
                                    "random, mcts:SIMS, mcts-solver:SIMS, or a run directory / checkpoint "
                                    "(optionally PATH@SIMS to set its search simulations).")
     a.add_argument("player_a")
@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
                         description="Round-robin between checkpoints of the given runs and reference players, "
                                     "every pair --games games with seats alternated; Elo ratings from a "
                                     "logistic model with a prior of virtual draws (as BayesElo), anchored at "
-                                    "--anchor = 0, with 95%% intervals; writes tournament.json, ratings.txt "
+                                    "--anchor = 0, with 95% intervals; writes tournament.json, ratings.txt "
                                     "and ratings.png to --out.")
     tn.add_argument("run_dirs", nargs="+", type=Path)
     tn.add_argument("--references", default="mcts-solver:1x",

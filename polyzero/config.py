@@ -230,6 +230,9 @@ class MuZeroConfig:
     prioritized: str = "auto"  # auto: prioritized for single-agent, uniform for board games
     priority_alpha: float = 1.0  # alpha = beta = 1 (Appendix G)
     priority_beta: float = 1.0
+    # p_i = |nu_i - z_i| with nu the value of the acting search at sample i (Appendix G);
+    # "network": the prediction function's value of the sample when it is trained instead.
+    priority_value: str = "search"
     temperature_schedule: bool = True  # single-agent acting temperature 1, 0.5, 0.25 (Appendix D)
     reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
     target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
@@ -248,6 +251,7 @@ class MuZeroConfig:
         _fraction("muzero.discount", self.discount)
         _positive("muzero.value_loss_weight", self.value_loss_weight)
         _choice("muzero.prioritized", self.prioritized, ("auto", "on", "off"))
+        _choice("muzero.priority_value", self.priority_value, ("search", "network"))
         _choice("muzero.downsample", self.downsample, ("auto", "on", "off"))
         _choice("muzero.unroll_norm", self.unroll_norm, ("batch", "layer"))
         _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
@@ -503,7 +507,7 @@ def load_preset(algo: str, game: str) -> dict | None:
 
 # Settings added after runs had been saved, whose defaults changed what a run does:
 # a saved config without them ran with these values.
-_SAVED_BEFORE = {("net", "perspective"): "raw"}
+_SAVED_BEFORE = {("net", "perspective"): "raw", ("muzero", "priority_value"): "network"}
 
 
 def _as_saved(base: dict) -> dict:

@@ -70,6 +70,7 @@ def test_n_step_value_targets_with_discount_and_episode_end():
     assert np.allclose(t["target_value"][1], [6.25, 6.5, 5.0])
     assert np.allclose(t["target_value"][2], [6.5, 5.0, 0.0])
     assert np.allclose(t["target_value"][3], [5.0, 0.0, 0.0])
+    assert t["search_value"].tolist() == [10, 30, 40, 50]  # nu_t of each sample, for its priority
 
 
 def test_unroll_alignment_of_actions_rewards_policies_and_masks():
@@ -210,6 +211,18 @@ def test_loss_sums_the_unrolled_steps_with_one_over_k():
     assert loss.item() == pytest.approx((total * batch["weight"]).mean().item(), rel=1e-5)
     assert parts["priority"].shape == (6,)
     assert "loss/reward" not in parts  # board games: no reward loss
+
+
+@pytest.mark.parametrize("source", ["search", "network"])
+def test_priority_is_the_distance_of_the_value_from_its_target(source):
+    """p_i = |nu_i - z_i| (Appendix G): nu the stored search value by default."""
+    torch.manual_seed(0)
+    algo, batch = _algo_and_batch(overrides=[f"muzero.priority_value={source}"])
+    batch["search_value"] = torch.linspace(-1, 1, 6)
+    net = algo.build_network()
+    _, parts = algo.loss(net, batch)
+    nu = batch["search_value"] if source == "search" else net.predict(net.represent(batch["obs"]))[1]
+    assert torch.allclose(parts["priority"], (nu - batch["target_value"][:, 0]).abs(), atol=1e-6)
 
 
 def test_half_gradient_enters_the_dynamics():

@@ -154,7 +154,9 @@ class MuZero:
 
     def loss(self, net: MuZeroNet, batch: dict[str, torch.Tensor]):
         """Eq. 1 over a K-step unroll with Appendix G's gradient scaling; per-sample
-        importance weights; the new priorities |nu - z| at the first step."""
+        importance weights; the new priorities p = |nu - z| at the first step, nu the
+        search value stored with the sample (Appendix G) or, with muzero.priority_value =
+        "network", the value predicted for it now."""
         mz = self.mz
         k_steps = batch["actions"].shape[1]
         weight = batch["weight"]
@@ -181,7 +183,8 @@ class MuZero:
             parts["value"] += value_loss.mean() / (k_steps + 1)
             parts["policy"] += policy_loss.mean() / (k_steps + 1)
             if k == 0:
-                priority = (net.value_scalar(value_out) - batch["target_value"][:, 0]).abs().detach()
+                nu = batch["search_value"] if mz.priority_value == "search" else net.value_scalar(value_out)
+                priority = (nu - batch["target_value"][:, 0]).abs().detach()
         out = {f"loss/{name}": v for name, v in parts.items() if torch.is_tensor(v)}
         out["priority"] = priority
         return (total * weight).mean(), out

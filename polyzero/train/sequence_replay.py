@@ -156,6 +156,7 @@ class SequenceReplay(SegmentRing):
             "target_reward": rewards,
             "target_policy": policy,
             "policy_mask": inside.astype(np.float32),
+            "search_value": d["root_value"][slots].astype(np.float32),  # nu_t, for the priority
         }
 
     def _value_targets(self, slots, pos, end, inside, at) -> np.ndarray:
