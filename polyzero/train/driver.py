@@ -147,7 +147,7 @@ class Trainer(RunDirectory):
 
     def _restore(self, path: Path) -> None:
         state = ckpt.read_state(path)
-        learner = ckpt.read_learner(path, map_location=self.device)
+        learner = ckpt.read_learner(path)  # on the CPU: the RNG state must stay there; load_state_dict moves the rest
         try:
             self.learner.load_state_dict(learner)
             torch.set_rng_state(learner["torch_rng"])
@@ -162,7 +162,7 @@ class Trainer(RunDirectory):
         self.step, self.pending = state["step"], state["pending"]
         self._set_acting_temperature()
         if self.reanalyser is not None:
-            extra = ckpt.read_torch(path, "reanalyser.pt", map_location=self.device)
+            extra = ckpt.read_torch(path, "reanalyser.pt")
             self.reanalyser.load_state_dict(extra)
             self.reanalyser.set_weights(self.learner.weights(), -1)
         if self.search_control is not None and (path / "goexploit.npz").is_file():
