@@ -199,7 +199,7 @@ class RayConfig:
     worker_gpus: float = 0.0  # e.g. 0.25: four workers share a GPU for their inference
     reanalysers: int = 1  # Ray actors running MuZero Reanalyze (when muzero.reanalyse_fraction > 0)
     solvers: int = 1  # Ray actors solving Student of Games' queries (--algo sog)
-    evaluators: int = 1  # Ray actors for the periodic evaluation (eval.every), given evaluations in turn
+    evaluators: int = 1  # Ray actors for the periodic evaluation (eval.every); a free one scores the newest weights
     learner_gpus: float = 1.0  # the learner actor's share of a GPU when the device is CUDA
     learner_restart_window: float = 600.0  # seconds: a second learner death within it stops the run
 

@@ -176,18 +176,35 @@ def test_per_actor_throughput_is_logged(local_ray, tmp_path):
 
 
 def test_evaluation_runs_on_its_own_actors(local_ray, tmp_path):
-    """Periodic evaluation is handed to evaluation actors in turn; every evaluation is logged
-    under the learning step of the weights it scored, also those finishing after the end,
-    and the high ladder levels join every second one here."""
+    """Periodic evaluation runs on evaluation actors; each evaluation is logged under the
+    learning step of the weights it scored, also those finishing after the end; the high
+    ladder levels join every second one here. With both actors busy, newer weights replace
+    the waiting ones (counted), and the last step's weights are always scored."""
     cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + [
-        "train.steps=4", "eval.every=1", "eval.games=4", 'eval.opponents=["random"]', "ray.evaluators=2",
+        "train.steps=6", "eval.every=1", "eval.games=4", 'eval.opponents=["random"]', "ray.evaluators=2",
         "ray.worker_cpus=0.5", "eval.simulations=2", 'eval.high_opponents=["mcts-solver:2x"]', "eval.high_every=2"])
     trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
     trainer.run()
-    evals = {r["step"]: r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"}
-    assert sorted(evals) == [1, 2, 3, 4]
+    metrics = read_metrics(tmp_path / "run")
+    evals = {r["step"]: r for r in metrics if r["kind"] == "eval"}
+    skipped = trainer.evaluations_skipped  # the metric is logged before each step's evaluation
+    assert all("ray/evaluations_skipped" in r for r in metrics if r["kind"] == "train")
+    assert {1, 2, 6} <= set(evals) and len(evals) + skipped == 6
     assert all(0.0 <= r["eval/random/score"] <= 1.0 for r in evals.values())
-    assert [("eval/mcts-solver:4/score" in evals[s]) for s in (1, 2, 3, 4)] == [False, True, False, True]
+    assert all(("eval/mcts-solver:4/score" in r) == (s % 2 == 0) for s, r in evals.items())
+
+
+def test_a_waiting_evaluation_gives_way_to_newer_weights(local_ray, tmp_path):
+    """One evaluation actor kept busy: the steps in between are skipped, not queued."""
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + [
+        "train.steps=8", "eval.every=1", "eval.games=40", 'eval.opponents=["mcts:50"]', "ray.evaluators=1",
+        "ray.worker_cpus=0.5", "eval.simulations=8"])
+    trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
+    trainer.run()
+    metrics = read_metrics(tmp_path / "run")
+    steps = sorted(r["step"] for r in metrics if r["kind"] == "eval")
+    skipped = trainer.evaluations_skipped
+    assert steps[0] == 1 and steps[-1] == 8 and skipped > 0 and len(steps) + skipped == 8
 
 
 def test_reanalyse_runs_on_its_own_actors(local_ray, tmp_path):

@@ -92,7 +92,9 @@ class SelfPlayWorker:
         set_threads(cfg.threads)
         game = load_game(cfg.game)
         self.algo = make_algorithm(cfg, game)
-        device = resolve_device(cfg.device)
+        # Ray (2.60) no longer hides the GPU from actors that asked for none: a worker
+        # uses it only when the config gives workers a share (ray.worker_gpus).
+        device = resolve_device(cfg.device if cfg.ray.worker_gpus > 0 else "cpu")
         self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
         # A restarted worker gets fresh randomness, so it does not replay its games.
         seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
@@ -221,7 +223,9 @@ class RayTrainer(Trainer):
         self.worker_seconds = 0.0
         self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
         self.eval_workers: list = []
-        self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time)
+        self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time, actor)
+        self.eval_waiting = None  # the newest weights to score once an evaluation actor is free
+        self.evaluations_skipped = 0  # weights replaced while waiting: evaluation lags, never queues
         self.reanalysers: list = []
         self.reanalysing: dict = {}  # in-flight reanalysis -> (actor, planned positions)
         self.reanalysed = 0  # stored policies refreshed by reanalyse actors
@@ -275,6 +279,7 @@ class RayTrainer(Trainer):
         for w in self.workers + self.archive_workers + self.reanalysers + self.eval_workers:
             self.ray.kill(w, no_restart=True)
         self.eval_workers, self.evaluations, self.reanalysers, self.reanalysing = [], {}, [], {}
+        self.eval_waiting = None
         self.workers, self.archive_workers, self.in_flight = [], [], {}
         if self._owns_ray:
             self.ray.shutdown()
@@ -292,18 +297,32 @@ class RayTrainer(Trainer):
         return self.totals
 
     def _periodic_evaluation(self, log) -> None:
-        """Hand the current weights to the next evaluation actor in turn; log the
-        evaluations that have finished (each under the learning step of the weights it scored)."""
+        """Hand the current weights to a free evaluation actor; log the evaluations that
+        have finished (each under the learning step of the weights it scored). With every
+        evaluation actor busy, the weights wait, and newer weights replace them (counted in
+        ray/evaluations_skipped): a learner faster than its evaluators (a GPU learner) must
+        not pile up evaluations it then waits for at the end of the run."""
         self._log_evaluations(log, wait=False)
         if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
-            seed = self.cfg.seed + 1000 * self.step
-            worker = self.eval_workers[(self.step // self.cfg.eval.every) % len(self.eval_workers)]
-            ref = worker.evaluate.remote(self.ray.put(self.learner.weights()), self.step, self.cfg.eval.games,
-                                         seed, self.cfg.eval.opponent_specs(self.step))
-            self.evaluations[ref] = (self.step, self.train_time)
+            self.evaluations_skipped += self.eval_waiting is not None
+            self.eval_waiting = (self.step, self.train_time, self.learner.weights())
+        self._dispatch_evaluation()
+
+    def _dispatch_evaluation(self) -> None:
+        busy = {worker for _, _, worker in self.evaluations.values()}
+        free = [w for w in self.eval_workers if w not in busy]
+        if self.eval_waiting is None or not free:
+            return
+        step, train_time, weights = self.eval_waiting
+        self.eval_waiting = None
+        ref = free[0].evaluate.remote(self.ray.put(weights), step, self.cfg.eval.games,
+                                      self.cfg.seed + 1000 * step, self.cfg.eval.opponent_specs(step))
+        self.evaluations[ref] = (step, train_time, free[0])
 
     def _finish_background_work(self, log) -> None:
-        self._log_evaluations(log, wait=True)
+        while self.evaluations or self.eval_waiting is not None:
+            self._dispatch_evaluation()
+            self._log_evaluations(log, wait=True)
         self._reanalyse(wait=True, dispatch=False)
 
     def _log_evaluations(self, log, wait: bool) -> None:
@@ -312,7 +331,7 @@ class RayTrainer(Trainer):
         refs = list(self.evaluations)
         ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=None if wait else 0)
         for ref in ready:
-            step, train_time = self.evaluations.pop(ref)
+            step, train_time, _ = self.evaluations.pop(ref)
             try:
                 self.last_eval = self.ray.get(ref)
             except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
@@ -439,6 +458,8 @@ class RayTrainer(Trainer):
                "ray/queue": len(self.in_flight)}
         if self.reanalysers:
             out["ray/reanalysed_positions"] = self.reanalysed
+        if self.eval_workers:
+            out["ray/evaluations_skipped"] = self.evaluations_skipped
         if self.staleness:
             out["ray/weight_staleness"] = float(np.mean(self.staleness))
             self.staleness = []
