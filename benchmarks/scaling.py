@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import ray
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from polyzero.config import build_config  # noqa: E402
@@ -67,7 +68,8 @@ def main() -> None:
     cfg = build_config(args.game, "alphazero", overrides=["threads=1"] + args.overrides)
     ray.init(num_cpus=max(counts), include_dashboard=False, _node_ip_address="127.0.0.1",
              log_to_driver=False, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
-    remote = ray.remote(num_cpus=1)(SelfPlayWorker)
+    # Workers search on the CPU unless --set ray.worker_gpus=F gives each a share of a GPU.
+    remote = ray.remote(num_cpus=1, num_gpus=cfg.ray.worker_gpus)(SelfPlayWorker)
     pool = [remote.remote(cfg.to_dict(), i) for i in range(max(counts))]
     chunk = cfg.selfplay.concurrent_games
     rows = {n: [] for n in counts}
@@ -84,17 +86,19 @@ def main() -> None:
         summary[n]["efficiency"] = summary[n]["speedup"] / (n / counts[0])
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if "Model name" in line), "?")
+    where = (f"each worker on {cfg.ray.worker_gpus:g} of a GPU ({torch.cuda.get_device_name(0)})"
+             if cfg.ray.worker_gpus > 0 else "workers on the CPU")
     result = {
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
         "machine": {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()},
-        "game": args.game, "config": cfg.to_dict(), "rounds": rows, "summary": summary,
+        "workers_on": where, "game": args.game, "config": cfg.to_dict(), "rounds": rows, "summary": summary,
         "probe_ms": {"median": statistics.median(probes), "min": min(probes), "max": max(probes)},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
     lines = [f"# Self-play scaling ({args.game})", "",
              f"- command: `{result['command']}`", f"- machine: {model}, {os.cpu_count()} cores",
-             f"- one torch thread per worker; learner paused; {args.rounds} interleaved rounds of "
+             f"- {where}, one torch thread per worker; learner paused; {args.rounds} interleaved rounds of "
              f"{args.seconds:.0f} s; speed probe median {result['probe_ms']['median']:.2f} ms "
              f"(min {result['probe_ms']['min']:.2f}, max {result['probe_ms']['max']:.2f})", "",
              "| workers | positions searched / s | finished-game positions / s | speed-up | efficiency |",
