@@ -242,6 +242,10 @@ class MuZeroConfig:
     # Normalisation inside g and in f's heads at unrolled steps k >= 1 (resnet models):
     # "batch" (the paper's batch norm) or "layer" (per sample, the same in training and search).
     unroll_norm: str = "batch"
+    # The plane each action gives the resnet dynamics (Appendix E): "game" where the games
+    # layer knows where actions act (Connect Four: the column), "cell" a one at the
+    # action's flat cell index (what runs saved before 2026-11-25 used).
+    action_planes: str = "game"
 
     def validate(self):
         _positive("muzero.chunk_length", self.chunk_length, allow_zero=True)
@@ -254,6 +258,7 @@ class MuZeroConfig:
         _choice("muzero.priority_value", self.priority_value, ("search", "network"))
         _choice("muzero.downsample", self.downsample, ("auto", "on", "off"))
         _choice("muzero.unroll_norm", self.unroll_norm, ("batch", "layer"))
+        _choice("muzero.action_planes", self.action_planes, ("game", "cell"))
         _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
         _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
         _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)
@@ -507,7 +512,8 @@ def load_preset(algo: str, game: str) -> dict | None:
 
 # Settings added after runs had been saved, whose defaults changed what a run does:
 # a saved config without them ran with these values.
-_SAVED_BEFORE = {("net", "perspective"): "raw", ("muzero", "priority_value"): "network"}
+_SAVED_BEFORE = {("net", "perspective"): "raw", ("muzero", "priority_value"): "network",
+                 ("muzero", "action_planes"): "cell"}
 
 
 def _as_saved(base: dict) -> dict:

@@ -527,3 +527,30 @@ def test_unroll_norm_layer_searches_the_unroll_the_learner_trained(unroll_norm):
         assert gap < 1e-4
     else:
         assert gap > 1e-2  # what "layer" removes
+
+
+def test_connect_four_actions_reach_the_dynamics_as_their_column():
+    """Appendix E's action plane, for a game whose action is a column: the dynamics reads
+    a one in every cell of the chosen column (the piece may land at any height); one-cell
+    actions keep their cell; runs saved before the option keep the flat-cell plane."""
+    from polyzero.algos import make_algorithm
+    from polyzero.games import load_game
+    from polyzero.games.symmetry import action_planes
+
+    c4 = load_game("connect_four")
+    algo = make_algorithm(build_config("connect_four", "muzero"), c4)
+    net = algo.build_network()
+    s = torch.zeros(7, *net.hidden_shape)
+    planes = net._action_planes(torch.arange(7), s)[:, 0]  # [7, 6, 7]
+    assert planes.shape == (7, 6, 7)
+    for a in range(7):
+        assert planes[a, :, a].eq(1).all() and planes[a].sum() == 6
+    ttt = load_game("tic_tac_toe")
+    assert np.array_equal(action_planes(ttt, (3, 3, 3)), np.eye(9))
+    assert action_planes(load_game("go(board_size=9)"), (4, 9, 9)) is None  # the pass has no cell
+    saved = build_config("connect_four", "muzero").to_dict()
+    del saved["muzero"]["action_planes"]
+    old = make_algorithm(build_config(base=saved), c4).build_network()
+    flat = old._action_planes(torch.tensor([3]), s[:1])[0, 0]
+    assert flat.sum() == 1 and flat[0, 3] == 1
+    assert set(old.state_dict()) == set(net.state_dict())  # the same checkpoint either way

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder, legal_action_mask
-from ..games.symmetry import augment, board_symmetries
+from ..games.symmetry import action_planes, augment, board_symmetries
 from ..nets.alphazero import NetSpec
 from ..nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
 from ..nets.support import scalar_to_support
@@ -70,7 +70,9 @@ class MuZero:
                           support=self.mz.support if self.single_agent else 0,
                           scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind),
                           zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm)
-        return MuZeroNet(self.encoder.shape, self.num_actions, spec)
+        spatial = self.mz.action_planes == "game" and not spec.downsample  # planes at the board's size
+        planes = action_planes(self.game, self.encoder.shape) if spatial else None
+        return MuZeroNet(self.encoder.shape, self.num_actions, spec, planes)
 
     def _downsample(self, kind: str) -> bool:
         """Appendix F's downsampling for image inputs: `auto` when frames are 32 x 32 or more."""

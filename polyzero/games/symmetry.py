@@ -63,6 +63,22 @@ def board_symmetries(game: pyspiel.Game, obs_shape: tuple[int, ...]) -> list[Sym
     return []
 
 
+def action_planes(game: pyspiel.Game, obs_shape: tuple[int, ...]) -> np.ndarray | None:
+    """Where each action acts on the board, as float32 [num_actions, H * W] masks: the
+    plane MuZero's dynamics reads beside the hidden state (Appendix E: Go's stone as a
+    one at its point). Connect Four's action is a column, which the piece can land
+    anywhere in: the whole column. None where actions are not known to be spatial."""
+    if len(obs_shape) != 3:
+        return None
+    _, h, w = obs_shape
+    actions = game.num_distinct_actions()
+    if game.get_type().short_name == "connect_four" and actions == w:
+        return np.tile(np.eye(w, dtype=np.float32), (1, h))  # row-major: column a of every row
+    if actions == h * w:  # one action per cell: tic-tac-toe, hex, ...
+        return np.eye(actions, dtype=np.float32)
+    return None
+
+
 def augment(batch: dict[str, np.ndarray], rng: np.random.Generator, symmetries: list[Symmetry],
             obs_key: str = "obs", policy_keys: tuple[str, ...] = ("policy",),
             action_keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:

@@ -79,7 +79,11 @@ def scale_hidden_state(s: torch.Tensor) -> torch.Tensor:
 
 
 class MuZeroNet(nn.Module):
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, spec: MuZeroSpec):
+    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, spec: MuZeroSpec,
+                 action_planes: np.ndarray | None = None):
+        """`action_planes` [num_actions, H * W]: the plane each action gives the resnet
+        dynamics (`polyzero.games.symmetry.action_planes`); None: a one at the action's
+        flat cell index, or a learned plane when there are more actions than cells."""
         super().__init__()
         self.obs_shape = tuple(obs_shape)
         self.num_actions = num_actions
@@ -101,7 +105,11 @@ class MuZeroNet(nn.Module):
             self.hidden_shape = (ch, hgt, wid)
             self.dynamics_tower = net.tower(ch + 1, hgt * wid)
             cells = hgt * wid
-            self.action_plane = None if num_actions <= cells else nn.Embedding(num_actions, cells)
+            learned = action_planes is None and num_actions > cells
+            self.action_plane = nn.Embedding(num_actions, cells) if learned else None
+            # A fixed map, not a parameter: checkpoints stay the same size either way.
+            self.register_buffer("action_map", None if action_planes is None else
+                                 torch.as_tensor(action_planes, dtype=torch.float32), persistent=False)
             self.policy_head = ConvHead(ch, 2, nn.Linear(2 * cells, num_actions))
             self.value_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out))
             self.reward_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out),
@@ -170,7 +178,9 @@ class MuZeroNet(nn.Module):
 
     def _action_planes(self, action: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         b, _, hgt, wid = s.shape
-        if self.action_plane is None:
+        if self.action_map is not None:
+            plane = self.action_map.to(s.dtype)[action.long()]
+        elif self.action_plane is None:
             plane = torch.zeros(b, hgt * wid, dtype=s.dtype, device=s.device)
             plane[torch.arange(b, device=s.device), action.long()] = 1.0
         else:
