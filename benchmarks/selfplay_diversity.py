@@ -1,0 +1,142 @@
+"""How varied a run's self-play is: a probe for self-play collapse.
+
+For each checkpoint, the run's own self-play actor (its acting temperature, noise
+and simulations) plays `--games` games with the checkpoint's weights; we report the
+share of distinct openings, the entropy of the search policies (the policy targets)
+early and late in the game, how far the root values sit from the outcomes, and the
+outcomes themselves. A learner whose self-play collapses shows few distinct
+openings, near-zero policy entropy and root values that match every outcome.
+
+With --tactics N, the checkpoint's agent (no noise, most-visited move) also meets N
+positions from random play where the mover can win at once, and N where it must
+block the opponent's only immediate win, at 1 simulation (the raw prior) and at the
+run's evaluation simulations: the share of wins taken and of blocks made.
+
+  python benchmarks/selfplay_diversity.py runs/c4 --checkpoints 0,50,100 --games 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from polyzero.algos import make_algorithm  # noqa: E402
+from polyzero.config import build_config, read_toml  # noqa: E402
+from polyzero.games import load_game  # noqa: E402
+from polyzero.train.agents import load_search_player  # noqa: E402
+from polyzero.train.checkpoint import read_learner  # noqa: E402
+from polyzero.train.selfplay import SelfPlayActor  # noqa: E402
+
+
+def entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def probe(ckpt: Path, games: int, seed: int) -> dict:
+    cfg = build_config(base=read_toml(ckpt / "config.toml"))
+    game = load_game(cfg.game)
+    algo = make_algorithm(cfg, game)
+    net = algo.build_network()
+    net.load_state_dict(read_learner(ckpt)["net"])
+    actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(net, torch.device("cpu")), seed=seed)
+    if hasattr(algo, "acting_temperature"):
+        actor.temperature = algo.acting_temperature(int(ckpt.name.split("_")[-1]))
+    trajs = []
+    while len(trajs) < games:
+        trajs += [t for t in actor.tick() if t.ended]
+    trajs = trajs[:games]
+    early = [entropy(np.asarray(p)) for t in trajs for p in t.policies[:8]]
+    late = [entropy(np.asarray(p)) for t in trajs for p in t.policies[8:]]
+    gap = [abs(v - t.returns[pl]) for t in trajs for v, pl in zip(t.root_values, t.players)]
+    first = np.array([t.returns[0] for t in trajs])
+    out = {"checkpoint": ckpt.name, "games": len(trajs),
+           "mean_length": float(np.mean([len(t.actions) for t in trajs])),
+           "policy_entropy_moves_1_8": float(np.mean(early)), "policy_entropy_after_8": float(np.mean(late)),
+           "root_value_error": float(np.mean(gap)),
+           "first_player_win": float(np.mean(first > 0)), "draw": float(np.mean(first == 0))}
+    for k in (4, 8, 12):
+        out[f"distinct_openings_{k}"] = len({tuple(t.actions[:k]) for t in trajs}) / len(trajs)
+    return out
+
+
+def immediate_wins(state) -> list[int]:
+    mover = state.current_player()
+    wins = []
+    for a in state.legal_actions():
+        child = state.child(a)
+        if child.is_terminal() and child.returns()[mover] > 0:
+            wins.append(a)
+    return wins
+
+
+def tactic_positions(game, n: int, seed: int) -> tuple[list, list]:
+    """n positions where the mover can win at once, and n where it cannot but the
+    opponent could at exactly one place (the mover must block there), from random play."""
+    rng = np.random.default_rng(seed)
+    win, block = [], []
+    while len(win) < n or len(block) < n:
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            wins = immediate_wins(state)
+            if wins and len(win) < n:
+                win.append((state.clone(), wins))
+            elif not wins and len(block) < n:
+                legal = state.legal_actions()
+                # The opponent's immediate wins if the mover passed: those it could still take
+                # after any mover's move other than the cell/column that takes it first.
+                threats = {a for m in legal for a in immediate_wins(state.child(m))}
+                if len(threats) == 1 and all(a in legal for a in threats):
+                    block.append((state.clone(), sorted(threats)))
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    return win, block
+
+
+def tactics(ckpt: Path, positions: tuple[list, list], sims: int) -> dict:
+    player = load_search_player(f"{ckpt}@{sims}")
+    player.sample_moves = 0
+    out = {}
+    for name, group in zip(("win_taken", "block_made"), positions):
+        moves = player.act([s for s, _ in group])
+        out[f"{name}@{sims}"] = float(np.mean([m in good for m, (_, good) in zip(moves, group)]))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--checkpoints", default="", help="learning steps, comma list (default: all)")
+    ap.add_argument("--games", type=int, default=128)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tactics", type=int, default=0, help="positions per tactic (0: none)")
+    ap.add_argument("--out", type=Path, default=None, help="append the rows to this JSON file")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    found = sorted((args.run_dir / "checkpoints").glob("step_*"))
+    if args.checkpoints:
+        wanted = {int(s) for s in args.checkpoints.split(",")}
+        found = [c for c in found if int(c.name.split("_")[-1]) in wanted]
+    rows = []
+    positions = None
+    for ckpt in found:
+        rows.append(probe(ckpt, args.games, args.seed))
+        if args.tactics:
+            cfg = build_config(base=read_toml(ckpt / "config.toml"))
+            positions = positions or tactic_positions(load_game(cfg.game), args.tactics, args.seed)
+            for sims in (1, cfg.eval.simulations):
+                rows[-1].update(tactics(ckpt, positions, sims))
+        print(json.dumps(rows[-1]), flush=True)
+    if args.out:  # several runs' probes in one file, each with its command
+        runs = json.loads(args.out.read_text()) if args.out.exists() else []
+        runs.append({"command": " ".join(["python", *sys.argv]), "rows": rows})
+        args.out.write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()
