@@ -95,7 +95,7 @@ class SoGTrainer(RunDirectory):
     # ------------------------------------------------------------ run directory
     def _restore(self, path: Path) -> None:
         state = ckpt.read_state(path)
-        learner = ckpt.read_learner(path)  # on the CPU: the RNG state must stay there; load_state_dict moves the rest
+        learner = ckpt.read_learner(path)
         try:
             self.learner.load_state_dict(learner)
             torch.set_rng_state(learner["torch_rng"])

@@ -111,14 +111,16 @@ def resolve_checkpoint(path: str | Path) -> Path:
     return latest
 
 
-def read_learner(ckpt: Path, map_location="cpu") -> dict:
-    return read_torch(ckpt, "learner.pt", map_location)
+def read_learner(ckpt: Path) -> dict:
+    return read_torch(ckpt, "learner.pt")
 
 
-def read_torch(ckpt: Path, name: str, map_location="cpu") -> dict:
-    """A torch file of the checkpoint, loaded with weights_only=True (no code runs on load)."""
+def read_torch(ckpt: Path, name: str) -> dict:
+    """A torch file of the checkpoint, loaded with weights_only=True (no code runs on load),
+    always on the CPU: load_state_dict moves weights to their device, and torch's RNG
+    state must stay a CPU tensor (set_rng_state refuses a CUDA one)."""
     try:
-        return torch.load(ckpt / name, map_location=map_location, weights_only=True)
+        return torch.load(ckpt / name, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UsageError(f"checkpoint {ckpt} is incomplete: {name} is missing") from None
     except Exception as exc:  # corrupt pickle, truncated zip, foreign objects
