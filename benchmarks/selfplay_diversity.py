@@ -10,7 +10,11 @@ openings, near-zero policy entropy and root values that match every outcome.
 With --tactics N, the checkpoint's agent (no noise, most-visited move) also meets N
 positions from random play where the mover can win at once, and N where it must
 block the opponent's only immediate win, at 1 simulation (the raw prior) and at the
-run's evaluation simulations: the share of wins taken and of blocks made.
+run's evaluation simulations: the share of wins taken and of blocks made. For a
+MuZero checkpoint it also reads the learned model one step ahead on the win
+positions (eval mode): Q(s, a) = r(s, a) - v(g(s, a)) for every legal a, the share
+of positions whose highest-Q (and highest-reward) move wins, and the mean Q and r
+of winning and other moves.
 
   python benchmarks/selfplay_diversity.py runs/c4 --checkpoints 0,50,100 --games 128
 """
@@ -108,6 +112,33 @@ def tactics(ckpt: Path, positions: tuple[list, list], sims: int) -> dict:
     return out
 
 
+@torch.no_grad()
+def model_tactics(ckpt: Path, positions: list) -> dict:
+    """The learned model's one-step view of the win positions (MuZero checkpoints)."""
+    cfg = build_config(base=read_toml(ckpt / "config.toml"))
+    algo = make_algorithm(cfg, load_game(cfg.game))
+    net = algo.build_network()
+    net.load_state_dict(read_learner(ckpt)["net"])
+    net.eval()
+    best_q, best_r, q_win, q_other, r_win, r_other = [], [], [], [], [], []
+    for state, good in positions:
+        legal = state.legal_actions()
+        obs = torch.from_numpy(algo.encode([state])).expand(len(legal), *algo.encoder.shape)
+        s2, reward = net.dynamics(net.represent(obs), torch.tensor(legal))
+        r = net.reward_scalar(reward, len(legal), s2).numpy()
+        q = r - net.value_scalar(net.predict(s2)[1]).numpy()  # the mover's Q: the opponent moves next
+        wins = np.array([a in good for a in legal])
+        best_q.append(wins[int(np.argmax(q))])
+        best_r.append(wins[int(np.argmax(r))])
+        q_win += list(q[wins]); q_other += list(q[~wins]); r_win += list(r[wins]); r_other += list(r[~wins])
+    out = {"model_argmax_q_wins": float(np.mean(best_q)),
+           "model_q_win": float(np.mean(q_win)), "model_q_other": float(np.mean(q_other))}
+    if net.reward_head is not None:  # board games have one with muzero.terminal_reward only
+        out.update(model_argmax_r_wins=float(np.mean(best_r)),
+                   model_r_win=float(np.mean(r_win)), model_r_other=float(np.mean(r_other)))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
@@ -131,6 +162,8 @@ def main() -> None:
             positions = positions or tactic_positions(load_game(cfg.game), args.tactics, args.seed)
             for sims in (1, cfg.eval.simulations):
                 rows[-1].update(tactics(ckpt, positions, sims))
+            if cfg.algo == "muzero":
+                rows[-1].update(model_tactics(ckpt, positions[0]))
         print(json.dumps(rows[-1]), flush=True)
     if args.out:  # several runs' probes in one file, each with its command
         runs = json.loads(args.out.read_text()) if args.out.exists() else []

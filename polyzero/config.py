@@ -246,8 +246,17 @@ class MuZeroConfig:
     # layer knows where actions act (Connect Four: the column), "cell" a one at the
     # action's flat cell index (what runs saved before 2026-11-25 used).
     action_planes: str = "game"
+    # Weight of EfficientZero's temporal consistency loss (Ye et al. 2021; 2 there): the
+    # dynamics' state s^k is pulled towards h(o_{t+k}) through SimSiam heads. Not in the
+    # MuZero paper; 0 (its default) leaves it out.
+    consistency_weight: float = 0.0
+    # Board games: the final outcome as the last move's reward, learned by a reward head,
+    # with value 0 past the end (the published pseudocode's treatment), instead of no
+    # reward loss (Appendix G) and the side to move past the end having lost.
+    terminal_reward: bool = False
 
     def validate(self):
+        _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
         _positive("muzero.chunk_length", self.chunk_length, allow_zero=True)
         for k in ("unroll_steps", "td_steps", "hidden_size", "target_update_every"):
             _positive(f"muzero.{k}", getattr(self, k))

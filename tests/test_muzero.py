@@ -89,6 +89,15 @@ def test_unroll_alignment_of_actions_rewards_policies_and_masks():
     assert set(t["actions"][2, 1:].tolist()) <= {0, 1, 2}  # random action past the end
 
 
+def test_consistency_targets_are_the_stored_next_observations():
+    replay = _single_agent_replay(next_observations=True)
+    replay.add(_segment(3))
+    replay.add(_segment(4))
+    t = replay.unroll_targets(np.array([0, 1, 2, 3]), np.random.default_rng(0))
+    assert t["next_obs"][..., 0].tolist() == [[1, 2], [2, 0], [0, 0], [1, 2]]  # o_{t+1}, o_{t+2}
+    assert t["next_obs_mask"].tolist() == [[1, 1], [1, 0], [0, 0], [1, 1]]  # none past the end
+
+
 def test_board_game_targets_are_the_outcome_for_the_mover_and_alternate_past_the_end():
     replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
                             prioritized=False)
@@ -97,6 +106,20 @@ def test_board_game_targets_are_the_outcome_for_the_mover_and_alternate_past_the
     # positions 1, 2, then two plies past the end: the side to move there lost, then won
     assert t["target_value"][0].tolist() == [-1, 1, -1, 1]
     assert t["target_reward"][0].tolist() == [0, 0, 0, 0]
+
+
+def test_board_game_terminal_reward_is_the_last_movers_outcome_and_the_end_absorbs_at_0():
+    """muzero.terminal_reward (the published pseudocode's board games): the final
+    outcome is the last move's reward, and past the end value and reward are 0."""
+    replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
+                            prioritized=False, terminal_reward=True)
+    replay.add(_segment(3, rewards=[0, 0, 1], outcome=[1, -1, 1]))
+    t = replay.unroll_targets(np.array([1]), np.random.default_rng(0))
+    assert t["target_value"][0].tolist() == [-1, 1, 0, 0]
+    assert t["target_reward"][0].tolist() == [0, 0, 1, 0]
+    algo, batch = _algo_and_batch(overrides=["muzero.terminal_reward=true"])
+    _, parts = algo.loss(algo.build_network(), batch)
+    assert "loss/reward" in parts
 
 
 def test_ring_wraps_and_only_keeps_whole_forward_sequences():
@@ -211,6 +234,31 @@ def test_loss_sums_the_unrolled_steps_with_one_over_k():
     assert loss.item() == pytest.approx((total * batch["weight"]).mean().item(), rel=1e-5)
     assert parts["priority"].shape == (6,)
     assert "loss/reward" not in parts  # board games: no reward loss
+
+
+def test_consistency_loss_is_the_negative_cosine_to_a_stop_gradient_target():
+    """EfficientZero's term: -cos(P(proj(s^k)), sg(proj(h(o_{t+k})))) at 1/K per unrolled step,
+    on the observations inside the episode; no gradient reaches the target branch."""
+    torch.manual_seed(0)
+    algo, batch = _algo_and_batch(overrides=["muzero.consistency_weight=2"])
+    net = algo.build_network()
+    batch["next_obs"].requires_grad_(True)
+    loss, parts = algo.loss(net, batch)
+    algo.mz.consistency_weight = 0.0
+    plain, _ = algo.loss(net, batch)
+    k_steps = batch["actions"].shape[1]
+    s = net.represent(batch["obs"])
+    targets = net.project(net.represent(batch["next_obs"].flatten(0, 1)), predict=False).view(6, k_steps, -1)
+    extra = 0
+    for k in range(1, k_steps + 1):
+        s, _ = net.dynamics(s, batch["actions"][:, k - 1])
+        cos = torch.nn.functional.cosine_similarity(net.project(s, predict=True), targets[:, k - 1], dim=-1)
+        extra = extra - 2.0 * cos * batch["next_obs_mask"][:, k - 1] / k_steps
+    assert loss.item() == pytest.approx(plain.item() + (extra * batch["weight"]).mean().item(), rel=1e-4)
+    assert -1.0 <= parts["loss/consistency"].item() <= 1.0
+    loss.backward()
+    assert batch["next_obs"].grad is None
+    assert net.projection_predictor[0].weight.grad is not None
 
 
 @pytest.mark.parametrize("source", ["search", "network"])

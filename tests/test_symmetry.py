@@ -73,16 +73,18 @@ def test_a_muzero_unroll_under_the_mirror_is_the_unroll_of_the_mirrored_game():
     replays = []
     for acts, pol in ((actions, policies), (mirrored_actions, policies[:, ::-1])):
         replay = SequenceReplay(32, enc.shape, 7, unroll_steps=5, td_steps=10, discount=1.0,
-                                board_game=True, prioritized=False)
+                                board_game=True, prioritized=False, next_observations=True)
         replay.add(_connect_four_segment(game, enc, acts, pol))
         replays.append(replay)
     slots = np.arange(len(actions))
     rng = np.random.default_rng(0)
     seen = apply_symmetries(replays[0].unroll_targets(slots, rng), np.ones(len(slots), int), mirror,
-                            policy_keys=("target_policy",), action_keys=("actions",))
+                            obs_keys=("obs", "next_obs"), policy_keys=("target_policy",),
+                            action_keys=("actions",))
     image = replays[1].unroll_targets(slots, rng)
     inside = image["policy_mask"][:, :-1] > 0  # actions past the game's end are random
     assert np.array_equal(seen["obs"], image["obs"])
+    assert np.array_equal(seen["next_obs"], image["next_obs"])  # the consistency loss's targets
     assert np.array_equal(seen["actions"][inside], image["actions"][inside])
     assert np.allclose(seen["target_policy"], image["target_policy"])
     assert np.array_equal(seen["target_value"], image["target_value"])

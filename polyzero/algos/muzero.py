@@ -12,6 +12,12 @@ scalar squared errors for board games (no reward loss, Appendix G) and
 cross-entropies on the categorical support for single-agent environments
 (Appendix F); the losses of unrolled steps are scaled by 1/K and the gradient
 entering the dynamics function by 1/2 (Appendix G).
+
+With `muzero.consistency_weight` > 0 (not in the MuZero paper) the loss adds
+EfficientZero's temporal consistency term (Ye et al. 2021, Section 4.1): at
+each unrolled step, -cos(P(proj(s^k)), sg(proj(h(o_{t+k})))), SimSiam's
+negative cosine similarity with the stored observation's representation as a
+stop-gradient target, scaled like the other unrolled terms.
 """
 
 from __future__ import annotations
@@ -69,7 +75,9 @@ class MuZero:
         spec = MuZeroSpec(net=net, hidden_size=self.mz.hidden_size,
                           support=self.mz.support if self.single_agent else 0,
                           scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind),
-                          zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm)
+                          zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm,
+                          consistency=self.mz.consistency_weight > 0,
+                          terminal_reward=self.mz.terminal_reward and not self.single_agent)
         spatial = self.mz.action_planes == "game" and not spec.downsample  # planes at the board's size
         planes = action_planes(self.game, self.encoder.shape) if spatial else None
         return MuZeroNet(self.encoder.shape, self.num_actions, spec, planes)
@@ -119,13 +127,17 @@ class MuZero:
         mz = self.mz
         prioritized = mz.prioritized == "on" or (mz.prioritized == "auto" and self.single_agent)
         symmetries = board_symmetries(self.game, self.encoder.shape) if self.cfg.train.symmetries else []
-        transform = functools.partial(augment, symmetries=symmetries, policy_keys=("target_policy",),
-                                      action_keys=("actions",)) if symmetries else None
+        consistency = mz.consistency_weight > 0
+        obs_keys = ("obs", "next_obs") if consistency else ("obs",)
+        transform = functools.partial(augment, symmetries=symmetries, obs_keys=obs_keys,
+                                      policy_keys=("target_policy",), action_keys=("actions",)) \
+            if symmetries else None
         return SequenceReplay(self.cfg.train.replay_size, self.encoder.shape, self.num_actions,
                               unroll_steps=mz.unroll_steps, td_steps=mz.td_steps, discount=mz.discount,
                               board_game=not self.single_agent, prioritized=prioritized,
                               alpha=mz.priority_alpha, beta=mz.priority_beta,
-                              reanalyse_fraction=mz.reanalyse_fraction, transform=transform)
+                              reanalyse_fraction=mz.reanalyse_fraction, transform=transform,
+                              next_observations=consistency, terminal_reward=mz.terminal_reward)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that
@@ -140,6 +152,8 @@ class MuZero:
         # position is context, and its reward unknown yet: 0).
         after = np.append(returns_before[1:], final[players[-1]])
         reward = after - returns_before if self.single_agent else np.zeros_like(returns_before)
+        if self.mz.terminal_reward and done and not self.single_agent:
+            reward[-1] = final[players[-1]] - returns_before[-1]  # the last mover's outcome
         n = len(traj.actions)
         samples = n if traj.samples is None else traj.samples
         return {
@@ -164,7 +178,11 @@ class MuZero:
         weight = batch["weight"]
         s = net.represent(batch["obs"])
         total = torch.zeros_like(weight)
-        parts = {"value": 0.0, "policy": 0.0, "reward": 0.0}
+        parts = {"value": 0.0, "policy": 0.0, "reward": 0.0, "consistency": 0.0}
+        if mz.consistency_weight:
+            with torch.no_grad():  # the stop-gradient branch: h(o_{t+k}) through the projector
+                target = net.project(net.represent(batch["next_obs"].flatten(0, 1)), predict=False)
+                target = target.view(weight.shape[0], k_steps, -1)
         priority = None
         for k in range(k_steps + 1):
             if k > 0:
@@ -180,6 +198,11 @@ class MuZero:
                 reward_loss = self._scalar_loss(reward_out, batch["target_reward"][:, k])
                 step = step + reward_loss
                 parts["reward"] += reward_loss.mean() / k_steps
+            if k > 0 and mz.consistency_weight:
+                similarity = F.cosine_similarity(net.project(s, predict=True), target[:, k - 1], dim=-1)
+                consistency = -similarity * batch["next_obs_mask"][:, k - 1]
+                step = step + mz.consistency_weight * consistency
+                parts["consistency"] += consistency.mean() / k_steps
             scale = 1.0 / k_steps if (k > 0 and mz.gradient_scaling) else 1.0
             total = total + scale * step
             parts["value"] += value_loss.mean() / (k_steps + 1)

@@ -80,29 +80,33 @@ def action_planes(game: pyspiel.Game, obs_shape: tuple[int, ...]) -> np.ndarray 
 
 
 def augment(batch: dict[str, np.ndarray], rng: np.random.Generator, symmetries: list[Symmetry],
-            obs_key: str = "obs", policy_keys: tuple[str, ...] = ("policy",),
+            obs_keys: tuple[str, ...] = ("obs",), policy_keys: tuple[str, ...] = ("policy",),
             action_keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Each example under a uniformly drawn symmetry or the identity (in place)."""
     if not symmetries:
         return batch
-    pick = rng.integers(0, len(symmetries) + 1, size=len(batch[obs_key]))  # 0: the identity
-    return apply_symmetries(batch, pick, symmetries, obs_key, policy_keys, action_keys)
+    pick = rng.integers(0, len(symmetries) + 1, size=len(batch[obs_keys[0]]))  # 0: the identity
+    return apply_symmetries(batch, pick, symmetries, obs_keys, policy_keys, action_keys)
 
 
 def apply_symmetries(batch: dict[str, np.ndarray], pick: np.ndarray, symmetries: list[Symmetry],
-                     obs_key: str = "obs", policy_keys: tuple[str, ...] = ("policy",),
+                     obs_keys: tuple[str, ...] = ("obs",), policy_keys: tuple[str, ...] = ("policy",),
                      action_keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """Example i under symmetries[pick[i] - 1] (0: unchanged), in place: its observation,
+    """Example i under symmetries[pick[i] - 1] (0: unchanged), in place: its observations
+    (each array of `obs_keys` holds one or more per example: [B, ..., *obs_shape]),
     the last axis of each policy array (AlphaZero's policy, MuZero's K + 1 unrolled
     policies) and each array of actions taken (MuZero's unrolled actions: the move a is
     seen as the move whose policy entry a's lands on)."""
-    obs = batch[obs_key]
-    flat = obs.reshape(len(obs), -1)
+    if not symmetries:
+        return batch
+    size = symmetries[0].obs_index.size
+    flats = [batch[key].reshape(len(batch[key]), -1, size) for key in obs_keys]
     for k, sym in enumerate(symmetries, start=1):
         rows = np.flatnonzero(pick == k)
         if not len(rows):
             continue
-        flat[rows] = flat[rows][:, sym.obs_index]
+        for flat in flats:
+            flat[rows] = flat[rows][..., sym.obs_index]
         for key in policy_keys:
             batch[key][rows] = batch[key][rows][..., sym.action_index]
         seen_as = np.argsort(sym.action_index)

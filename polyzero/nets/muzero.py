@@ -16,8 +16,9 @@ Hidden states are scaled to [0, 1] per sample after h and after every g,
 
 Values and rewards are scalars for board games (tanh value, no reward head:
 board games have no intermediate rewards and the reward loss is omitted,
-Appendix G), and categorical over -S..S with the h transform for
-single-agent environments (Appendix F; ``support`` > 0).
+Appendix G; with ``terminal_reward`` a tanh reward head for the final move's
+outcome, as the published pseudocode keeps), and categorical over -S..S with
+the h transform for single-agent environments (Appendix F; ``support`` > 0).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class MuZeroSpec:
     downsample: bool = False  # resnet: Appendix F's stack, the board resolution / 16 (96 -> 6)
     zero_init_heads: bool = False  # the value and reward heads' last layers start at 0
     unroll_norm: str = "batch"  # resnet: "layer" normalises g and f's heads at k >= 1 per sample
+    consistency: bool = False  # SimSiam projector and predictor for EfficientZero's consistency loss
+    terminal_reward: bool = False  # scalar values: a tanh reward head as well (the pseudocode's board games)
 
 
 class DownsampleStack(nn.Module):
@@ -113,7 +116,7 @@ class MuZeroNet(nn.Module):
             self.policy_head = ConvHead(ch, 2, nn.Linear(2 * cells, num_actions))
             self.value_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out))
             self.reward_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out),
-                                        root_norm=False) if spec.support else None
+                                        root_norm=False) if self._has_reward else None
         elif net.kind == "mlp":
             in_dim = int(np.prod(obs_shape))
             hs = spec.hidden_size
@@ -127,7 +130,7 @@ class MuZeroNet(nn.Module):
             self.value_head = nn.Sequential(nn.Linear(net.width, net.value_hidden), nn.ReLU(),
                                             nn.Linear(net.value_hidden, out))
             self.reward_head = nn.Sequential(
-                MLPTower(hs, net.width, 1), nn.Linear(net.width, out)) if spec.support else None
+                MLPTower(hs, net.width, 1), nn.Linear(net.width, out)) if self._has_reward else None
         else:
             raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {net.kind!r}")
         if net.kind == "resnet" and spec.unroll_norm == "layer":
@@ -140,6 +143,13 @@ class MuZeroNet(nn.Module):
             for head in (self.policy_head, self.value_head, self.reward_head):
                 if head is not None:
                     head.norm = nn.GroupNorm(1, head.norm.num_features)
+        if spec.consistency:
+            # EfficientZero's heads (its Atari sizes, 256 and 64), on the flattened state.
+            flat = int(np.prod(self.hidden_shape))
+            self.projector = nn.Sequential(nn.Linear(flat, 256), nn.BatchNorm1d(256), nn.ReLU(),
+                                           nn.Linear(256, 256))
+            self.projection_predictor = nn.Sequential(nn.Linear(256, 64), nn.BatchNorm1d(64), nn.ReLU(),
+                                                      nn.Linear(64, 256))
         if spec.zero_init_heads:
             # Every value and reward then starts at 0 (a uniform distribution over
             # the symmetric support, or tanh(0)), not at a random offset that n-step
@@ -163,7 +173,10 @@ class MuZeroNet(nn.Module):
             onehot = torch.nn.functional.one_hot(action.long(), self.num_actions).to(s.dtype)
             s2 = self.dynamics_tower(torch.cat([s, onehot], dim=1))
         s2 = scale_hidden_state(s2) if self.spec.scale_hidden else s2
-        return s2, (self.reward_head(s2) if self.reward_head is not None else None)
+        if self.reward_head is None:
+            return s2, None
+        reward = self.reward_head(s2)
+        return s2, (reward if self.spec.support else torch.tanh(reward).squeeze(-1))
 
     def predict(self, s: torch.Tensor, root: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """f: s^k -> (policy logits [B, A], value output: tanh scalar [B] or logits [B, 2S+1]);
@@ -187,6 +200,12 @@ class MuZeroNet(nn.Module):
             plane = self.action_plane(action.long())
         return plane.view(b, 1, hgt, wid)
 
+    def project(self, s: torch.Tensor, predict: bool) -> torch.Tensor:
+        """The consistency loss's view of a hidden state: the projector's output, and
+        through the predictor for the online branch (SimSiam)."""
+        z = self.projector(s.flatten(1))
+        return self.projection_predictor(z) if predict else z
+
     # ------------------------------------------------------------ scalars
     def value_scalar(self, value_out: torch.Tensor) -> torch.Tensor:
         return support_to_scalar(value_out, self.spec.support) if self.spec.support else value_out
@@ -194,7 +213,11 @@ class MuZeroNet(nn.Module):
     def reward_scalar(self, reward_out: torch.Tensor | None, batch: int, like: torch.Tensor) -> torch.Tensor:
         if reward_out is None:
             return torch.zeros(batch, dtype=like.dtype, device=like.device)
-        return support_to_scalar(reward_out, self.spec.support)
+        return support_to_scalar(reward_out, self.spec.support) if self.spec.support else reward_out
+
+    @property
+    def _has_reward(self) -> bool:
+        return bool(self.spec.support) or self.spec.terminal_reward
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Initial inference's policy and scalar value (the AlphaZero-shaped view of f(h(o)))."""

@@ -18,11 +18,17 @@ a refreshed search policy or value (Reanalyze, Appendix H) is used at once:
   kept beside the self-play ones, never over them, so the other samples still
   learn from the search that acted.
 
+With `next_observations`, each sample also carries the stored observations
+o_{t+1} .. o_{t+K} and a mask of those inside the episode: the targets of a
+temporal consistency loss (EfficientZero, `muzero.consistency_weight`).
+
 Unrolled steps past the end of an episode are absorbing: reward 0, policy loss
 masked, value 0 -- except in board games, where the side to move after the
 last move is taken to have the final outcome of alternating play (it lost if
 the last mover won): with the reward loss omitted in board games (Appendix G),
 this is what lets the learned model's search see a winning move as one.
+With `terminal_reward` board games keep the final outcome as the last move's
+reward instead (the published pseudocode), and their absorbing value is 0.
 
 Sampling is uniform (board games) or prioritized (single-agent, Appendix G):
 P(i) = p_i^alpha / sum_k p_k^alpha with p_i = |nu_i - z_i|, corrected by
@@ -49,7 +55,8 @@ class SequenceReplay(SegmentRing):
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
                  prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
-                 reanalyse_fraction: float = 0.0, transform=None):
+                 reanalyse_fraction: float = 0.0, transform=None, next_observations: bool = False,
+                 terminal_reward: bool = False):
         """`transform(batch, rng)`, when given, changes each sampled batch of unroll
         targets (augmentation: polyzero.games.symmetry)."""
         c = capacity
@@ -77,6 +84,8 @@ class SequenceReplay(SegmentRing):
         self.reanalyse_fraction = reanalyse_fraction
         self.reanalyser = None  # set to refresh sampled positions before targets are built
         self.transform = transform
+        self.next_observations = next_observations
+        self.terminal_reward = terminal_reward
 
     # ------------------------------------------------------------ writing
     def _stored(self, slots: np.ndarray) -> None:
@@ -149,7 +158,7 @@ class SequenceReplay(SegmentRing):
         use_fresh[fresh_rows:] = False
         policy = np.where(use_fresh[..., None], d["fresh_policy"][at], d["policy"][at])
         policy = np.where(inside[..., None], policy, 0.0).astype(np.float32)
-        return {
+        out = {
             "obs": d["obs"][slots],
             "actions": actions.astype(np.int64),
             "target_value": self._value_targets(slots, pos, end, inside, at),
@@ -158,6 +167,12 @@ class SequenceReplay(SegmentRing):
             "policy_mask": inside.astype(np.float32),
             "search_value": d["root_value"][slots].astype(np.float32),  # nu_t, for the priority
         }
+        if self.next_observations:
+            stored = inside[:, 1:]
+            shape = stored.shape + (1,) * (d["obs"].ndim - 1)
+            out["next_obs"] = np.where(stored.reshape(shape), d["obs"][at[:, 1:]], 0.0).astype(np.float32)
+            out["next_obs_mask"] = stored.astype(np.float32)
+        return out
 
     def _value_targets(self, slots, pos, end, inside, at) -> np.ndarray:
         d = self.data
@@ -165,7 +180,7 @@ class SequenceReplay(SegmentRing):
             last = self.last_slot(slots)
             past = pos - (end - 1)  # plies after the last position
             after_end = d["outcome"][last] * np.where(past % 2 == 0, 1.0, -1.0)
-            after_end = np.where(d["done"][slots][:, None], after_end, 0.0)
+            after_end = np.where(d["done"][slots][:, None] & (not self.terminal_reward), after_end, 0.0)
             return np.where(inside, d["outcome"][at], after_end).astype(np.float32)
         n, gamma, cap = self.td_steps, self.discount, self.capacity
         steps = np.arange(n)
