@@ -43,12 +43,18 @@ def entropy(p: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def probe(ckpt: Path, games: int, seed: int) -> dict:
+def load_checkpoint(ckpt: Path):
+    """(config, game, algorithm, network with the checkpoint's weights)."""
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
     game = load_game(cfg.game)
     algo = make_algorithm(cfg, game)
     net = algo.build_network()
     net.load_state_dict(read_learner(ckpt)["net"])
+    return cfg, game, algo, net
+
+
+def probe(ckpt: Path, games: int, seed: int) -> dict:
+    cfg, game, algo, net = load_checkpoint(ckpt)
     actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(net, torch.device("cpu")), seed=seed)
     if hasattr(algo, "acting_temperature"):
         actor.temperature = algo.acting_temperature(int(ckpt.name.split("_")[-1]))
@@ -115,10 +121,7 @@ def tactics(ckpt: Path, positions: tuple[list, list], sims: int) -> dict:
 @torch.no_grad()
 def model_tactics(ckpt: Path, positions: list) -> dict:
     """The learned model's one-step view of the win positions (MuZero checkpoints)."""
-    cfg = build_config(base=read_toml(ckpt / "config.toml"))
-    algo = make_algorithm(cfg, load_game(cfg.game))
-    net = algo.build_network()
-    net.load_state_dict(read_learner(ckpt)["net"])
+    _, _, algo, net = load_checkpoint(ckpt)
     net.eval()
     best_q, best_r, q_win, q_other, r_win, r_other = [], [], [], [], [], []
     for state, good in positions:
