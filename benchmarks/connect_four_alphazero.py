@@ -181,7 +181,8 @@ def train_polyzero(args, work: Path, arm: str = "polyzero") -> None:
     `connect_four_muzero` benchmark) with its shipped Connect Four preset."""
     train = ["connect_four", "--algo", "alphazero" if arm == "polyzero" else "muzero", "--seed", str(args.seed)]
     if arm == "polyzero":
-        train += ["--search", args.search] + [x for s in args.polyzero_set for x in ("--set", s)]
+        train += ["--search", args.search]
+    train += [x for s in (args.polyzero_set if arm == "polyzero" else args.muzero_set) for x in ("--set", s)]
     core = args.core_polyzero if arm == "polyzero" else args.core_muzero
     if args.cores_per_arm > 1:  # the whole machine: self-play on Ray workers, the learner beside them
         core, launch = None, ["--workers", str(args.cores_per_arm)]
@@ -513,6 +514,9 @@ def phase_report(args, work: Path) -> dict:
             "polyzero_arm": "polyzero train connect_four --algo alphazero --search "
                             + shlex.join([args.search] + [x for s in args.polyzero_set for x in ("--set", s)])
                             + " (shipped preset; the agent evaluates with the same search)",
+            **({"muzero_arm": "polyzero train connect_four --algo muzero "
+                              + shlex.join(x for s in args.muzero_set for x in ("--set", s))}
+               if "muzero" in args.arms else {}),
         },
         "network": "both arms: residual tower of 3 blocks x 64 channels (polyzero preset net.blocks=3, "
                    "channels=64; OpenSpiel nn_model=resnet, nn_depth=3, nn_width=64)",
@@ -669,6 +673,8 @@ def main(argv=None) -> None:
     p.add_argument("--search", choices=["puct", "gumbel"], default="puct", help="the polyzero arm's search")
     p.add_argument("--polyzero-set", action="append", default=[], metavar="KEY=VALUE",
                    help="a `polyzero train --set` for the polyzero arm (repeatable)")
+    p.add_argument("--muzero-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a `polyzero train --set` for the muzero arm (repeatable)")
     p.add_argument("--tag", default="", help="suffix of the run's name: work dir and results NAME_TAG.*")
     args = p.parse_args(argv)
     args.name = f"{NAME}_{args.tag}" if args.tag else NAME

@@ -129,6 +129,9 @@ class TrainConfig:
     batch_size: int = 256
     replay_size: int = 50_000  # |B| (Table 4: 2^17, scaled down)
     learning_rate: float = 1e-3  # lr (Table 6)
+    # "cosine": lr * (1 + cos(pi * u / U)) / 2 over the U = steps * minibatches_per_step
+    # updates of the run (Loshchilov & Hutter 2017); "constant" keeps lr throughout.
+    lr_schedule: str = "constant"
     l2: float = 1e-5  # c (Table 6)
     optimizer: str = "adam"
     momentum: float = 0.9  # for sgd
@@ -145,6 +148,7 @@ class TrainConfig:
         _positive("train.learning_rate", self.learning_rate)
         _positive("train.l2", self.l2, allow_zero=True)
         _choice("train.optimizer", self.optimizer, ("adam", "sgd"))
+        _choice("train.lr_schedule", self.lr_schedule, ("constant", "cosine"))
         _fraction("train.momentum", self.momentum)
         if self.replay_size < self.batch_size:
             raise UsageError("train.replay_size must be at least train.batch_size")

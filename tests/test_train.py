@@ -161,3 +161,29 @@ def test_other_errors_pass_through_without_a_checkpoint():
         with trainer._checkpoint_on_interrupt(_Closes(), _Closes()):
             raise ValueError("a bug")
     assert not hasattr(trainer, "saved")
+
+
+# ------------------------------------------------------------------ learning-rate schedule
+def test_cosine_learning_rate_against_hand_computed_values():
+    from polyzero.train.learner import learning_rate
+
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.lr_schedule=cosine",
+                                                                     "train.learning_rate=0.01"]).train
+    # U = 8 steps x 2 minibatches = 16 updates: lr (1 + cos(pi u / 16)) / 2
+    assert learning_rate(cfg, 0) == pytest.approx(0.01)
+    assert learning_rate(cfg, 4) == pytest.approx(0.01 * (1 + 2 ** -0.5) / 2)
+    assert learning_rate(cfg, 8) == pytest.approx(0.005)
+    assert learning_rate(cfg, 16) == pytest.approx(0.0, abs=1e-12)
+    assert learning_rate(cfg, 40) == pytest.approx(0.0, abs=1e-12)  # past the run's end: stays at 0
+    constant = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.learning_rate=0.01"]).train
+    assert learning_rate(constant, 9) == 0.01
+
+
+def test_the_learner_applies_the_schedule_at_every_update(tmp_path):
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.lr_schedule=cosine",
+                                                                     "train.steps=2"])
+    trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
+    trainer.run()
+    # 4 updates; the last one ran at lr (1 + cos(3 pi / 4)) / 2 and the optimizer keeps it
+    lr = trainer.learner.optimizer.param_groups[0]["lr"]
+    assert lr == pytest.approx(cfg.train.learning_rate * (1 - 2 ** -0.5) / 2)

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
+
+
+def learning_rate(train_cfg, update: int) -> float:
+    """The learning rate of minibatch update `update` (counted from 0) under train.lr_schedule."""
+    if train_cfg.lr_schedule == "constant":
+        return train_cfg.learning_rate
+    total = train_cfg.steps * train_cfg.minibatches_per_step
+    return train_cfg.learning_rate * 0.5 * (1.0 + math.cos(math.pi * min(update, total) / total))
 
 
 class Learner:
@@ -29,6 +39,9 @@ class Learner:
         total = loss + l2
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
+        if self.cfg.lr_schedule != "constant":  # else the optimizer keeps its lr (SoG halves it itself)
+            for group in self.optimizer.param_groups:
+                group["lr"] = learning_rate(self.cfg, self.updates)
         self.optimizer.step()
         self.updates += 1
         out = {k: v.item() for k, v in parts.items()}
