@@ -22,6 +22,16 @@ Phases (each resumable: re-running continues where it stopped):
           a chunk. Evaluation time is not training time.
   report  benchmarks/results/connect_four_alphazero.{json,md,png}.
 
+A run longer than a working session (the issue's curves to 3 hours) keeps its work
+directory in the repository with --keep-state: it lives in benchmarks/results/NAME/
+and, after training, is pruned to what a later session needs to go on: the latest
+checkpoint of each arm (polyzero's exact resume state; OpenSpiel's last mark), every
+mark's network (weights only) and the evaluation cache. Each session trains to the
+--budget-min it can afford and commits the directory; the next one raises the budget:
+
+  python benchmarks/connect_four_alphazero.py train --tag 3h --keep-state --budget-min 80
+  python benchmarks/connect_four_alphazero.py all --tag 3h --keep-state --budget-min 180
+
 The polyzero arm can run another search or settings of the same AlphaZero
 trainer; --tag names the run so its work directory and report stand apart:
 
@@ -202,6 +212,35 @@ def train_openspiel(args, work: Path) -> None:
         subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ONE_THREAD}, cwd=ROOT)
 
 
+def prune_state(work: Path) -> None:
+    """Leave in WORK only what a later session needs to go on (--keep-state): the
+    latest polyzero checkpoint (the exact resume state) and OpenSpiel's marks (its
+    resume point is the last one), every mark's network without the optimiser, the
+    segment, evaluation and probe records; no TensorBoard logs, older checkpoints,
+    OpenSpiel's rolling checkpoints or stale evaluation claims."""
+    import shutil
+
+    import torch
+    for arm in ("polyzero", "muzero"):
+        run = work / arm
+        ckpt, _ = _latest_polyzero(run)
+        if ckpt is not None:
+            for old in (run / "checkpoints").glob("step_*"):
+                if old != ckpt:
+                    shutil.rmtree(old)
+        shutil.rmtree(run / "tensorboard", ignore_errors=True)
+        for learner in (work / f"{arm}_marks").glob("*/learner.pt"):
+            state = torch.load(learner, weights_only=True, map_location="cpu")
+            if set(state) != {"net"}:  # players read the network alone
+                tmp = learner.with_suffix(".tmp")
+                torch.save({"net": state["net"]}, tmp)
+                os.replace(tmp, learner)
+    for rolling in ("checkpoint--1", "checkpoint-0"):
+        shutil.rmtree(work / "openspiel" / rolling, ignore_errors=True)
+    for claim in (work / "eval").glob("*.claim") if (work / "eval").exists() else []:
+        claim.unlink()
+
+
 def phase_train(args, work: Path) -> None:
     import threading
     record_probe(work, "train-start")
@@ -227,6 +266,8 @@ def phase_train(args, work: Path) -> None:
         t.join()
     stop.set()
     record_probe(work, "train-end")
+    if args.keep_state:
+        prune_state(work)
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -676,9 +717,13 @@ def main(argv=None) -> None:
     p.add_argument("--muzero-set", action="append", default=[], metavar="KEY=VALUE",
                    help="a `polyzero train --set` for the muzero arm (repeatable)")
     p.add_argument("--tag", default="", help="suffix of the run's name: work dir and results NAME_TAG.*")
+    p.add_argument("--keep-state", action="store_true",
+                   help="work dir benchmarks/results/NAME/, pruned after training to what a later session "
+                        "needs to go on (commit it): for runs longer than a session")
     args = p.parse_args(argv)
     args.name = f"{NAME}_{args.tag}" if args.tag else NAME
-    args.work = args.work or str(ROOT / "runs" / "bench" / args.name)
+    default_work = RESULTS / args.name if args.keep_state else ROOT / "runs" / "bench" / args.name
+    args.work = args.work or str(default_work)
     args.arms = [a for a in args.arms.split(",") if a]
     if args.chunk % 2:
         p.error("--chunk must be even (seats alternate)")
