@@ -221,13 +221,12 @@ def prune_state(work: Path) -> None:
     import shutil
 
     import torch
+
+    from polyzero.train.checkpoint import _prune
     for arm in ("polyzero", "muzero"):
         run = work / arm
-        ckpt, _ = _latest_polyzero(run)
-        if ckpt is not None:
-            for old in (run / "checkpoints").glob("step_*"):
-                if old != ckpt:
-                    shutil.rmtree(old)
+        if (run / "checkpoints").is_dir():
+            _prune(run / "checkpoints", keep=1)  # the newest step is the one `latest` names
         shutil.rmtree(run / "tensorboard", ignore_errors=True)
         for learner in (work / f"{arm}_marks").glob("*/learner.pt"):
             state = torch.load(learner, weights_only=True, map_location="cpu")
@@ -237,7 +236,7 @@ def prune_state(work: Path) -> None:
                 os.replace(tmp, learner)
     for rolling in ("checkpoint--1", "checkpoint-0"):
         shutil.rmtree(work / "openspiel" / rolling, ignore_errors=True)
-    for claim in (work / "eval").glob("*.claim") if (work / "eval").exists() else []:
+    for claim in (work / "eval").glob("*.claim"):  # no folder: nothing
         claim.unlink()
 
 

@@ -23,6 +23,7 @@ ENTRY_POINT_GROUP = "polyzero.games"
 
 _registered = False
 _user_imported: set[str] = set()
+_named_done = ""  # the POLYZERO_GAMES value already imported (after resolving)
 
 
 def register_polyzero_games() -> None:
@@ -33,7 +34,7 @@ def register_polyzero_games() -> None:
     module is imported once; repeated calls (every `load_game`) only look for
     modules newly named in POLYZERO_GAMES.
     """
-    global _registered
+    global _registered, _named_done
     if not _registered:
         # Importing a game module calls pyspiel.register_game as a side effect.
         import polyzero.games.scotland_yard  # noqa: F401
@@ -43,10 +44,10 @@ def register_polyzero_games() -> None:
             _import_user_game(entry.value, f"entry point {entry.name!r}")
         _registered = True
     named = os.environ.get(GAMES_ENV, "")
-    if named:
+    if named and named != _named_done:
         resolved = [_import_user_game(item.strip(), GAMES_ENV) for item in named.split(",") if item.strip()]
         # Absolute paths from here on: Ray workers inherit the environment, not the cwd.
-        os.environ[GAMES_ENV] = ",".join(resolved)
+        _named_done = os.environ[GAMES_ENV] = ",".join(resolved)
 
 
 def _import_user_game(item: str, source: str) -> str:
