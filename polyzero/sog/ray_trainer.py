@@ -21,7 +21,7 @@ import os
 import time
 
 from polyzero.errors import UsageError
-from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start_ray
+from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start_ray, wait_for
 
 from .trainer import SoGTrainer
 
@@ -69,6 +69,8 @@ class SoGWorker:
 
 
 class RaySoGTrainer(SoGTrainer):
+    raise_on_signal = False  # SIGTERM is flagged, checked while waiting (`wait_for`)
+
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         self.workers: list = []
         self.solvers: list = []
@@ -117,13 +119,13 @@ class RaySoGTrainer(SoGTrainer):
         ray = self.ray
         lost = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ActorUnavailableError)
         try:
-            return ray.get(ref)
+            return ray.get(wait_for(self, [ref])[0])
         except lost:
             self.failures += 1
         for attempt in range(RETRIES):
             try:
                 worker.set_weights.remote(self._weights)
-                return ray.get(getattr(worker, method).remote(work))
+                return ray.get(wait_for(self, [getattr(worker, method).remote(work)])[0])
             except lost:
                 if attempt == RETRIES - 1:
                     raise

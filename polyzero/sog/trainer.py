@@ -210,6 +210,7 @@ class SoGTrainer(RunDirectory):
     def _loop(self, progress, log) -> None:
         cfg = self.cfg
         while self.step < cfg.train.steps:
+            self._check_interrupt()
             t_step = time.perf_counter()
             positions0 = self.counts["positions"]
             solved = self._generate()

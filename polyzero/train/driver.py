@@ -58,15 +58,27 @@ class RunDirectory:
         self._t0 = time.perf_counter()
         return MetricsLog(self.run_dir), Progress(self.cfg.train.steps, self.step, enabled=self.show_progress)
 
+    #: In-process, SIGTERM raises Interrupted where the main thread is. A Ray learner's main
+    #: thread waits mostly inside Ray's C++ code, which turns what a signal handler raises
+    #: into a SystemError delivered only when the wait ends, if at all (ray 2.60; a CI run
+    #: once hung there): its handler only sets a flag, which the loop checks between steps
+    #: and every half second while it waits (`_check_interrupt`, `ray_driver.wait_for`).
+    raise_on_signal = True
+    interrupt_requested = False
+
+    def _check_interrupt(self) -> None:
+        if self.interrupt_requested:
+            raise Interrupted()
+
     @contextmanager
     def _checkpoint_on_interrupt(self, progress, log):
         """SIGTERM or Ctrl-C inside: write a checkpoint, close the display and the log,
         and raise Interrupted naming the checkpoint."""
-        received = []
 
         def on_sigterm(signum, frame):
-            received.append(signum)
-            raise Interrupted()
+            self.interrupt_requested = True
+            if self.raise_on_signal:
+                raise Interrupted()
 
         previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, on_sigterm)
@@ -75,7 +87,7 @@ class RunDirectory:
         except BaseException as exc:
             # A library may catch the handler's Interrupted and raise its own error
             # (Ray does, when the signal lands while it deserialises): the flag decides.
-            if not (received or isinstance(exc, (KeyboardInterrupt, Interrupted))):
+            if not (self.interrupt_requested or isinstance(exc, (KeyboardInterrupt, Interrupted))):
                 raise
             path = self.save()
             progress.close()
@@ -246,6 +258,7 @@ class Trainer(RunDirectory):
         log, progress = self._start_run()
         with self._checkpoint_on_interrupt(progress, log):
             while self.step < cfg.train.steps:
+                self._check_interrupt()
                 t_step = time.perf_counter()
                 sp0 = dict(self.selfplay_stats)
                 self._collect()

@@ -67,6 +67,16 @@ def start_ray(ray, cpus: float, address: str | None) -> bool:
     return True
 
 
+def wait_for(trainer, refs: list) -> list:
+    """`ray.wait` for one of `refs`, looking every half second for the SIGTERM a Ray
+    learner only flags (`RunDirectory.raise_on_signal`)."""
+    while True:
+        ready, _ = trainer.ray.wait(refs, num_returns=1, timeout=0.5)
+        if ready:
+            return ready
+        trainer._check_interrupt()
+
+
 def check_cpus(ray, cfg, workers: int) -> None:
     """Refuse a run whose actors ask for more CPUs than the cluster has: Ray would keep
     the rest pending, and the run would wait for them forever."""
@@ -209,6 +219,8 @@ class ReanalyseWorker:
 
 class RayTrainer(Trainer):
     """Trainer whose self-play runs on `workers` Ray actors."""
+
+    raise_on_signal = False  # SIGTERM is flagged, checked while waiting (`wait_for`)
 
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2,
                  ray_address: str | None = None):
@@ -372,8 +384,7 @@ class RayTrainer(Trainer):
             if w not in self.in_flight.values():
                 self._submit(w)
         while self.pending < self.cfg.train.positions_per_step:
-            ready, _ = ray.wait(list(self.in_flight), num_returns=1)
-            ref = ready[0]
+            ref = wait_for(self, list(self.in_flight))[0]
             worker = self.in_flight.pop(ref)
             if worker in self.archive_workers:
                 self._archive_result(worker, ref)
