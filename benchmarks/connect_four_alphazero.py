@@ -361,12 +361,13 @@ def eval_worker(args, work: Path) -> None:
 
 
 def parse_deadline(s: str | None) -> float | None:
-    """'HH:MM' (UTC, today) or None."""
+    """'HH:MM' UTC, the next such time (past midnight when it is earlier than now), or None."""
     if not s:
         return None
     now = dt.datetime.now(dt.timezone.utc)
     h, m = map(int, s.split(":"))
-    return now.replace(hour=h, minute=m, second=0, microsecond=0).timestamp()
+    at = now.replace(hour=h, minute=m, second=0, microsecond=0)
+    return (at + dt.timedelta(days=1) if at < now else at).timestamp()
 
 
 def phase_eval(args, work: Path) -> None:
