@@ -6,7 +6,14 @@ IS-MCTS, seats swapped, with its 95% interval.
 
     python benchmarks/gtcfr_search.py all --game kuhn_poker --sims 10 30 100 --c 1 0.5 --seeds 10
     python benchmarks/gtcfr_search.py all --game leduc_poker --sims 10 30 100 --c 1 0.5 --seeds 3
-    python benchmarks/gtcfr_search.py all --game scotland_yard --sims 10 --c 1 --seeds 1
+    python benchmarks/gtcfr_search.py eval --game scotland_yard --sims 10 --c 1 --ismcts --seeds 1
+    python benchmarks/gtcfr_search.py eval --game "scotland_yard(reveal_rounds=none)" --sims 10 30 --c 1 0.5 --ismcts --seeds 3
+    python benchmarks/gtcfr_search.py eval --game "scotland_yard(reveal_rounds=none)" --sims --ismcts 100 --seeds 2
+
+The glasses map with its defaults is a forced win for the detectives
+(docs/scotland_yard.md): a detective search that finds the capture is
+unexploitable there. The informative variant is the one without Mr X's reveal,
+where his value is -0.78.
 
 Phases (each resumable; `all` runs them in order):
   eval    for every (player, seed) the player's whole policy, built the paper's
@@ -67,7 +74,7 @@ def phase_eval(args, work: Path) -> None:
     scale, unit = unit_scale(game)
     specs = [f"ismcts:{n}" for n in args.ismcts] + [f"sog:{s},{c:g}" for c in args.c for s in args.sims]
     for spec in specs:
-        for seed in range(args.seeds):
+        for seed in range(args.from_seed, args.seeds):
             path = table_path(work, args.game, spec, seed)
             if path.exists():
                 continue
@@ -150,11 +157,14 @@ def phase_report(args, work: Path) -> dict:
         rows.append({"game": game, "spec": spec, "seeds": [r["seed"] for r in recs], "values": values,
                      "min": min(values), "mean": float(np.mean(values)), "max": max(values),
                      "unit": recs[0]["unit"], "seconds_per_seed": float(np.mean([r["seconds"] for r in recs]))})
+    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    for r in rows:
+        r["commit"] = git[:10]
+    h2h = [json.loads(p.read_text()) for p in sorted(work.glob("*/h2h_*.json"))]
+    rows, h2h = _carry_previous(rows, h2h)
     order = ["kuhn_poker", "leduc_poker"]
     rows.sort(key=lambda r: (order.index(r["game"]) if r["game"] in order else 9, r["game"],
                              not r["spec"].startswith("ismcts"), _spec_key(r["spec"])))
-    h2h = [json.loads(p.read_text()) for p in sorted(work.glob("*/h2h_*.json"))]
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}), {__import__('os').cpu_count()} CPUs"
     result = {"machine": machine, "git": git, "rows": rows, "head_to_head": h2h}
     RESULTS.mkdir(exist_ok=True)
@@ -162,11 +172,16 @@ def phase_report(args, work: Path) -> dict:
     lines = ["# Benchmark `gtcfr_search`: the re-solving search player with exact leaf values", "",
              f"Machine: {machine}; commit {git[:10]}. Commands: the module docstring of "
              "`benchmarks/gtcfr_search.py`. Exploitability min / mean / max over seeds (poker in mbb/h, "
-             "Scotland Yard in reward units); seconds per seed = building one seed's whole policy.", "",
-             "| game | player | seeds | min | mean | max | seconds per seed |", "|---|---|---:|---:|---:|---:|---:|"]
+             "Scotland Yard in reward units); seconds per seed = building one seed's whole policy; commit = the "
+             "run that measured the row (rows of earlier runs are carried over from the previous report "
+             "when WORK no longer holds their cells).", "",
+             "| game | player | seeds | min | mean | max | seconds per seed | commit |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        lines.append(f"| {r['game']} | `{r['spec']}` | {len(r['values'])} | {r['min']:.1f} | {r['mean']:.1f} | "
-                     f"{r['max']:.1f} | {r['seconds_per_seed']:.0f} |")
+        digits = 1 if r["unit"] == "mbb/h" else 3  # reward units lie in [0, 2]
+        low, mean, high = (f"{max(r[k], 0.0):.{digits}f}" for k in ("min", "mean", "max"))  # -1e-12 is 0
+        lines.append(f"| {r['game']} | `{r['spec']}` | {len(r['values'])} | {low} | {mean} | {high} | "
+                     f"{r['seconds_per_seed']:.0f} | {r['commit']} |")
     if h2h:
         lines += ["", "Leduc head-to-head (each seed's tabulated policies; seats swapped every hand; "
                   "SoG's winnings in mbb/h, normal 95% interval; exact = expected value of the same pairs):", "",
@@ -179,6 +194,23 @@ def phase_report(args, work: Path) -> dict:
     return result
 
 
+def _carry_previous(rows: list[dict], h2h: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Keep the previous report's rows (and head-to-heads) that WORK no longer
+    holds, each with the commit that measured it: WORK lives under runs/, which
+    does not survive between sessions, while the report is committed."""
+    path = RESULTS / "gtcfr_search.json"
+    if not path.exists():
+        return rows, h2h
+    previous = json.loads(path.read_text())
+    have = {(r["game"], r["spec"]) for r in rows}
+    for r in previous["rows"]:
+        if (r["game"], r["spec"]) not in have:
+            rows.append({**r, "commit": r.get("commit", previous["git"][:10])})
+    if not h2h:
+        h2h = previous.get("head_to_head", [])
+    return rows, h2h
+
+
 def _spec_key(spec: str) -> tuple:
     numbers = [float(x) for x in spec.split(":")[1].split(",")]
     return (-numbers[1] if len(numbers) > 1 else 0, numbers[0])
@@ -189,10 +221,11 @@ def main(argv=None) -> None:
     p.add_argument("phase", choices=["eval", "h2h", "report", "all"])
     p.add_argument("--game", default="leduc_poker")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "gtcfr_search")
-    p.add_argument("--sims", type=int, nargs="+", default=[10, 30, 100], help="SoG's s")
+    p.add_argument("--sims", type=int, nargs="*", default=[10, 30, 100], help="SoG's s")
     p.add_argument("--c", type=float, nargs="+", default=[1.0], help="SoG's c (expansions per regret phase)")
     p.add_argument("--ismcts", type=int, nargs="*", default=[100, 1000, 10000], help="IS-MCTS simulations")
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--from-seed", type=int, default=0, help="eval: start at this seed (to split seeds over cores)")
     p.add_argument("--h2h-sog", default="sog:100,1")
     p.add_argument("--h2h-ismcts", default="ismcts:10000")
     p.add_argument("--hands", type=int, default=20000)
