@@ -38,11 +38,10 @@ def play(game, actions):
     return state
 
 
-@pytest.mark.parametrize("spec, iterations", [("kuhn_poker", 100), ("leduc_poker", 40)])
+@pytest.mark.parametrize("spec, iterations", [("kuhn_poker", 100), ("leduc_poker", 100)])
 def test_gtcfr_on_the_full_tree_equals_openspiel_simultaneous_cfr_plus(spec, iterations):
     """No leaves, no expansion: GT-CFR's regret phases are public-tree CFR with
-    simultaneous updates, RM+ and linear averaging, iteration for iteration.
-    (Leduc: 40 iterations; OpenSpiel's Python solver takes ~0.25-1 s per Leduc iteration here.)"""
+    simultaneous updates, RM+ and linear averaging, iteration for iteration."""
     game = load_game(spec)
     search = GTCFR(full_search_tree(game), ExactValueFunction(game), SoGSettings(simulations=0),
                    np.random.default_rng(0))
