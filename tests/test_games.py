@@ -1,6 +1,7 @@
 """Tests for polyzero.games: loading, capabilities, encoders, conformance."""
 
 import numpy as np
+import pyspiel
 import pytest
 
 from polyzero.errors import UsageError
@@ -38,6 +39,18 @@ def test_parse_malformed(spec):
 def test_load_and_round_trip(spec):
     game = load_game(spec)
     assert load_game(game_spec_string(game)) == game
+
+
+def test_turn_based_simultaneous_game_loads_and_round_trips():
+    """The one nested spec: a simultaneous-move game made sequential, as OpenSpiel writes it."""
+    game = load_game("turn_based_simultaneous_game(game=matrix_rps())")
+    assert game.get_type().dynamics == pyspiel.GameType.Dynamics.SEQUENTIAL
+    assert game.num_distinct_actions() == 3
+    assert load_game(game_spec_string(game)) == game
+    with pytest.raises(UsageError, match="not a simultaneous-move game"):
+        load_game("turn_based_simultaneous_game(game=kuhn_poker())")
+    with pytest.raises(UsageError, match="nested game parameters"):
+        load_game("go(board=(b=1))")
 
 
 def test_load_go_params_take_effect():

@@ -26,8 +26,8 @@ def _split_spec(spec: str) -> tuple[str, dict[str, str]]:
     if body is None or not body.strip():
         return name, params
     if "(" in body or ")" in body:
-        # Nested game parameters (e.g. turn_based_simultaneous_game(game=...)) are not needed
-        # by any supported algorithm, so reject them rather than half-parse them.
+        # Nested game parameters are only taken by TURN_BASED (load_game handles it);
+        # reject the others rather than half-parse them.
         raise UsageError(f"malformed game spec {spec!r}; nested game parameters are not supported")
     for item in body.split(","):
         key, eq, value = item.partition("=")
@@ -104,11 +104,22 @@ GAME_ALIASES = {
 }
 
 
+# A simultaneous-move game made sequential (the second mover does not see the first's
+# action), as OpenSpiel writes it: "turn_based_simultaneous_game(game=matrix_rps())".
+TURN_BASED = re.compile(r"^\s*turn_based_simultaneous_game\s*\(\s*game\s*=(.*)\)\s*$", re.DOTALL)
+
+
 def load_game(spec: str) -> pyspiel.Game:
     """Load a game by spec string (or one of GAME_ALIASES), validating name and parameters first."""
     register_polyzero_games()
     if isinstance(spec, str):
         spec = GAME_ALIASES.get(spec.strip(), spec)
+        nested = TURN_BASED.match(spec)
+        if nested:
+            inner = load_game(nested.group(1))
+            if inner.get_type().dynamics != pyspiel.GameType.Dynamics.SIMULTANEOUS:
+                raise UsageError(f"cannot load game {spec.strip()!r}: {inner} is not a simultaneous-move game")
+            return pyspiel.convert_to_turn_based(inner)
     name, raw = _split_spec(spec)
     names = list(pyspiel.registered_names())
     if name not in names:
