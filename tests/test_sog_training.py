@@ -204,6 +204,14 @@ def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
     assert "trained on kuhn_poker" in capsys.readouterr().err
 
 
+def test_game_without_public_tensor_is_refused_in_one_line():
+    """OpenSpiel's liars_dice has no public observation tensor: the CVPN says so, no traceback."""
+    from polyzero.errors import UsageError
+
+    with pytest.raises(UsageError, match="no public observation tensor"):
+        BeliefEncoding(load_game("liars_dice(numdice=1)"))
+
+
 def test_scotland_yard_slots_share_mr_x_positions():
     """Mr X's information states are his paths; the CVPN's slots are his stations, and
     a slot's range and value target aggregate the paths that end there."""

@@ -69,11 +69,14 @@ def _observer(game: pyspiel.Game, public: bool):
                                        private_info=pyspiel.PrivateInfoType.NONE) if public else
             pyspiel.IIGObservationType(public_info=False, perfect_recall=False,
                                        private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER))
+    what = "public" if public else "private"
     try:
-        return make_observation(game, kind)
+        observer = make_observation(game, kind)
     except (pyspiel.SpielError, RuntimeError, ValueError) as exc:
-        what = "public" if public else "private"
         raise UsageError(f"{game} has no {what} observer for the CVPN ({exc})".splitlines()[0]) from None
+    if observer is None or observer.tensor is None:  # e.g. liars_dice: no public observation tensor
+        raise UsageError(f"{game} has no {what} observation tensor for the CVPN's input")
+    return observer
 
 
 class BeliefEncoding:
