@@ -143,7 +143,7 @@ def phase_eval(args, work: Path) -> None:
             _save_seed(work, name, seed, _seed_value(args.game, spec, seed))
     for name, spec, seeds, point in cells:  # a cell is complete when every seed of it is
         parts = [_seed_path(work, name, seed) for seed in range(seeds)]
-        if all(path.exists() for path in parts):
+        if parts and all(path.exists() for path in parts):
             recs = [json.loads(path.read_text()) for path in parts]
             _cached(work, name, lambda: {"spec": spec, "values": [r["value"] for r in recs], "unit": recs[0]["unit"],
                                          "seed_seconds": sum(r["seconds"] for r in recs),
@@ -173,7 +173,8 @@ def _seed_value(game_string: str, spec: str, seed: int) -> dict:
 def _save_seed(work: Path, name: str, seed: int, rec: dict) -> None:
     path = _seed_path(work, name, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rec))
+    path.with_suffix(".tmp").write_text(json.dumps(rec))
+    path.with_suffix(".tmp").rename(path)  # whole or absent, if the run is stopped
     print(f"[eval] {name} seed {seed}: {rec['value']:.4g} {rec['unit']} ({rec['seconds']:.0f} s)", flush=True)
 
 
