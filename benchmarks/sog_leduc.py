@@ -251,7 +251,7 @@ def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, gam
     ax.set_yscale("log")
     ax.set_xlabel("training time (minutes)")
     ax.set_ylabel(f"exploitability ({unit})")
-    ax.set_title(f"Student of Games on {game}: mean over seeds, min-max band")
+    ax.set_title(f"Student of Games on {game}\nmean over seeds, min-max band", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
