@@ -119,29 +119,30 @@ def _cached(work: Path, name: str, compute, show=None) -> dict:
 
 def phase_eval(args, work: Path) -> None:
     picks = chosen(args, work)
-    cells = [(f"ismcts-{sims}", f"ismcts:{sims}", args.anchor_seeds, {}) for sims in args.ismcts]
+    cells = [(f"ismcts-{sims}", f"ismcts:{sims}", sims, args.anchor_seeds, {}) for sims in args.ismcts]
     for i, point in enumerate(picks):
         final = i == len(picks) - 1
         for s in args.sims + ([args.final_sims] if final else []):
             seeds = args.seeds if s != args.final_sims else args.final_seeds
-            cells.append((f"step{point['step']:06d}-sog{s}", f"sog:{s},1,net={point['path']}", seeds, point))
+            cells.append((f"step{point['step']:06d}-sog{s}", f"sog:{s},1,net={point['path']}", s, seeds, point))
     if args.reverse:
         cells.reverse()
-    todo = [(name, spec, seed) for name, spec, seeds, _ in cells if not (work / "eval" / f"{name}.json").exists()
+    todo = [(name, spec, sims, seed) for name, spec, sims, seeds, _ in cells
+            if not (work / "eval" / f"{name}.json").exists()
             for seed in range(seeds) if not _seed_path(work, name, seed).exists()]
     if args.jobs > 1:  # one seed per process, the biggest searches first so the small ones fill the end
         import concurrent.futures as cf
         import multiprocessing
 
-        todo.sort(key=lambda t: -int(t[1].split(":")[1].split(",")[0]))
+        todo.sort(key=lambda t: -t[2])
         with cf.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            running = {pool.submit(_seed_value, args.game, spec, seed): (name, seed) for name, spec, seed in todo}
+            running = {pool.submit(_seed_value, args.game, spec, seed): (name, seed) for name, spec, _, seed in todo}
             for done in cf.as_completed(running):
                 _save_seed(work, *running[done], done.result())
     else:
-        for name, spec, seed in todo:
+        for name, spec, _, seed in todo:
             _save_seed(work, name, seed, _seed_value(args.game, spec, seed))
-    for name, spec, seeds, point in cells:  # a cell is complete when every seed of it is
+    for name, spec, _, seeds, point in cells:  # a cell is complete when every seed of it is
         parts = [_seed_path(work, name, seed) for seed in range(seeds)]
         if parts and all(path.exists() for path in parts):
             recs = [json.loads(path.read_text()) for path in parts]
