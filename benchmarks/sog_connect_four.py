@@ -7,7 +7,8 @@ Elo gap to the foundation's AlphaZero at equal wall-clock (head to head against 
     python benchmarks/sog_connect_four.py all --budget-min 60 --games 100
 
 Phases (each resumable): train (as `sog_leduc.py`: chunks of learning steps,
-every checkpoint kept), eval (cached per point under WORK/eval/), report
+every checkpoint kept), eval (cached per chunk of --chunk-games games and per
+point under WORK/eval/; --jobs N plays N chunks at once), report
 (benchmarks/results/sog_connect_four.{json,md}).
 
 Target (the issue): at least 50% against MCTS-Solver 1x. The paper finds SoG
@@ -46,22 +47,28 @@ def elo(score: float) -> float:
     return 400 * math.log10(s / (1 - s))
 
 
-def phase_eval(args, work: Path) -> None:
+def _chunk(agent_spec: str, opponent_spec: str, games: int, seed: int) -> dict:
+    """`games` games of one cell (seats alternating, the agent first), seeded by `seed`."""
+    import torch
+
     from polyzero.eval import make_player, play_match
     from polyzero.eval.players import register_player_loader
     from polyzero.games import load_game
     from polyzero.train.agents import load_search_player
 
+    torch.set_num_threads(1)
     register_player_loader(load_search_player)  # the AlphaZero opponent is a checkpoint
     game = load_game("connect_four")
+    agent = make_player(agent_spec, game, seed=seed)
+    res = play_match(game, agent, make_player(opponent_spec, game, seed=seed + 1), games, seed=seed)
+    return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine()}
 
-    def match(point: dict, opponent_spec: str) -> dict:
-        agent_spec = f"sog:{args.agent_sims},1,net={point['path']}"
-        agent = make_player(agent_spec, game, seed=args.seed)
-        res = play_match(game, agent, make_player(opponent_spec, game, seed=args.seed + 1), args.games,
-                         seed=args.seed)
-        return {"spec": agent_spec, "opponent": opponent_spec, "values": [res.score], "wins": res.wins,
-                "draws": res.draws, "losses": res.losses, "ci": [res.ci_low, res.ci_high], **point}
+
+def phase_eval(args, work: Path) -> None:
+    """Each cell (point x opponent) is played in chunks of --chunk-games games, each
+    chunk cached under WORK/eval/chunks/ (so --jobs N plays N chunks at once and an
+    interrupted evaluation resumes by chunk); a cell is merged when all its chunks are in."""
+    from polyzero.eval.stats import MatchResult
 
     cells = []  # (cache name, point, opponent)
     for point in chosen(args, work):
@@ -69,8 +76,46 @@ def phase_eval(args, work: Path) -> None:
         az = alphazero_mark(point["minutes"])
         if az is not None and point["step"] > 0:
             cells.append((f"step{point['step']:06d}-alphazero", point, f"{az}@{args.agent_sims}"))
-    for name, point, opponent in (reversed(cells) if args.reverse else cells):
-        _cached(work, name, lambda: match(point, opponent))
+    if args.reverse:
+        cells.reverse()
+    sizes = [min(args.chunk_games, args.games - start) for start in range(0, args.games, args.chunk_games)]
+
+    def path(name: str, j: int) -> Path:
+        return work / "eval" / "chunks" / f"{name}.chunk{j}.json"
+
+    todo = [(name, j, f"sog:{args.agent_sims},1,net={point['path']}", opponent, n)
+            for name, point, opponent in cells if not (work / "eval" / f"{name}.json").exists()
+            for j, n in enumerate(sizes) if not path(name, j).exists()]
+
+    def save(name: str, j: int, rec: dict) -> None:
+        target = path(name, j)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.with_suffix(".tmp").write_text(json.dumps(rec))
+        target.with_suffix(".tmp").rename(target)  # whole or absent, if the run is stopped
+        print(f"[eval] {name} chunk {j}: W{rec['wins']} D{rec['draws']} L{rec['losses']}", flush=True)
+
+    seed_of = lambda j: args.seed * 10_000 + 2 * j  # noqa: E731 (agent seed; the opponent's is +1)
+    if args.jobs > 1:
+        import concurrent.futures as cf
+        import multiprocessing
+
+        with cf.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            running = {pool.submit(_chunk, agent, opponent, n, seed_of(j)): (name, j)
+                       for name, j, agent, opponent, n in todo}
+            for done in cf.as_completed(running):
+                save(*running[done], done.result())
+    else:
+        for name, j, agent, opponent, n in todo:
+            save(name, j, _chunk(agent, opponent, n, seed_of(j)))
+    for name, point, opponent in cells:
+        parts = [path(name, j) for j in range(len(sizes))]
+        if all(p.exists() for p in parts):
+            recs = [json.loads(p.read_text()) for p in parts]
+            res = MatchResult(*(sum(r[k] for r in recs) for k in ("wins", "draws", "losses")))
+            _cached(work, name, lambda: {
+                "spec": f"sog:{args.agent_sims},1,net={point['path']}", "opponent": opponent,
+                "values": [res.score], "wins": res.wins, "draws": res.draws, "losses": res.losses,
+                "ci": [res.ci_low, res.ci_high], "machines": sorted({r["machine"] for r in recs}), **point})
 
 
 def phase_report(args, work: Path) -> dict:
@@ -94,6 +139,9 @@ def phase_report(args, work: Path) -> dict:
         lines.append(f"| {r['step']} | {r['minutes']:.1f} | `{opponent}` | {r['values'][0]:.3f} "
                      f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['wins']} / {r['draws']} / {r['losses']} | "
                      f"{elo(r['values'][0]):+.0f} |")
+    played_on = sorted({m for r in rows for m in r.get("machines", [])})
+    if played_on:  # chunks played in parallel (--jobs), possibly on another machine
+        lines += ["", "Games played on: " + "; ".join(played_on) + "."]
     lines += ["", f"Targets: {json.dumps(target)}"]
     (RESULTS / "sog_connect_four.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -108,6 +156,8 @@ def main(argv=None) -> None:
     p.add_argument("--chunk-steps", type=int, default=10)
     p.add_argument("--points", type=int, default=4)
     p.add_argument("--games", type=int, default=100)
+    p.add_argument("--chunk-games", type=int, default=10, help="games per cached chunk of a cell")
+    p.add_argument("--jobs", type=int, default=1, help="processes playing chunks in parallel")
     p.add_argument("--agent-sims", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reverse", action="store_true",

@@ -37,6 +37,9 @@ class NetConfig:
     # The input: "mover" shows a two-player game's shared observation from the side of
     # the player to move (polyzero.games.encoders), "raw" is OpenSpiel's tensor as is.
     perspective: str = "mover"
+    # Student of Games, kind "resnet": a board game's CVPN runs AlphaZero's convolutional
+    # tower (blocks x channels) over the board planes; false: dense residual blocks of width.
+    board_tower: bool = True
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
@@ -526,7 +529,7 @@ def load_preset(algo: str, game: str) -> dict | None:
 # Settings added after runs had been saved, whose defaults changed what a run does:
 # a saved config without them ran with these values.
 _SAVED_BEFORE = {("net", "perspective"): "raw", ("muzero", "priority_value"): "network",
-                 ("muzero", "action_planes"): "cell"}
+                 ("muzero", "action_planes"): "cell", ("net", "board_tower"): False}
 
 
 def _as_saved(base: dict) -> dict:

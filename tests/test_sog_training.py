@@ -269,6 +269,38 @@ def test_kuhn_depth_one_learning_cuts_value_error_and_exploitability(tmp_path):
     assert trained.max < 0.1 * untrained
 
 
+def test_board_game_resnet_cvpn_convolves_the_board(tmp_path):
+    """On a board game net.kind = "resnet" runs AlphaZero's conv tower over the board
+    planes (the input's first C x H x W entries, the side to move as constant planes):
+    it trains and loads as a leaf value function, and a run saved before the option
+    (no net.board_tower in its config) still builds its dense residual trunk."""
+    from polyzero.config import read_toml
+    from polyzero.sog.cvpn import BoardTrunk
+    from polyzero.sog.trainer import CVPNModel, SoGTrainer, load_cvpn
+    from polyzero.train.checkpoint import resolve_checkpoint
+
+    game = load_game("connect_four")
+    enc = BeliefEncoding(game)
+    assert enc.planes == (3, 6, 7) and enc.input_size == 3 * 6 * 7 + 2 + 2
+    sets = ["net.kind=resnet", "net.blocks=1", "net.channels=8", "net.width=16", "train.steps=2",
+            "train.batch_size=8", "eval.every=0", "eval.final_games=0", "sog.simulations=3", "sog.solve_simulations=3"]
+    trainer = SoGTrainer.create(build_config("connect_four", "sog", None, sets), tmp_path / "run", progress=False)
+    net = trainer.model.build_network().eval()
+    assert isinstance(net.board, BoardTrunk)
+    root, moved = PublicTree(game, max_depth=0).nodes[0], public_state_at(game, _state(game, [3]))
+    x = torch.from_numpy(np.stack([enc.input(n, [np.ones(1), np.ones(1)]) for n in (root, moved)]))
+    planes = net.board.tower.stem[0].in_channels
+    assert planes == 3 + 4  # the board's planes, then side to move (2) and ranges (2) as planes
+    assert not torch.allclose(net(x)[0][0], net(x)[0][1])
+    trainer.run()
+    value_fn, _ = load_cvpn(tmp_path / "run")
+    assert isinstance(value_fn.net.board, BoardTrunk)
+    saved = read_toml(resolve_checkpoint(tmp_path / "run") / "config.toml")
+    del saved["net"]["board_tower"]
+    before = CVPNModel(enc, build_config(base=saved)).build_network()
+    assert not hasattr(before, "board") and hasattr(before, "residual")
+
+
 def test_residual_cvpn_trains_saves_and_loads(tmp_path):
     """net.kind = "resnet" gives the CVPN a dense residual trunk (its skip is exact:
     with a block's second layer zeroed the block passes its input through), and a

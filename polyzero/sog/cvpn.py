@@ -44,7 +44,7 @@ from torch import nn
 
 from polyzero.errors import UsageError
 from polyzero.games.public_states import DECISION, PublicState, PublicTree
-from polyzero.nets.towers import DenseResidualTower
+from polyzero.nets.towers import DenseResidualTower, ResidualTower
 
 from .gtcfr import is_perfect_information
 from .values import Evaluation, Query, ValueFunction, counterfactual_reach, info_of, world_reach
@@ -89,11 +89,14 @@ class BeliefEncoding:
         self.num_players = 2
         self.num_actions = game.num_distinct_actions()
         self.perfect_information = is_perfect_information(game)
+        self.planes: tuple[int, int, int] | None = None
         if self.perfect_information:
             if not game.get_type().provides_observation_tensor:
                 raise UsageError(f"{game} provides no observation tensor for the CVPN's input")
             self.slots = [1, 1]
             self.public_size = game.observation_tensor_size() + self.num_players
+            shape = tuple(game.observation_tensor_shape())
+            self.planes = shape if len(shape) == 3 else None  # a board: the input starts with its planes
             self._slot_of = lambda state, player: 0
             return
         self._public = _observer(game, public=True)
@@ -187,19 +190,44 @@ class BeliefEncoding:
                            minlength=len(node.info_states[player]))
 
 
+class BoardTrunk(nn.Module):
+    """AlphaZero's residual tower of 3x3 convolutions over a perfect-information game's
+    board: the input's first C x H x W entries are the board planes, the rest (side to
+    move, ranges) enter as constant planes; a 1x1 convolution to 8 planes, then a
+    linear layer to `width` units."""
+
+    def __init__(self, planes: tuple[int, int, int], extra: int, channels: int, blocks: int, width: int):
+        super().__init__()
+        self.planes = tuple(planes)
+        c, h, w = self.planes
+        self.tower = ResidualTower(c + extra, channels, blocks)
+        self.reduce = nn.Sequential(nn.Conv2d(channels, 8, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.out = nn.Linear(8 * h * w, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        c, h, w = self.planes
+        n = c * h * w
+        board = x[:, :n].reshape(-1, c, h, w)
+        extra = x[:, n:, None, None].expand(-1, -1, h, w)
+        y = self.reduce(self.tower(torch.cat([board, extra], dim=1)))
+        return F.relu(self.out(y.flatten(1)))
+
+
 class CVPN(nn.Module):
     """A CVPN (Fig. 6): a trunk, a value head per player and a policy head per player.
-    The trunk is an MLP of `layers` x `width` or, with `blocks` > 0, a dense residual
-    tower of that many blocks of `width`. Outputs values [B, 2, S] and policy
-    logits [B, 2, S, A]."""
+    The trunk is an MLP of `layers` x `width`, a dense residual tower of `blocks`
+    blocks of `width` (`blocks` > 0), or a `BoardTrunk` (`board` given). Outputs
+    values [B, 2, S] and policy logits [B, 2, S, A]."""
 
     def __init__(self, input_size: int, slots: list[int], num_actions: int, width: int = 128, layers: int = 3,
-                 blocks: int = 0):
+                 blocks: int = 0, board: BoardTrunk | None = None):
         super().__init__()
         self.slots = list(slots)
         self.max_slots = max(slots)
         self.num_actions = num_actions
-        if blocks > 0:
+        if board is not None:
+            self.board = board
+        elif blocks > 0:
             self.residual = DenseResidualTower(input_size, width, blocks)
         else:
             dims = [input_size] + [width] * layers
@@ -208,7 +236,9 @@ class CVPN(nn.Module):
         self.policy = nn.ModuleList(nn.Linear(width, s * num_actions) for s in slots)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if hasattr(self, "residual"):
+        if hasattr(self, "board"):
+            x = self.board(x)
+        elif hasattr(self, "residual"):
             x = self.residual(x)
         else:
             for layer in self.trunk:
@@ -222,9 +252,15 @@ class CVPN(nn.Module):
         return values, logits
 
 
-def build_cvpn(encoding: BeliefEncoding, width: int, layers: int, blocks: int = 0) -> CVPN:
-    """An MLP CVPN, or a dense residual one where `blocks` > 0 (`net.kind = "resnet"`)."""
-    return CVPN(encoding.input_size, encoding.slots, encoding.num_actions, width, layers, blocks)
+def build_cvpn(encoding: BeliefEncoding, width: int, layers: int, blocks: int = 0, channels: int = 0) -> CVPN:
+    """An MLP CVPN; with `blocks` > 0 (`net.kind = "resnet"`) a residual one: AlphaZero's
+    convolutional tower of `channels` where the game has a board (`encoding.planes`) and
+    `channels` > 0, a dense residual tower of `width` otherwise."""
+    board = None
+    if blocks > 0 and channels > 0 and encoding.planes is not None:
+        c, h, w = encoding.planes
+        board = BoardTrunk(encoding.planes, encoding.input_size - c * h * w, channels, blocks, width)
+    return CVPN(encoding.input_size, encoding.slots, encoding.num_actions, width, layers, blocks, board)
 
 
 @dataclass

@@ -49,7 +49,9 @@ class CVPNModel:
 
     def build_network(self):
         net = self.cfg.net
-        return build_cvpn(self.encoding, net.width, net.layers, net.blocks if net.kind == "resnet" else 0)
+        resnet = net.kind == "resnet"
+        return build_cvpn(self.encoding, net.width, net.layers, net.blocks if resnet else 0,
+                          net.channels if resnet and net.board_tower else 0)
 
     def loss(self, net, batch):
         return cvpn_loss(net, batch, self.cfg.sog.value_weight, self.cfg.sog.policy_weight)
