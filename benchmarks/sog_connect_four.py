@@ -9,7 +9,7 @@ Elo gap to the foundation's AlphaZero at equal wall-clock (head to head against 
 Phases (each resumable): train (as `sog_leduc.py`: chunks of learning steps,
 every checkpoint kept), eval (cached per chunk of --chunk-games games and per
 point under WORK/eval/; --jobs N plays N chunks at once), report
-(benchmarks/results/sog_connect_four.{json,md}).
+(benchmarks/results/OUT.{json,md}, OUT = --out, default sog_connect_four).
 
 Target (the issue): at least 50% against MCTS-Solver 1x. The paper finds SoG
 weaker than AlphaZero on perfect-information games.
@@ -30,16 +30,17 @@ from sog_leduc import ROOT, RESULTS, _cached, chosen, machine, phase_train, run_
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
 
 
-def alphazero_mark(minutes: float) -> Path | None:
-    """The AlphaZero benchmark's polyzero mark nearest `minutes` of training wall clock."""
-    segments = AZ_MARKS / "polyzero_segments.jsonl"
+def alphazero_mark(minutes: float, marks: Path = AZ_MARKS) -> Path | None:
+    """The AlphaZero benchmark's polyzero mark nearest `minutes` of training wall clock
+    (`marks`: a `connect_four_alphazero` WORK, or a copy of its marks and segments)."""
+    segments = marks / "polyzero_segments.jsonl"
     if not segments.exists():
         return None
     rows = [json.loads(line) for line in segments.read_text().splitlines() if line.strip()]
     if not rows:
         return None
     best = min(rows, key=lambda r: abs(r["wall_s"] / 60 - minutes))
-    return AZ_MARKS / best["checkpoint"]
+    return marks / best["checkpoint"]
 
 
 def elo(score: float) -> float:
@@ -73,7 +74,7 @@ def phase_eval(args, work: Path) -> None:
     cells = []  # (cache name, point, opponent)
     for point in chosen(args, work):
         cells.append((f"step{point['step']:06d}-mcts-solver", point, "mcts-solver:100"))
-        az = alphazero_mark(point["minutes"])
+        az = alphazero_mark(point["minutes"], args.az_marks)
         if az is not None and point["step"] > 0:
             cells.append((f"step{point['step']:06d}-alphazero", point, f"{az}@{args.agent_sims}"))
     if args.reverse:
@@ -128,8 +129,8 @@ def phase_report(args, work: Path) -> dict:
     result = {"command": command, "git": git, "seed": args.seed, "machine": machine(), "rows": rows,
               "targets": target}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "sog_connect_four.json").write_text(json.dumps(result, indent=2))
-    lines = ["# Benchmark `sog_connect_four`", "", f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    lines = ["# Benchmark `sog_connect_four`" + (f" ({args.out})" if args.out != "sog_connect_four" else ""), "", f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
              "", "The agent is SoG(100, 1) with the network at that step; `minutes` = training time of the checkpoint; "
              "the AlphaZero opponent is the `connect_four_alphazero` benchmark's polyzero checkpoint nearest "
              "the same training wall clock, searching 100 simulations.", "",
@@ -143,7 +144,7 @@ def phase_report(args, work: Path) -> dict:
     if played_on:  # chunks played in parallel (--jobs), possibly on another machine
         lines += ["", "Games played on: " + "; ".join(played_on) + "."]
     lines += ["", f"Targets: {json.dumps(target)}"]
-    (RESULTS / "sog_connect_four.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return result
 
@@ -160,6 +161,9 @@ def main(argv=None) -> None:
     p.add_argument("--jobs", type=int, default=1, help="processes playing chunks in parallel")
     p.add_argument("--agent-sims", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="sog_connect_four", help="results name under benchmarks/results/")
+    p.add_argument("--az-marks", type=Path, default=AZ_MARKS,
+                   help="the AlphaZero benchmark's WORK whose marks are the equal-wall-clock opponents")
     p.add_argument("--reverse", action="store_true",
                    help="evaluate last cell first: a second eval process run so shares the work through the cache")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
