@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sog_leduc import ROOT, RESULTS, _cached, chosen, machine, phase_train, run_phases  # noqa: E402
+from sog_leduc import (ROOT, RESULTS, _cached, chosen, machine, phase_train, run_jobs, run_phases,  # noqa: E402
+                       write_json_atomic)
 
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
 
@@ -88,26 +89,13 @@ def phase_eval(args, work: Path) -> None:
             for name, point, opponent in cells if not (work / "eval" / f"{name}.json").exists()
             for j, n in enumerate(sizes) if not path(name, j).exists()]
 
-    def save(name: str, j: int, rec: dict) -> None:
-        target = path(name, j)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.with_suffix(".tmp").write_text(json.dumps(rec))
-        target.with_suffix(".tmp").rename(target)  # whole or absent, if the run is stopped
-        print(f"[eval] {name} chunk {j}: W{rec['wins']} D{rec['draws']} L{rec['losses']}", flush=True)
+    def save(key: tuple[str, int], rec: dict) -> None:
+        write_json_atomic(path(*key), rec)
+        print(f"[eval] {key[0]} chunk {key[1]}: W{rec['wins']} D{rec['draws']} L{rec['losses']}", flush=True)
 
-    seed_of = lambda j: args.seed * 10_000 + 2 * j  # noqa: E731 (agent seed; the opponent's is +1)
-    if args.jobs > 1:
-        import concurrent.futures as cf
-        import multiprocessing
-
-        with cf.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            running = {pool.submit(_chunk, agent, opponent, n, seed_of(j)): (name, j)
-                       for name, j, agent, opponent, n in todo}
-            for done in cf.as_completed(running):
-                save(*running[done], done.result())
-    else:
-        for name, j, agent, opponent, n in todo:
-            save(name, j, _chunk(agent, opponent, n, seed_of(j)))
+    # chunk j's agent plays with seed S * 10000 + 2j, its opponent with that + 1
+    run_jobs([((name, j), _chunk, (agent, opponent, n, args.seed * 10_000 + 2 * j))
+              for name, j, agent, opponent, n in todo], args.jobs, save)
     for name, point, opponent in cells:
         parts = [path(name, j) for j in range(len(sizes))]
         if all(p.exists() for p in parts):

@@ -98,6 +98,29 @@ def machine() -> str:
     return f"{platform.node()} ({platform.processor() or platform.machine()}), {os.cpu_count()} CPUs"
 
 
+def write_json_atomic(path: Path, rec: dict) -> None:
+    """`rec` at `path`, whole or absent if the run is stopped."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(rec))
+    path.with_suffix(".tmp").rename(path)
+
+
+def run_jobs(tasks: list, jobs: int, save) -> None:
+    """`tasks`: (key, fn, args); calls save(key, fn(*args)) for each as it finishes, in
+    `jobs` spawned processes when jobs > 1 (fn must be a module-level function)."""
+    if jobs <= 1:
+        for key, fn, fn_args in tasks:
+            save(key, fn(*fn_args))
+        return
+    import concurrent.futures as cf
+    import multiprocessing
+
+    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        running = {pool.submit(fn, *fn_args): key for key, fn, fn_args in tasks}
+        for done in cf.as_completed(running):
+            save(running[done], done.result())
+
+
 def _cached(work: Path, name: str, compute, show=None) -> dict:
     """WORK/eval/NAME.json, computed once (every benchmark's evaluation resumes from these);
     `show(record)` is the line printed when it is computed."""
@@ -130,18 +153,9 @@ def phase_eval(args, work: Path) -> None:
     todo = [(name, spec, sims, seed) for name, spec, sims, seeds, _ in cells
             if not (work / "eval" / f"{name}.json").exists()
             for seed in range(seeds) if not _seed_path(work, name, seed).exists()]
-    if args.jobs > 1:  # one seed per process, the biggest searches first so the small ones fill the end
-        import concurrent.futures as cf
-        import multiprocessing
-
-        todo.sort(key=lambda t: -t[2])
-        with cf.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            running = {pool.submit(_seed_value, args.game, spec, seed): (name, seed) for name, spec, _, seed in todo}
-            for done in cf.as_completed(running):
-                _save_seed(work, *running[done], done.result())
-    else:
-        for name, spec, _, seed in todo:
-            _save_seed(work, name, seed, _seed_value(args.game, spec, seed))
+    todo.sort(key=lambda t: -t[2])  # the biggest searches first, so that in parallel the small ones fill the end
+    run_jobs([((name, seed), _seed_value, (args.game, spec, seed)) for name, spec, _, seed in todo], args.jobs,
+             lambda key, rec: _save_seed(work, *key, rec))
     for name, spec, _, seeds, point in cells:  # a cell is complete when every seed of it is
         parts = [_seed_path(work, name, seed) for seed in range(seeds)]
         if parts and all(path.exists() for path in parts):
@@ -172,10 +186,7 @@ def _seed_value(game_string: str, spec: str, seed: int) -> dict:
 
 
 def _save_seed(work: Path, name: str, seed: int, rec: dict) -> None:
-    path = _seed_path(work, name, seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".tmp").write_text(json.dumps(rec))
-    path.with_suffix(".tmp").rename(path)  # whole or absent, if the run is stopped
+    write_json_atomic(_seed_path(work, name, seed), rec)
     print(f"[eval] {name} seed {seed}: {rec['value']:.4g} {rec['unit']} ({rec['seconds']:.0f} s)", flush=True)
 
 
