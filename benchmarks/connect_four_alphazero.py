@@ -352,9 +352,7 @@ def eval_worker(args, work: Path) -> None:
         rec = {"arm": arm, "mark_s": mark, "level": lv, "chunk": c, "seed": seed, "wins": res.wins,
                "draws": res.draws, "losses": res.losses, "seconds": time.time() - t0,
                "probe_ms": round(probe_median_ms(3), 3), "utc": utcnow()}
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(rec))
-        os.replace(tmp, out)
+        write_json_atomic(out, rec)
         claim.unlink(missing_ok=True)
         print(f"[eval {arm} {mark / 60:.0f}min {lv} chunk {c}] W{res.wins} D{res.draws} L{res.losses} "
               f"({rec['seconds']:.0f}s)", flush=True)
@@ -737,6 +735,13 @@ def main(argv=None) -> None:
     meta["commands"].append(f"{utcnow()}: python benchmarks/{NAME}.py " + shlex.join(argv or sys.argv[1:]))
     meta_file.write_text(json.dumps(meta, indent=1))
     run_phases(args, work, phase_train, phase_eval, phase_report)
+
+
+def write_json_atomic(path: Path, rec: dict) -> None:
+    """`rec` at `path`, whole or absent if the run is stopped (every benchmark's caches)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(rec))
+    os.replace(path.with_suffix(".tmp"), path)
 
 
 def run_phases(args, work: Path, train, evaluate, report) -> None:

@@ -41,13 +41,14 @@ import json
 import math
 import platform
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from connect_four_alphazero import ROOT, RESULTS, write_json_atomic  # noqa: E402
 
 
 def _safe(name: str) -> str:
@@ -83,9 +84,7 @@ def phase_eval(args, work: Path) -> None:
             value = scale * exploitability.exploitability(game, tabular_from(game, table))
             rec = {"game": args.game, "spec": spec, "seed": seed, "exploitability": value, "unit": unit,
                    "seconds": time.time() - start, "policy": table}
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.with_suffix(".tmp").write_text(json.dumps(rec))
-            path.with_suffix(".tmp").replace(path)  # a cell is either whole or absent
+            write_json_atomic(path, rec)  # a cell is either whole or absent
             print(f"[eval] {args.game} {spec} seed {seed}: {value:.2f} {unit} ({rec['seconds']:.0f} s)", flush=True)
 
 

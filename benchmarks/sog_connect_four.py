@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sog_leduc import (ROOT, RESULTS, _cached, chosen, machine, phase_train, run_jobs, run_phases,  # noqa: E402
-                       write_json_atomic)
+from connect_four_alphazero import write_json_atomic  # noqa: E402
+from sog_leduc import ROOT, RESULTS, _cached, chosen, machine, phase_train, run_jobs, run_phases  # noqa: E402
 
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
 
@@ -72,12 +72,13 @@ def phase_eval(args, work: Path) -> None:
     interrupted evaluation resumes by chunk); a cell is merged when all its chunks are in."""
     from polyzero.eval.stats import MatchResult
 
-    cells = []  # (cache name, point, opponent)
+    cells = []  # (cache name, point, agent, opponent)
     for point in chosen(args, work):
-        cells.append((f"step{point['step']:06d}-mcts-solver", point, "mcts-solver:100"))
+        agent = f"sog:{args.agent_sims},1,net={point['path']}"
+        cells.append((f"step{point['step']:06d}-mcts-solver", point, agent, "mcts-solver:100"))
         az = alphazero_mark(point["minutes"], args.az_marks)
         if az is not None and point["step"] > 0:
-            cells.append((f"step{point['step']:06d}-alphazero", point, f"{az}@{args.agent_sims}"))
+            cells.append((f"step{point['step']:06d}-alphazero", point, agent, f"{az}@{args.agent_sims}"))
     if args.reverse:
         cells.reverse()
     sizes = [min(args.chunk_games, args.games - start) for start in range(0, args.games, args.chunk_games)]
@@ -85,8 +86,8 @@ def phase_eval(args, work: Path) -> None:
     def path(name: str, j: int) -> Path:
         return work / "eval" / "chunks" / f"{name}.chunk{j}.json"
 
-    todo = [(name, j, f"sog:{args.agent_sims},1,net={point['path']}", opponent, n)
-            for name, point, opponent in cells if not (work / "eval" / f"{name}.json").exists()
+    todo = [(name, j, agent, opponent, n)
+            for name, _, agent, opponent in cells if not (work / "eval" / f"{name}.json").exists()
             for j, n in enumerate(sizes) if not path(name, j).exists()]
 
     def save(key: tuple[str, int], rec: dict) -> None:
@@ -96,13 +97,13 @@ def phase_eval(args, work: Path) -> None:
     # chunk j's agent plays with seed S * 10000 + 2j, its opponent with that + 1
     run_jobs([((name, j), _chunk, (agent, opponent, n, args.seed * 10_000 + 2 * j))
               for name, j, agent, opponent, n in todo], args.jobs, save)
-    for name, point, opponent in cells:
+    for name, point, agent, opponent in cells:
         parts = [path(name, j) for j in range(len(sizes))]
         if all(p.exists() for p in parts):
             recs = [json.loads(p.read_text()) for p in parts]
             res = MatchResult(*(sum(r[k] for r in recs) for k in ("wins", "draws", "losses")))
             _cached(work, name, lambda: {
-                "spec": f"sog:{args.agent_sims},1,net={point['path']}", "opponent": opponent,
+                "spec": agent, "opponent": opponent,
                 "values": [res.score], "wins": res.wins, "draws": res.draws, "losses": res.losses,
                 "ci": [res.ci_low, res.ci_high], "machines": sorted({r["machine"] for r in recs}), **point})
 

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, run_phases  # noqa: E402
+from connect_four_alphazero import ROOT, RESULTS, run_phases, write_json_atomic  # noqa: E402
 
 
 def _trainer(args, work: Path):
@@ -96,13 +96,6 @@ def spread(points: list[dict], n: int) -> list[dict]:
 
 def machine() -> str:
     return f"{platform.node()} ({platform.processor() or platform.machine()}), {os.cpu_count()} CPUs"
-
-
-def write_json_atomic(path: Path, rec: dict) -> None:
-    """`rec` at `path`, whole or absent if the run is stopped."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".tmp").write_text(json.dumps(rec))
-    path.with_suffix(".tmp").rename(path)
 
 
 def run_jobs(tasks: list, jobs: int, save) -> None:
