@@ -123,8 +123,7 @@ def _cached(work: Path, name: str, compute, show=None) -> dict:
     t0 = time.time()
     rec = compute()
     rec["seconds"] = time.time() - t0
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rec))
+    write_json_atomic(path, rec)  # whole or absent, if the run is stopped
     if show is None:
         shown = rec["values"] if "values" in rec else f"W{rec['wins']} D{rec['draws']} L{rec['losses']}"
     else:
