@@ -1,19 +1,30 @@
 """Benchmark `minatar_muzero`: MuZero and MuZero Reanalyze on MinAtar Breakout.
 
+    python benchmarks/minatar_muzero.py train --arms muzero,reanalyze
+    python benchmarks/minatar_muzero.py train --arms muzero_paper_ratio
     python benchmarks/minatar_muzero.py all --budget-min 30 --episodes 100 --seed 0
 
+Arms (every one the shipped `minatar-breakout` preset, 1,024 samples per learning step):
+  muzero              the preset: 256 new positions per learning step, so each
+                      stored state is sampled 4.0 times on average (our scaling)
+  reanalyze           Appendix H: policy targets re-searched for 0.8 of the
+                      samples, a target network for n = 5 bootstraps, value
+                      loss weight 0.25, 2.0 samples per stored state (512 new
+                      positions per learning step)
+  muzero_paper_ratio  plain MuZero at Appendix H's 0.1 samples per stored state
+                      (one minibatch of 128 per 1,280 new positions)
+
 Phases (each continues from what WORK already holds, so a run resumes):
-  train   both arms side by side, one core each: `polyzero train
-          minatar-breakout --algo muzero` (the shipped preset, Gumbel root unless
-          --search puct; Reanalyze adds the paper's Appendix H settings)
-          for `--budget-min` minutes of wall clock, a checkpoint every
-          `--checkpoint-every` learning steps (all kept); stopped with SIGTERM
-          (which writes a checkpoint) and continued with --resume on re-runs.
-  eval    every checkpoint of every arm: mean return over `--episodes`
+  train   the `--arms` side by side, one process and one core each, for
+          `--budget-min` minutes of wall clock each, a checkpoint every
+          `--checkpoint-positions` environment steps (all kept); stopped with
+          SIGTERM (which writes a checkpoint) and continued with --resume.
+  eval    every checkpoint of the `--arms`: mean return over `--episodes`
           episodes at the evaluation search (no noise, most-visited action),
           plus a random policy in the same run; cached per checkpoint.
-  report  benchmarks/results/minatar_muzero.{json,md,png}: return against
-          environment steps and learning steps, machine, command, seed.
+  report  benchmarks/results/minatar_muzero.{json,md,png} for every arm WORK
+          holds: return against environment steps and learning steps, and
+          Reanalyze against each plain arm at equal environment steps.
 """
 
 from __future__ import annotations
@@ -28,13 +39,28 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from connect_four_alphazero import write_json_atomic  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 GAME = "minatar-breakout"
 ARMS = {
     "muzero": [],
-    "reanalyze": ["muzero.reanalyse_fraction=0.8", "muzero.td_steps=5", "muzero.value_loss_weight=0.25"],
+    "reanalyze": ["muzero.reanalyse_fraction=0.8", "muzero.td_steps=5", "muzero.value_loss_weight=0.25",
+                  "train.positions_per_step=512"],
+    "muzero_paper_ratio": ["train.minibatches_per_step=1", "train.positions_per_step=1280"],
 }
+PLAIN_ARMS = ("muzero", "muzero_paper_ratio")
+
+
+def _positions_per_step(arm: str) -> int:
+    for o in ARMS[arm]:
+        if o.startswith("train.positions_per_step="):
+            return int(o.split("=")[1])
+    return 256  # the preset's b_step
 
 
 def _log(msg: str) -> None:
@@ -42,11 +68,13 @@ def _log(msg: str) -> None:
 
 
 def train(args, work: Path) -> None:
-    """Both arms side by side, one process (one torch thread: the preset's `threads`)
+    """The arms side by side, one process (one torch thread: the preset's `threads`)
     per core, each for what is left of its budget."""
     polyzero = str(Path(sys.executable).with_name("polyzero"))
     running = []
-    for arm, extra in ARMS.items():
+    for arm in args.arms:
+        extra = ARMS[arm]
+        every = max(1, round(args.checkpoint_positions / _positions_per_step(arm)))
         run = work / arm
         spent_file = work / f"{arm}.seconds"
         spent = float(spent_file.read_text()) if spent_file.exists() else 0.0
@@ -60,7 +88,7 @@ def train(args, work: Path) -> None:
             cmd = [polyzero, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
                    "--seed", str(args.seed)]
             for o in extra + ["train.steps=1000000", "eval.every=0", "eval.final_games=0",
-                              f"train.checkpoint_every={args.checkpoint_every}", "train.keep_checkpoints=100000",
+                              f"train.checkpoint_every={every}", "train.keep_checkpoints=100000",
                               f"search.kind={args.search}"]:
                 cmd += ["--set", o]
         _log(f"{arm}: training {left / 60:.1f} min: {' '.join(cmd)}")
@@ -81,6 +109,25 @@ def _checkpoints(run: Path) -> list[Path]:
     return sorted(p for p in (run / "checkpoints").glob("step_*") if p.is_dir())
 
 
+def _positions(ckpt: Path) -> int:
+    return json.loads((ckpt / "state.json").read_text())["actor"]["stats"]["positions"]
+
+
+def _to_evaluate(work: Path, arm: str, extra: int) -> list[Path]:
+    """Every checkpoint up to the environment steps all trained arms reached (where
+    the arms are compared), and at most `extra` evenly spaced ones beyond, the last
+    included: the cheap arm of 0.1 samples per state covers several times the others'."""
+    finals = [_positions(c[-1]) for a in ARMS if (c := _checkpoints(work / a))]
+    ckpts = _checkpoints(work / arm)
+    if not ckpts:
+        return []
+    common = [c for c in ckpts if _positions(c) <= min(finals)]
+    beyond = ckpts[len(common):]
+    if len(beyond) > extra:
+        beyond = [beyond[round(i)] for i in np.linspace(0, len(beyond) - 1, extra)] if extra else []
+    return common + beyond
+
+
 def evaluate(args, work: Path) -> None:
     from polyzero.eval import play_single_agent
     from polyzero.eval.players import RandomPlayer
@@ -93,10 +140,10 @@ def evaluate(args, work: Path) -> None:
     random_file = out / "random.json"
     if not random_file.exists():
         res = play_single_agent(game, RandomPlayer(args.seed), args.episodes, seed=args.seed)
-        random_file.write_text(json.dumps(res))
+        write_json_atomic(random_file, res)  # whole or absent: `eval` may run per arm in parallel
         _log(f"random: {res['mean_return']:.2f}")
-    for arm in ARMS:
-        for ckpt in _checkpoints(work / arm):
+    for arm in args.arms:
+        for ckpt in _to_evaluate(work, arm, args.eval_beyond):
             path = out / f"{arm}-{ckpt.name}.json"
             if path.exists():
                 continue
@@ -105,7 +152,7 @@ def evaluate(args, work: Path) -> None:
             res = play_single_agent(game, player, args.episodes, seed=args.seed + 1)
             res.update(step=state["step"], positions=state["actor"]["stats"]["positions"],
                        train_time=state["train_time"])
-            path.write_text(json.dumps(res))
+            write_json_atomic(path, res)
             _log(f"{arm} {ckpt.name}: {res['mean_return']:.2f} [{res['ci_low']:.2f}, {res['ci_high']:.2f}]")
 
 
@@ -113,6 +160,7 @@ def report(args, work: Path) -> dict:
     out = work / "eval"
     curves = {arm: sorted((json.loads(p.read_text()) for p in out.glob(f"{arm}-step_*.json")),
                           key=lambda r: r["step"]) for arm in ARMS}
+    curves = {arm: pts for arm, pts in curves.items() if pts}
     random = json.loads((out / "random.json").read_text())
     for pts in curves.values():
         for p in pts:
@@ -136,14 +184,35 @@ def report(args, work: Path) -> dict:
 def _targets(curves, random) -> dict:
     best = {arm: max((p["mean_return"] for p in pts), default=0.0) for arm, pts in curves.items()}
     five_x = {arm: b >= 5 * random["mean_return"] for arm, b in best.items()}
-    return {"best_mean_return": best, "at_least_5x_random": five_x}
+    ahead = {plain: equal_positions(curves["reanalyze"], curves[plain])
+             for plain in PLAIN_ARMS if plain in curves and "reanalyze" in curves}
+    return {"best_mean_return": best, "at_least_5x_random": five_x, "reanalyze_vs_plain": ahead}
+
+
+def equal_positions(reanalyze: list[dict], plain: list[dict]) -> dict:
+    """Both curves (return against environment steps, straight lines between
+    checkpoints) averaged over the environment steps both reached, with their 95%
+    interval bounds averaged alike: Reanalyze is ahead when its averaged lower bound
+    lies above plain MuZero's averaged upper bound."""
+    end = min(reanalyze[-1]["positions"], plain[-1]["positions"])
+    xs = np.linspace(0, end, 201)
+
+    def mean(pts, key):
+        return float(np.interp(xs, [p["positions"] for p in pts], [p[key] for p in pts]).mean())
+
+    r, p = mean(reanalyze, "mean_return"), mean(plain, "mean_return")
+    return {"positions": int(end), "reanalyze": round(r, 3), "plain": round(p, 3),
+            "ahead": mean(reanalyze, "ci_low") > mean(plain, "ci_high")}
 
 
 def _markdown(r: dict) -> str:
     lines = ["# Benchmark `minatar_muzero`", "",
              f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset, {r['search']} root search), "
-             f"{r['budget_min']:g} minutes of training wall clock per arm, the two arms side by side on "
-             f"one core each, seed {r['seed']}.", "",
+             f"{r['budget_min']:g} minutes of training wall clock per arm, two arms at a time side by side "
+             f"on one core each, seed {r['seed']}. Arms: `muzero` the preset (4.0 samples per stored "
+             "state); `reanalyze` Appendix H (re-searched policy targets for 0.8 of the samples, target "
+             "network, n = 5, value weight 0.25, 2.0 samples per stored state); `muzero_paper_ratio` "
+             "plain MuZero at Appendix H's 0.1 samples per stored state.", "",
              f"- machine: {r['machine']}", f"- command: `python benchmarks/{r['command']}`",
              f"- evaluation: mean return over {r['episodes']} episodes, no noise, most-visited action; "
              f"normal 95% interval",
@@ -159,7 +228,12 @@ def _markdown(r: dict) -> str:
     lines += ["", "Targets: at least 5x the random policy's return: " +
               ", ".join(f"{a} {'met' if ok else 'not met'} (best {t['best_mean_return'][a]:.2f})"
                         for a, ok in t["at_least_5x_random"].items())
-              + "; Reanalyze ahead of plain MuZero at equal environment steps: compare the rows above.",
+              + ".", "", "Reanalyze against plain MuZero at equal environment steps (mean return over the "
+              "environment steps both reached, straight lines between checkpoints; ahead when the "
+              "intervals' averaged bounds are apart): " +
+              ("; ".join(f"against `{a}` over {c['positions']} steps, {c['reanalyze']:.2f} vs {c['plain']:.2f}, "
+                         f"{'ahead' if c['ahead'] else 'not ahead'}" for a, c in t["reanalyze_vs_plain"].items())
+               or "not measured") + ".",
               "", "![curves](minatar_muzero.png)", ""]
     return "\n".join(lines)
 
@@ -192,12 +266,21 @@ def main(argv=None) -> None:
     p.add_argument("phase", choices=["train", "eval", "report", "all"])
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "minatar_muzero")
     p.add_argument("--budget-min", type=float, default=30.0, help="training wall clock per arm (minutes)")
-    p.add_argument("--checkpoint-every", type=int, default=25, help="learning steps between checkpoints")
+    p.add_argument("--arms", default=",".join(ARMS),
+                   help=f"comma-separated arms to train and evaluate, side by side ({', '.join(ARMS)})")
+    p.add_argument("--checkpoint-positions", type=int, default=12800,
+                   help="environment steps between checkpoints (rounded to whole learning steps per arm)")
     p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--eval-beyond", type=int, default=6,
+                   help="checkpoints evaluated per arm beyond the environment steps every arm reached")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--search", choices=["gumbel", "puct"], default="gumbel",
                    help="root search of both arms (the preset's gumbel; puct is MuZero's own)")
     args = p.parse_args(argv)
+    args.arms = [a for a in args.arms.split(",") if a]
+    unknown = [a for a in args.arms if a not in ARMS]
+    if unknown:
+        p.error(f"unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
     args.work.mkdir(parents=True, exist_ok=True)
     if args.phase in ("train", "all"):
         train(args, args.work)
