@@ -240,6 +240,7 @@ def _markdown(r: dict) -> str:
 
 def _plot(curves, random, path: Path) -> None:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -251,6 +252,10 @@ def _plot(curves, random, path: Path) -> None:
                         yerr=[[p["mean_return"] - p["ci_low"] for p in pts],
                               [p["ci_high"] - p["mean_return"] for p in pts]], marker=".", label=arm)
     ax.axhline(random["mean_return"], color="grey", linestyle="--", label="random")
+    ax.set_xscale("log")  # the 0.1-samples-per-state arm covers several times the others' steps
+    ax.set_xticks([1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6])
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean return, 95% CI")
     ax.set_title("MinAtar Breakout")
