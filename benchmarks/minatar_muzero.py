@@ -1,7 +1,7 @@
 """Benchmark `minatar_muzero`: MuZero and MuZero Reanalyze on MinAtar Breakout.
 
     python benchmarks/minatar_muzero.py train --arms muzero,reanalyze
-    python benchmarks/minatar_muzero.py train --arms muzero_paper_ratio
+    python benchmarks/minatar_muzero.py train --arms muzero_paper_ratio,muzero_reanalyze_ratio
     python benchmarks/minatar_muzero.py all --budget-min 30 --episodes 100 --seed 0
 
 Arms (every one the shipped `minatar-breakout` preset, 1,024 samples per learning step):
@@ -13,6 +13,8 @@ Arms (every one the shipped `minatar-breakout` preset, 1,024 samples per learnin
                       positions per learning step)
   muzero_paper_ratio  plain MuZero at Appendix H's 0.1 samples per stored state
                       (one minibatch of 128 per 1,280 new positions)
+  muzero_reanalyze_ratio  the control: plain MuZero at Reanalyze's 2.0 samples
+                      per stored state (512 new positions per learning step)
 
 Phases (each continues from what WORK already holds, so a run resumes):
   train   the `--arms` side by side, one process and one core each, for
@@ -52,8 +54,10 @@ ARMS = {
     "reanalyze": ["muzero.reanalyse_fraction=0.8", "muzero.td_steps=5", "muzero.value_loss_weight=0.25",
                   "train.positions_per_step=512"],
     "muzero_paper_ratio": ["train.minibatches_per_step=1", "train.positions_per_step=1280"],
+    # the control: plain MuZero at Reanalyze's 2.0 samples per stored state
+    "muzero_reanalyze_ratio": ["train.positions_per_step=512"],
 }
-PLAIN_ARMS = ("muzero", "muzero_paper_ratio")
+PLAIN_ARMS = ("muzero", "muzero_paper_ratio", "muzero_reanalyze_ratio")
 
 
 def _positions_per_step(arm: str) -> int:

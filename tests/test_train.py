@@ -76,6 +76,10 @@ def _assert_same(a, b):
 def test_resumed_run_reaches_the_same_weights(tmp_path):
     cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL)
     Trainer.create(cfg, tmp_path / "full", progress=False).run()
+    kept = sorted((tmp_path / "full" / "checkpoints").glob("step_*"))
+    assert [p.name for p in kept] == ["step_000004", "step_000006", "step_000008"]  # keep_checkpoints = 3
+    # only the newest is resumed: the older ones drop their replay buffers
+    assert [(p / "replay.npz").is_file() for p in kept] == [False, False, True]
     half = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.steps=3"])
     Trainer.create(half, tmp_path / "split", progress=False).run()
     assert latest_checkpoint(tmp_path / "split").name == "step_000003"

@@ -11,6 +11,10 @@ A checkpoint is a directory `RUN/checkpoints/step_NNNNNN/` holding
 It is written into a temporary directory, fsynced, and renamed into place;
 `RUN/checkpoints/latest` (replaced atomically) names the newest complete one,
 so a kill at any moment leaves the previous checkpoint intact.
+
+Only the newest checkpoint is resumed, so the older ones it keeps
+(`train.keep_checkpoints`) drop their replay buffers, which are most of a
+checkpoint's size: the rest is what `arena`, `play` and evaluation read.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import torch
 from ..errors import UsageError
 
 LATEST = "latest"
+BUFFERS = ("replay.npz", "queries.npz")  # read only when the run resumes
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -83,6 +88,9 @@ def _prune(root: Path, keep: int) -> None:
     done = sorted(p for p in root.glob("step_*") if p.is_dir())
     for old in done[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
+    for older in done[-keep:-1]:
+        for name in BUFFERS:
+            (older / name).unlink(missing_ok=True)
     for stale in root.glob(".tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
 
