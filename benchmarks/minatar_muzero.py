@@ -212,11 +212,12 @@ def equal_positions(reanalyze: list[dict], plain: list[dict]) -> dict:
 def _markdown(r: dict) -> str:
     lines = ["# Benchmark `minatar_muzero`", "",
              f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset, {r['search']} root search), "
-             f"{r['budget_min']:g} minutes of training wall clock per arm, two arms at a time side by side "
-             f"on one core each, seed {r['seed']}. Arms: `muzero` the preset (4.0 samples per stored "
+             f"{r['budget_min']:g} minutes of training wall clock per arm, one core each, the other core "
+             f"busy (two arms, or an arm and probes), seed {r['seed']}. Arms: `muzero` the preset (4.0 samples per stored "
              "state); `reanalyze` Appendix H (re-searched policy targets for 0.8 of the samples, target "
              "network, n = 5, value weight 0.25, 2.0 samples per stored state); `muzero_paper_ratio` "
-             "plain MuZero at Appendix H's 0.1 samples per stored state.", "",
+             "plain MuZero at Appendix H's 0.1 samples per stored state; `muzero_reanalyze_ratio` the "
+             "control, plain MuZero at Reanalyze's 2.0.", "",
              f"- machine: {r['machine']}", f"- command: `python benchmarks/{r['command']}`",
              f"- evaluation: mean return over {r['episodes']} episodes, no noise, most-visited action; "
              f"normal 95% interval",
