@@ -244,6 +244,9 @@ class MuZeroConfig:
     reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
     target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
     reanalyse_network: str = "latest"  # Reanalyze searches with the latest parameters (Appendix H) or the target network
+    # What Reanalyze refreshes: "both" (Appendix H), or only the "policy" targets or the
+    # "value" bootstraps, to tell their effects apart.
+    reanalyse_targets: str = "both"
     chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
     downsample: str = "auto"  # Appendix F's stack for image inputs; auto: frames of 32 x 32 or more
     # Normalisation inside g and in f's heads at unrolled steps k >= 1 (resnet models):
@@ -276,6 +279,7 @@ class MuZeroConfig:
         _choice("muzero.unroll_norm", self.unroll_norm, ("batch", "layer"))
         _choice("muzero.action_planes", self.action_planes, ("game", "cell"))
         _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
+        _choice("muzero.reanalyse_targets", self.reanalyse_targets, ("both", "policy", "value"))
         _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
         _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)
         _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)

@@ -414,16 +414,17 @@ def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, s
             assert value.abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("searcher", ["latest", "target"])
-def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searcher):
+@pytest.mark.parametrize("searcher, targets", [("latest", "both"), ("target", "both"), ("latest", "policy"),
+                                               ("latest", "value")])
+def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searcher, targets):
     """Appendix H: the sampled unroll's stored policies become the latest parameters'
     search policies (or the target network's, with muzero.reanalyse_network = target),
-    and its bootstrap values the target network's."""
+    and its bootstrap values the target network's; muzero.reanalyse_targets keeps one."""
     from polyzero.search.policy import visit_policy
 
     cfg = build_config("cartpole", "muzero", overrides=SMALL[:-1] + [
         "train.steps=1", "train.positions_per_step=300", "muzero.support=10", "muzero.reanalyse_fraction=1.0",
-        "muzero.chunk_length=0", f"muzero.reanalyse_network={searcher}"])
+        "muzero.chunk_length=0", f"muzero.reanalyse_network={searcher}", f"muzero.reanalyse_targets={targets}"])
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     trainer.run()
     replay, reanalyser = trainer.replay, trainer.reanalyser
@@ -434,6 +435,8 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
     reanalyser.target.load_state_dict(trainer.algo.build_network().state_dict())  # differs from latest
     unroll = slice(s, s + k + 1)
     selfplay = d["policy"][unroll].copy()
+    d["fresh"][:] = False
+    stored_values = d["root_value"].copy()
     reanalyser.refresh(replay, np.array([s]))
     policies = {}
     for name in ("latest", "target"):
@@ -441,10 +444,18 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
                                                   reanalyser.params, np.random.default_rng(0), add_noise=False)
         policies[name] = visit_policy(result.root_visits, 1.0)
     assert not np.allclose(policies["latest"], policies["target"])  # so the check below tells them apart
-    assert np.allclose(d["fresh_policy"][unroll], policies[searcher]) and d["fresh"][unroll].all()
     assert np.array_equal(d["policy"][unroll], selfplay)  # the self-play search's stays for the other 20%
+    if targets == "value":
+        assert not d["fresh"].any()
+    else:
+        assert np.allclose(d["fresh_policy"][unroll], policies[searcher]) and d["fresh"][unroll].all()
     _, _, target_values = reanalyser.target.initial(d["obs"][s + n: s + n + k + 1])
-    assert np.allclose(d["root_value"][s + n: s + n + k + 1], target_values, atol=1e-6)
+    boot = slice(s + n, s + n + k + 1)
+    assert not np.allclose(stored_values[boot], target_values, atol=1e-6)  # so the check below tells
+    if targets == "policy":
+        assert np.array_equal(d["root_value"], stored_values)
+    else:
+        assert np.allclose(d["root_value"][boot], target_values, atol=1e-6)
 
 
 def test_short_cartpole_run_reaches_150(tmp_path):

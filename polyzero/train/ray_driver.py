@@ -459,7 +459,7 @@ class RayTrainer(Trainer):
             if worker in busy or len(self.replay) == 0:
                 continue
             slots, _ = self.replay.sample_slots(count, self.reanalyse_rng)
-            work = plan(self.replay, slots)
+            work = plan(self.replay, slots, self.cfg.muzero.reanalyse_targets)
             if work is not None:
                 ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"])
                 self.reanalysing[ref] = (worker, work)

@@ -7,7 +7,8 @@ the n-step bootstrap values v^-_{t+k+n} are recomputed by a target network, a
 copy of recent parameters refreshed every N training steps. The values replace
 the stored ones; the fresh policies are stored beside the self-play search's,
 which the other 20% of samples keep learning from ("this fresh policy is used
-as the policy target for 80% of updates").
+as the policy target for 80% of updates"). `muzero.reanalyse_targets` refreshes
+only the policies or only the values instead, to tell their effects apart.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Reanalyser:
         self.searcher = self.target if cfg.muzero.reanalyse_network == "target" else self.latest
         self.rng = np.random.default_rng([seed, 7])
         self.searches = 0
+        self.targets = cfg.muzero.reanalyse_targets
 
     def set_weights(self, weights: dict, step: int) -> None:
         """The latest parameters every step; the target network every `target_every` steps
@@ -54,7 +56,7 @@ class Reanalyser:
 
     def refresh(self, replay: SequenceReplay, slots: np.ndarray) -> None:
         """Re-search the unrolls of `slots` (the replay picks the fraction) and store the results."""
-        work = plan(replay, slots)
+        work = plan(replay, slots, self.targets)
         if work is not None:
             apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"]))
 
@@ -62,26 +64,31 @@ class Reanalyser:
         """Fresh search policies at `obs` (latest parameters, or the target network's with
         `muzero.reanalyse_network = "target"`) and target-network values at `boot_obs`:
         what a reanalyse actor computes."""
-        result = self.algo.search_observations(self.searcher, obs, legal, self.params, self.rng, add_noise=False)
-        self.searches += len(obs)
+        policies = np.zeros((0, legal.shape[-1]), np.float32)
+        if len(obs):
+            result = self.algo.search_observations(self.searcher, obs, legal, self.params, self.rng, add_noise=False)
+            self.searches += len(obs)
+            policies = policy_targets(result, 1.0)
         values = self.target.initial(boot_obs)[2] if len(boot_obs) else np.zeros(0, np.float32)
-        return policy_targets(result, 1.0), values
+        return policies, values
 
 
-def plan(replay: SequenceReplay, chosen: np.ndarray) -> dict | None:
+def plan(replay: SequenceReplay, chosen: np.ndarray, targets: str = "both") -> dict | None:
     """The stored positions the unrolls of `chosen` read: where policies are refreshed
     (t..t+K) and where bootstrap values are (t+n..t+K+n, single-agent), with their
     absolute positions so that results arriving later are written only if the ring
-    still holds the same positions."""
+    still holds the same positions; `targets` ("policy" or "value") keeps one kind."""
     if len(chosen) == 0:
         return None
     d, cap = replay.data, replay.capacity
     ks = np.arange(replay.unroll_steps + 1)
     pos = d["position"][chosen][:, None] + ks
     end = d["seg_end"][chosen][:, None]
-    unroll = np.unique(((chosen[:, None] + ks) % cap)[pos < end])
+    unroll = np.zeros(0, np.int64)
+    if targets != "value":
+        unroll = np.unique(((chosen[:, None] + ks) % cap)[pos < end])
     boot = np.zeros(0, np.int64)
-    if not replay.board_game:
+    if not replay.board_game and targets != "policy":
         boot = np.unique(((chosen[:, None] + ks + replay.td_steps) % cap)[pos + replay.td_steps < end])
     return {"unroll": unroll, "unroll_position": d["position"][unroll].copy(), "obs": d["obs"][unroll],
             "legal": d["legal"][unroll], "boot": boot, "boot_position": d["position"][boot].copy(),
