@@ -121,11 +121,11 @@ def _to_evaluate(work: Path, arm: str, extra: int) -> list[Path]:
     """Every checkpoint up to the environment steps all trained arms reached (where
     the arms are compared), and at most `extra` evenly spaced ones beyond, the last
     included: the cheap arm of 0.1 samples per state covers several times the others'."""
-    finals = [_positions(c[-1]) for a in ARMS if (c := _checkpoints(work / a))]
     ckpts = _checkpoints(work / arm)
     if not ckpts:
         return []
-    common = [c for c in ckpts if _positions(c) <= min(finals)]
+    reached = min(_positions(c[-1]) for a in ARMS if (c := _checkpoints(work / a)))
+    common = [c for c in ckpts if _positions(c) <= reached]
     beyond = ckpts[len(common):]
     if len(beyond) > extra:
         beyond = [beyond[round(i)] for i in np.linspace(0, len(beyond) - 1, extra)] if extra else []
