@@ -3,6 +3,8 @@
     python benchmarks/minatar_muzero.py train --arms muzero,reanalyze
     python benchmarks/minatar_muzero.py train --arms muzero_paper_ratio,muzero_reanalyze_ratio
     python benchmarks/minatar_muzero.py all --budget-min 30 --episodes 100 --seed 0
+    python benchmarks/minatar_muzero.py train --work runs/probe/P --arms reanalyze \
+        --set muzero.reanalyse_targets=policy            # a probe: one arm with an override
 
 Arms (every one the shipped `minatar-breakout` preset, 1,024 samples per learning step):
   muzero              the preset: 256 new positions per learning step, so each
@@ -91,7 +93,7 @@ def train(args, work: Path) -> None:
         else:
             cmd = [polyzero, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
                    "--seed", str(args.seed)]
-            for o in extra + ["train.steps=1000000", "eval.every=0", "eval.final_games=0",
+            for o in extra + args.set + ["train.steps=1000000", "eval.every=0", "eval.final_games=0",
                               f"train.checkpoint_every={every}", "train.keep_checkpoints=100000",
                               f"search.kind={args.search}"]:
                 cmd += ["--set", o]
@@ -284,6 +286,8 @@ def main(argv=None) -> None:
     p.add_argument("--eval-beyond", type=int, default=6,
                    help="checkpoints evaluated per arm beyond the environment steps every arm reached")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override added to every arm a fresh run starts with (probes; repeatable)")
     p.add_argument("--search", choices=["gumbel", "puct"], default="gumbel",
                    help="root search of both arms (the preset's gumbel; puct is MuZero's own)")
     args = p.parse_args(argv)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Screen of MuZero settings on Connect Four beside the AlphaZero preset, all trained at the
+# same time for TRAIN_S seconds of wall clock, one process pinned to one core each (16
+# processes: made for a 16-core machine), then each agent at 100 simulations against
+# MCTS-Solver 1x over GAMES games and probed on 60 immediate wins and 60 forced blocks
+# (benchmarks/selfplay_diversity.py --tactics). Prints one block per setting.
+#   bash benchmarks/connect_four_muzero_screen.sh 330 30 > screen.log
+#   NAMES="mz_base az" bash benchmarks/connect_four_muzero_screen.sh 60 2   # a subset
+set -u
+TRAIN=$1; GAMES=$2; WORK=${WORK:-/tmp/c4mz}
+G="--search gumbel"; C="--set muzero.consistency_weight=2"
+declare -A V=(
+ [mz_base]="" [mz_gumbel]="$G" [mz_gumbel_cons]="$G $C" [mz_cons]="$C"
+ [mz_sims50]="--set search.num_simulations=50" [mz_gumbel_sims8]="$G --set search.num_simulations=8"
+ [mz_lr3e3]="--set train.learning_rate=3e-3" [mz_k3]="--set muzero.unroll_steps=3"
+ [mz_noscale]="--set muzero.scale_hidden=false" [mz_nogradscale]="--set muzero.gradient_scaling=false"
+ [mz_azsel]="--set search.selection=alphazero --set search.c_puct=1.0 --set search.unvisited_q=zero"
+ [mz_mb8]="--set train.minibatches_per_step=8" [mz_gumbel_termrew]="$G --set muzero.terminal_reward=true"
+ [mz_gumbel_cons_mb8]="$G $C --set train.minibatches_per_step=8" [mz_gumbel_layer]="$G --set muzero.unroll_norm=layer"
+)
+NCPU=$(python3 -c "import os; print(os.cpu_count())")
+ALL="${!V[@]} az"
+core=0
+for name in ${NAMES:-$ALL}; do
+  algo=muzero; extra=${V[$name]:-}; [ $name = az ] && algo=alphazero
+  taskset -c $((core % NCPU)) timeout -s TERM $TRAIN python3 -m polyzero train connect_four --algo $algo \
+    --no-progress --run-dir $WORK/$name --set train.steps=100000 --set eval.every=0 \
+    --set eval.final_games=0 --set train.checkpoint_every=5 $extra > $WORK.$name.train.log 2>&1 &
+  core=$((core + 1))
+done
+wait
+core=0
+for d in $WORK/*; do
+  name=$(basename $d); last=$(ls $d/checkpoints | sort | tail -1); step=$((10#${last#step_}))
+  ( c=$((core % NCPU))
+    taskset -c $c timeout 140 python3 -m polyzero arena $d@100 mcts-solver:100 --games $GAMES --no-progress > $WORK.$name.arena.log 2>&1
+    taskset -c $c timeout 45 python3 benchmarks/selfplay_diversity.py $d --checkpoints $step --games 8 --tactics 60 > $WORK.$name.tactics.log 2>&1
+    echo "== $name step $step"; tail -n 2 $WORK.$name.arena.log; tail -n 1 $WORK.$name.tactics.log
+    grep -h '"step"' $d/metrics.jsonl | tail -n 1 ) > $WORK.$name.result &
+  core=$((core + 1))
+done
+wait
+cat $WORK.*.result
