@@ -14,7 +14,10 @@ run's evaluation simulations: the share of wins taken and of blocks made. For a
 MuZero checkpoint it also reads the learned model one step ahead on the win
 positions (eval mode): Q(s, a) = r(s, a) - v(g(s, a)) for every legal a, the share
 of positions whose highest-Q (and highest-reward) move wins, and the mean Q and r
-of winning and other moves.
+of winning and other moves. For two-player games the probe also counts, along the
+self-play games, the chances to win at once, the share taken, and how often a mover
+who let one pass still won the game (the outcome its learned model is taught for the
+move it played instead).
 
   python benchmarks/selfplay_diversity.py runs/c4 --checkpoints 0,50,100 --games 128
 """
@@ -73,7 +76,31 @@ def probe(ckpt: Path, games: int, seed: int) -> dict:
            "first_player_win": float(np.mean(first > 0)), "draw": float(np.mean(first == 0))}
     for k in (4, 8, 12):
         out[f"distinct_openings_{k}"] = len({tuple(t.actions[:k]) for t in trajs}) / len(trajs)
+    if game.num_players() == 2:
+        out.update(missed_wins(game, trajs))
     return out
+
+
+def missed_wins(game, trajs) -> dict:
+    """Along the self-play games: how often the mover could win at once and did, and when
+    it did not, how often it still won the game -- the outcome a learned model is taught
+    for the move it played instead."""
+    taken, skipped = 0, []
+    for t in trajs:
+        state = game.new_initial_state()
+        for a in t.actions:
+            if state.is_chance_node():
+                break
+            mover = state.current_player()
+            if immediate_wins(state):
+                if a in immediate_wins(state):
+                    taken += 1
+                else:
+                    skipped.append(t.returns[mover])
+            state.apply_action(a)
+    chances = taken + len(skipped)
+    return {"selfplay_win_chances": chances, "selfplay_wins_taken": taken / chances if chances else float("nan"),
+            "skipped_win_mover_won": float(np.mean(np.asarray(skipped) > 0)) if skipped else float("nan")}
 
 
 def immediate_wins(state) -> list[int]:
