@@ -197,6 +197,10 @@ def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
     assert (run / "plots" / "exploitability.png").is_file() and (run / "plots" / "losses.png").is_file()
     assert main(["arena", f"sog:2,1,net={run}", "random", "--game", "kuhn_poker", "--games", "4",
                  "--no-progress"]) == 0
+    capsys.readouterr()
+    # The run directory itself plays SoG(SIMS, 1) with its CVPN, and names the game.
+    assert main(["arena", f"{run}@2", f"sog:2,1,net={run}", "--games", "2", "--no-progress"]) == 0
+    assert f"{run}@2 vs sog:2,1,net={run} on kuhn_poker" in capsys.readouterr().out
     assert main(cmd[:-2] + ["--set", "sog.q_search=1.5", "--run-dir", str(tmp_path / "bad")]) == 2
     assert "sog.q_search" in capsys.readouterr().err
     assert main(["arena", f"sog:2,1,net={run}", "random", "--game", "leduc_poker", "--games", "2",

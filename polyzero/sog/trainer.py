@@ -70,6 +70,17 @@ def load_cvpn(path: str | Path, device="cpu") -> tuple[NetworkValueFunction, Run
     return NetworkValueFunction(encoding, net, device), cfg
 
 
+def sog_agent(game, cfg: RunConfig, value_fn, simulations: int | None = None, seed: int = 0,
+              suffix: str = ""):
+    """SoG(s, 1), the run's search settings with `value_fn` at the leaves (s: sog.eval_simulations)."""
+    from .resolve import SoGPlayer
+
+    settings = cfg.sog.search_settings()
+    settings.simulations = simulations or cfg.sog.eval_simulations
+    settings.expansions_per_update = 1.0
+    return SoGPlayer(game, settings, value_fn, seed=seed, name=f"sog:{settings.simulations},1{suffix}")
+
+
 class SoGTrainer(RunDirectory):
     def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
         self._open(cfg, run_dir, progress)
@@ -249,13 +260,7 @@ class SoGTrainer(RunDirectory):
         return NetworkValueFunction(self.encoding, net)
 
     def agent_player(self, simulations: int | None = None, seed: int = 0, **_):
-        from .resolve import SoGPlayer
-
-        settings = self.cfg.sog.search_settings()
-        settings.simulations = simulations or self.cfg.sog.eval_simulations
-        settings.expansions_per_update = 1.0
-        return SoGPlayer(self.game, settings, self.value_function(), seed=seed,
-                         name=f"sog:{settings.simulations},1@{self.step}")
+        return sog_agent(self.game, self.cfg, self.value_function(), simulations, seed, suffix=f"@{self.step}")
 
     def evaluate(self, games: int | None = None, seed: int | None = None) -> dict:
         """Imperfect-information games: exploitability of SoG(s_eval, 1) over

@@ -8,13 +8,15 @@ from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import build_config, read_toml
 from ..errors import UsageError
+from ..eval.players import Player
 from ..games import game_spec_string, load_game
 from .checkpoint import read_learner, resolve_checkpoint
 
 
-def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu") -> SearchPlayer | None:
+def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu") -> Player | None:
     """`PATH` or `PATH@SIMS`: the checkpoint's network with its evaluation search
-    settings (SIMS overrides the simulations). None if PATH does not exist."""
+    settings (SIMS overrides the simulations; a Student of Games run plays SoG(SIMS, 1)
+    with its CVPN at the leaves). None if PATH does not exist."""
     path, _, sims = spec.partition("@")
     if not Path(path).exists():
         return None
@@ -26,6 +28,11 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
     if game is not None and game_spec_string(game) != game_spec_string(own_game):
         raise UsageError(f"player {path} was trained on '{game_spec_string(own_game)}', "
                          f"not '{game_spec_string(game)}'")
+    if cfg.algo == "sog":  # Student of Games: SoG(SIMS, 1) with the run's CVPN at the leaves
+        from ..sog.trainer import load_cvpn, sog_agent
+
+        return sog_agent(own_game, cfg, load_cvpn(ckpt)[0], int(sims) if sims else None, seed,
+                         suffix=f" net={path}")
     algo = make_algorithm(cfg, own_game)
     net = algo.build_network()
     try:
@@ -38,9 +45,10 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
 
 
 def checkpoint_game(spec: str) -> str | None:
-    """The game a run directory or checkpoint was trained on, if `spec` is one."""
-    path = spec.partition("@")[0]
-    if not Path(path).exists():
+    """The game a run directory or checkpoint was trained on, if `spec` is one (or is a
+    `sog:S,C,net=RUN` player)."""
+    path = spec.partition(",net=")[2] if spec.startswith("sog:") else spec.partition("@")[0]
+    if not path or not Path(path).exists():
         return None
     ckpt = resolve_checkpoint(path)
     return read_toml(ckpt / "config.toml").get("game")
