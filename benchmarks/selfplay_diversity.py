@@ -91,12 +91,11 @@ def missed_wins(game, trajs) -> dict:
         for a in t.actions:
             if state.is_chance_node():
                 break
-            mover = state.current_player()
-            if immediate_wins(state):
-                if a in immediate_wins(state):
-                    taken += 1
-                else:
-                    skipped.append(t.returns[mover])
+            mover, wins = state.current_player(), immediate_wins(state)
+            if wins and a in wins:
+                taken += 1
+            elif wins:
+                skipped.append(t.returns[mover])
             state.apply_action(a)
     chances = taken + len(skipped)
     return {"selfplay_win_chances": chances, "selfplay_wins_taken": taken / chances if chances else float("nan"),
