@@ -247,6 +247,10 @@ class MuZeroConfig:
     # What Reanalyze refreshes: "both" (Appendix H), or only the "policy" targets or the
     # "value" bootstraps, to tell their effects apart.
     reanalyse_targets: str = "both"
+    # c_scale of the reanalysis searches alone (Gumbel root, sigma of the Gumbel paper's
+    # Eq. 8); 0: the search's own `search.c_scale`. A smaller one keeps a re-searched
+    # target from moving the logits it came from by sigma's whole range at every step.
+    reanalyse_c_scale: float = 0.0
     chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
     downsample: str = "auto"  # Appendix F's stack for image inputs; auto: frames of 32 x 32 or more
     # Normalisation inside g and in f's heads at unrolled steps k >= 1 (resnet models):
@@ -267,6 +271,7 @@ class MuZeroConfig:
 
     def validate(self):
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
+        _positive("muzero.reanalyse_c_scale", self.reanalyse_c_scale, allow_zero=True)
         _positive("muzero.chunk_length", self.chunk_length, allow_zero=True)
         for k in ("unroll_steps", "td_steps", "hidden_size", "target_update_every"):
             _positive(f"muzero.{k}", getattr(self, k))

@@ -458,6 +458,18 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
         assert np.allclose(d["root_value"][boot], target_values, atol=1e-6)
 
 
+def test_reanalyse_c_scale_applies_to_the_reanalysis_search_alone():
+    from polyzero.algos import make_algorithm
+    from polyzero.games import load_game
+    from polyzero.train.reanalyse import Reanalyser
+
+    for value, expected in ((0.0, 0.1), (0.01, 0.01)):
+        cfg = build_config("minatar-breakout", "muzero", overrides=[f"muzero.reanalyse_c_scale={value}"])
+        assert cfg.search.c_scale == 0.1  # the preset's, which self-play and evaluation keep
+        algo = make_algorithm(cfg, load_game(cfg.game))
+        assert Reanalyser(algo, cfg, "cpu", 0).params.c_scale == expected
+
+
 def test_short_cartpole_run_reaches_150(tmp_path):
     """The CartPole preset for at most 100 learning steps, evaluated every 25: the run
     reaches a mean return of at least 150 over 20 episodes (random play: about 22; the

@@ -13,6 +13,8 @@ only the policies or only the values instead, to tell their effects apart.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..search.policy import policy_targets
@@ -24,6 +26,8 @@ class Reanalyser:
         self.algo = algo
         self.target_every = cfg.muzero.target_update_every
         self.params = cfg.search.params()
+        if cfg.muzero.reanalyse_c_scale > 0:
+            self.params = dataclasses.replace(self.params, c_scale=cfg.muzero.reanalyse_c_scale)
         self.latest = algo.make_evaluator(algo.build_network(), device)
         self.target = algo.make_evaluator(algo.build_network(), device)
         # Appendix H searches with the latest parameters; searching with the target
