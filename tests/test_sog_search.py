@@ -9,6 +9,7 @@ from open_spiel.python.algorithms import expected_game_score
 from open_spiel.python.algorithms import exploitability as openspiel_exploitability
 
 from polyzero.cli import main
+from polyzero.errors import UsageError
 from polyzero.games import load_game
 from polyzero.games.public_states import (DECISION, PublicTree, PublicTreeTooLarge, public_observation_function,
                                           public_state_at)
@@ -262,6 +263,17 @@ def test_policy_is_a_function_of_seed_and_public_state():
     state = play(game, [1, 2, 1])  # Q, K; bet
     assert a.policy(state) == b.policy(state)
     assert a.act([state, state.clone()])[0] in (0, 1)
+
+
+def test_final_argmax_plays_the_most_probable_move():
+    game = load_game("kuhn_poker")
+    player = SoGPlayer(game, parse_sog_spec("sog:6,2,solve=20,final=argmax"), seed=3)
+    state = play(game, [1, 2, 1])  # Q, K; bet
+    probs = player.policy(state)
+    assert max(probs.values()) < 1.0  # a mixed policy, so argmax and sampling differ
+    assert player.act([state.clone() for _ in range(20)]) == [max(probs, key=probs.get)] * 20
+    with pytest.raises(UsageError):
+        parse_sog_spec("sog:6,2,final=best")
 
 
 def test_resolving_player_exploitability_on_kuhn():

@@ -70,6 +70,10 @@ class SoGSettings:
     # A node joining the tree starts from the regrets the value function's solver of
     # its subgame reached there (ExactValueFunction), not from zero.
     inherit_regrets: bool = True
+    # How the player picks its move from the re-solved policy: "sample" (sound self-play,
+    # the paper) or "argmax", its most probable action -- for perfect-information games,
+    # where a pure move is optimal, as AlphaZero plays its most visited one in evaluation.
+    final: str = "sample"
 
     def iterations(self) -> int:
         if self.simulations <= 0:

@@ -147,7 +147,8 @@ class ResolvingSearcher:
 def parse_sog_spec(spec: str) -> SoGSettings | None:
     """'sog:S,C' (S expansion simulations, C expansions per CFR iteration; C may be
     fractional, default 1) with optional ',k=v' settings (puct=, depth=, iters=,
-    alpha=, solve=ITERS for the exact leaf solver); None when not a sog spec."""
+    alpha=, solve=ITERS for the exact leaf solver, final=sample|argmax for the move);
+    None when not a sog spec."""
     kind, sep, rest = spec.partition(":")
     if kind != "sog":
         return None
@@ -179,11 +180,13 @@ def parse_sog_spec(spec: str) -> SoGSettings | None:
                 settings.top_k = int(v)
             elif k == "solve":
                 settings.solve_iterations = int(v)
+            elif k == "final" and v in ("sample", "argmax"):
+                settings.final = v
             else:
                 raise ValueError
     except ValueError:
         raise UsageError(f"bad player '{spec}': expected sog:S,C with S expansion simulations and C "
-                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N, "
+                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N ,final=argmax, "
                          "and last ,net=RUN for a trained CVPN")
     if settings.simulations < 0 or settings.expansions_per_update <= 0:
         raise UsageError(f"bad player '{spec}': S must be >= 0 and C > 0")
@@ -203,7 +206,8 @@ def info_state_string(state: pyspiel.State, player: int) -> str:
 class SoGPlayer:
     """GT-CFR with continual re-solving; leaf values from `value_fn` (default: the
     exact CFR+ solver, for small games). `act` samples from the re-solved average
-    policy at the state's information state."""
+    policy at the state's information state (`settings.final = "argmax"`: takes its
+    most probable action)."""
 
     def __init__(self, game: pyspiel.Game, settings: SoGSettings, value_fn: ValueFunction | None = None,
                  seed: int = 0, name: str | None = None):
@@ -224,4 +228,6 @@ class SoGPlayer:
         return result.policy[info_state_string(state, state.current_player())]
 
     def act(self, states: Sequence[pyspiel.State]) -> list[int]:
+        if self.settings.final == "argmax":
+            return [max(probs, key=probs.get) for probs in map(self.policy, states)]
         return [sample_action(self._rng, self.policy(state)) for state in states]
