@@ -29,10 +29,19 @@ from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicTree
 def regret_matching(cumulative_regret: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """Policy proportional to positive regret; uniform over legal actions where
     no regret is positive. Rows are information states, columns actions."""
-    positive = np.where(legal, np.maximum(cumulative_regret, 0.0), 0.0)
+    positive = np.maximum(cumulative_regret, 0.0) * legal
     total = positive.sum(axis=1, keepdims=True)
+    if total.size and total.min() > 0:  # the usual case, without the uniform rows' work
+        return positive / total
     uniform = legal / legal.sum(axis=1, keepdims=True)
     return np.where(total > 0, positive / np.where(total > 0, total, 1.0), uniform)
+
+
+def others_reach(reach: np.ndarray, player: int) -> np.ndarray:
+    """Per world ([W, players] reach): the product of every other player's reach."""
+    if reach.shape[1] == 2:  # two players: the other's column, without np.delete's copy
+        return reach[:, 1 - player]
+    return np.prod(np.delete(reach, player, axis=1), axis=1)
 
 
 def regret_matching_plus_update(cumulative_regret: np.ndarray, regret: np.ndarray) -> np.ndarray:
@@ -49,6 +58,8 @@ def linear_average_update(cumulative_policy: np.ndarray, iteration: int, own_rea
 def average_of(cumulative_policy: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """Normalised cumulative policy; uniform where nothing was accumulated."""
     total = cumulative_policy.sum(axis=1, keepdims=True)
+    if total.size and total.min() > 0:
+        return cumulative_policy / total
     uniform = legal / legal.sum(axis=1, keepdims=True)
     return np.where(total > 0, cumulative_policy / np.where(total > 0, total, 1.0), uniform)
 
@@ -246,8 +257,7 @@ class PublicTreeCFR:
 
     def counterfactual_reach(self, index: int, player: int) -> np.ndarray:
         """Per world: chance reach times every other player's reach."""
-        reach = self.reach[index]
-        return np.prod(np.delete(reach, player, axis=1), axis=1) * self._chance_reach[index]
+        return others_reach(self.reach[index], player) * self._chance_reach[index]
 
     def _value_decision(self, index: int, d: _Decision, best_response: int | None) -> np.ndarray:
         child_values = self._child_values(d)

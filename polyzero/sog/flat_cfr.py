@@ -16,7 +16,7 @@ import numpy as np
 
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicTree
 
-from .cfr import average_of, regret_matching
+from .cfr import average_of, others_reach, regret_matching
 
 
 class FlatCFR:
@@ -207,8 +207,7 @@ class FlatCFR:
         """cfv_i(s) = sum over the worlds w in s of chance(w) * reach_-i(w) * v_i(w),
         from the last walk, for each of `player`'s information states at a node."""
         node, worlds = self.tree.nodes[index], self._worlds(index)
-        reach = np.delete(self.reach[worlds], player, axis=1)
-        weights = self.chance[worlds] * np.prod(reach, axis=1) * self.values[worlds, player]
+        weights = self.chance[worlds] * others_reach(self.reach[worlds], player) * self.values[worlds, player]
         info = [w.info_states[player] for w in node.worlds]
         return np.bincount(info, weights=weights, minlength=len(node.info_states[player]))
 

@@ -51,7 +51,7 @@ import pyspiel
 
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState, PublicTree, Transition
 
-from .cfr import PublicTreeCFR, average_of, regret_matching, regret_matching_plus_update
+from .cfr import PublicTreeCFR, average_of, others_reach, regret_matching, regret_matching_plus_update
 from .values import Query, ValueFunction, per_world_values, world_reach
 
 
@@ -269,7 +269,7 @@ class GTCFR:
             reach = world_reach(node, ranges)
             info = np.array([w.info_states[self.gadget.player] for w in node.worlds])
             chance = np.array([w.chance_reach for w in node.worlds])
-            others = chance * np.prod(np.delete(reach, self.gadget.player, axis=1), axis=1)
+            others = chance * others_reach(reach, self.gadget.player)
             follow = np.bincount(info, weights=others * self.cfr.values[0][:, self.gadget.player],
                                  minlength=len(self.gadget.terminate))
             self.gadget.update(self.cfr.iteration, follow)

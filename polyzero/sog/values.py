@@ -28,6 +28,7 @@ import pyspiel
 
 from polyzero.games.public_states import PublicState, PublicTree, public_observation_function
 
+from .cfr import others_reach
 from .flat_cfr import FlatCFR
 
 
@@ -81,7 +82,7 @@ def info_of(node: PublicState, player: int) -> np.ndarray:
 def counterfactual_reach(node: PublicState, reach: np.ndarray, player: int) -> np.ndarray:
     """Per world: chance reach times the other players' reach."""
     chance = np.array([w.chance_reach for w in node.worlds])
-    return chance * np.prod(np.delete(reach, player, axis=1), axis=1)
+    return chance * others_reach(reach, player)
 
 
 def per_world_values(node: PublicState, reach: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
