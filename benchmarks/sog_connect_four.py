@@ -74,11 +74,12 @@ def phase_eval(args, work: Path) -> None:
 
     cells = []  # (cache name, point, agent, opponent)
     for point in chosen(args, work):
-        agent = f"sog:{args.agent_sims},1,net={point['path']}"
-        cells.append((f"step{point['step']:06d}-mcts-solver", point, agent, "mcts-solver:100"))
+        final, tag = (",final=argmax", "-argmax") if args.final == "argmax" else ("", "")
+        agent = f"sog:{args.agent_sims},1{final},net={point['path']}"
+        cells.append((f"step{point['step']:06d}{tag}-mcts-solver", point, agent, "mcts-solver:100"))
         az = alphazero_mark(point["minutes"], args.az_marks)
         if az is not None and point["step"] > 0:
-            cells.append((f"step{point['step']:06d}-alphazero", point, agent, f"{az}@{args.agent_sims}"))
+            cells.append((f"step{point['step']:06d}{tag}-alphazero", point, agent, f"{az}@{args.agent_sims}"))
     if args.reverse:
         cells.reverse()
     sizes = [min(args.chunk_games, args.games - start) for start in range(0, args.games, args.chunk_games)]
@@ -110,7 +111,7 @@ def phase_eval(args, work: Path) -> None:
 
 def phase_report(args, work: Path) -> dict:
     rows = [json.loads(p.read_text()) for p in sorted((work / "eval").glob("*.json"))]
-    rows.sort(key=lambda r: (r["step"], r["opponent"]))
+    rows.sort(key=lambda r: (r["step"], r["opponent"], r["spec"]))
     git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     command = "python benchmarks/sog_connect_four.py " + " ".join(sys.argv[1:])
     solver = [r for r in rows if r["opponent"].startswith("mcts-solver")]
@@ -123,10 +124,12 @@ def phase_report(args, work: Path) -> dict:
              "", "The agent is SoG(100, 1) with the network at that step; `minutes` = training time of the checkpoint; "
              "the AlphaZero opponent is the `connect_four_alphazero` benchmark's polyzero checkpoint nearest "
              "the same training wall clock, searching 100 simulations.", "",
-             "| step | minutes | opponent | score [95% CI] | W / D / L | Elo gap |", "|---:|---:|---|---|---|---:|"]
+             "| step | minutes | move | opponent | score [95% CI] | W / D / L | Elo gap |",
+             "|---:|---:|---|---|---|---|---:|"]
     for r in rows:
         opponent = r["opponent"].replace(f"{ROOT}/", "")
-        lines.append(f"| {r['step']} | {r['minutes']:.1f} | `{opponent}` | {r['values'][0]:.3f} "
+        move = "most probable" if "final=argmax" in r["spec"] else "sampled"
+        lines.append(f"| {r['step']} | {r['minutes']:.1f} | {move} | `{opponent}` | {r['values'][0]:.3f} "
                      f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['wins']} / {r['draws']} / {r['losses']} | "
                      f"{elo(r['values'][0]):+.0f} |")
     played_on = sorted({m for r in rows for m in r.get("machines", [])})
@@ -149,6 +152,9 @@ def main(argv=None) -> None:
     p.add_argument("--chunk-games", type=int, default=10, help="games per cached chunk of a cell")
     p.add_argument("--jobs", type=int, default=1, help="processes playing chunks in parallel")
     p.add_argument("--agent-sims", type=int, default=100)
+    p.add_argument("--final", choices=["sample", "argmax"], default="sample",
+                   help="the agent's move: sampled from the re-solved policy (sound self-play's) or its most "
+                        "probable one (final=argmax)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="sog_connect_four", help="results name under benchmarks/results/")
     p.add_argument("--az-marks", type=Path, default=AZ_MARKS,
