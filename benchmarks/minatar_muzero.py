@@ -26,7 +26,7 @@ Phases (each continues from what WORK already holds, so a run resumes):
   eval    every checkpoint of the `--arms`: mean return over `--episodes`
           episodes at the evaluation search (no noise, most-visited action),
           plus a random policy in the same run; cached per checkpoint.
-  report  benchmarks/results/minatar_muzero.{json,md,png} for every arm WORK
+  report  benchmarks/results/OUT.{json,md,png} (--out, default minatar_muzero) for every arm WORK
           holds: return against environment steps and learning steps, and
           Reanalyze against each plain arm at equal environment steps.
 """
@@ -178,12 +178,12 @@ def report(args, work: Path) -> dict:
         "episodes": args.episodes, "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
         "random": random, "curves": curves,
-        "targets": _targets(curves, random),
+        "targets": _targets(curves, random), "overrides": args.set, "out": args.out,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "minatar_muzero.json").write_text(json.dumps(result, indent=1))
-    (RESULTS / "minatar_muzero.md").write_text(_markdown(result))
-    _plot(curves, random, RESULTS / "minatar_muzero.png")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
+    (RESULTS / f"{args.out}.md").write_text(_markdown(result))
+    _plot(curves, random, RESULTS / f"{args.out}.png")
     return result
 
 
@@ -219,7 +219,9 @@ def _markdown(r: dict) -> str:
              "state); `reanalyze` Appendix H (re-searched policy targets for 0.8 of the samples, target "
              "network, n = 5, value weight 0.25, 2.0 samples per stored state); `muzero_paper_ratio` "
              "plain MuZero at Appendix H's 0.1 samples per stored state; `muzero_reanalyze_ratio` the "
-             "control, plain MuZero at Reanalyze's 2.0.", "",
+             "control, plain MuZero at Reanalyze's 2.0." + (
+                 " Overrides on every arm: " + ", ".join(f"`{o}`" for o in r["overrides"]) + "."
+                 if r.get("overrides") else ""), "",
              f"- machine: {r['machine']}", f"- command: `python benchmarks/{r['command']}`",
              f"- evaluation: mean return over {r['episodes']} episodes, no noise, most-visited action; "
              f"normal 95% interval",
@@ -241,7 +243,7 @@ def _markdown(r: dict) -> str:
               ("; ".join(f"against `{a}` over {c['positions']} steps, {c['reanalyze']:.2f} vs {c['plain']:.2f}, "
                          f"{'ahead' if c['ahead'] else 'not ahead'}" for a, c in t["reanalyze_vs_plain"].items())
                or "not measured") + ".",
-              "", "![curves](minatar_muzero.png)", ""]
+              "", f"![curves]({r.get('out', 'minatar_muzero')}.png)", ""]
     return "\n".join(lines)
 
 
@@ -288,6 +290,7 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a config override added to every arm a fresh run starts with (probes; repeatable)")
+    p.add_argument("--out", default="minatar_muzero", help="report name under benchmarks/results/")
     p.add_argument("--search", choices=["gumbel", "puct"], default="gumbel",
                    help="root search of both arms (the preset's gumbel; puct is MuZero's own)")
     args = p.parse_args(argv)
