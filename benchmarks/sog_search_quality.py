@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from polyzero.sog.values import Evaluation, ValueFunction
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from connect_four_alphazero import write_json_atomic  # noqa: E402
 from sog_leduc import ROOT, RESULTS, machine, run_jobs  # noqa: E402
@@ -31,12 +33,10 @@ from sog_leduc import ROOT, RESULTS, machine, run_jobs  # noqa: E402
 MARK = ROOT / "benchmarks" / "results" / "connect_four_alphazero_3h" / "polyzero_marks" / "wc002400"
 
 
-class AlphaZeroLeaves:
+class AlphaZeroLeaves(ValueFunction):
     """A perfect-information game's AlphaZero network as GT-CFR's value function:
     the value for the player to move (and its negation for the other), scaled by the
     query's counterfactual reach, and the policy over the legal moves as the prior."""
-
-    policy_sums = None
 
     def __init__(self, checkpoint: Path):
         from polyzero.algos import make_algorithm
@@ -53,12 +53,7 @@ class AlphaZeroLeaves:
         self.evaluate_net = self.algo.make_evaluator(net, "cpu")
         self.encoding = BeliefEncoding(self.game)
 
-    def regrets_at(self, node, actions):
-        return None
-
     def evaluate(self, queries):
-        from polyzero.sog.values import Evaluation
-
         states = [q.public_state.worlds[0].state for q in queries]
         logits, values = self.evaluate_net(self.algo.encode(states))
         out = []
