@@ -74,18 +74,17 @@ def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int) -> dic
     import torch
 
     from polyzero.eval import make_player, play_match
-    from polyzero.eval.players import register_player_loader
     from polyzero.sog.gtcfr import SoGSettings
     from polyzero.sog.resolve import SoGPlayer
     from polyzero.train.agents import load_search_player
 
     torch.set_num_threads(1)
-    register_player_loader(load_search_player)
-    leaves = AlphaZeroLeaves(Path(checkpoint))
-    game = leaves.game
-    if agent == "alphazero":
-        player = make_player(f"{checkpoint}@{sims}", game, seed=seed)
+    if agent == "alphazero":  # the network's own search, loaded as `arena` loads a run
+        player = load_search_player(f"{checkpoint}@{sims}", seed=seed)
+        game = player.algo.game
     else:
+        leaves = AlphaZeroLeaves(Path(checkpoint))
+        game = leaves.game
         settings = SoGSettings(simulations=sims, expansions_per_update=1.0, final=agent)
         player = SoGPlayer(game, settings, leaves, seed=seed, name=f"sog:{sims},1,final={agent}")
     res = play_match(game, player, make_player(f"mcts-solver:{sims}", game, seed=seed + 1), games, seed=seed)
