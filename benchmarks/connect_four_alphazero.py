@@ -60,7 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 NAME = "connect_four_alphazero"
 PY = sys.executable
-POLYZERO = str(Path(PY).with_name("polyzero"))
+POLYZERO = [PY, "-m", "polyzero"]  # the interpreter running this script, however it was found
 ARMS = ("polyzero", "openspiel", "muzero")  # muzero: the connect_four_muzero benchmark
 LEVELS = {"1x": 100, "10x": 1000}  # MCTS-Solver simulations (Go-Exploit Table 4: the agent at 100)
 AGENT_SIMS = 100
@@ -154,10 +154,10 @@ def train_segments(work: Path, arm: str, train_args: list[str], budget_s: float,
             return
         target = min((int(wall // mark_s) + 1) * mark_s, budget_s)
         if ckpt is None:
-            cmd = [POLYZERO, "train", *train_args, "--run-dir", str(run), "--no-progress"] + \
+            cmd = [*POLYZERO, "train", *train_args, "--run-dir", str(run), "--no-progress"] + \
                   [x for s in POLYZERO_SETS for x in ("--set", s)]
         else:
-            cmd = [POLYZERO, "train", "--resume", str(run), "--no-progress"]
+            cmd = [*POLYZERO, "train", "--resume", str(run), "--no-progress"]
         cmd = _taskset(core) + cmd + list(launch_args)
         t_start = time.time()
         log = open(work / f"{arm}_train.log", "a")

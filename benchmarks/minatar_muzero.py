@@ -76,7 +76,7 @@ def _log(msg: str) -> None:
 def train(args, work: Path) -> None:
     """The arms side by side, one process (one torch thread: the preset's `threads`)
     per core, each for what is left of its budget."""
-    polyzero = str(Path(sys.executable).with_name("polyzero"))
+    polyzero = [sys.executable, "-m", "polyzero"]  # the interpreter running this script
     running = []
     for arm in args.arms:
         extra = ARMS[arm]
@@ -89,9 +89,9 @@ def train(args, work: Path) -> None:
             _log(f"{arm}: budget spent ({spent / 60:.1f} min)")
             continue
         if (run / "checkpoints").exists():
-            cmd = [polyzero, "train", "--resume", str(run), "--no-progress"]
+            cmd = [*polyzero, "train", "--resume", str(run), "--no-progress"]
         else:
-            cmd = [polyzero, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
+            cmd = [*polyzero, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
                    "--seed", str(args.seed)]
             for o in extra + args.set + ["train.steps=1000000", "eval.every=0", "eval.final_games=0",
                               f"train.checkpoint_every={every}", "train.keep_checkpoints=100000",
