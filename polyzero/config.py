@@ -251,6 +251,10 @@ class MuZeroConfig:
     # Eq. 8); 0: the search's own `search.c_scale`. A smaller one keeps a re-searched
     # target from moving the logits it came from by sigma's whole range at every step.
     reanalyse_c_scale: float = 0.0
+    # The n-step bootstrap v-_{t+n}: the target network's prediction f-(h-(o)) ("network",
+    # Appendix H), or the root value of a search with the target network ("search", as
+    # EfficientZero reanalyses values), which values the searched, improved policy.
+    reanalyse_bootstrap: str = "network"
     chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
     downsample: str = "auto"  # Appendix F's stack for image inputs; auto: frames of 32 x 32 or more
     # Normalisation inside g and in f's heads at unrolled steps k >= 1 (resnet models):
@@ -285,6 +289,7 @@ class MuZeroConfig:
         _choice("muzero.action_planes", self.action_planes, ("game", "cell"))
         _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
         _choice("muzero.reanalyse_targets", self.reanalyse_targets, ("both", "policy", "value"))
+        _choice("muzero.reanalyse_bootstrap", self.reanalyse_bootstrap, ("network", "search"))
         _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
         _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)
         _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)

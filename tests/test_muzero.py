@@ -414,17 +414,20 @@ def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, s
             assert value.abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("searcher, targets", [("latest", "both"), ("target", "both"), ("latest", "policy"),
-                                               ("latest", "value")])
-def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searcher, targets):
+@pytest.mark.parametrize("searcher, targets, bootstrap", [
+    ("latest", "both", "network"), ("target", "both", "network"), ("latest", "policy", "network"),
+    ("latest", "value", "network"), ("latest", "value", "search")])
+def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searcher, targets, bootstrap):
     """Appendix H: the sampled unroll's stored policies become the latest parameters'
     search policies (or the target network's, with muzero.reanalyse_network = target),
-    and its bootstrap values the target network's; muzero.reanalyse_targets keeps one."""
+    and its bootstrap values the target network's (its prediction, or its search's root
+    value with muzero.reanalyse_bootstrap = search); muzero.reanalyse_targets keeps one."""
     from polyzero.search.policy import visit_policy
 
     cfg = build_config("cartpole", "muzero", overrides=SMALL[:-1] + [
         "train.steps=1", "train.positions_per_step=300", "muzero.support=10", "muzero.reanalyse_fraction=1.0",
-        "muzero.chunk_length=0", f"muzero.reanalyse_network={searcher}", f"muzero.reanalyse_targets={targets}"])
+        "muzero.chunk_length=0", f"muzero.reanalyse_network={searcher}", f"muzero.reanalyse_targets={targets}",
+        f"muzero.reanalyse_bootstrap={bootstrap}"])
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     trainer.run()
     replay, reanalyser = trainer.replay, trainer.reanalyser
@@ -449,8 +452,14 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
         assert not d["fresh"].any()
     else:
         assert np.allclose(d["fresh_policy"][unroll], policies[searcher]) and d["fresh"][unroll].all()
-    _, _, target_values = reanalyser.target.initial(d["obs"][s + n: s + n + k + 1])
     boot = slice(s + n, s + n + k + 1)
+    _, _, target_values = reanalyser.target.initial(d["obs"][boot])
+    if bootstrap == "search":
+        predicted = target_values
+        target_values = trainer.algo.search_observations(reanalyser.target, d["obs"][boot], d["legal"][boot],
+                                                         reanalyser.params, np.random.default_rng(0),
+                                                         add_noise=False).root_value
+        assert not np.allclose(target_values, predicted, atol=1e-6)  # the search is what is stored
     assert not np.allclose(stored_values[boot], target_values, atol=1e-6)  # so the check below tells
     if targets == "policy":
         assert np.array_equal(d["root_value"], stored_values)

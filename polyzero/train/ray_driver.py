@@ -213,8 +213,8 @@ class ReanalyseWorker:
         if target is not None:
             self.reanalyser.target.load_state_dict(target)
 
-    def compute(self, obs, legal, boot_obs):
-        return self.reanalyser.compute(obs, legal, boot_obs)
+    def compute(self, obs, legal, boot_obs, boot_legal):
+        return self.reanalyser.compute(obs, legal, boot_obs, boot_legal)
 
 
 class RayTrainer(Trainer):
@@ -461,7 +461,7 @@ class RayTrainer(Trainer):
             slots, _ = self.replay.sample_slots(count, self.reanalyse_rng)
             work = plan(self.replay, slots, self.cfg.muzero.reanalyse_targets)
             if work is not None:
-                ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"])
+                ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"], work["boot_legal"])
                 self.reanalysing[ref] = (worker, work)
 
     def _runtime_metrics(self, step_seconds: float) -> dict:

@@ -8,7 +8,9 @@ copy of recent parameters refreshed every N training steps. The values replace
 the stored ones; the fresh policies are stored beside the self-play search's,
 which the other 20% of samples keep learning from ("this fresh policy is used
 as the policy target for 80% of updates"). `muzero.reanalyse_targets` refreshes
-only the policies or only the values instead, to tell their effects apart.
+only the policies or only the values instead, to tell their effects apart;
+`muzero.reanalyse_bootstrap = "search"` bootstraps from the root value of a
+search with the target network rather than from its prediction.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Reanalyser:
         self.rng = np.random.default_rng([seed, 7])
         self.searches = 0
         self.targets = cfg.muzero.reanalyse_targets
+        self.bootstrap = cfg.muzero.reanalyse_bootstrap
 
     def set_weights(self, weights: dict, step: int) -> None:
         """The latest parameters every step; the target network every `target_every` steps
@@ -62,19 +65,24 @@ class Reanalyser:
         """Re-search the unrolls of `slots` (the replay picks the fraction) and store the results."""
         work = plan(replay, slots, self.targets)
         if work is not None:
-            apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"]))
+            apply(replay, work, *self.compute(work["obs"], work["legal"], work["boot_obs"], work["boot_legal"]))
 
-    def compute(self, obs: np.ndarray, legal: np.ndarray, boot_obs: np.ndarray):
+    def compute(self, obs: np.ndarray, legal: np.ndarray, boot_obs: np.ndarray, boot_legal: np.ndarray):
         """Fresh search policies at `obs` (latest parameters, or the target network's with
-        `muzero.reanalyse_network = "target"`) and target-network values at `boot_obs`:
-        what a reanalyse actor computes."""
+        `muzero.reanalyse_network = "target"`) and target-network values at `boot_obs`
+        (its prediction, or its search's root value): what a reanalyse actor computes."""
         policies = np.zeros((0, legal.shape[-1]), np.float32)
         if len(obs):
-            result = self.algo.search_observations(self.searcher, obs, legal, self.params, self.rng, add_noise=False)
-            self.searches += len(obs)
-            policies = policy_targets(result, 1.0)
-        values = self.target.initial(boot_obs)[2] if len(boot_obs) else np.zeros(0, np.float32)
+            policies = policy_targets(self._search(self.searcher, obs, legal), 1.0)
+        values = np.zeros(0, np.float32)
+        if len(boot_obs):
+            values = (self._search(self.target, boot_obs, boot_legal).root_value.astype(np.float32)
+                      if self.bootstrap == "search" else self.target.initial(boot_obs)[2])
         return policies, values
+
+    def _search(self, network, obs: np.ndarray, legal: np.ndarray):
+        self.searches += len(obs)
+        return self.algo.search_observations(network, obs, legal, self.params, self.rng, add_noise=False)
 
 
 def plan(replay: SequenceReplay, chosen: np.ndarray, targets: str = "both") -> dict | None:
@@ -96,7 +104,7 @@ def plan(replay: SequenceReplay, chosen: np.ndarray, targets: str = "both") -> d
         boot = np.unique(((chosen[:, None] + ks + replay.td_steps) % cap)[pos + replay.td_steps < end])
     return {"unroll": unroll, "unroll_position": d["position"][unroll].copy(), "obs": d["obs"][unroll],
             "legal": d["legal"][unroll], "boot": boot, "boot_position": d["position"][boot].copy(),
-            "boot_obs": d["obs"][boot]}
+            "boot_obs": d["obs"][boot], "boot_legal": d["legal"][boot]}
 
 
 def apply(replay: SequenceReplay, work: dict, policy: np.ndarray, values: np.ndarray) -> int:
