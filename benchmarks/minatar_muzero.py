@@ -10,9 +10,10 @@ Arms (every one the shipped `minatar-breakout` preset, 1,024 samples per learnin
   muzero              the preset: 256 new positions per learning step, so each
                       stored state is sampled 4.0 times on average (our scaling)
   reanalyze           Appendix H: policy targets re-searched for 0.8 of the
-                      samples, a target network for n = 5 bootstraps, value
-                      loss weight 0.25, 2.0 samples per stored state (512 new
-                      positions per learning step)
+                      samples (at the preset's reanalyse_c_scale 0.01), a
+                      target network for n = 5 bootstraps, value loss weight
+                      0.25, 2.0 samples per stored state (512 new positions
+                      per learning step)
   muzero_paper_ratio  plain MuZero at Appendix H's 0.1 samples per stored state
                       (one minibatch of 128 per 1,280 new positions)
   muzero_reanalyze_ratio  the control: plain MuZero at Reanalyze's 2.0 samples
