@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import write_json_atomic  # noqa: E402
+from connect_four_alphazero import POLYZERO, write_json_atomic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -77,7 +77,6 @@ def _log(msg: str) -> None:
 def train(args, work: Path) -> None:
     """The arms side by side, one process (one torch thread: the preset's `threads`)
     per core, each for what is left of its budget."""
-    polyzero = [sys.executable, "-m", "polyzero"]  # the interpreter running this script
     running = []
     for arm in args.arms:
         extra = ARMS[arm]
@@ -90,9 +89,9 @@ def train(args, work: Path) -> None:
             _log(f"{arm}: budget spent ({spent / 60:.1f} min)")
             continue
         if (run / "checkpoints").exists():
-            cmd = [*polyzero, "train", "--resume", str(run), "--no-progress"]
+            cmd = [*POLYZERO, "train", "--resume", str(run), "--no-progress"]
         else:
-            cmd = [*polyzero, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
+            cmd = [*POLYZERO, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
                    "--seed", str(args.seed)]
             for o in extra + args.set + ["train.steps=1000000", "eval.every=0", "eval.final_games=0",
                               f"train.checkpoint_every={every}", "train.keep_checkpoints=100000",
