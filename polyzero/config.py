@@ -268,6 +268,10 @@ class MuZeroConfig:
     # dynamics' state s^k is pulled towards h(o_{t+k}) through SimSiam heads. Not in the
     # MuZero paper; 0 (its default) leaves it out.
     consistency_weight: float = 0.0
+    # Board games, with the consistency loss: the target at the step after a finished
+    # game's last move is h of the final position (kept with the game), where there is
+    # none otherwise -- the one transition whose result the final outcome decides.
+    consistency_terminal: bool = False
     # Board games: the final outcome as the last move's reward, learned by a reward head,
     # with value 0 past the end (the published pseudocode's treatment), instead of no
     # reward loss (Appendix G) and the side to move past the end having lost.
@@ -275,6 +279,8 @@ class MuZeroConfig:
 
     def validate(self):
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
+        if self.consistency_terminal and not self.consistency_weight:
+            raise UsageError("muzero.consistency_terminal needs the consistency loss (muzero.consistency_weight > 0)")
         _positive("muzero.reanalyse_c_scale", self.reanalyse_c_scale, allow_zero=True)
         _positive("muzero.chunk_length", self.chunk_length, allow_zero=True)
         for k in ("unroll_steps", "td_steps", "hidden_size", "target_update_every"):

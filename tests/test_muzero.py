@@ -98,6 +98,55 @@ def test_consistency_targets_are_the_stored_next_observations():
     assert t["next_obs_mask"].tolist() == [[1, 1], [1, 0], [0, 0], [1, 1]]  # none past the end
 
 
+def test_consistency_terminal_targets_the_final_position_right_after_the_last_move():
+    """muzero.consistency_terminal: a finished game keeps its final position, the target
+    of the step right after its last move; a game cut short has none."""
+    replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
+                            prioritized=False, next_observations=True, final_observations=True)
+    finished = {**_segment(3), "final_obs": np.array([[0], [0], [9]], np.float32),
+                "has_final": np.array([False, False, True])}
+    cut = {**_segment(2), "final_obs": np.zeros((2, 1), np.float32), "has_final": np.zeros(2, bool)}
+    replay.add(finished)
+    replay.add(cut)
+    t = replay.unroll_targets(np.array([1, 2, 3]), np.random.default_rng(0))
+    assert t["next_obs"][..., 0].tolist() == [[2, 9, 0], [9, 0, 0], [1, 0, 0]]
+    assert t["next_obs_mask"].tolist() == [[1, 1, 0], [1, 0, 0], [1, 0, 0]]
+
+
+def test_consistency_terminal_keeps_a_finished_games_final_position_in_its_segment():
+    from polyzero.algos import make_algorithm
+    from polyzero.algos.base import Trajectory
+    from polyzero.errors import UsageError
+    from polyzero.games import load_game
+
+    with pytest.raises(UsageError, match="consistency_terminal needs the consistency loss"):
+        build_config("tic_tac_toe", "muzero", overrides=["muzero.consistency_terminal=true"])
+    cfg = build_config("tic_tac_toe", "muzero", overrides=["muzero.consistency_weight=2",
+                                                           "muzero.consistency_terminal=true"])
+    game = load_game("tic_tac_toe")
+    algo = make_algorithm(cfg, game)
+    assert algo.records_final_observation
+    state = game.new_initial_state()
+    traj = Trajectory()
+    for action in (4, 0, 2, 1, 6):  # the first player wins on the diagonal 2-4-6
+        traj.observations.append(algo.encode([state])[0])
+        traj.policies.append(np.full(9, 1 / 9, np.float32))
+        traj.players.append(state.current_player())
+        traj.actions.append(action)
+        traj.legal.append(np.isin(np.arange(9), state.legal_actions()))
+        traj.root_values.append(0.0)
+        traj.returns_before.append(0.0)
+        state.apply_action(action)
+    traj.returns = np.asarray(state.returns(), np.float32)
+    traj.final_observation = algo.encode([state])[0]
+    seg = algo.trajectory_examples(traj)
+    assert seg["has_final"].tolist() == [False] * 4 + [True]
+    assert np.array_equal(seg["final_obs"][-1], algo.encode([state])[0]) and not seg["final_obs"][:-1].any()
+    assert seg["outcome"].tolist() == [1, -1, 1, -1, 1]
+    traj.final_observation = None  # a game cut at selfplay.max_moves: no final position
+    assert not algo.trajectory_examples(traj)["has_final"].any()
+
+
 def test_board_game_targets_are_the_outcome_for_the_mover_and_alternate_past_the_end():
     replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
                             prioritized=False)

@@ -37,6 +37,9 @@ class Trajectory:
     # The chance events played after the move at t, in order, each (outcome, ((outcome,
     # probability), ...)) as the game gave them (NDMZ's targets read these; others ignore them).
     chance: list = field(default_factory=list)
+    # The encoded final position of a finished game, where the algorithm asks for it
+    # (`records_final_observation`; MuZero's muzero.consistency_terminal).
+    final_observation: np.ndarray | None = None
 
     _FIELDS = ("observations", "policies", "players", "actions", "legal", "root_values", "returns_before")
 

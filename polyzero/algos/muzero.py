@@ -68,6 +68,9 @@ class MuZero:
         self.chunk_length = self.mz.chunk_length if self.single_agent else 0
         self.chunk_overlap = self.mz.unroll_steps + self.mz.td_steps
         self._hidden_store = None  # the last search's hidden states, reused by the next
+        # Self-play keeps each finished game's final position (muzero.consistency_terminal).
+        self.records_final_observation = (self.mz.consistency_terminal and self.mz.consistency_weight > 0
+                                          and not self.single_agent)
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> MuZeroNet:
@@ -137,7 +140,8 @@ class MuZero:
                               board_game=not self.single_agent, prioritized=prioritized,
                               alpha=mz.priority_alpha, beta=mz.priority_beta,
                               reanalyse_fraction=mz.reanalyse_fraction, transform=transform,
-                              next_observations=consistency, terminal_reward=mz.terminal_reward)
+                              next_observations=consistency, terminal_reward=mz.terminal_reward,
+                              final_observations=self.records_final_observation)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that
@@ -156,6 +160,13 @@ class MuZero:
             reward[-1] = final[players[-1]] - returns_before[-1]  # the last mover's outcome
         n = len(traj.actions)
         samples = n if traj.samples is None else traj.samples
+        extra = {}
+        if self.records_final_observation:  # kept at the game's last position, zeros elsewhere
+            final_obs = np.zeros((n, *self.encoder.shape), np.float32)
+            has_final = np.zeros(n, np.bool_)
+            if traj.final_observation is not None:  # none where the game was cut, not finished
+                final_obs[-1], has_final[-1] = traj.final_observation, True
+            extra = {"final_obs": final_obs, "has_final": has_final}
         return {
             "obs": np.asarray(traj.observations, np.float32),
             "action": np.asarray(traj.actions, np.int64),
@@ -166,6 +177,7 @@ class MuZero:
             "outcome": (final[players] - returns_before).astype(np.float32),
             "sampleable": np.arange(n) < samples,
             "done": np.array([done]),
+            **extra,
         }
 
     def loss(self, net: MuZeroNet, batch: dict[str, torch.Tensor]):

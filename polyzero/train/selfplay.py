@@ -116,6 +116,8 @@ class SelfPlayActor:
             if ended or slot.moves >= self.max_moves:
                 traj.returns = np.asarray(state.returns(), np.float32)
                 traj.ended = ended
+                if ended and getattr(self.algo, "records_final_observation", False):
+                    traj.final_observation = self.algo.encode([state])[0]
                 traj = self.finish_game(i, slot)
                 finished.append(traj)
                 self.stats["games"] += 1

@@ -20,7 +20,10 @@ a refreshed search policy or value (Reanalyze, Appendix H) is used at once:
 
 With `next_observations`, each sample also carries the stored observations
 o_{t+1} .. o_{t+K} and a mask of those inside the episode: the targets of a
-temporal consistency loss (EfficientZero, `muzero.consistency_weight`).
+temporal consistency loss (EfficientZero, `muzero.consistency_weight`). With
+`final_observations` as well, a finished game's segment keeps the position its
+last move made (`final_obs` and `has_final`, at its last slot), and the step right after
+that move gets it as its target (`muzero.consistency_terminal`).
 
 Unrolled steps past the end of an episode are absorbing: reward 0, policy loss
 masked, value 0 -- except in board games, where the side to move after the
@@ -56,7 +59,7 @@ class SequenceReplay(SegmentRing):
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
                  prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
                  reanalyse_fraction: float = 0.0, transform=None, next_observations: bool = False,
-                 terminal_reward: bool = False):
+                 terminal_reward: bool = False, final_observations: bool = False):
         """`transform(batch, rng)`, when given, changes each sampled batch of unroll
         targets (augmentation: polyzero.games.symmetry)."""
         c = capacity
@@ -71,7 +74,12 @@ class SequenceReplay(SegmentRing):
             "priority": np.zeros(c, np.float64),
             "fresh_policy": np.zeros((c, num_actions), np.float32),  # Reanalyze's latest search policy
             "fresh": np.zeros(c, np.bool_),  # fresh_policy holds one for this position
+            # a finished game's final position, at its last slot (final_observations)
+            **({"final_obs": np.zeros((c, *obs_shape), np.float32), "has_final": np.zeros(c, np.bool_)}
+               if final_observations else {}),
         })
+        if final_observations:
+            self.STEP_KEYS = self.STEP_KEYS + ("final_obs", "has_final")
         self.num_actions = num_actions
         self.unroll_steps = unroll_steps
         self.td_steps = td_steps
@@ -170,7 +178,13 @@ class SequenceReplay(SegmentRing):
         if self.next_observations:
             stored = inside[:, 1:]
             shape = stored.shape + (1,) * (d["obs"].ndim - 1)
-            out["next_obs"] = np.where(stored.reshape(shape), d["obs"][at[:, 1:]], 0.0).astype(np.float32)
+            next_obs = np.where(stored.reshape(shape), d["obs"][at[:, 1:]], 0.0)
+            if "final_obs" in d:  # the step right after a finished game's last move
+                last = self.last_slot(slots)[:, 0]
+                final = (pos[:, 1:] == end) & d["has_final"][last][:, None]
+                next_obs = np.where(final.reshape(shape), d["final_obs"][last][:, None], next_obs)
+                stored = stored | final
+            out["next_obs"] = next_obs.astype(np.float32)
             out["next_obs_mask"] = stored.astype(np.float32)
         return out
 
