@@ -78,8 +78,9 @@ class SequenceReplay(SegmentRing):
             **({"final_obs": np.zeros((c, *obs_shape), np.float32), "has_final": np.zeros(c, np.bool_)}
                if final_observations else {}),
         })
-        if final_observations:
+        if final_observations:  # a checkpoint from before the option loads them as zeros
             self.STEP_KEYS = self.STEP_KEYS + ("final_obs", "has_final")
+            self.OPTIONAL_KEYS = self.OPTIONAL_KEYS + ("final_obs", "has_final")
         self.num_actions = num_actions
         self.unroll_steps = unroll_steps
         self.td_steps = td_steps
