@@ -9,6 +9,8 @@
 # eval: each run's SoG(100, 1), playing its most probable move, against MCTS-Solver 1x
 # (`mcts-solver:100`) over GAMES games (AlphaZero: its agent at 100 simulations); one line each.
 #   NAMES="base pw1" bash benchmarks/sog_connect_four_screen.sh train 60 /tmp/p   # a subset
+# Every SoG run starts from the preset with the paper's policy weight 0.05 and 5 updates per
+# example (the preset as screened on 2026-11-27, before it took up this screen's winners).
 set -u
 MODE=$1; ARG=$2; PACK=$3; WORK=${WORK:-/tmp/c4sog}
 P="--set sog.policy_weight=1"
@@ -27,7 +29,7 @@ case $MODE in
 train)
   core=0
   for name in ${NAMES:-${!V[@]} az}; do
-    if [ $name = az ]; then algo="--algo alphazero"; else algo="--algo sog ${V[$name]}"; fi
+    if [ $name = az ]; then algo="--algo alphazero"; else algo="--algo sog --set sog.policy_weight=0.05 --set sog.max_updates=5 ${V[$name]}"; fi
     taskset -c $((core % NCPU)) timeout -s TERM $ARG python3 -m polyzero train connect_four $algo \
       --no-progress --device cpu --run-dir $WORK/$name --set threads=1 --set train.steps=100000 \
       --set eval.every=0 --set eval.final_games=0 --set train.checkpoint_every=10 > $WORK.$name.log 2>&1 &
