@@ -69,8 +69,8 @@ class MuZero:
         self.chunk_overlap = self.mz.unroll_steps + self.mz.td_steps
         self._hidden_store = None  # the last search's hidden states, reused by the next
         # Self-play keeps each finished game's final position (muzero.consistency_terminal).
-        self.records_final_observation = (self.mz.consistency_terminal and self.mz.consistency_weight > 0
-                                          and not self.single_agent)
+        # (Config validation already ties the option to the consistency loss.)
+        self.records_final_observation = self.mz.consistency_terminal and not self.single_agent
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> MuZeroNet:
