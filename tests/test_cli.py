@@ -31,7 +31,7 @@ def _error(capsys, argv) -> str:
     (["train", "tic_tac_toe", "--set", "search.selection=pucb"], "search.selection must be one of"),
     (["train", "tic_tac_toe", "--set", "train.batch_size=0"], "train.batch_size must be positive"),
     (["train", "tic_tac_toe", "--config", "/nonexistent.toml"], "config file not found"),
-    (["train", "tic_tac_toe", "--algo", "alphago"], "unknown algorithm 'alphago'"),
+    (["train", "tic_tac_toe", "--algo", "alphago"], "unknown algorithm 'alphago'; available: alphazero, muzero, ndmz, sog"),
     (["train", "connect_four(rows=5,size=3)"], "has no parameter 'size'"),
     (["train", "--resume", "/nonexistent/run"], "holds no checkpoint"),
     (["train"], "train needs a GAME"),

@@ -10,6 +10,7 @@ from .muzero import MuZero
 from .ndmz import NDMZ
 
 ALGORITHMS = {"alphazero": AlphaZero, "muzero": MuZero, "ndmz": NDMZ}
+TRAINABLE = (*ALGORITHMS, "sog")  # Student of Games trains by its own loop (polyzero/sog/trainer.py)
 
 
 def make_algorithm(cfg, game) -> Algorithm:
@@ -17,7 +18,7 @@ def make_algorithm(cfg, game) -> Algorithm:
     try:
         cls = ALGORITHMS[cfg.algo]
     except KeyError:
-        raise UsageError(f"unknown algorithm '{cfg.algo}'; available: {', '.join(ALGORITHMS)}") from None
+        raise UsageError(f"unknown algorithm '{cfg.algo}'; available: {', '.join(TRAINABLE)}") from None
     check_supported(game, cls.requirements, cls.name)
     return cls(cfg, game)
 
