@@ -40,8 +40,10 @@ def _error(capsys, argv) -> str:
     (["arena", "random", "random"], "needs --game"),
     (["plot", "/nonexistent/run"], "no metrics"),
 ])
-def test_usage_errors(capsys, argv, expected):
+def test_usage_errors(capsys, monkeypatch, tmp_path, argv, expected):
+    monkeypatch.chdir(tmp_path)
     assert expected in _error(capsys, argv)
+    assert not list(tmp_path.glob("runs/*")), "a refused train command left a run directory behind"
 
 
 def test_bad_toml_and_cuda(capsys, tmp_path):

@@ -10,6 +10,7 @@ same weights at step N as an uninterrupted run.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 from contextlib import contextmanager
 import sys
@@ -107,8 +108,14 @@ class RunDirectory:
         run_dir = Path(run_dir)
         if (run_dir / "checkpoints").exists() or (run_dir / "metrics.jsonl").exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to continue it")
+        created = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
-        trainer = cls(cfg, run_dir, progress, **driver)
+        try:
+            trainer = cls(cfg, run_dir, progress, **driver)
+        except BaseException:  # a refused game or setting leaves no empty run directory behind
+            if created:
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
         ckpt.atomic_write(run_dir / "config.toml", to_toml(cfg.to_dict()).encode())
         return trainer
 
