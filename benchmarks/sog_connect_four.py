@@ -49,6 +49,16 @@ def elo(score: float) -> float:
     return 400 * math.log10(s / (1 - s))
 
 
+def elo_text(score: float, ci: list[float]) -> str:
+    """The Elo gap of a score; for a clean sweep, the bound its 95% interval gives
+    (a score of 0 or 1 has no finite gap)."""
+    if score <= 0:
+        return f"< {elo(ci[1]):+.0f}"
+    if score >= 1:
+        return f"> {elo(ci[0]):+.0f}"
+    return f"{elo(score):+.0f}"
+
+
 def _chunk(agent_spec: str, opponent_spec: str, games: int, seed: int) -> dict:
     """`games` games of one cell (seats alternating, the agent first), seeded by `seed`."""
     import torch
@@ -131,7 +141,7 @@ def phase_report(args, work: Path) -> dict:
         move = "most probable" if "final=argmax" in r["spec"] else "sampled"
         lines.append(f"| {r['step']} | {r['minutes']:.1f} | {move} | `{opponent}` | {r['values'][0]:.3f} "
                      f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['wins']} / {r['draws']} / {r['losses']} | "
-                     f"{elo(r['values'][0]):+.0f} |")
+                     f"{elo_text(r['values'][0], r['ci'])} |")
     played_on = sorted({m for r in rows for m in r.get("machines", [])})
     if played_on:  # chunks played in parallel (--jobs), possibly on another machine
         lines += ["", "Games played on: " + "; ".join(played_on) + "."]
