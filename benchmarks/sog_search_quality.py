@@ -70,7 +70,36 @@ class AlphaZeroLeaves(ValueFunction):
         return out
 
 
-def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int) -> dict:
+class MixedLeaves(ValueFunction):
+    """Counterfactual values from one value function, the prior from another: which of
+    the two heads holds a network back as SoG's leaf function."""
+
+    def __init__(self, values: ValueFunction, prior: ValueFunction):
+        self.values, self.prior = values, prior
+
+    def evaluate(self, queries):
+        return [Evaluation(v.values, p.policy)
+                for v, p in zip(self.values.evaluate(queries), self.prior.evaluate(queries))]
+
+
+def leaf_function(agent: str, checkpoint: str, cvpn: str | None):
+    """The leaves an agent name asks for: AlphaZero's network (`argmax`, `sample`), or,
+    with --cvpn, `argmax-cvpn` (SoG's own network), `argmax-azvalue` (AlphaZero's values,
+    the CVPN's prior) and `argmax-azprior` (the CVPN's values, AlphaZero's prior)."""
+    az = AlphaZeroLeaves(Path(checkpoint))
+    final, _, mix = agent.partition("-")
+    if not mix:
+        return az, final
+    from polyzero.sog.trainer import load_cvpn
+
+    if cvpn is None:
+        raise SystemExit(f"agent {agent} needs --cvpn RUN")
+    net, _ = load_cvpn(cvpn)
+    leaves = {"cvpn": net, "azvalue": MixedLeaves(az, net), "azprior": MixedLeaves(net, az)}[mix]
+    return leaves, final
+
+
+def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int, cvpn: str | None = None) -> dict:
     import torch
 
     from polyzero.eval import make_player, play_match
@@ -83,9 +112,9 @@ def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int) -> dic
         player = load_search_player(f"{checkpoint}@{sims}", seed=seed)
         game = player.algo.game
     else:
-        leaves = AlphaZeroLeaves(Path(checkpoint))
-        game = leaves.game
-        settings = SoGSettings(simulations=sims, expansions_per_update=1.0, final=agent)
+        leaves, final = leaf_function(agent, checkpoint, cvpn)
+        game = AlphaZeroLeaves(Path(checkpoint)).game
+        settings = SoGSettings(simulations=sims, expansions_per_update=1.0, final=final)
         player = SoGPlayer(game, settings, leaves, seed=seed, name=f"sog:{sims},1,final={agent}")
     res = play_match(game, player, make_player(f"mcts-solver:{sims}", game, seed=seed + 1), games, seed=seed)
     return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine()}
@@ -98,7 +127,10 @@ def main() -> None:
     p.add_argument("--sims", type=int, default=100)
     p.add_argument("--games", type=int, default=40)
     p.add_argument("--chunk-games", type=int, default=10)
-    p.add_argument("--agents", default="argmax,sample,alphazero")
+    p.add_argument("--agents", default="argmax,sample,alphazero",
+                   help="argmax, sample, alphazero; with --cvpn also argmax-cvpn, argmax-azvalue, argmax-azprior")
+    p.add_argument("--cvpn", help="a SoG Connect Four run or checkpoint, for the mixed agents")
+    p.add_argument("--out", default="sog_search_quality", help="result name under benchmarks/results/")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
@@ -114,7 +146,7 @@ def main() -> None:
         write_json_atomic(path(*key), rec)
         print(f"{key[0]} chunk {key[1]}: W{rec['wins']} D{rec['draws']} L{rec['losses']}", flush=True)
 
-    todo = [((a, j), _chunk, (a, args.sims, str(args.checkpoint), n, args.seed * 10_000 + 2 * j))
+    todo = [((a, j), _chunk, (a, args.sims, str(args.checkpoint), n, args.seed * 10_000 + 2 * j, args.cvpn))
             for j, n in enumerate(sizes) for a in agents if not path(a, j).exists()]
     run_jobs(todo, args.jobs, save)
     rows = []
@@ -126,10 +158,14 @@ def main() -> None:
     git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     command = "python benchmarks/sog_search_quality.py " + " ".join(sys.argv[1:])
     checkpoint = str(args.checkpoint.resolve()).replace(f"{ROOT}/", "")
-    out = {"command": command, "git": git, "machine": machine(), "checkpoint": checkpoint, "sims": args.sims,
+    out = {"command": command, "git": git, "machine": machine(), "checkpoint": checkpoint, "cvpn": args.cvpn,
+           "sims": args.sims,
            "seed": args.seed, "rows": rows}
     names = {"argmax": f"SoG({args.sims}, 1), most probable move", "sample": f"SoG({args.sims}, 1), sampled move",
-             "alphazero": f"AlphaZero's search, {args.sims} simulations"}
+             "alphazero": f"AlphaZero's search, {args.sims} simulations",
+             "argmax-cvpn": f"SoG({args.sims}, 1), most probable move, the CVPN's values and prior",
+             "argmax-azvalue": f"SoG({args.sims}, 1), most probable move, AlphaZero's values, the CVPN's prior",
+             "argmax-azprior": f"SoG({args.sims}, 1), most probable move, the CVPN's values, AlphaZero's prior"}
     lines = ["# SoG's search with an AlphaZero network at its leaves (Connect Four)", "",
              f"Machine: {out['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
              f"Network: `{checkpoint}`. Opponent: MCTS-Solver 1x ({args.sims} simulations); seats alternated.", "",
@@ -137,8 +173,10 @@ def main() -> None:
     lines += [f"| {names.get(r['agent'], r['agent'])} | {r['score']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | "
               f"{r['wins']} / {r['draws']} / {r['losses']} |" for r in rows]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "sog_search_quality.json").write_text(json.dumps(out, indent=2))
-    (RESULTS / "sog_search_quality.md").write_text("\n".join(lines) + "\n")
+    if args.cvpn:
+        lines.insert(4, f"CVPN: `{args.cvpn}`.")
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=2))
+    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
