@@ -156,6 +156,39 @@ def test_sliding_window_uses_each_example_at_most_max_updates_times():
     assert batches >= 8 and len(window) < 4  # it stops only when a minibatch cannot be filled
 
 
+
+def test_sliding_window_mirrors_connect_four_examples():
+    """`train.symmetries`: a sampled example is the stored one or its mirror image, whose
+    input is the mirrored position's own and whose policy and legal moves are mirrored."""
+    game = load_game("connect_four")
+    enc = BeliefEncoding(game)
+    assert BeliefEncoding(load_game("kuhn_poker")).input_symmetries() == []
+    (mirror,) = enc.input_symmetries()
+
+    def example(moves, policy):
+        state = game.new_initial_state()
+        for a in moves:
+            state.apply_action(a)
+        return make_example(enc, Query(public_state_at(game, state), [np.ones(1), np.ones(1)]),
+                            policy=np.asarray([policy], np.float32), policy_mask=np.ones(1, np.float32))
+
+    moves = [0, 0, 0, 0, 0, 0, 1, 3]  # column 0 full: its mirror image has column 6 full
+    stored = example(moves, [0, 0.5, 0.3, 0.2, 0, 0, 0])
+    mirrored = example([6 - a for a in moves], [0, 0, 0, 0.2, 0.3, 0.5, 0])
+    assert not np.array_equal(stored.x, mirrored.x)
+    window = SlidingWindow(enc, capacity=4, max_updates=10_000, symmetries=[mirror])
+    window.add(stored)
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(40):
+        batch = window.sample(1, rng)
+        want = stored if np.array_equal(batch["x"][0], stored.x) else mirrored
+        assert np.array_equal(batch["x"][0], want.x)
+        assert np.array_equal(batch["policy"][0], want.policy) and np.array_equal(batch["legal"][0], want.legal)
+        seen.add(want is stored)
+    assert seen == {True, False}
+    assert np.array_equal(window.data["x"][0], stored.x)  # the stored example is left as it was
+
 def _train(tmp_path, name, steps, extra=()):
     from polyzero.sog.trainer import SoGTrainer
 

@@ -131,6 +131,20 @@ class BeliefEncoding:
     def input_size(self) -> int:
         return self.public_size + sum(self.slots)
 
+    def input_symmetries(self) -> list:
+        """`train.symmetries` on the CVPN's input: the game's board symmetries
+        (`polyzero.games.symmetry`) moving the board planes that begin the input and
+        leaving the side to move and the ranges after them. Perfect-information games
+        only, whose one slot per player no symmetry moves; empty elsewhere."""
+        from polyzero.games.symmetry import Symmetry, board_symmetries
+
+        if not self.perfect_information or self.planes is None:
+            return []
+        board = int(np.prod(self.planes))
+        rest = np.arange(board, self.input_size)
+        return [Symmetry(np.concatenate([sym.obs_index, rest]), sym.action_index)
+                for sym in board_symmetries(self.game, self.planes)]
+
     def _private_key(self, state: pyspiel.State, player: int) -> str:
         self._private.set_from(state, player)  # the tensor: some games' private strings are empty
         return np.asarray(self._private.tensor, np.float32).tobytes().hex()

@@ -30,6 +30,7 @@ import numpy as np
 import pyspiel
 
 from polyzero.eval.arena import sample_chance
+from polyzero.games.symmetry import augment
 from polyzero.games.public_states import public_observation_function, public_state_at
 
 from .cvpn import EXAMPLE_FIELDS, BeliefEncoding, Example, NetworkValueFunction
@@ -144,12 +145,15 @@ class Collector:
 # -- replay ----------------------------------------------------------------------------
 
 class SlidingWindow:
-    """The newest `capacity` examples; each is used in at most `max_updates` minibatches."""
+    """The newest `capacity` examples; each is used in at most `max_updates` minibatches,
+    under a random board symmetry when `symmetries` (`BeliefEncoding.input_symmetries`)
+    are given."""
 
-    def __init__(self, encoding: BeliefEncoding, capacity: int, max_updates: int = 5):
+    def __init__(self, encoding: BeliefEncoding, capacity: int, max_updates: int = 5, symmetries=()):
         s, a = encoding.max_slots, encoding.num_actions
         self.capacity = capacity
         self.max_updates = max_updates
+        self.symmetries = list(symmetries)
         self.data = {
             "x": np.zeros((capacity, encoding.input_size), np.float32),
             "value": np.zeros((capacity, 2, s), np.float32),
@@ -181,7 +185,10 @@ class SlidingWindow:
             return None
         index = np.sort(rng.choice(alive, batch_size, replace=False))
         self.uses[index] += 1
-        return {name: array[index] for name, array in self.data.items()}
+        batch = {name: array[index] for name, array in self.data.items()}
+        if self.symmetries:  # each example under a random symmetry or as stored
+            augment(batch, rng, self.symmetries, obs_keys=("x",), policy_keys=("policy", "legal"))
+        return batch
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {**self.data, "uses": self.uses, "meta": np.array([self.next, self.added])}

@@ -94,7 +94,8 @@ class SoGTrainer(RunDirectory):
         self.actor = SoundSelfPlay(self.game, self.encoding, self.actor_values, cfg.sog.search_settings(),
                                    cfg.sog.p_td)
         self.queries = QueryBuffer(self.game, cfg.sog.query_buffer)
-        self.replay = SlidingWindow(self.encoding, cfg.train.replay_size, cfg.sog.max_updates)
+        self.replay = SlidingWindow(self.encoding, cfg.train.replay_size, cfg.sog.max_updates,
+                                    self.encoding.input_symmetries() if cfg.train.symmetries else ())
         self.sample_rng = np.random.default_rng([cfg.seed, 1])
         self.step = 0
         self.counts = {"games": 0, "positions": 0, "solves": 0, "queries_seen": 0, "queries_kept": 0,
