@@ -30,8 +30,8 @@ import numpy as np
 import pyspiel
 
 from polyzero.eval.arena import sample_chance
-from polyzero.games.symmetry import augment
 from polyzero.games.public_states import public_observation_function, public_state_at
+from polyzero.games.symmetry import augment
 
 from .cvpn import EXAMPLE_FIELDS, BeliefEncoding, Example, NetworkValueFunction
 from .gtcfr import GTCFR, SearchTree, SoGSettings
