@@ -25,11 +25,13 @@ declare -A V=(
 NCPU=$(python3 -c "import os; print(os.cpu_count())")
 mkdir -p "$OUT" "$WORK"
 last=$(ls "$RUN/checkpoints" | grep step_ | sort | tail -1)
+copy_run() {  # WORK/NAME: a run directory holding only RUN's last checkpoint
+  mkdir -p "$WORK/$1/checkpoints" && cp "$RUN/config.toml" "$WORK/$1/" \
+    && cp -r "$RUN/checkpoints/$last" "$WORK/$1/checkpoints/" && echo "$last" > "$WORK/$1/checkpoints/latest"
+}
 core=0
 for name in "${!V[@]}"; do
-  mkdir -p "$WORK/$name/checkpoints"
-  cp "$RUN/config.toml" "$WORK/$name/"
-  cp -r "$RUN/checkpoints/$last" "$WORK/$name/checkpoints/" && echo "$last" > "$WORK/$name/checkpoints/latest"
+  copy_run "$name"
   taskset -c $((core % NCPU)) timeout -s TERM "$TRAIN_S" python3 -m polyzero train --resume "$WORK/$name" \
     --no-progress --device cpu --set threads=1 --set train.steps=1000000 --set eval.every=0 \
     --set eval.final_games=0 --set train.checkpoint_every=100 --set train.keep_checkpoints=2 ${V[$name]} > "$OUT/$name.train.log" 2>&1 &
@@ -37,8 +39,7 @@ for name in "${!V[@]}"; do
 done
 wait
 for name in "${!V[@]}"; do cp "$WORK/$name/metrics.jsonl" "$OUT/$name.metrics.jsonl" 2>/dev/null; done
-mkdir -p "$WORK/start/checkpoints" && cp "$RUN/config.toml" "$WORK/start/" && cp -r "$RUN/checkpoints/$last" "$WORK/start/checkpoints/" \
-  && echo "$last" > "$WORK/start/checkpoints/latest"
+copy_run start
 # One thread per arena process: sixteen processes of sixteen torch threads each on sixteen
 # cores left the first run on a lent machine (2026-11-27) without a finished chunk in 220 s.
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1

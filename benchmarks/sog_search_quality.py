@@ -82,18 +82,16 @@ class MixedLeaves(ValueFunction):
                 for v, p in zip(self.values.evaluate(queries), self.prior.evaluate(queries))]
 
 
-def leaf_function(agent: str, checkpoint: str, cvpn: str | None):
-    """The leaves an agent name asks for: AlphaZero's network (`argmax`, `sample`), or,
-    with --cvpn, `argmax-cvpn` (SoG's own network), `argmax-azvalue` (AlphaZero's values,
-    the CVPN's prior) and `argmax-azprior` (the CVPN's values, AlphaZero's prior)."""
-    az = AlphaZeroLeaves(Path(checkpoint))
+def leaf_function(agent: str, az: AlphaZeroLeaves, cvpn: str | None):
+    """The leaves an agent name asks for and its move choice: AlphaZero's network
+    (`argmax`, `sample`), or, with --cvpn, `argmax-cvpn` (SoG's own network),
+    `argmax-azvalue` (AlphaZero's values, the CVPN's prior) and `argmax-azprior` (the
+    CVPN's values, AlphaZero's prior)."""
     final, _, mix = agent.partition("-")
     if not mix:
         return az, final
     from polyzero.sog.trainer import load_cvpn
 
-    if cvpn is None:
-        raise SystemExit(f"agent {agent} needs --cvpn RUN")
     net, _ = load_cvpn(cvpn)
     leaves = {"cvpn": net, "azvalue": MixedLeaves(az, net), "azprior": MixedLeaves(net, az)}[mix]
     return leaves, final
@@ -112,8 +110,9 @@ def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int, cvpn: 
         player = load_search_player(f"{checkpoint}@{sims}", seed=seed)
         game = player.algo.game
     else:
-        leaves, final = leaf_function(agent, checkpoint, cvpn)
-        game = AlphaZeroLeaves(Path(checkpoint)).game
+        az = AlphaZeroLeaves(Path(checkpoint))
+        game = az.game
+        leaves, final = leaf_function(agent, az, cvpn)
         settings = SoGSettings(simulations=sims, expansions_per_update=1.0, final=final)
         player = SoGPlayer(game, settings, leaves, seed=seed, name=f"sog:{sims},1,final={agent}")
     res = play_match(game, player, make_player(f"mcts-solver:{sims}", game, seed=seed + 1), games, seed=seed)
@@ -137,6 +136,8 @@ def main() -> None:
     from polyzero.eval.stats import MatchResult
 
     agents = args.agents.split(",")
+    if args.cvpn is None and any("-" in a for a in agents):
+        p.error("the mixed agents (argmax-cvpn, argmax-azvalue, argmax-azprior) need --cvpn RUN")
     sizes = [min(args.chunk_games, args.games - s) for s in range(0, args.games, args.chunk_games)]
 
     def path(agent: str, j: int) -> Path:
