@@ -6,7 +6,9 @@ children, then alternates:
 
 1. the regret update phase: ceil(1/c) iterations of public-tree CFR with
    simultaneous updates, regret-matching+ and linear averaging
-   (`polyzero.sog.cfr.PublicTreeCFR`); non-terminal leaves are evaluated by the
+   (`polyzero.sog.cfr.PublicTreeCFR`; in perfect-information games the same
+   iterations vectorised per tree level, `polyzero.sog.perfect_cfr.PerfectInfoCFR`);
+   non-terminal leaves are evaluated by the
    value function in one batch per iteration, terminals by the game;
 2. the expansion phase: c expansion simulations on average (exactly
    floor(t c) simulations after t CFR iterations, so c = 0.1 is one every ten
@@ -52,6 +54,7 @@ import pyspiel
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState, PublicTree, Transition
 
 from .cfr import PublicTreeCFR, average_of, others_reach, regret_matching, regret_matching_plus_update
+from .perfect_cfr import PerfectInfoCFR
 from .values import Query, ValueFunction, per_world_values, world_reach
 
 
@@ -212,8 +215,10 @@ class GTCFR:
         self._shortcut: dict[int, np.ndarray] = {}
         self.value_calls = 0  # public belief states sent to the value function
         self.expansions = 0
-        self.cfr = PublicTreeCFR(tree, self._root_reach(), self._leaf_values,
-                                 self._inherited_regrets if settings.inherit_regrets else None)
+        # One world per public state: the level-vectorised CFR (the same iterations, faster).
+        cfr = PerfectInfoCFR if self.perfect_information else PublicTreeCFR
+        self.cfr = cfr(tree, self._root_reach(), self._leaf_values,
+                       self._inherited_regrets if settings.inherit_regrets else None)
 
     # -- the regret update phase --------------------------------------------------
 
