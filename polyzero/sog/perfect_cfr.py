@@ -52,6 +52,7 @@ class PerfectInfoCFR(PublicTreeCFR):
         self._decision_edges = np.zeros(0, int)  # the public states with a decision parent
         self.leaves: list[int] = []
         self._leaf_cache: dict[int, np.ndarray] = {}
+        self._views: dict[int, _Decision | None] = {}  # decision(index), until the tree or the regrets change
         self.sync()
 
     def _rows(self, capacity: int) -> None:
@@ -120,6 +121,7 @@ class PerfectInfoCFR(PublicTreeCFR):
             self._levels[node.depth - 1].append(n)
             self._level_arrays[node.depth - 1] = None
         self._size = n = len(nodes)
+        self._views.clear()
         parents = self._parent[:n]
         self._decision_edges = np.flatnonzero((parents >= 0) & (self._player[np.maximum(parents, 0)] >= 0))
         self._num_children = np.bincount(parents[1:], minlength=n)
@@ -255,6 +257,7 @@ class PerfectInfoCFR(PublicTreeCFR):
         self._regret[edges] = np.maximum(self._regret[edges] + regret, 0.0)
         self._policy[edges] = self._regret_matching(edges)
         self._cfv_valid[parents] = True
+        self._views.clear()
 
     def evaluate_average(self, best_response: int | None = None, reuse_leaves: bool = False) -> None:
         weights = self._average()
@@ -279,7 +282,12 @@ class PerfectInfoCFR(PublicTreeCFR):
 
     def decision(self, index: int) -> _Decision | None:
         """`PublicTreeCFR.decisions[index]`'s arrays for one public state (a decision
-        with children), columns in action order."""
+        with children), columns in action order; to be read, not written."""
+        if index not in self._views:
+            self._views[index] = self._decision(index)
+        return self._views[index]
+
+    def _decision(self, index: int) -> _Decision | None:
         if index >= self._size or self._player[index] < 0 or not self._children[index]:
             return None
         children = np.asarray(self._children[index])
