@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from connect_four_alphazero import write_json_atomic  # noqa: E402
-from sog_leduc import ROOT, RESULTS, _cached, chosen, machine, phase_train, run_jobs, run_phases  # noqa: E402
+from sog_leduc import ROOT, RESULTS, _cached, checkpoints, chosen, machine, phase_train, run_jobs, run_phases  # noqa: E402
 
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
 
@@ -76,6 +76,15 @@ def _chunk(agent_spec: str, opponent_spec: str, games: int, seed: int) -> dict:
     return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine()}
 
 
+def points_to_evaluate(args, work: Path) -> list[dict]:
+    """The untrained network and --points checkpoints spread over the training time, or
+    with --at, the checkpoints nearest those minutes of training."""
+    if not args.at:
+        return chosen(args, work)
+    points = checkpoints(work)
+    return [min(points, key=lambda p: abs(p["minutes"] - m)) for m in args.at] if points else []
+
+
 def phase_eval(args, work: Path) -> None:
     """Each cell (point x opponent) is played in chunks of --chunk-games games, each
     chunk cached under WORK/eval/chunks/ (so --jobs N plays N chunks at once and an
@@ -83,7 +92,7 @@ def phase_eval(args, work: Path) -> None:
     from polyzero.eval.stats import MatchResult
 
     cells = []  # (cache name, point, agent, opponent)
-    for point in chosen(args, work):
+    for point in points_to_evaluate(args, work):
         final, tag = (",final=argmax", "-argmax") if args.final == "argmax" else ("", "")
         agent = f"sog:{args.agent_sims},1{final},net={point['path']}"
         cells.append((f"step{point['step']:06d}{tag}-mcts-solver", point, agent, "mcts-solver:100"))
@@ -158,6 +167,8 @@ def main(argv=None) -> None:
     p.add_argument("--budget-min", type=float, default=60.0)
     p.add_argument("--chunk-steps", type=int, default=10)
     p.add_argument("--points", type=int, default=4)
+    p.add_argument("--at", type=float, nargs="+", metavar="MIN",
+                   help="eval: the checkpoints nearest these minutes of training instead of --points")
     p.add_argument("--games", type=int, default=100)
     p.add_argument("--chunk-games", type=int, default=10, help="games per cached chunk of a cell")
     p.add_argument("--jobs", type=int, default=1, help="processes playing chunks in parallel")
