@@ -44,6 +44,15 @@ def others_reach(reach: np.ndarray, player: int) -> np.ndarray:
     return np.prod(np.delete(reach, player, axis=1), axis=1)
 
 
+def counterfactual_reach_rows(chance: np.ndarray, reach: np.ndarray, players: np.ndarray) -> np.ndarray:
+    """Per row ([rows, players] reach, each row's acting player, -1 for none): chance
+    reach times every reach but the acting player's."""
+    others = chance.copy()
+    for q in range(reach.shape[1]):
+        others *= np.where(players == q, 1.0, reach[:, q])
+    return others
+
+
 def regret_matching_plus_update(cumulative_regret: np.ndarray, regret: np.ndarray) -> np.ndarray:
     """Regret-matching+: R <- max(R + r, 0)."""
     return np.maximum(cumulative_regret + regret, 0.0)

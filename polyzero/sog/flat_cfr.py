@@ -16,7 +16,7 @@ import numpy as np
 
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicTree
 
-from .cfr import average_of, others_reach, regret_matching
+from .cfr import average_of, counterfactual_reach_rows, others_reach, regret_matching
 
 
 class FlatCFR:
@@ -133,11 +133,7 @@ class FlatCFR:
 
     def _others(self) -> np.ndarray:
         """Per decision world: chance reach times every other player's reach."""
-        reach = self.reach[self._dw]
-        others = self.chance[self._dw].copy()
-        for q in range(self.num_players):
-            others *= np.where(self._dw_player == q, 1.0, reach[:, q])
-        return others
+        return counterfactual_reach_rows(self.chance[self._dw], self.reach[self._dw], self._dw_player)
 
     def _row_sums(self, per_world: np.ndarray, subset=slice(None)) -> np.ndarray:
         """Sum [decision worlds, columns] into [information-state rows, columns]."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicTree
 
-from .cfr import PublicTreeCFR, _Decision
+from .cfr import PublicTreeCFR, _Decision, counterfactual_reach_rows, others_reach
 
 
 class PerfectInfoCFR(PublicTreeCFR):
@@ -52,7 +52,6 @@ class PerfectInfoCFR(PublicTreeCFR):
         self._decision_edges = np.zeros(0, int)  # the public states with a decision parent
         self.leaves: list[int] = []
         self._leaf_cache: dict[int, np.ndarray] = {}
-        self._views: dict[int, _Decision | None] = {}  # decision(index), until the tree or the regrets change
         self.sync()
 
     def _rows(self, capacity: int) -> None:
@@ -121,7 +120,6 @@ class PerfectInfoCFR(PublicTreeCFR):
             self._levels[node.depth - 1].append(n)
             self._level_arrays[node.depth - 1] = None
         self._size = n = len(nodes)
-        self._views.clear()
         parents = self._parent[:n]
         self._decision_edges = np.flatnonzero((parents >= 0) & (self._player[np.maximum(parents, 0)] >= 0))
         self._num_children = np.bincount(parents[1:], minlength=n)
@@ -152,22 +150,21 @@ class PerfectInfoCFR(PublicTreeCFR):
             self._level_arrays[depth] = cached
         return cached
 
+    def _over_siblings(self, edges: np.ndarray, mass: np.ndarray) -> np.ndarray:
+        """Each edge's share of its siblings' total `mass`; uniform where the total is 0."""
+        parents = self._parent[edges]
+        total = np.bincount(parents, weights=mass, minlength=self._size)[parents]
+        return np.where(total > 0, mass / np.where(total > 0, total, 1.0), 1.0 / self._num_children[parents])
+
     def _regret_matching(self, edges: np.ndarray) -> np.ndarray:
         """Each edge's policy: positive regret over its siblings', uniform where none is positive."""
-        positive = np.maximum(self._regret[edges], 0.0)
-        parents = self._parent[edges]
-        total = np.bincount(parents, weights=positive, minlength=self._size)[parents]
-        safe = np.where(total > 0, total, 1.0)
-        return np.where(total > 0, positive / safe, 1.0 / self._num_children[parents])
+        return self._over_siblings(edges, np.maximum(self._regret[edges], 0.0))
 
     def _average(self) -> np.ndarray:
         """Per row: the linearly averaged policy of the decision edge into it (1 elsewhere)."""
         edges = self._decision_edges
         out = self._prob[: self._size].copy()
-        total = np.bincount(self._parent[edges], weights=self._cum_policy[edges], minlength=self._size)
-        total = total[self._parent[edges]]
-        out[edges] = np.where(total > 0, self._cum_policy[edges] / np.where(total > 0, total, 1.0),
-                              1.0 / self._num_children[self._parent[edges]])
+        out[edges] = self._over_siblings(edges, self._cum_policy[edges])
         return out
 
     def _weights(self) -> np.ndarray:
@@ -200,7 +197,7 @@ class PerfectInfoCFR(PublicTreeCFR):
         values[:n] = self._returns[:n]
         for index, v in self._leaf_cache.items():
             values[index] = v[0]
-        others = self._others()
+        others = self._others() if best_response is not None else None
         for depth in reversed(range(len(self._levels))):
             nodes, parents, uniq, inverse, decision, players = self._level(depth)
             w = weights[nodes]
@@ -213,12 +210,7 @@ class PerfectInfoCFR(PublicTreeCFR):
     def _others(self) -> np.ndarray:
         """Per row: chance reach times every reach but its acting player's (decisions)."""
         n = self._size
-        reach = self._reach[:n]
-        others = self._chance[:n].copy()
-        players = self._player[:n]
-        for q in range(self.num_players):
-            others *= np.where(players == q, 1.0, reach[:, q])
-        return others
+        return counterfactual_reach_rows(self._chance[:n], self._reach[:n], self._player[:n])
 
     def _best_respond(self, w: np.ndarray, nodes, parents, player: int, others: np.ndarray) -> None:
         """Player `player` takes, at each of its decisions on the level above, the
@@ -257,7 +249,6 @@ class PerfectInfoCFR(PublicTreeCFR):
         self._regret[edges] = np.maximum(self._regret[edges] + regret, 0.0)
         self._policy[edges] = self._regret_matching(edges)
         self._cfv_valid[parents] = True
-        self._views.clear()
 
     def evaluate_average(self, best_response: int | None = None, reuse_leaves: bool = False) -> None:
         weights = self._average()
@@ -282,12 +273,7 @@ class PerfectInfoCFR(PublicTreeCFR):
 
     def decision(self, index: int) -> _Decision | None:
         """`PublicTreeCFR.decisions[index]`'s arrays for one public state (a decision
-        with children), columns in action order; to be read, not written."""
-        if index not in self._views:
-            self._views[index] = self._decision(index)
-        return self._views[index]
-
-    def _decision(self, index: int) -> _Decision | None:
+        with children), columns in action order."""
         if index >= self._size or self._player[index] < 0 or not self._children[index]:
             return None
         children = np.asarray(self._children[index])
@@ -300,8 +286,8 @@ class PerfectInfoCFR(PublicTreeCFR):
                          np.array([self._cf_reach[index]]) if valid else None)
 
     def counterfactual_values(self, index: int, player: int) -> np.ndarray:
-        others = np.prod(np.delete(self._reach[index], player))
-        return np.array([self._chance[index] * others * self._values[index, player]])
+        others = others_reach(self._reach[index:index + 1], player)
+        return self._chance[index] * others * self._values[index:index + 1, player]
 
     def ranges(self, index: int, player: int) -> np.ndarray:
         return np.array([self._reach[index, player]])
