@@ -138,13 +138,41 @@ def test_consistency_terminal_keeps_a_finished_games_final_position_in_its_segme
         traj.returns_before.append(0.0)
         state.apply_action(action)
     traj.returns = np.asarray(state.returns(), np.float32)
-    traj.final_observation = algo.encode([state])[0]
+    # The step after the first player's winning move is the second player's: the final
+    # position is seen as the second player sees it (colour planes swapped), not as the
+    # encoder shows a terminal state by default (player 0's view).
+    final = algo.encode_final(state, last_mover=0)
+    assert np.array_equal(final, algo.encoder.encode([state], players=[1])[0])
+    assert not np.array_equal(final, algo.encode([state])[0])
+    traj.final_observation = final
     seg = algo.trajectory_examples(traj)
     assert seg["has_final"].tolist() == [False] * 4 + [True]
-    assert np.array_equal(seg["final_obs"][-1], algo.encode([state])[0]) and not seg["final_obs"][:-1].any()
+    assert np.array_equal(seg["final_obs"][-1], final) and not seg["final_obs"][:-1].any()
     assert seg["outcome"].tolist() == [1, -1, 1, -1, 1]
     traj.final_observation = None  # a game cut at selfplay.max_moves: no final position
     assert not algo.trajectory_examples(traj)["has_final"].any()
+
+
+def test_self_play_keeps_the_final_position_as_the_next_mover_would_see_it():
+    from polyzero.algos import make_algorithm
+    from polyzero.games import load_game
+    from polyzero.train.selfplay import SelfPlayActor
+
+    cfg = build_config("tic_tac_toe", "muzero", overrides=[
+        "muzero.consistency_weight=2", "muzero.consistency_terminal=true",
+        "search.num_simulations=2", "selfplay.concurrent_games=8"])
+    game = load_game("tic_tac_toe")
+    algo = make_algorithm(cfg, game)
+    actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(algo.build_network(), "cpu"), seed=0)
+    trajs = []
+    while len({t.players[-1] for t in trajs}) < 2:  # games ended by either player
+        trajs += [t for t in actor.tick() if t.ended]
+    for t in trajs:
+        state = game.new_initial_state()
+        for a in t.actions:
+            state.apply_action(a)
+        next_mover = 1 - t.players[-1]
+        assert np.array_equal(t.final_observation, algo.encoder.encode([state], players=[next_mover])[0])
 
 
 def test_board_game_targets_are_the_outcome_for_the_mover_and_alternate_past_the_end():

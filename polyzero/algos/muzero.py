@@ -114,6 +114,13 @@ class MuZero:
         self._hidden_store = model.hidden  # the next search writes into mapped memory
         return result
 
+    def encode_final(self, state, last_mover: int) -> np.ndarray:
+        """A finished game's final position (muzero.consistency_terminal) as the side that
+        would move next sees it: the perspective of the unroll's step after the last move.
+        (The encoder gives a terminal state player 0's view, which for a game the first
+        player ended is the wrong side's.)"""
+        return self.encoder.encode([state], players=[(last_mover + 1) % self.num_players])[0]
+
     def acting_temperature(self, step: int) -> float:
         """Appendix D: for single-agent environments T = 1, 0.5, 0.25 after 50% and 75% of
         the training steps; board games keep the configured temperature."""

@@ -76,8 +76,11 @@ class ObservationEncoder:
         tensor = getattr(obs, "tensor", None)
         self._obs = obs if tensor is not None and np.size(tensor) == self.size else None
 
-    def encode(self, states: Sequence[pyspiel.State], out: np.ndarray | None = None) -> np.ndarray:
-        """float32 [len(states), *shape]; written into `out` (first rows) when given."""
+    def encode(self, states: Sequence[pyspiel.State], out: np.ndarray | None = None,
+               players: Sequence[int] | None = None) -> np.ndarray:
+        """float32 [len(states), *shape]; written into `out` (first rows) when given.
+        `players`: whose perspective each state is encoded from (default: the player to
+        move; a terminal state has none, so pass one to encode it other than for player 0)."""
         n = len(states)
         if out is None:
             out = np.empty((n, *self.shape), np.float32)
@@ -85,7 +88,7 @@ class ObservationEncoder:
             out = _check_out(out, n, self.shape, np.float32)
         rows = out.reshape(n, -1)  # a view: out is contiguous
         flat = rows[:, : self.size]
-        players = [s.current_player() for s in states]
+        players = [s.current_player() for s in states] if players is None else list(players)
         obs = self._obs
         if obs is not None:
             tensor, set_from = obs.tensor, obs.set_from

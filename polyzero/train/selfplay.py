@@ -117,7 +117,7 @@ class SelfPlayActor:
                 traj.returns = np.asarray(state.returns(), np.float32)
                 traj.ended = ended
                 if ended and getattr(self.algo, "records_final_observation", False):
-                    traj.final_observation = self.algo.encode([state])[0]
+                    traj.final_observation = self.algo.encode_final(state, player)
                 traj = self.finish_game(i, slot)
                 finished.append(traj)
                 self.stats["games"] += 1
