@@ -25,6 +25,9 @@ declare -A V=(
  [mz_uqzero]="$Z" [mz_uqparent]="--set search.unvisited_q=parent" [mz_l2]="$L" [mz_uqzero_l2]="$Z $L"
  [mz_uqzero_l2_cons]="$Z $L $C" [mz_uqzero_l2_lr3e3]="$Z $L --set train.learning_rate=3e-3"
  [mz_gumbel_l2]="$G $L"
+ [mz_tv]="--set muzero.terminal_value=true" [mz_ct]="$C --set muzero.consistency_terminal=true"
+ [mz_tvc]="$C --set muzero.consistency_terminal=true --set muzero.terminal_value=true"
+ [mz_tvc_gumbel]="$G $C --set muzero.consistency_terminal=true --set muzero.terminal_value=true"
 )
 NCPU=$(python3 -c "import os; print(os.cpu_count())")
 ALL="${!V[@]} az"

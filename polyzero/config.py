@@ -276,6 +276,11 @@ class MuZeroConfig:
     # with value 0 past the end (the published pseudocode's treatment), instead of no
     # reward loss (Appendix G) and the side to move past the end having lost.
     terminal_reward: bool = False
+    # Board games: h and f also learn a finished game's final position (kept with the game,
+    # seen by the side that would move next) with the value the unroll gives the step after
+    # the last move (the loser's -1, 0 after a draw), at the weight of one unrolled step.
+    # Not in the MuZero paper.
+    terminal_value: bool = False
 
     def validate(self):
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)

@@ -113,6 +113,25 @@ def test_consistency_terminal_targets_the_final_position_right_after_the_last_mo
     assert t["next_obs_mask"].tolist() == [[1, 1, 0], [1, 0, 0], [1, 0, 0]]
 
 
+def test_terminal_value_targets_the_final_position_with_the_value_past_the_end():
+    """muzero.terminal_value: every sample carries its game's final position and the value
+    the side to move there has (the last mover won: -1); a game cut short has none."""
+    replay = SequenceReplay(16, (1,), 3, unroll_steps=2, td_steps=10, discount=1.0, board_game=True,
+                            prioritized=False, final_observations=True, final_values=True)
+    won = {**_segment(3, outcome=[-1, 1, -1]), "final_obs": np.array([[0], [0], [9]], np.float32),
+           "has_final": np.array([False, False, True])}
+    drawn = {**_segment(2), "final_obs": np.array([[0], [7]], np.float32), "has_final": np.array([False, True])}
+    cut = {**_segment(2, done=False), "final_obs": np.zeros((2, 1), np.float32),
+           "has_final": np.zeros(2, bool)}
+    for segment in (won, drawn, cut):
+        replay.add(segment)
+    t = replay.unroll_targets(np.array([0, 2, 3, 5]), np.random.default_rng(0))
+    assert t["final_obs"][:, 0].tolist() == [9, 9, 7, 0]
+    assert t["final_value"].tolist() == [1, 1, 0, 0]  # the last mover lost (-1): the next one won
+    assert t["final_mask"].tolist() == [1, 1, 1, 0]
+    assert t["target_value"][1].tolist() == [-1, 1, -1]  # the unroll gives the step past the end the same
+
+
 def test_consistency_terminal_keeps_a_finished_games_final_position_in_its_segment():
     from polyzero.algos import make_algorithm
     from polyzero.algos.base import Trajectory

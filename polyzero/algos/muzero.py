@@ -68,9 +68,10 @@ class MuZero:
         self.chunk_length = self.mz.chunk_length if self.single_agent else 0
         self.chunk_overlap = self.mz.unroll_steps + self.mz.td_steps
         self._hidden_store = None  # the last search's hidden states, reused by the next
-        # Self-play keeps each finished game's final position (muzero.consistency_terminal).
-        # (Config validation already ties the option to the consistency loss.)
-        self.records_final_observation = self.mz.consistency_terminal and not self.single_agent
+        # Self-play keeps each finished game's final position (muzero.consistency_terminal,
+        # muzero.terminal_value).
+        self.records_final_observation = (self.mz.consistency_terminal or self.mz.terminal_value) \
+            and not self.single_agent
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> MuZeroNet:
@@ -138,7 +139,8 @@ class MuZero:
         prioritized = mz.prioritized == "on" or (mz.prioritized == "auto" and self.single_agent)
         symmetries = board_symmetries(self.game, self.encoder.shape) if self.cfg.train.symmetries else []
         consistency = mz.consistency_weight > 0
-        obs_keys = ("obs", "next_obs") if consistency else ("obs",)
+        terminal_value = mz.terminal_value and not self.single_agent
+        obs_keys = ("obs",) + (("next_obs",) if consistency else ()) + (("final_obs",) if terminal_value else ())
         transform = functools.partial(augment, symmetries=symmetries, obs_keys=obs_keys,
                                       policy_keys=("target_policy",), action_keys=("actions",)) \
             if symmetries else None
@@ -148,7 +150,8 @@ class MuZero:
                               alpha=mz.priority_alpha, beta=mz.priority_beta,
                               reanalyse_fraction=mz.reanalyse_fraction, transform=transform,
                               next_observations=consistency, terminal_reward=mz.terminal_reward,
-                              final_observations=self.records_final_observation)
+                              final_observations=self.records_final_observation,
+                              final_values=terminal_value)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that
@@ -229,6 +232,11 @@ class MuZero:
             if k == 0:
                 nu = batch["search_value"] if mz.priority_value == "search" else net.value_scalar(value_out)
                 priority = (nu - batch["target_value"][:, 0]).abs().detach()
+        if "final_obs" in batch:  # muzero.terminal_value: the final position, weighted as a step k > 0
+            _, final_value = net.predict(net.represent(batch["final_obs"]), root=True)
+            terminal = self._scalar_loss(final_value, batch["final_value"]) * batch["final_mask"]
+            total = total + terminal / k_steps
+            parts["terminal"] = terminal.mean()
         out = {f"loss/{name}": v for name, v in parts.items() if torch.is_tensor(v)}
         out["priority"] = priority
         return (total * weight).mean(), out

@@ -23,7 +23,9 @@ o_{t+1} .. o_{t+K} and a mask of those inside the episode: the targets of a
 temporal consistency loss (EfficientZero, `muzero.consistency_weight`). With
 `final_observations` as well, a finished game's segment keeps the position its
 last move made (`final_obs` and `has_final`, at its last slot), and the step right after
-that move gets it as its target (`muzero.consistency_terminal`).
+that move gets it as its target (`muzero.consistency_terminal`). With `final_values`,
+each sample also carries its game's final position and the value past the end for the
+side that would move there (`muzero.terminal_value`).
 
 Unrolled steps past the end of an episode are absorbing: reward 0, policy loss
 masked, value 0 -- except in board games, where the side to move after the
@@ -59,7 +61,8 @@ class SequenceReplay(SegmentRing):
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
                  prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
                  reanalyse_fraction: float = 0.0, transform=None, next_observations: bool = False,
-                 terminal_reward: bool = False, final_observations: bool = False):
+                 terminal_reward: bool = False, final_observations: bool = False,
+                 final_values: bool = False):
         """`transform(batch, rng)`, when given, changes each sampled batch of unroll
         targets (augmentation: polyzero.games.symmetry)."""
         c = capacity
@@ -95,6 +98,7 @@ class SequenceReplay(SegmentRing):
         self.transform = transform
         self.next_observations = next_observations
         self.terminal_reward = terminal_reward
+        self.final_values = final_values and final_observations
 
     # ------------------------------------------------------------ writing
     def _stored(self, slots: np.ndarray) -> None:
@@ -187,15 +191,25 @@ class SequenceReplay(SegmentRing):
                 stored = stored | final
             out["next_obs"] = next_obs.astype(np.float32)
             out["next_obs_mask"] = stored.astype(np.float32)
+        if self.final_values:  # each sample's game's final position and the value past its end
+            last = self.last_slot(slots)[:, 0]
+            out["final_obs"] = d["final_obs"][last].astype(np.float32)
+            out["final_value"] = self._after_end(last, 1).astype(np.float32)
+            out["final_mask"] = (d["has_final"][last] & d["done"][last]).astype(np.float32)
         return out
+
+    def _after_end(self, last: np.ndarray, past: np.ndarray | int) -> np.ndarray:
+        """Board games: the value for the side to move `past` plies after a finished game's
+        last position (the outcome of alternating play; 0 with `terminal_reward`)."""
+        if self.terminal_reward:
+            return np.zeros(np.broadcast(last, past).shape, np.float32)
+        return self.data["outcome"][last] * np.where(np.asarray(past) % 2 == 0, 1.0, -1.0)
 
     def _value_targets(self, slots, pos, end, inside, at) -> np.ndarray:
         d = self.data
         if self.board_game:
-            last = self.last_slot(slots)
             past = pos - (end - 1)  # plies after the last position
-            after_end = d["outcome"][last] * np.where(past % 2 == 0, 1.0, -1.0)
-            after_end = np.where(d["done"][slots][:, None] & (not self.terminal_reward), after_end, 0.0)
+            after_end = np.where(d["done"][slots][:, None], self._after_end(self.last_slot(slots), past), 0.0)
             return np.where(inside, d["outcome"][at], after_end).astype(np.float32)
         n, gamma, cap = self.td_steps, self.discount, self.capacity
         steps = np.arange(n)
