@@ -115,7 +115,8 @@ def test_consistency_terminal_targets_the_final_position_right_after_the_last_mo
 
 def test_terminal_value_targets_the_final_position_with_the_value_past_the_end():
     """muzero.terminal_value: every sample carries its game's final position and the value
-    the side to move there has (the last mover won: -1); a game cut short has none."""
+    the side to move there has (the negated outcome of the last mover; 0 after a draw); a
+    game cut short has none."""
     replay = SequenceReplay(16, (1,), 3, unroll_steps=2, td_steps=10, discount=1.0, board_game=True,
                             prioritized=False, final_observations=True, final_values=True)
     won = {**_segment(3, outcome=[-1, 1, -1]), "final_obs": np.array([[0], [0], [9]], np.float32),

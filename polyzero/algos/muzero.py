@@ -116,8 +116,9 @@ class MuZero:
         return result
 
     def encode_final(self, state, last_mover: int) -> np.ndarray:
-        """A finished game's final position (muzero.consistency_terminal) as the side that
-        would move next sees it: the perspective of the unroll's step after the last move.
+        """A finished game's final position (muzero.consistency_terminal, terminal_value) as
+        the side that would move next sees it: the perspective of the unroll's step after the
+        last move.
         (The encoder gives a terminal state player 0's view, which for a game the first
         player ended is the wrong side's.)"""
         return self.encoder.encode([state], players=[(last_mover + 1) % self.num_players])[0]
