@@ -171,10 +171,12 @@ class SequenceReplay(SegmentRing):
         use_fresh[fresh_rows:] = False
         policy = np.where(use_fresh[..., None], d["fresh_policy"][at], d["policy"][at])
         policy = np.where(inside[..., None], policy, 0.0).astype(np.float32)
+        # each slot's segment's last slot: board games' past-the-end values, final positions
+        last = self.last_slot(slots)[:, 0] if self.board_game or "final_obs" in d else None
         out = {
             "obs": d["obs"][slots],
             "actions": actions.astype(np.int64),
-            "target_value": self._value_targets(slots, pos, end, inside, at),
+            "target_value": self._value_targets(slots, pos, end, inside, at, last),
             "target_reward": rewards,
             "target_policy": policy,
             "policy_mask": inside.astype(np.float32),
@@ -185,17 +187,15 @@ class SequenceReplay(SegmentRing):
             shape = stored.shape + (1,) * (d["obs"].ndim - 1)
             next_obs = np.where(stored.reshape(shape), d["obs"][at[:, 1:]], 0.0)
             if "final_obs" in d:  # the step right after a finished game's last move
-                last = self.last_slot(slots)[:, 0]
                 final = (pos[:, 1:] == end) & d["has_final"][last][:, None]
                 next_obs = np.where(final.reshape(shape), d["final_obs"][last][:, None], next_obs)
                 stored = stored | final
             out["next_obs"] = next_obs.astype(np.float32)
             out["next_obs_mask"] = stored.astype(np.float32)
         if self.final_values:  # each sample's game's final position and the value past its end
-            last = self.last_slot(slots)[:, 0]
             out["final_obs"] = d["final_obs"][last].astype(np.float32)
             out["final_value"] = self._after_end(last, 1).astype(np.float32)
-            out["final_mask"] = (d["has_final"][last] & d["done"][last]).astype(np.float32)
+            out["final_mask"] = d["has_final"][last].astype(np.float32)  # kept for finished games only
         return out
 
     def _after_end(self, last: np.ndarray, past: np.ndarray | int) -> np.ndarray:
@@ -205,11 +205,11 @@ class SequenceReplay(SegmentRing):
             return np.zeros(np.broadcast(last, past).shape, np.float32)
         return self.data["outcome"][last] * np.where(np.asarray(past) % 2 == 0, 1.0, -1.0)
 
-    def _value_targets(self, slots, pos, end, inside, at) -> np.ndarray:
+    def _value_targets(self, slots, pos, end, inside, at, last) -> np.ndarray:
         d = self.data
         if self.board_game:
             past = pos - (end - 1)  # plies after the last position
-            after_end = np.where(d["done"][slots][:, None], self._after_end(self.last_slot(slots), past), 0.0)
+            after_end = np.where(d["done"][slots][:, None], self._after_end(last[:, None], past), 0.0)
             return np.where(inside, d["outcome"][at], after_end).astype(np.float32)
         n, gamma, cap = self.td_steps, self.discount, self.capacity
         steps = np.arange(n)
