@@ -17,7 +17,9 @@ the same minibatches' value targets after one move beside it, a yardstick for ho
 the test is to learn from these targets at all. With --terms, the model learns a
 one-step unroll on a subset of the loss's terms instead (value0: v^0 against z_t;
 value1: v^1 against z_{t+1}; policy: p^0 and p^1), with Adam and no weight decay, to
-tell which term keeps it from learning the test.
+tell which term keeps it from learning the test. With --replay-from CKPT, the data is
+instead the replay buffer a self-play run kept in that checkpoint (its own targets), so a
+fresh model can be trained on what self-play gave the run.
 
   python benchmarks/muzero_offline.py tic_tac_toe --updates 2000
   python benchmarks/muzero_offline.py connect_four --updates 1000 --set muzero.unroll_steps=1
@@ -156,6 +158,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("game", help="a board game with a muzero preset: tic_tac_toe, connect_four")
     ap.add_argument("--games", type=int, default=4000, help="behaviour games in replay")
+    ap.add_argument("--replay-from", type=Path, default=None, metavar="CKPT",
+                    help="train on the replay buffer of this self-play checkpoint instead")
     ap.add_argument("--take", type=float, default=0.5, help="probability of taking an immediate win")
     ap.add_argument("--uniform-policy", action="store_true",
                     help="policy targets uniform over the legal moves, not the behaviour policy")
@@ -183,9 +187,13 @@ def main() -> None:
     algo = make_algorithm(cfg, game)
     replay = algo.make_replay()
     start = time.time()
-    for _ in range(args.games):
-        replay.add(algo.trajectory_examples(behaviour_game(algo, game, args.take, rng, not args.uniform_policy)))
-    print(f"{args.games} games, {len(replay)} positions in replay ({time.time() - start:.0f} s)", flush=True)
+    if args.replay_from:
+        replay.load_bytes((args.replay_from / "replay.npz").read_bytes())
+        print(f"{len(replay)} positions of self-play from {args.replay_from}", flush=True)
+    else:
+        for _ in range(args.games):
+            replay.add(algo.trajectory_examples(behaviour_game(algo, game, args.take, rng, not args.uniform_policy)))
+        print(f"{args.games} games, {len(replay)} positions in replay ({time.time() - start:.0f} s)", flush=True)
     positions, _ = tactic_positions(game, args.tests, args.seed + 1000)
     learner = Learner(algo, cfg.train, torch.device("cpu"))
     adam = torch.optim.Adam(learner.net.parameters(), lr=cfg.train.learning_rate) if terms else None
@@ -195,7 +203,7 @@ def main() -> None:
     for update in range(args.updates + 1):
         if update % args.every == 0:
             row = {"label": args.label, "game": args.game, "set": args.set, "terms": args.terms,
-                   "games": args.games, "update": update,
+                   "data": str(args.replay_from) if args.replay_from else f"{args.games} games", "update": update,
                    "seconds": round(time.time() - start, 1),
                    **model_test(algo, learner.net, positions, cfg.search.num_simulations, rng)}
             if control is not None:
