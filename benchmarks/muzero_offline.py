@@ -42,7 +42,7 @@ from polyzero.algos.base import Trajectory  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
 from polyzero.train.learner import Learner  # noqa: E402
-from selfplay_diversity import immediate_wins, tactic_positions  # noqa: E402
+from selfplay_diversity import immediate_wins, model_q, one_step, share_good, tactic_positions  # noqa: E402
 
 
 def behaviour_game(algo, game, take: float, rng: np.random.Generator, informative: bool) -> Trajectory:
@@ -120,38 +120,16 @@ def partial_update(net, optimizer, batch: dict, terms: set[str]) -> None:
 
 
 @torch.no_grad()
-def one_step(algo, positions, q_of) -> dict:
-    """For each win position, Q = q_of(observations, legal actions) of every legal move: the
-    share of positions whose highest-Q move wins, and the mean Q of winning and other moves."""
-    best, q_win, q_other = [], [], []
-    for state, good in positions:
-        legal = state.legal_actions()
-        obs = torch.from_numpy(algo.encode([state])).expand(len(legal), *algo.encoder.shape)
-        q = q_of(obs, torch.tensor(legal))
-        wins = np.array([a in good for a in legal])
-        best.append(wins[int(np.argmax(q))])
-        q_win += list(q[wins])
-        q_other += list(q[~wins])
-    return {"argmax_q_wins": float(np.mean(best)), "q_win": float(np.mean(q_win)),
-            "q_other": float(np.mean(q_other))}
-
-
-@torch.no_grad()
 def model_test(algo, net, positions, sims: int, rng: np.random.Generator) -> dict:
     """The learned model one step ahead on win positions, and its search's share of wins."""
     net.eval()
-
-    def q_of(obs, actions):  # the opponent moves next
-        return -net.value_scalar(net.predict(net.dynamics(net.represent(obs), actions)[0])[1]).numpy()
-
-    out = one_step(algo, positions, q_of)
+    q = one_step(algo, positions, model_q(net))
     params = algo.cfg.search.params(sims)
     result = algo.search(algo.make_evaluator(net, torch.device("cpu")), [s for s, _ in positions],
                          params, rng, add_noise=False)
-    chosen = result.root_visits.argmax(-1)
-    taken = np.mean([int(a) in good for a, (_, good) in zip(chosen, positions)])
-    prior = np.mean([int(a) in good for a, (_, good) in zip(result.root_prior.argmax(-1), positions)])
-    return {**out, "search_takes": float(taken), "prior_takes": float(prior)}
+    return {"argmax_q_wins": q["argmax_wins"], "q_win": q["win"], "q_other": q["other"],
+            "search_takes": share_good(result.root_visits.argmax(-1), positions),
+            "prior_takes": share_good(result.root_prior.argmax(-1), positions)}
 
 
 def main() -> None:
@@ -208,7 +186,7 @@ def main() -> None:
                    **model_test(algo, learner.net, positions, cfg.search.num_simulations, rng)}
             if control is not None:
                 row["control_argmax_q_wins"] = one_step(
-                    algo, positions, lambda obs, actions: -control(obs, actions).numpy())["argmax_q_wins"]
+                    algo, positions, lambda obs, actions: -control(obs, actions).numpy())["argmax_wins"]
             rows.append(row)
             print(json.dumps(row), flush=True)
         if update < args.updates:

@@ -140,8 +140,40 @@ def tactics(ckpt: Path, positions: tuple[list, list], sims: int) -> dict:
     out = {}
     for name, group in zip(("win_taken", "block_made"), positions):
         moves = player.act([s for s, _ in group])
-        out[f"{name}@{sims}"] = float(np.mean([m in good for m, (_, good) in zip(moves, group)]))
+        out[f"{name}@{sims}"] = share_good(moves, group)
     return out
+
+
+def share_good(moves, positions: list) -> float:
+    """The share of (state, good moves) positions whose chosen move is a good one."""
+    return float(np.mean([int(m) in good for m, (_, good) in zip(moves, positions)]))
+
+
+@torch.no_grad()
+def one_step(algo, positions: list, score) -> dict:
+    """Each legal move of each win position scored by `score(observations, actions)` (one
+    row per legal move): the share of positions whose highest-scored move wins, and the
+    mean score of winning and of other moves."""
+    best, s_win, s_other = [], [], []
+    for state, good in positions:
+        legal = state.legal_actions()
+        obs = torch.from_numpy(algo.encode([state])).expand(len(legal), *algo.encoder.shape)
+        values = score(obs, torch.tensor(legal))
+        wins = np.array([a in good for a in legal])
+        best.append(wins[int(np.argmax(values))])
+        s_win += list(values[wins])
+        s_other += list(values[~wins])
+    return {"argmax_wins": float(np.mean(best)), "win": float(np.mean(s_win)), "other": float(np.mean(s_other))}
+
+
+def model_q(net):
+    """The learned model's one-step Q of the mover, r(s, a) - v(g(s, a)) (the opponent
+    moves next), as a score for `one_step`."""
+    def q(obs, actions):
+        s2, reward = net.dynamics(net.represent(obs), actions)
+        r = net.reward_scalar(reward, len(actions), s2)
+        return (r - net.value_scalar(net.predict(s2)[1])).numpy()
+    return q
 
 
 @torch.no_grad()
@@ -149,22 +181,12 @@ def model_tactics(ckpt: Path, positions: list) -> dict:
     """The learned model's one-step view of the win positions (MuZero checkpoints)."""
     _, _, algo, net = load_checkpoint(ckpt)
     net.eval()
-    best_q, best_r, q_win, q_other, r_win, r_other = [], [], [], [], [], []
-    for state, good in positions:
-        legal = state.legal_actions()
-        obs = torch.from_numpy(algo.encode([state])).expand(len(legal), *algo.encoder.shape)
-        s2, reward = net.dynamics(net.represent(obs), torch.tensor(legal))
-        r = net.reward_scalar(reward, len(legal), s2).numpy()
-        q = r - net.value_scalar(net.predict(s2)[1]).numpy()  # the mover's Q: the opponent moves next
-        wins = np.array([a in good for a in legal])
-        best_q.append(wins[int(np.argmax(q))])
-        best_r.append(wins[int(np.argmax(r))])
-        q_win += list(q[wins]); q_other += list(q[~wins]); r_win += list(r[wins]); r_other += list(r[~wins])
-    out = {"model_argmax_q_wins": float(np.mean(best_q)),
-           "model_q_win": float(np.mean(q_win)), "model_q_other": float(np.mean(q_other))}
+    q = one_step(algo, positions, model_q(net))
+    out = {"model_argmax_q_wins": q["argmax_wins"], "model_q_win": q["win"], "model_q_other": q["other"]}
     if net.reward_head is not None:  # board games have one with muzero.terminal_reward only
-        out.update(model_argmax_r_wins=float(np.mean(best_r)),
-                   model_r_win=float(np.mean(r_win)), model_r_other=float(np.mean(r_other)))
+        r = one_step(algo, positions, lambda obs, actions: net.reward_scalar(
+            net.dynamics(net.represent(obs), actions)[1], len(actions), None).numpy())
+        out.update(model_argmax_r_wins=r["argmax_wins"], model_r_win=r["win"], model_r_other=r["other"])
     return out
 
 
