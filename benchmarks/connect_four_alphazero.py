@@ -467,7 +467,10 @@ def targets(curves: dict) -> dict:
                "met": mz[p["mark_min"]]["1x"]["score"] >= 0.8 * p["1x"]["score"]}
               for p in pz if p["mark_min"] in mz and "1x" in p and "1x" in mz[p["mark_min"]]]
     if ratios:  # connect_four_muzero: MuZero at least 80% of AlphaZero's 1x score at equal wall clock
-        out["muzero_80pct_of_alphazero_1x"] = {"met": all(r["met"] for r in ratios), "points": ratios}
+        # "given enough training" (the paper): the first mark from which every later mark meets it
+        held = [r["mark_min"] for i, r in enumerate(ratios) if all(q["met"] for q in ratios[i:])]
+        out["muzero_80pct_of_alphazero_1x"] = {"met": all(r["met"] for r in ratios),
+                                               "met_from_min": held[0] if held else None, "points": ratios}
     return out
 
 
@@ -660,7 +663,10 @@ def markdown(r: dict) -> str:
                      + (f" ({v['note']})" if v.get("note") else ""))
     if "muzero_80pct_of_alphazero_1x" in t:
         m = t["muzero_80pct_of_alphazero_1x"]
-        lines.append(f"- `muzero_80pct_of_alphazero_1x` (connect_four_muzero): met = {m['met']}")
+        since = m.get("met_from_min")
+        lines.append(f"- `muzero_80pct_of_alphazero_1x` (connect_four_muzero): met at every mark = {m['met']}; "
+                     + (f"met from {since:g} min to the end of training" if since is not None
+                        else "not met at the last mark"))
         for p in m["points"]:
             lines.append(f"  - {p['mark_min']:g} min: MuZero {p['muzero']:.3f} vs AlphaZero {p['alphazero']:.3f}")
     a = t["ahead_of_openspiel_at_every_point"]
