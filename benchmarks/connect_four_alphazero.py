@@ -310,6 +310,8 @@ def eval_tasks(args, work: Path) -> list[tuple]:
                 continue
             for arm in args.arms:
                 for ck in checkpoints(work, arm, args.budget_min * 60):
+                    if lv == "10x" and args.marks_10x and round(ck["mark_s"] / 60) not in args.marks_10x:
+                        continue
                     tasks.append((c, lv, arm, ck["mark_s"]))
     return tasks
 
@@ -393,6 +395,8 @@ def _passthrough(args) -> list[str]:
         out += ["--games-10x", str(args.games_10x)]
     if args.deadline:
         out += ["--deadline", args.deadline]
+    if args.marks_10x:
+        out += ["--marks-10x", ",".join(map(str, args.marks_10x))]
     return out
 
 
@@ -713,6 +717,9 @@ def main(argv=None) -> None:
                         "other on both cores (polyzero --workers 2, OpenSpiel 2 actors), the issue's protocol")
     p.add_argument("--eval-workers", type=int, default=2)
     p.add_argument("--deadline", default=None, help="eval: take no new chunk after HH:MM UTC")
+    p.add_argument("--marks-10x", default="", metavar="MIN,MIN",
+                   help="eval: play the 10x games only at these marks (minutes; default every mark), "
+                        "since 10x is the slower level")
     p.add_argument("--shared-note", default="The machine was shared with other jobs (see the speed probe).")
     p.add_argument("--note", action="append", help="a line for the report's notes (repeatable)")
     p.add_argument("--search", choices=["puct", "gumbel"], default="puct", help="the polyzero arm's search")
@@ -729,6 +736,10 @@ def main(argv=None) -> None:
     default_work = RESULTS / args.name if args.keep_state else ROOT / "runs" / "bench" / args.name
     args.work = args.work or str(default_work)
     args.arms = [a for a in args.arms.split(",") if a]
+    try:
+        args.marks_10x = [int(m) for m in args.marks_10x.split(",") if m.strip()]
+    except ValueError:
+        p.error(f"--marks-10x takes whole minutes separated by commas, not {args.marks_10x!r}")
     if args.chunk % 2:
         p.error("--chunk must be even (seats alternate)")
     work = Path(args.work).resolve()
