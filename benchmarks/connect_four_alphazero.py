@@ -472,9 +472,13 @@ def targets(curves: dict) -> dict:
               for p in pz if p["mark_min"] in mz and "1x" in p and "1x" in mz[p["mark_min"]]]
     if ratios:  # connect_four_muzero: MuZero at least 80% of AlphaZero's 1x score at equal wall clock
         # "given enough training" (the paper): the first mark from which every later mark meets it
-        held = [r["mark_min"] for i, r in enumerate(ratios) if all(q["met"] for q in ratios[i:])]
+        since = None
+        for r in reversed(ratios):
+            if not r["met"]:
+                break
+            since = r["mark_min"]
         out["muzero_80pct_of_alphazero_1x"] = {"met": all(r["met"] for r in ratios),
-                                               "met_from_min": held[0] if held else None, "points": ratios}
+                                               "met_from_min": since, "points": ratios}
     return out
 
 
