@@ -1,0 +1,42 @@
+"""`polyzero arena`: play two players against each other."""
+
+from __future__ import annotations
+
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    a = sub.add_parser("arena", help="play two players against each other",
+                       description="Play N games between two players, seats alternated, and print the "
+                                   "score (W + D/2)/N of PLAYER_A with its Wilson 95% interval. A player is "
+                                   "random, mcts:SIMS, mcts-solver:SIMS, or a run directory / checkpoint "
+                                   "(optionally PATH@SIMS to set its search simulations).")
+    a.add_argument("player_a")
+    a.add_argument("player_b")
+    a.add_argument("--game", help="the game (default: the game a run-directory player was trained on)")
+    a.add_argument("--games", type=int, default=100, help="number of games (default: 100)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--no-progress", action="store_true")
+    a.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..eval import make_player, play_match
+    from ..games import load_game
+    from ..train.agents import checkpoint_game
+
+    if args.games < 1:
+        raise UsageError("--games must be at least 1")
+    game_spec = args.game or checkpoint_game(args.player_a) or checkpoint_game(args.player_b)
+    if game_spec is None:
+        raise UsageError("arena needs --game GAME when neither player is a run directory")
+    game = load_game(game_spec)
+    if game.num_players() != 2:
+        raise UsageError(f"arena plays two-player games; '{game_spec}' has {game.num_players()} players")
+    a = make_player(args.player_a, game, seed=args.seed)
+    b = make_player(args.player_b, game, seed=args.seed + 1)
+    res = play_match(game, a, b, args.games, seed=args.seed, progress=not args.no_progress)
+    print(f"{args.player_a} vs {args.player_b} on {game_spec}, {args.games} games, seats alternated")
+    print(f"score {res.score:.3f}  95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]  "
+          f"(W {res.wins} D {res.draws} L {res.losses})")
+    return 0

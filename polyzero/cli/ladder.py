@@ -1,0 +1,53 @@
+"""`polyzero ladder`: a run's checkpoints against the MCTS-Solver ladder, with AUC."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    ld = sub.add_parser("ladder", help="a run's checkpoints against the MCTS-Solver ladder, with AUC",
+                        description="Play each checkpoint of RUN_DIR against MCTS-Solver at multiples of the "
+                                    "agent's evaluation simulations (Go-Exploit Section 4), seats alternated, "
+                                    "draws 1/2; print win rates, the windowed learning curve and its area (AUC) "
+                                    "per level. Results are cached in RUN_DIR/ladder.json (a rerun plays only "
+                                    "what is new); the plot goes to RUN_DIR/plots/ladder.png. Keep enough "
+                                    "checkpoints for a curve: train with --set train.keep_checkpoints=1000.")
+    ld.add_argument("run_dir", type=Path)
+    ld.add_argument("--games", type=int, default=20, help="games per checkpoint and level (default: 20)")
+    ld.add_argument("--levels", default="1,10,100,1000",
+                    help="multiples of the agent's evaluation simulations (default: 1,10,100,1000)")
+    ld.add_argument("--high-every", type=int, default=10, metavar="K",
+                    help="levels of 100x and more only at every K-th checkpoint and the last (default: 10)")
+    ld.add_argument("--window", type=int, default=50, help="learning steps the win rate is averaged over (default: 50)")
+    ld.add_argument("--seed", type=int, default=0)
+    ld.add_argument("--from-metrics", action="store_true",
+                    help="play nothing: use the evaluations against mcts-solver levels recorded in "
+                         "RUN_DIR/metrics.jsonl during training")
+    ld.add_argument("--no-progress", action="store_true")
+    ld.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..goexploit.harness import format_ladder, ladder_from_metrics, run_ladder
+
+    if args.from_metrics:
+        summary = ladder_from_metrics(args.run_dir, window=args.window)
+        print(format_ladder(summary))
+        print(f"plot: {summary['plot']}")
+        return 0
+    if args.games < 1:
+        raise UsageError("--games must be at least 1")
+    try:
+        levels = tuple(int(x) for x in args.levels.split(","))
+    except ValueError:
+        raise UsageError(f"--levels must be comma-separated whole numbers, not {args.levels!r}") from None
+    if not levels or min(levels) < 1:
+        raise UsageError("--levels must be positive multiples")
+    summary = run_ladder(args.run_dir, games=args.games, levels=levels, high_every=args.high_every,
+                         window=args.window, seed=args.seed, progress=not args.no_progress)
+    print(format_ladder(summary))
+    print(f"plot: {summary['plot']}; results: {args.run_dir / 'ladder.json'}")
+    return 0

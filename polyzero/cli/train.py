@@ -1,0 +1,104 @@
+"""`polyzero train`: train an agent by self-play (in-process or on Ray), or resume a run."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    t = sub.add_parser("train", help="train an agent by self-play",
+                       description="Train an agent by self-play. A run directory receives the resolved "
+                                   "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
+    t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
+    t.add_argument("--algo", default=None, help="alphazero (default), muzero, ndmz or sog (Student of Games)")
+    t.add_argument("--search", default=None, metavar="KIND",
+                   help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
+                        "full_gumbel (Gumbel root and deterministic non-root selection); "
+                        "the same as --set search.kind=KIND")
+    t.add_argument("--config", metavar="FILE.toml", help="config file, applied over the shipped preset")
+    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one config value, e.g. --set search.num_simulations=64 (repeatable)")
+    t.add_argument("--run-dir", type=Path, help="where the run is written (default: runs/GAME-ALGO-TIME)")
+    t.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR from its last checkpoint")
+    t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where the networks run (default: auto)")
+    t.add_argument("--seed", type=int, help="random seed (default: 0)")
+    t.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="run self-play on N Ray actors (a local Ray instance on 127.0.0.1 unless "
+                        "--ray-address is given); 0 (default) runs everything in this process")
+    t.add_argument("--ray-address", metavar="ADDR", help="join an existing Ray cluster (e.g. 10.0.0.5:6379)")
+    t.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    t.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..config import build_config
+    from ..train.driver import Interrupted, Trainer
+
+    if args.workers < 0:
+        raise UsageError("--workers must be 0 (in-process) or a positive number of Ray actors")
+    if args.ray_address and not args.workers:
+        raise UsageError("--ray-address needs --workers N")
+    driver = {}
+    if args.workers:  # the learner runs as a supervised Ray actor, self-play on N more
+        from ..train.supervisor import SupervisedRun
+
+        Trainer = SupervisedRun  # noqa: N806 - the same interface, another driver
+        driver = {"workers": args.workers, "ray_address": args.ray_address}
+    elif _run_algo(args) == "sog":  # the same interface, Student of Games' data flow
+        from ..sog.trainer import SoGTrainer
+
+        Trainer = SoGTrainer  # noqa: N806
+    if args.resume:
+        if args.game or args.config or args.algo or args.search:
+            raise UsageError("--resume continues a run with its own game, algorithm and config; "
+                             "only --set, --device and --seed may be given with it")
+        overrides = list(args.overrides)
+        if args.device:
+            overrides.append(f'device="{args.device}"')
+        trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
+    else:
+        if not args.game:
+            raise UsageError("train needs a GAME (or --resume DIR)")
+        overrides = list(args.overrides)
+        if args.search:
+            overrides.append(f'search.kind="{args.search}"')
+        if args.device:
+            overrides.append(f'device="{args.device}"')
+        if args.seed is not None:
+            overrides.append(f"seed={args.seed}")
+        cfg = build_config(args.game, args.algo, args.config, overrides)
+        run_dir = args.run_dir or Path("runs") / f"{args.game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+        trainer = Trainer.create(cfg, run_dir, progress=not args.no_progress, **driver)
+    cfg = trainer.cfg
+    where = f"{args.workers} Ray workers" if args.workers else "in-process"
+    print(f"training {cfg.algo} on {cfg.game} for {cfg.train.steps} learning steps in {trainer.run_dir} "
+          f"({where}, device {trainer.device}, seed {cfg.seed})", file=sys.stderr)
+    try:
+        summary = trainer.run()
+    except Interrupted as exc:
+        print(str(exc), file=sys.stderr)
+        return 130
+    for line in trainer.final_report(summary):
+        print(line, flush=True)
+    return 0
+
+
+def _run_algo(args) -> str:
+    """The algorithm a train command will run (a resumed run's own)."""
+    if args.resume:
+        from ..config import read_toml
+        from ..train.checkpoint import latest_checkpoint
+
+        latest = latest_checkpoint(args.resume)
+        return read_toml(latest / "config.toml").get("algo", "alphazero") if latest else "alphazero"
+    if args.algo:
+        return args.algo
+    if args.config:
+        from ..config import read_toml
+
+        return read_toml(args.config).get("algo", "alphazero")
+    return "alphazero"
