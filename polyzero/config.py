@@ -80,9 +80,11 @@ class SearchConfig:
     gumbel_q_normalisation: str = "bounds"
     policy_loss: str = "kl"  # "kl": pi' target (Eq. 12); "simple": one-hot A_{n+1} (Eq. 9)
     chance_backup: str = "sample"  # chance nodes: "sample" (sampled returns) or "expectation"
+    leaf_batch: int = 1  # leaves of one tree per network call, with virtual loss (1: sequential)
 
     def validate(self):
         _positive("search.num_simulations", self.num_simulations)
+        self.params()  # SearchParams validates the rest (search.leaf_batch and its kind)
         _choice("search.kind", self.kind, SEARCH_KINDS)
         _choice("search.selection", self.selection, SELECTION_RULES)
         _choice("search.q_normalisation", self.q_normalisation, Q_NORMALISATIONS)

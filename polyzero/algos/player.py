@@ -1,12 +1,15 @@
 """A trained (or untrained) agent as a player: one batched search for all the
-games in which it is to move, no exploration noise, the most visited action."""
+games in which it is to move, no exploration noise, the most visited action; and
+one game's search on an engine's clock (:meth:`SearchPlayer.analyse`)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+import time
+from typing import Callable, Sequence
 
 import numpy as np
 
+from ..search.mcts import SearchHooks, SearchResult
 from ..search.params import SearchParams
 from ..search.policy import select_moves
 
@@ -32,3 +35,21 @@ class SearchPlayer:
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
         sample = np.array([len(s.history()) < self.sample_moves for s in states])
         return [int(a) for a in select_moves(result, sample, 1.0, self.rng)]
+
+    def analyse(self, state, seconds: float | None = None, stop: Callable[[], bool] | None = None,
+                simulations: int | None = None) -> SearchResult:
+        """One game's search as an engine's ``genmove`` / ``go`` runs it: up to
+        `simulations` (default: the params' num_simulations, which sizes the tree),
+        ending sooner `seconds` from now or once `stop()` is true (both checked between
+        network calls; the first round always runs), `params.leaf_batch` leaves of the
+        tree per network call. Read ``root_visits[0]``, ``root_q[0]``, ``root_prior[0]``,
+        ``root_value[0]`` and ``tree.principal_variation(0)`` for analysis lines, and
+        :meth:`best_move` for the move."""
+        params = self.params.params(num_simulations=simulations)
+        hooks = SearchHooks(deadline=None if seconds is None else time.monotonic() + seconds, stop=stop)
+        return self.algo.search(self.evaluate, [state], params, self.rng, add_noise=False, hooks=hooks)
+
+    def best_move(self, result: SearchResult) -> int:
+        """The move `act` would play after `result`: the search's own choice (a Gumbel
+        root's) or the most visited action, ties broken at random."""
+        return int(select_moves(result, np.zeros(1, bool), 1.0, self.rng)[0])
