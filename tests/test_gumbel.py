@@ -253,7 +253,9 @@ def test_deterministic_selection_tracks_the_improved_policy():
     t = _star(prior, np.zeros(5))
     buf = [np.empty(5) for _ in range(3)]
     for _ in range(995):
-        a = kernels.gumbel_interior_action(t.arrays(), 0, 0, 0, -1.0, 1.0, 50.0, 0.0, *buf)
+        a = kernels.gumbel_interior_action(t.children, t.visits, t.value, t.raw_value, t.reward,
+                                           t.discount, t.prior, t.legal, 0, 0, 0, -1.0, 1.0,
+                                           50.0, 0.0, *buf)
         t.visits[0, a + 1] += 1
         t.visits[0, 0] += 1
     n = t.visits[0, 1:].astype(float)
@@ -267,7 +269,9 @@ def test_deterministic_selection_prefers_higher_q():
     t = _star(prior, np.array([-0.5, 0.5]))
     buf = [np.empty(2) for _ in range(3)]
     for _ in range(98):
-        a = kernels.gumbel_interior_action(t.arrays(), 0, 0, 0, -1.0, 1.0, 50.0, 0.1, *buf)
+        a = kernels.gumbel_interior_action(t.children, t.visits, t.value, t.raw_value, t.reward,
+                                           t.discount, t.prior, t.legal, 0, 0, 0, -1.0, 1.0,
+                                           50.0, 0.1, *buf)
         t.visits[0, a + 1] += 1
         t.visits[0, 0] += 1
     n = t.visits[0, 1:].astype(float)

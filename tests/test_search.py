@@ -36,7 +36,7 @@ def _root_with_children():
 def _scores(t, selection, norm, unvisited, c_puct=1.0, c1=1.25, c2=19652.0):
     p = SearchParams(selection=selection, q_normalisation=norm, unvisited_q=unvisited,
                      c_puct=c_puct, c1=c1, c2=c2)
-    return kernels.action_scores(tuple(t.arrays()), tuple(p.rules()), 0, 0)
+    return kernels.action_scores(kernels.pack(t), tuple(p.rules()), 0, 0)
 
 
 def test_alphazero_rule_with_bounds():
@@ -99,7 +99,7 @@ def _leaf(t, node, action, kind):
 
 def _backup(t, leaves, logits, legal, value, reward, discount, terminal):
     kind = np.where(terminal, TERMINAL, DECISION).astype(np.int8)
-    kernels.expand_and_backup(tuple(t.arrays()), tuple(SearchParams().rules()), leaves,
+    kernels.expand_and_backup(kernels.pack(t), tuple(SearchParams().rules()), leaves,
                               (logits, legal, value, reward, discount, kind), 1, False)
 
 

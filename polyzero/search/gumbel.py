@@ -100,8 +100,7 @@ def root_outputs(tree: Tree, params: SearchParams, logits: np.ndarray,
     batch, num_actions = logits.shape
     policy = np.zeros((batch, num_actions), np.float64)
     action = np.zeros(batch, np.int64)
-    kernels.gumbel_root_outputs(tuple(tree.arrays()), tuple(params.rules()), logits, gumbel, policy,
-                                action)
+    kernels.gumbel_root_outputs(kernels.pack(tree), tuple(params.rules()), logits, gumbel, policy, action)
     return policy.astype(np.float32), action
 
 

@@ -161,7 +161,7 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree, hooks: Search
     if params.leaf_batch > 1:
         return _simulate_batched(model, params, tree, hooks)
     batch = tree.batch_size
-    arrays = tuple(tree.arrays())
+    arrays = kernels.pack(tree)
     rules = tuple(params.rules(getattr(model, "ndmz_tree", False)))
     chunks = kernels.tree_chunks(batch)
     # Chance outcomes are drawn from numba's generator, seeded on this thread only.
@@ -205,7 +205,7 @@ def _simulate_batched(model: SearchModel, params: SearchParams, tree: Tree, hook
     if hooks.root_action_fn is not None:
         raise UsageError("forced root actions (katago.forced_playouts) need search.leaf_batch = 1")
     batch = tree.batch_size
-    arrays = tuple(tree.arrays())
+    arrays = kernels.pack(tree)
     rules = tuple(params.rules(getattr(model, "ndmz_tree", False)))
     leaves = kernels.make_leaves(batch, k, params.num_simulations)
     packed = tuple(leaves)
@@ -242,4 +242,4 @@ def selection_scores(tree: Tree, params: SearchParams, b: int, node: int = 0) ->
     """float64 [A]: the selection rule's score of every action at `node` of tree `b`
     (-inf where illegal), by the search's own kernel (Q normalisation and unvisited-Q
     rule included)."""
-    return kernels.action_scores(tuple(tree.arrays()), tuple(params.rules()), b, node)
+    return kernels.action_scores(kernels.pack(tree), tuple(params.rules()), b, node)

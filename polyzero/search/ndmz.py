@@ -46,16 +46,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..nets.ndmz import CHANCE as CHANCE_EDGE
-from ..nets.ndmz import NUM_IDENTITIES
-from ..nets.ndmz import TERMINAL as TERMINAL_EDGE
-from ..nets.ndmz import ActionLayout
 from .loop import Expansion, SearchHooks, simulate, start_tree
 from .params import SearchParams
 from .tree import CHANCE, DECISION, IDENTITY, TERMINAL, Tree
 
 # Appendix A's names for the core's node kinds.
 KIND_CHOICE, KIND_IDENTITY, KIND_CHANCE, KIND_TERMINAL = DECISION, IDENTITY, CHANCE, TERMINAL
+# The identity edges N = {0, 1, chance, terminal} (the paper's {1, 2, c, d}); the model's
+# identity head (polyzero.nets.ndmz) and the replay's targets use the same codes.
+PLAYER_0, PLAYER_1, CHANCE_EDGE, TERMINAL_EDGE = 0, 1, 2, 3
+NUM_IDENTITIES = 4
 
 
 class NDMZModel:
@@ -64,14 +64,15 @@ class NDMZModel:
 
     `inference` has ``initial(obs)`` and ``recurrent(hidden, actions)`` as
     :class:`polyzero.nets.ndmz.NDMZInference`; `legal` [B, C] masks the roots'
-    choice actions, `players` [B] says who moves at each root.
+    choice actions, `players` [B] says who moves at each root; `layout` is the
+    :class:`polyzero.nets.ndmz.ActionLayout` (C choice actions, |A| in all).
     """
 
     has_chance = True  # roulette at chance and identity nodes
     ndmz_tree = True
 
     def __init__(self, inference, obs: np.ndarray, legal: np.ndarray, players: np.ndarray,
-                 layout: ActionLayout, num_nodes: int):
+                 layout, num_nodes: int):
         self.inference = inference
         self.layout = layout
         hidden0, p0, _, v0 = inference.initial(obs)
@@ -186,7 +187,7 @@ class NDMZSearchResult:
 
 
 def ndmz_search(inference, obs: np.ndarray, legal: np.ndarray, players: np.ndarray,
-                layout: ActionLayout, num_simulations: int, c_puct: float, rng: np.random.Generator,
+                layout, num_simulations: int, c_puct: float, rng: np.random.Generator,
                 dirichlet_alpha: float = 1.0, dirichlet_fraction: float = 0.0,
                 hooks: SearchHooks | None = None) -> NDMZSearchResult:
     """Search B roots given as observations [B, ...], legal choice masks [B, C] and the

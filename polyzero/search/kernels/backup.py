@@ -15,13 +15,13 @@ import math
 import numba as nb
 
 from ..params import NDMZ_RULE, Rules
-from ..tree import CHANCE, IDENTITY, TERMINAL, TreeArrays
+from ..tree import CHANCE, IDENTITY, TERMINAL
 from .leaves import COLLISION, NEW_LEAF, Leaves
 from .scores import edge_q
 
 
 @nb.njit(cache=True)
-def expand_and_backup(tree, rules, leaves, expansion, k, compact):
+def expand_and_backup(t, rules, leaves, expansion, k, compact):
     """Add each tree's new nodes and back their values up to the root.
 
     A new node's prior is the softmax of its logits over its legal actions.
@@ -36,15 +36,13 @@ def expand_and_backup(tree, rules, leaves, expansion, k, compact):
     a terminal node carries the value of its closest choice ancestor (the model
     gives it), which every visit backs up again.
     """
-    t = TreeArrays(*tree)
     _backup_range(0, t.children.shape[0], t, Rules(*rules), Leaves(*leaves), expansion, k, compact)
 
 
 @nb.njit(cache=True, parallel=True)
-def expand_and_backup_parallel(num_chunks, tree, rules, leaves, expansion, k, compact):
+def expand_and_backup_parallel(num_chunks, t, rules, leaves, expansion, k, compact):
     """:func:`expand_and_backup` over `num_chunks` ranges of trees in parallel; k must be
     1 and `compact` false (a row per tree)."""
-    t = TreeArrays(*tree)
     r = Rules(*rules)
     lv = Leaves(*leaves)
     batch = t.children.shape[0]
@@ -55,99 +53,83 @@ def expand_and_backup_parallel(num_chunks, tree, rules, leaves, expansion, k, co
 
 @nb.njit(cache=True)
 def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
+    """Expansion and backup for trees lo..hi-1; the arrays are read out of the tree's
+    structure once here (see :mod:`polyzero.search.kernels.scores`)."""
+    children, parent, action, depth, visits, virtual, value, raw_value, reward, discount, prior, legal, kinds = (
+        t.children, t.parent, t.action, t.depth, t.visits, t.virtual, t.value, t.raw_value, t.reward, t.discount,
+        t.prior, t.legal, t.kind)
+    q_min, q_max = t.q_min, t.q_max
+    new_logits, new_legal, new_value, new_reward, new_discount, new_kind = expansion
+    ndmz = r.rule == NDMZ_RULE
+    expectation = r.chance_backup == 1
     row = 0
     for b in range(lo, hi):
         for j in range(lv.count[b]):
             kind = lv.kind[b, j]
             n = lv.node[b, j]
-            if kind == NEW_LEAF:
-                n = lv.new_node[b, j]
-                if t.children[b, lv.node[b, j], lv.action[b, j]] != n:  # k = 1: not linked yet
-                    _link(t, b, lv.node[b, j], lv.action[b, j], n)
-                backs_up = _store(t, r, b, n, expansion, row if compact else b)
+            if kind == NEW_LEAF:  # store the model's account of the new node (expansion row e)
+                p, a, n, e = n, lv.action[b, j], lv.new_node[b, j], row if compact else b
                 row += 1
+                if children[b, p, a] != n:  # k = 1: not linked yet
+                    t.num_nodes[b] = n + 1
+                    children[b, p, a] = n
+                    parent[b, n], action[b, n], depth[b, n] = p, a, depth[b, p] + 1
+                node_kind = new_kind[e]
+                kinds[b, n], reward[b, n], discount[b, n] = node_kind, new_reward[e], new_discount[e]
+                v = 0.0 if node_kind == TERMINAL and not ndmz else new_value[e]
+                raw_value[b, n] = v
+                backs_up = not (ndmz and (node_kind == IDENTITY or node_kind == CHANCE))
+                value[b, n] = v if backs_up else 0.0
+                visits[b, n] = 1 if backs_up else 0
+                if node_kind != TERMINAL:
+                    _softmax_into(new_logits[e], new_legal[e], prior[b, n])
+                    legal[b, n, :] = new_legal[e]
             elif kind == COLLISION:
                 backs_up = False
             else:  # TERMINAL_LEAF: seen again
-                t.visits[b, n] += 1
+                visits[b, n] += 1
                 backs_up = True
             if k > 1:
-                _remove_virtual(t, b, n)
-            if backs_up:
-                backup_path(t, r, b, n, t.value[b, n])
-
-
-@nb.njit(cache=True, inline="always")
-def _link(t, b, parent, a, n):
-    t.num_nodes[b] = n + 1
-    t.children[b, parent, a] = n
-    t.parent[b, n] = parent
-    t.action[b, n] = a
-    t.depth[b, n] = t.depth[b, parent] + 1
-
-
-@nb.njit(cache=True, inline="always")
-def _store(t, r, b, n, expansion, row):
-    """Write the model's account of node n (expansion row `row`); whether it backs up."""
-    logits, legal, value, reward, discount, kind = expansion
-    node_kind = kind[row]
-    ndmz = r.rule == NDMZ_RULE
-    t.kind[b, n] = node_kind
-    t.reward[b, n] = reward[row]
-    t.discount[b, n] = discount[row]
-    v = 0.0 if node_kind == TERMINAL and not ndmz else value[row]
-    t.raw_value[b, n] = v
-    backs_up = not (ndmz and (node_kind == IDENTITY or node_kind == CHANCE))
-    t.value[b, n] = v if backs_up else 0.0
-    t.visits[b, n] = 1 if backs_up else 0
-    if node_kind != TERMINAL:
-        _softmax_into(logits[row], legal[row], t.prior[b, n])
-        for a in range(t.children.shape[2]):
-            t.legal[b, n, a] = legal[row, a]
-    return backs_up
+                node = n
+                while node >= 0:  # take back the descent's virtual loss
+                    virtual[b, node] -= 1
+                    node = parent[b, node]
+            if not backs_up:
+                continue
+            # MuZero Eq. 3-4 from n up (written out here: as inlined helpers, which copy their
+            # array arguments at every call, the store and this loop made the kernel ~40% slower).
+            g = value[b, n]
+            node = n
+            while node != 0:
+                p = parent[b, node]
+                g = reward[b, node] + discount[b, node] * g
+                cnt = visits[b, p]
+                value[b, p] = (value[b, p] * cnt + g) / (cnt + 1.0)
+                visits[b, p] = cnt + 1
+                if expectation and kinds[b, p] == CHANCE:
+                    # Expectimax: the chance node is worth the probability-weighted mean of its
+                    # expanded outcomes, and that (not the sampled return) goes on up.
+                    value[b, p] = _expected_outcome_value(children, reward, discount, value, prior, b, p)
+                    g = value[b, p]
+                q = edge_q(reward, discount, value, b, node)
+                if q < q_min[b]:
+                    q_min[b] = q
+                if q > q_max[b]:
+                    q_max[b] = q
+                node = p
 
 
 @nb.njit(cache=True)
-def backup_path(t, r, b, node, g):
-    """Back `g`, the return for the mover at `node`, up from `node` to the root
-    (MuZero Eq. 3-4; `node`'s own statistics are the caller's)."""
-    while node != 0:
-        p = t.parent[b, node]
-        g = t.reward[b, node] + t.discount[b, node] * g
-        cnt = t.visits[b, p]
-        t.value[b, p] = (t.value[b, p] * cnt + g) / (cnt + 1.0)
-        t.visits[b, p] = cnt + 1
-        if r.chance_backup == 1 and t.kind[b, p] == CHANCE:
-            # Expectimax: the chance node is worth the probability-weighted mean of its
-            # expanded outcomes, and that (not the sampled return) goes on up.
-            t.value[b, p] = _expected_outcome_value(t, b, p)
-            g = t.value[b, p]
-        q = edge_q(t, b, node)
-        if q < t.q_min[b]:
-            t.q_min[b] = q
-        if q > t.q_max[b]:
-            t.q_max[b] = q
-        node = p
-
-
-@nb.njit(cache=True, inline="always")
-def _remove_virtual(t, b, node):
-    while node >= 0:
-        t.virtual[b, node] -= 1
-        node = t.parent[b, node]
-
-
-@nb.njit(cache=True)
-def _expected_outcome_value(t, b, node):
+def _expected_outcome_value(children, reward, discount, value, prior, b, node):
     """sum_o p(o) Q(node, o) / sum_o p(o) over the expanded outcomes o of a chance node."""
     total = 0.0
     weight = 0.0
-    for a in range(t.children.shape[2]):
-        c = t.children[b, node, a]
+    for a in range(children.shape[2]):
+        c = children[b, node, a]
         if c >= 0:
-            total += t.prior[b, node, a] * edge_q(t, b, c)
-            weight += t.prior[b, node, a]
-    return total / weight if weight > 0.0 else t.value[b, node]
+            total += prior[b, node, a] * edge_q(reward, discount, value, b, c)
+            weight += prior[b, node, a]
+    return total / weight if weight > 0.0 else value[b, node]
 
 
 @nb.njit(cache=True, inline="always")

@@ -1,6 +1,7 @@
 """Gumbel search's kernels (Danihelka et al., ICLR 2022): completed Q and sigma, the
 Sequential Halving root, the deterministic interior selection of Eq. 14 and the root's
-outputs. Tree arguments are :class:`~polyzero.search.tree.TreeArrays`."""
+outputs. The per-node functions take the tree's arrays one by one (see
+:mod:`polyzero.search.kernels.scores`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import numba as nb
 import numpy as np
 
 from ..params import Rules
-from ..tree import TreeArrays
 from .scores import EPS, edge_q
 
 _TINY = float(np.finfo(np.float32).tiny)  # keeps v_mix finite if a visited prior is 0 (as mctx)
@@ -61,11 +61,11 @@ def mixed_value(raw_value, q, visits, prior, legal):
 
 
 @nb.njit(cache=True, inline="always")
-def sigma_bounds(norm, t, b, vmin, vmax):
+def sigma_bounds(norm, q_min, q_max, b, vmin, vmax):
     """The [vmin, vmax] that :func:`completed_sigma` takes for tree `b`: the tree's
     min-max statistics under norm 3, the value bounds otherwise."""
     if norm == 3:
-        return t.q_min[b], t.q_max[b]
+        return q_min[b], q_max[b]
     return vmin, vmax
 
 
@@ -106,20 +106,21 @@ def completed_sigma(q, visits, prior, legal, raw_value, norm, vmin, vmax, c_visi
 
 
 @nb.njit(cache=True, inline="always")
-def _gather_children(t, b, node, q_out, n_out):
+def _gather_children(children, visits, value, reward, discount, b, node, q_out, n_out):
     """Q(node, a) for the node's mover and N(node, a), 0 where unexpanded."""
-    for a in range(t.children.shape[2]):
-        c = t.children[b, node, a]
+    for a in range(children.shape[2]):
+        c = children[b, node, a]
         if c >= 0:
-            q_out[a] = edge_q(t, b, c)
-            n_out[a] = t.visits[b, c]
+            q_out[a] = edge_q(reward, discount, value, b, c)
+            n_out[a] = visits[b, c]
         else:
             q_out[a] = 0.0
             n_out[a] = 0.0
 
 
 @nb.njit(cache=True, inline="always")
-def gumbel_interior_action(t, b, node, norm, vmin, vmax, c_visit, c_scale, q_buf, n_buf, s_buf):
+def gumbel_interior_action(children, visits, value, raw_value, reward, discount, prior, legal, b, node, norm,
+                           vmin, vmax, c_visit, c_scale, q_buf, n_buf, s_buf):
     """Deterministic non-root selection (Gumbel paper, Eq. 14, Appendix E):
 
         argmax_a  pi'(a) - N(a) / (1 + sum_b N(b)),
@@ -130,21 +131,21 @@ def gumbel_interior_action(t, b, node, norm, vmin, vmax, c_visit, c_scale, q_buf
     prior(a) exp(sigma(a)) normalised, with no log. The buffers are scratch
     space of length A. Ties go to the lowest index.
     """
-    node_legal = t.legal[b, node]
-    node_prior = t.prior[b, node]
-    _gather_children(t, b, node, q_buf, n_buf)
-    top = completed_sigma(q_buf, n_buf, node_prior, node_legal, t.raw_value[b, node], norm, vmin,
+    node_legal = legal[b, node]
+    node_prior = prior[b, node]
+    _gather_children(children, visits, value, reward, discount, b, node, q_buf, n_buf)
+    top = completed_sigma(q_buf, n_buf, node_prior, node_legal, raw_value[b, node], norm, vmin,
                           vmax, c_visit, c_scale, s_buf)
     total = 0.0
     total_visits = 0.0
-    for a in range(t.children.shape[2]):
+    for a in range(children.shape[2]):
         if node_legal[a]:
             s_buf[a] = node_prior[a] * math.exp(s_buf[a] - top)
             total += s_buf[a]
             total_visits += n_buf[a]
     best = -1
     best_score = -np.inf
-    for a in range(t.children.shape[2]):
+    for a in range(children.shape[2]):
         if node_legal[a]:
             score = s_buf[a] / total - n_buf[a] / (1.0 + total_visits)
             if score > best_score:
@@ -154,8 +155,8 @@ def gumbel_interior_action(t, b, node, norm, vmin, vmax, c_visit, c_scale, q_buf
 
 
 @nb.njit(cache=True, inline="always")
-def gumbel_root_action(t, b, gumbel_logits, considered_visit, norm, vmin, vmax, c_visit, c_scale,
-                       q_buf, n_buf, s_buf):
+def gumbel_root_action(children, visits, value, raw_value, reward, discount, prior, legal, b, gumbel_logits,
+                       considered_visit, norm, vmin, vmax, c_visit, c_scale, q_buf, n_buf, s_buf):
     """The root action of tree `b` for one simulation under Sequential Halving with
     Gumbel (Gumbel paper, Algorithm 2, in mctx's form): among the legal root
     actions visited exactly `considered_visit` times so far, the one with the
@@ -165,15 +166,15 @@ def gumbel_root_action(t, b, gumbel_logits, considered_visit, norm, vmin, vmax, 
     the better half by g + logits + sigma(q_hat) in every phase. The buffers are
     scratch space of length A.
     """
-    _gather_children(t, b, 0, q_buf, n_buf)
-    completed_sigma(q_buf, n_buf, t.prior[b, 0], t.legal[b, 0], t.raw_value[b, 0], norm, vmin,
+    _gather_children(children, visits, value, reward, discount, b, 0, q_buf, n_buf)
+    completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin,
                     vmax, c_visit, c_scale, s_buf)
     best = -1
     best_score = -np.inf
     fallback = -1
     fallback_score = -np.inf
-    for a in range(t.children.shape[2]):
-        if t.legal[b, 0, a]:
+    for a in range(children.shape[2]):
+        if legal[b, 0, a]:
             score = gumbel_logits[a] + s_buf[a]
             if n_buf[a] == considered_visit and score > best_score:
                 best_score = score
@@ -185,7 +186,7 @@ def gumbel_root_action(t, b, gumbel_logits, considered_visit, norm, vmin, vmax, 
 
 
 @nb.njit(cache=True)
-def gumbel_root_outputs(tree, rules, logits, gumbel, out_policy, out_action):
+def gumbel_root_outputs(t, rules, logits, gumbel, out_policy, out_action):
     """What a Gumbel root returns after its n simulations, for every tree:
 
     * out_policy: pi' = softmax(logits + sigma(completedQ)) over the legal
@@ -193,15 +194,14 @@ def gumbel_root_outputs(tree, rules, logits, gumbel, out_policy, out_action):
     * out_action: A_{n+1}, the most visited legal action with the highest
       g + logits + sigma(q_hat) (Algorithm 2; Appendix F on the most visited).
     """
-    t = TreeArrays(*tree)
     r = Rules(*rules)
     num_actions = t.children.shape[2]
     q_buf = np.empty(num_actions)
     n_buf = np.empty(num_actions)
     s_buf = np.empty(num_actions)
     for b in range(t.children.shape[0]):
-        _gather_children(t, b, 0, q_buf, n_buf)
-        glo, ghi = sigma_bounds(r.gumbel_norm, t, b, r.vmin, r.vmax)
+        _gather_children(t.children, t.visits, t.value, t.reward, t.discount, b, 0, q_buf, n_buf)
+        glo, ghi = sigma_bounds(r.gumbel_norm, t.q_min, t.q_max, b, r.vmin, r.vmax)
         completed_sigma(q_buf, n_buf, t.prior[b, 0], t.legal[b, 0], t.raw_value[b, 0], r.gumbel_norm,
                         glo, ghi, r.c_visit, r.c_scale, s_buf)
         max_visits = -1.0

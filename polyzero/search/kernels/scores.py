@@ -1,8 +1,9 @@
 """Selection scores at a decision node: pUCT (MuZero Eq. 2, AlphaZero) and NDMZ's rule.
 
-Every function takes the tree as a :class:`~polyzero.search.tree.TreeArrays` and the
-search's constants as a :class:`~polyzero.search.params.Rules`. Scoring functions are
-inlined into the selection kernel: compiled as calls (each passing a dozen arrays),
+The search's constants come as a :class:`~polyzero.search.params.Rules`; the tree's
+arrays come one by one, as the selection kernel read them out of the tree's structure
+once per call (read at every node, they cost ~40% of the selection: the structure is a
+pointer). Scoring functions are inlined into the selection kernel: compiled as calls,
 pUCT selection ran ~2x and Gumbel's ~1.5x slower per node (profiled at B = 16).
 """
 
@@ -14,37 +15,19 @@ import numba as nb
 import numpy as np
 
 from ..params import Rules
-from ..tree import TreeArrays
 
 EPS = 1e-8
 
 
 @nb.njit(cache=True, inline="always")
-def edge_q(t, b, child):
+def edge_q(reward, discount, value, b, child):
     """Q of the edge into `child` for the mover at its parent."""
-    return t.reward[b, child] + t.discount[b, child] * t.value[b, child]
+    return reward[b, child] + discount[b, child] * value[b, child]
 
 
 @nb.njit(cache=True, inline="always")
-def _q_range(t, r, b, node):
-    """The [lo, hi] that maps Q to [0, 1] at `node` (Q normalisation r.norm)."""
-    if r.norm == 0:
-        return r.vmin, r.vmax
-    if r.norm == 1:
-        return t.q_min[b], t.q_max[b]
-    lo = t.value[b, node]
-    hi = lo
-    for a in range(t.children.shape[2]):
-        c = t.children[b, node, a]
-        if c >= 0 and t.legal[b, node, a] and t.visits[b, c] > 0:
-            q = edge_q(t, b, c)
-            lo = min(lo, q)
-            hi = max(hi, q)
-    return lo, hi
-
-
-@nb.njit(cache=True, inline="always")
-def scores_into(t, r, b, node, out):
+def scores_into(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b,
+                node, out, in_flight=False):
     """Every action's selection score at `node` of tree `b` into out (-inf where illegal).
 
     rule 0: MuZero Eq. 2, Q + P * sqrt(N) / (1 + N(a)) * (c1 + log((N + c2 + 1) / c2));
@@ -55,50 +38,66 @@ def scores_into(t, r, b, node, out):
     lowest (unvisited 0: normalised 0), a raw 0 (1) or the parent's value (2).
     N is the node's visit count, which counts its own expansion
     (= 1 + sum_b N(s, b)), as mctx does, so the prior term is active from the
-    first simulation. Descents in flight (leaf batching) count as visits whose
-    normalised Q is 0, the worst (virtual loss, as lc0 and KataGo).
+    first simulation. With `in_flight` (leaf batching), descents in flight count as
+    visits whose normalised Q is 0, the worst (virtual loss, as lc0 and KataGo), and a
+    pending child has no Q of its own. [tree_lo, tree_hi]: the tree's Eq. 5 statistics.
     """
-    lo, hi = _q_range(t, r, b, node)
+    parent_value = value[b, node]
+    if r.norm == 0:
+        lo, hi = r.vmin, r.vmax
+    elif r.norm == 1:
+        lo, hi = tree_lo, tree_hi
+    else:
+        lo, hi = parent_value, parent_value
+        for a in range(children.shape[2]):
+            c = children[b, node, a]
+            if c >= 0 and legal[b, node, a] and (not in_flight or visits[b, c] > 0):
+                q = edge_q(reward, discount, value, b, c)
+                lo = min(lo, q)
+                hi = max(hi, q)
     span = max(hi - lo, EPS)
-    parent_value = t.value[b, node]
-    n_parent = t.visits[b, node] + t.virtual[b, node]
+    n_parent = visits[b, node] + (virtual[b, node] if in_flight else 0)
     if r.rule == 0:
         coef = math.sqrt(n_parent) * (r.c1 + math.log((n_parent + r.c2 + 1.0) / r.c2))
     else:
         coef = math.sqrt(n_parent) * r.c_puct
-    for a in range(t.children.shape[2]):
-        if not t.legal[b, node, a]:
+    unvisited = r.unvisited
+    for a in range(children.shape[2]):
+        if not legal[b, node, a]:
             out[a] = -np.inf
             continue
-        c = t.children[b, node, a]
-        in_flight = 0
+        c = children[b, node, a]
+        pending = 0
         if c >= 0:
-            n_a = t.visits[b, c]
-            in_flight = t.virtual[b, c]
-            qn = (edge_q(t, b, c) - lo) / span if n_a > 0 else 0.0
+            n_a = visits[b, c]
+            if in_flight:
+                pending = virtual[b, c]
+            qn = (edge_q(reward, discount, value, b, c) - lo) / span if n_a > 0 or not in_flight else 0.0
         else:
             n_a = 0
-            if r.unvisited == 0:
+            if unvisited == 0:
                 qn = 0.0
-            elif r.unvisited == 1:
+            elif unvisited == 1:
                 qn = (0.0 - lo) / span
             else:
                 qn = (parent_value - lo) / span
         qn = min(max(qn, 0.0), 1.0)
-        if in_flight > 0:
-            qn = qn * n_a / (n_a + in_flight)
-            n_a += in_flight
-        out[a] = qn + coef * t.prior[b, node, a] / (1.0 + n_a)
+        if pending > 0:
+            qn = qn * n_a / (n_a + pending)
+            n_a += pending
+        out[a] = qn + coef * prior[b, node, a] / (1.0 + n_a)
 
 
 @nb.njit(cache=True, inline="always")
-def best_action(t, r, b, node, buf):
+def best_action(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b,
+                node, buf, in_flight=False):
     """The legal action at `node` of tree `b` with the highest score (:func:`scores_into`,
     written into `buf`, float [A]); ties go to the lowest index."""
-    scores_into(t, r, b, node, buf)
+    scores_into(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node,
+                buf, in_flight)
     best = -1
     best_score = -np.inf
-    for a in range(t.children.shape[2]):
+    for a in range(children.shape[2]):
         if buf[a] > best_score:
             best_score = buf[a]
             best = a
@@ -106,7 +105,7 @@ def best_action(t, r, b, node, buf):
 
 
 @nb.njit(cache=True, inline="always")
-def ndmz_action(t, b, node, c_puct):
+def ndmz_action(children, visits, value, reward, discount, prior, legal, b, node, c_puct):
     """NDMZ's choice-node selection (NDMZ paper, Appendix A, TREESELECT line 50):
 
         argmax_w'  Q(w') + c_puct P(w') sqrt(sum_b N(b)) / (1 + N(w')),
@@ -116,20 +115,20 @@ def ndmz_action(t, b, node, c_puct):
     the lowest index.
     """
     total = 0
-    for a in range(t.children.shape[2]):
-        c = t.children[b, node, a]
+    for a in range(children.shape[2]):
+        c = children[b, node, a]
         if c >= 0:
-            total += t.visits[b, c]
+            total += visits[b, c]
     root_n = math.sqrt(total)
     best = -1
     best_score = -np.inf
-    for a in range(t.children.shape[2]):
-        p = float(t.prior[b, node, a])
-        if not t.legal[b, node, a] or p <= 0.0:
+    for a in range(children.shape[2]):
+        p = float(prior[b, node, a])
+        if not legal[b, node, a] or p <= 0.0:
             continue
-        c = t.children[b, node, a]
-        n = t.visits[b, c] if c >= 0 else 0
-        q = edge_q(t, b, c) if n > 0 else 0.0
+        c = children[b, node, a]
+        n = visits[b, c] if c >= 0 else 0
+        q = edge_q(reward, discount, value, b, c) if n > 0 else 0.0
         score = q + c_puct * p * root_n / (1.0 + n) + 1e-9 * p
         if score > best_score:
             best_score = score
@@ -138,11 +137,10 @@ def ndmz_action(t, b, node, c_puct):
 
 
 @nb.njit(cache=True)
-def action_scores(tree, rules, b, node):
+def action_scores(t, rules, b, node):
     """Every action's selection score at one node (-inf where illegal), from the packed
     tree and rules; :func:`polyzero.search.loop.selection_scores` is the friendly form."""
-    t = TreeArrays(*tree)
-    r = Rules(*rules)
     out = np.empty(t.children.shape[2])
-    scores_into(t, r, b, node, out)
+    scores_into(t.children, t.visits, t.virtual, t.value, t.reward, t.discount, t.prior, t.legal, t.q_min[b],
+                t.q_max[b], Rules(*rules), b, node, out)
     return out
