@@ -180,15 +180,20 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree, hooks: Search
         gumbel_logits, considered = np.zeros((batch, 1)), np.full((1, batch), -1, np.int32)
     else:
         gumbel_logits, considered = gumbel_root.gumbel_logits, gumbel_root.considered
+    root = (forced, gumbel_logits, considered, 0)
+    clock = hooks.deadline is not None or hooks.stop is not None
     calls = 1
     for sim in range(params.num_simulations):
-        if hooks.root_action_fn is not None:
-            forced = np.asarray(hooks.root_action_fn(sim, tree), np.int32)
-        select((forced, gumbel_logits, considered, 0 if gumbel_root is None else sim), packed, 1)
+        if hooks.root_action_fn is not None or gumbel_root is not None:
+            if hooks.root_action_fn is not None:
+                forced = np.asarray(hooks.root_action_fn(sim, tree), np.int32)
+            root = (forced, gumbel_logits, considered, 0 if gumbel_root is None else sim)
+        select(root, packed, 1)
         exp = model.step(node, action, new_node, kind == kernels.NEW_LEAF)
         calls += 1
-        backup(packed, exp.packed(), 1, False)
-        if hooks.out_of_time():
+        backup(packed, (exp.prior_logits, exp.legal, exp.value, exp.reward, exp.discount,
+                        exp.node_kinds() if exp.kind is None else exp.kind), 1, False)
+        if clock and hooks.out_of_time():
             break
     return calls
 
