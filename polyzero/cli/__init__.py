@@ -13,7 +13,8 @@ import sys
 from ..errors import RunStopped, UsageError
 
 # Subcommands in the order `polyzero --help` lists them; each names a module of this package.
-COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot")
+COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot", "gtp", "uci",
+            "replay")
 
 EPILOG = """examples:
   polyzero train connect_four --algo alphazero --set train.steps=20
@@ -24,6 +25,10 @@ EPILOG = """examples:
   polyzero play tic_tac_toe --agent runs/ttt --human-seat 0
   polyzero plot runs/ttt
   polyzero solve nannon
+  polyzero gtp --agent runs/go9            # a GTP engine for Sabaki, Lizzie, GoGui
+  polyzero uci --agent mcts:200            # a UCI chess engine for cutechess
+  polyzero arena runs/go9 gnugo:1 --games 20 --record games/
+  polyzero replay games/runs_go9-vs-gnugo_1-0000.sgf
 """
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import UsageError
 
 
@@ -17,6 +19,8 @@ def register(sub) -> None:
     a.add_argument("--games", type=int, default=100, help="number of games (default: 100)")
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--no-progress", action="store_true")
+    a.add_argument("--record", type=Path, metavar="DIR",
+                   help="write every game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
     a.set_defaults(run=run)
 
 
@@ -35,7 +39,12 @@ def run(args) -> int:
         raise UsageError(f"arena plays two-player games; '{game_spec}' has {game.num_players()} players")
     a = make_player(args.player_a, game, seed=args.seed)
     b = make_player(args.player_b, game, seed=args.seed + 1)
-    res = play_match(game, a, b, args.games, seed=args.seed, progress=not args.no_progress)
+    record = None
+    if args.record is not None:
+        from ..eval.records import match_recorder
+
+        record = match_recorder(args.record, game, args.player_a, args.player_b)
+    res = play_match(game, a, b, args.games, seed=args.seed, progress=not args.no_progress, on_game_end=record)
     print(f"{args.player_a} vs {args.player_b} on {game_spec}, {args.games} games, seats alternated")
     print(f"score {res.score:.3f}  95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]  "
           f"(W {res.wins} D {res.draws} L {res.losses})")

@@ -25,6 +25,7 @@ def register(sub) -> None:
     tn.add_argument("--out", type=Path, default=Path("tournament"), help="output directory (default: tournament)")
     tn.add_argument("--seed", type=int, default=0)
     tn.add_argument("--no-progress", action="store_true")
+    tn.add_argument("--record", type=Path, metavar="DIR", help="write every game played to DIR (SGF, PGN or JSON lines)")
     tn.set_defaults(run=run)
 
 
@@ -36,7 +37,7 @@ def run(args) -> int:
     refs = tuple(r.strip() for r in args.references.split(",") if r.strip())
     summary = run_tournament(args.run_dirs, references=refs, anchor=args.anchor, games=args.games,
                              checkpoints=args.checkpoints, out_dir=args.out, seed=args.seed,
-                             prior_draws=args.prior, progress=not args.no_progress)
+                             prior_draws=args.prior, progress=not args.no_progress, record=args.record)
     print(summary["table"])
     print(f"plot: {summary['plot']}; results: {summary['dir']}/tournament.json")
     return 0

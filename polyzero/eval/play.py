@@ -28,8 +28,9 @@ def _read_move(state, player: int, input_fn, output_fn) -> int:
 
 
 def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, output_fn=print,
-                     seed: int = 0) -> list[float]:
-    """One game of a human (at `human_seat`) against `agent`; returns `state.returns()`."""
+                     seed: int = 0, on_end=None) -> list[float]:
+    """One game of a human (at `human_seat`) against `agent`; returns `state.returns()`.
+    `on_end(state, returns)` sees the finished game (a game record)."""
     if not 0 <= human_seat < game.num_players():
         raise UsageError(f"human seat must be 0..{game.num_players() - 1}, got {human_seat}")
     rng = np.random.default_rng(seed)
@@ -52,6 +53,8 @@ def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, outpu
             state.apply_action(action)
     output_fn(str(state))
     returns = list(state.returns())
+    if on_end is not None:
+        on_end(state, returns)
     mine = returns[human_seat]
     verdict = "you win" if mine > 0 else "you lose" if mine < 0 else "draw"
     output_fn(f"game over: {verdict} (returns {returns})")

@@ -1,0 +1,24 @@
+"""`polyzero uci`: an agent as a UCI chess engine, on stdin and stdout."""
+
+from __future__ import annotations
+
+from ..errors import UsageError
+from .gtp import add_engine_options, build_engine_agent
+
+
+def register(sub) -> None:
+    p = sub.add_parser("uci", help="an agent as a UCI chess engine on stdin/stdout",
+                       description="Speak UCI on stdin/stdout for cutechess, lichess-bot, python-chess "
+                                   "and other chess front-ends; OpenSpiel's chess. See docs/engines.md.")
+    add_engine_options(p, "chess")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..engines.uci import UciEngine, serve_uci
+
+    agent, game, _ = build_engine_agent(args, "chess")
+    if game.get_type().short_name != "chess":
+        raise UsageError(f"uci plays chess, not '{args.game}'")
+    serve_uci(UciEngine(agent, game))
+    return 0
