@@ -281,6 +281,7 @@ def test_lz_analyze_stream_in_sabaki_format():
     assert answer.startswith("=\ninfo move ") and re.search(r"\nplay \S+\n\n$", answer)
 
 
+@pytest.mark.e2e
 def test_gtp_process_over_pipes(tmp_path):
     """The real command: garbage never stops it, lz-analyze streams until the next command."""
     ckpt = untrained_checkpoint(tmp_path / "run", GO5, simulations=4)

@@ -144,6 +144,7 @@ def test_centipawns_are_monotone_and_bounded():
     assert values == sorted(values) and values[10] == 0 and abs(values[0]) <= 12800
 
 
+@pytest.mark.e2e
 def test_python_chess_referee_drives_the_process(tmp_path):
     """A standard referee starts `polyzero uci` and plays moves from a real game."""
     ckpt = untrained_checkpoint(tmp_path / "run", "chess", simulations=2)

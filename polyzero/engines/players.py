@@ -74,13 +74,13 @@ class _External:
             try:
                 out.append(self._move(state))
             except EngineFailure as exc:
-                self.close()  # a fresh process for the next game
+                self.close(grace=0.2)  # a fresh process for the next game
                 out.append(Forfeit(f"{self.protocol} engine {exc}"))
         return out
 
-    def close(self) -> None:
+    def close(self, grace: float = 1.0) -> None:
         if self.proc is not None:
-            self.proc.close()
+            self.proc.close(grace)
         self.proc, self.history = None, None
 
     def __del__(self):

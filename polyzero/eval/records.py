@@ -196,9 +196,18 @@ def match_recorder(out_dir, game, name_a: str, name_b: str, prefix: str = ""):
 
 
 # ---------------------------------------------------------------------- reading
+MAX_RECORD_BYTES = 16 << 20
+
+
 def _read_bytes(path) -> bytes:
+    """A record file's bytes: a regular file of at most 16 MiB (never a device or a pipe)."""
+    path = Path(path)
     try:
-        return Path(path).read_bytes()
+        if not path.is_file():
+            raise UsageError(f"cannot read {path}: not a file")
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            raise UsageError(f"cannot read {path}: larger than {MAX_RECORD_BYTES >> 20} MiB")
+        return path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
 
