@@ -17,8 +17,10 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..engines.uci import UciEngine, serve_uci
 
+    from ..games import game_spec_string
+
     agent, game, _ = build_engine_agent(args, "chess")
     if game.get_type().short_name != "chess":
-        raise UsageError(f"uci plays chess, not '{args.game}'")
+        raise UsageError(f"uci plays chess, not '{game_spec_string(game)}'")
     serve_uci(UciEngine(agent, game))
     return 0

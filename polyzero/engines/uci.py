@@ -72,7 +72,8 @@ class UciEngine:
         command, args = words[0], words[1:]
         handler = {"uci": self._uci, "isready": lambda a: self.write("readyok"),
                    "ucinewgame": self._newgame, "position": self._position, "go": self._go,
-                   "stop": lambda a: self.wait(), "quit": self._quit, "setoption": self._setoption,
+                   "stop": lambda a: self.wait(), "ponderhit": lambda a: self.wait(), "quit": self._quit,
+                   "setoption": self._setoption,
                    }.get(command)
         if handler is not None:  # anything else is ignored, as UCI asks
             handler(args)
