@@ -142,7 +142,8 @@ def main(argv=None) -> None:
     label = "untrained AlphaZero network" if args.agent == "untrained" else args.agent
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     ours = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "polyzero", "uci", "--agent", agent,
-                                                "--threads", "1", "--seed", str(args.seed)], env=env)
+                                                "--threads", "1", "--seed", str(args.seed)], env=env,
+                                               timeout=300)  # startup: torch and numba imports
     stockfish = chess.engine.SimpleEngine.popen_uci(sf_path)
     stockfish.configure({"Skill Level": args.skill, "Threads": 1})
     names = (f"polyzero ({label}, {args.nodes} nodes)", f"{stockfish.id.get('name', 'Stockfish')} "

@@ -12,8 +12,8 @@ The full run (4 arms x 3 seeds x 3 h of both cores, then the ladder; days of mac
 
 A smoke test of the whole pipeline (minutes):
 
-    python benchmarks/go_gnugo.py all --tag smoke --sizes 7 --budget-min 2 --mark-min 1 \\
-        --seeds 0 --games 4 --chunk 2 --opponents gnugo:1 gnugo:10 pachi:100 mcts-solver:1x --cores-per-arm 1
+    python benchmarks/go_gnugo.py all --tag smoke --sizes 7 --budget-min 2 --mark-min 1 --seeds 0 \\
+        --games 2 --chunk 2 --eval-sims 8 --opponents gnugo:1 gnugo:10 pachi:100 mcts-solver:1x --cores-per-arm 1
 
 Games: 7x7 with komi 9 (the proven value of 7x7 under area scoring: perfect play draws),
 9x9 with komi 7.5; OpenSpiel's Go scores by Tromp-Taylor. Arms: the shipped 9x9 presets
@@ -99,16 +99,16 @@ def opponent_spec(opponent: str, agent_sims: int) -> str:
 
 def play_chunk(task: dict) -> dict:
     """One cached chunk of games (runs in a worker process)."""
-    import torch
-
-    torch.set_num_threads(1)
     sys.path.insert(0, str(ROOT))
     from polyzero.eval import make_player, play_match
+    from polyzero.nets.inference import set_threads
     from polyzero.games import load_game
     from polyzero.train.agents import load_search_player
 
+    set_threads(1)  # torch's and numba's (numba's parallel kernels would reset torch's to every core)
     game = load_game(task["game"])
-    agent = load_search_player(task["checkpoint"], game, seed=task["seed"])
+    sims = f"@{task['agent_sims']}" if task["agent_sims"] else ""
+    agent = load_search_player(task["checkpoint"] + sims, game, seed=task["seed"])
     spec = opponent_spec(task["opponent"], agent.params.num_simulations)
     opponent = make_player(spec, game, seed=task["seed"] + 1)
     t0 = time.time()
@@ -150,12 +150,14 @@ def evaluate(args, work: Path) -> None:
             wc = int(round(mark["mark_s"]))
             for opp in (o for o in args.opponents if o not in missing):
                 for k in range(args.games // args.chunk):
-                    path = cache / f"{arm['name']}__wc{wc:06d}__{opp.replace(':', '-')}__c{k:03d}.json"
+                    sims = f"__n{args.eval_sims}" if args.eval_sims else ""
+                    path = cache / f"{arm['name']}__wc{wc:06d}{sims}__{opp.replace(':', '-')}__c{k:03d}.json"
                     if not path.exists():
                         tasks.append({"arm": arm["name"], "algo": arm["algo"], "size": arm["size"],
                                       "seed": 1000 * k + arm["seed"], "train_seed": arm["seed"], "mark_s": wc,
                                       "game": GAMES[arm["size"]], "checkpoint": str(work / mark["checkpoint"]),
-                                      "opponent": opp, "games": args.chunk, "path": str(path)})
+                                      "opponent": opp, "games": args.chunk, "path": str(path),
+                                      "agent_sims": args.eval_sims})
     print(f"[eval] {len(tasks)} chunks of {args.chunk} games to play", flush=True)
     os.environ.update(ONE_THREAD)
     with ProcessPoolExecutor(max_workers=args.eval_workers) as pool:
@@ -186,6 +188,8 @@ def report(args, work: Path) -> dict:
     points: dict[tuple, dict] = {}
     for path in sorted((work / "eval").glob("*.json")):
         c = json.loads(path.read_text())
+        if c["agent_sims"] != args.eval_sims:  # another ladder of the same runs
+            continue
         key = (c["algo"], c["size"], c["train_seed"], c["mark_s"], c["opponent"])
         p = points.setdefault(key, {"wins": 0, "draws": 0, "losses": 0, "seconds": 0.0, "spec": c["spec"]})
         for k in ("wins", "draws", "losses", "seconds"):
@@ -208,6 +212,7 @@ def report(args, work: Path) -> dict:
               and p["mark_min"] <= TARGET["within_min"] + 1e-6]
     summary = {"benchmark": NAME, "command": "python benchmarks/go_gnugo.py " + " ".join(sys.argv[1:]),
                "machine": machine(), "budget_min": args.budget_min, "cores_per_arm": args.cores_per_arm,
+               "agent_simulations": args.eval_sims or "the run's eval.simulations",
                "games": GAMES, "presets": PRESETS, "missing_opponents": missing_opponents(args.opponents),
                "target": {**TARGET, "met": {a: any(p["mean"] >= TARGET["score"] for p in target if p["algo"] == a)
                                             for a in sorted({p["algo"] for p in target})}},
@@ -224,7 +229,8 @@ def report(args, work: Path) -> dict:
 def markdown(s: dict) -> str:
     lines = [f"# {NAME}", "", f"Command: `{s['command']}`  ",
              f"Machine: {s['machine'].get('Model name', s['machine']['platform'])}, {s['machine']['cpus']} CPUs; "
-             f"training budget {s['budget_min']:g} min per arm on {s['cores_per_arm']} core(s).  ",
+             f"training budget {s['budget_min']:g} min per arm on {s['cores_per_arm']} core(s); the agent plays "
+             f"at {s['agent_simulations']} simulations a move.  ",
              f"Games: {', '.join(s['games'].values())}.", ""]
     for opp, why in s["missing_opponents"].items():
         lines.append(f"- not played: {opp} ({why})")
@@ -263,6 +269,8 @@ def main(argv=None) -> None:
     p.add_argument("--chunk", type=int, default=20, help="games per cached chunk (even)")
     p.add_argument("--eval-marks", choices=["last", "all"], default="all")
     p.add_argument("--eval-workers", type=int, default=2)
+    p.add_argument("--eval-sims", type=int, default=None,
+                   help="the agent's simulations a move in the ladder (default: the run's eval.simulations)")
     p.add_argument("--tag", default="", help="suffix of the work directory and the results' names")
     p.add_argument("--work", default=None, help="default: runs/bench/go_gnugo[_TAG]")
     args = p.parse_args(argv)

@@ -169,3 +169,21 @@ def test_stockfish_beats_random_with_legal_moves(tmp_path):
         for move in record.mainline_moves():
             assert move in board.legal_moves
             board.push(move)
+
+
+def test_training_evaluation_and_play_take_external_engines(tmp_path):
+    """`eval.opponents` during training and `polyzero play --agent` name engines too."""
+    from engine_fixtures import tiny_search_player
+    from polyzero.config import build_config
+    from polyzero.eval.play import play_in_terminal
+    from polyzero.train.driver import evaluate_agent
+
+    game = load_game(GO5)
+    cfg = build_config(GO5, "alphazero")
+    spec = f"gtp:{scripted('gtp')}"
+    scores = evaluate_agent(game, cfg, tiny_search_player(GO5, simulations=2), 2, 0, opponents=[spec])
+    assert 0.0 <= scores[f"eval/{spec}/score"] <= 1.0
+    lines = []
+    dying = make_player(f"gtp:{scripted('gtp', 'die', 1)}", game)
+    returns = play_in_terminal(game, dying, human_seat=1, input_fn=lambda prompt: "pass", output_fn=lines.append)
+    assert returns == [-1.0, 1.0] and any("forfeits: GTP engine exited with status 3" in ln for ln in lines)

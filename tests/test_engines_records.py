@@ -9,7 +9,6 @@ import random
 import chess.pgn
 import numpy as np
 import pytest
-import torch
 
 from engine_fixtures import untrained_checkpoint
 from polyzero.cli import main
@@ -19,6 +18,7 @@ from polyzero.engines.uci import UciEngine, _go_limits
 from polyzero.eval import make_player
 from polyzero.eval.records import read_record, record_text, replay_lines, write_record
 from polyzero.games import load_game
+from polyzero.nets.inference import set_threads
 
 
 def random_game(spec, seed=0, max_moves=10_000):
@@ -173,4 +173,4 @@ def test_fuzz_uci_engine():
     lines.clear()
     eng.handle("isready")
     assert lines == ["readyok"]
-    torch.set_num_threads(1)  # the fuzz may have set Threads
+    set_threads(1)  # the fuzz may have set Threads

@@ -148,7 +148,8 @@ def test_centipawns_are_monotone_and_bounded():
 def test_python_chess_referee_drives_the_process(tmp_path):
     """A standard referee starts `polyzero uci` and plays moves from a real game."""
     ckpt = untrained_checkpoint(tmp_path / "run", "chess", simulations=2)
-    engine = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "polyzero", "uci", "--agent", str(ckpt)])
+    engine = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "polyzero", "uci", "--agent", str(ckpt)],
+                                                 timeout=300)  # startup on a loaded machine
     try:
         assert engine.id["name"] == "polyzero"
         engine.configure({"Simulations": 2})

@@ -25,17 +25,16 @@ def add_engine_options(p, default_game: str) -> None:
 def build_engine_agent(args, default_game: str):
     """(agent, game, tied to the game's board?) from the shared options; setup output goes
     to stderr so that stdout carries the protocol alone."""
-    import torch
-
     from ..engines.agent import engine_agent
     from ..games import load_game
+    from ..nets.inference import set_threads
     from ..train.agents import checkpoint_game
 
     for name in ("simulations", "max_simulations", "threads"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)  # torch's and numba's: numba's parallel kernels would reset torch's
     with contextlib.redirect_stdout(sys.stderr):
         game = load_game(args.game or checkpoint_game(args.agent) or default_game)
         agent, tied = engine_agent(args.agent, game, args.seed, args.simulations, args.max_simulations)

@@ -30,7 +30,7 @@ from .process import EngineFailure, EngineProcess, find_binary
 __all__ = ["external_player", "GtpPlayer", "UciPlayer", "EXTERNAL_KINDS", "missing_engine_hint"]
 
 EXTERNAL_KINDS = ("gtp", "uci", "gnugo", "pachi", "stockfish")
-START_TIMEOUT = 30.0
+START_TIMEOUT = 120.0  # a first answer: engines that load a network (polyzero itself) take a while
 _PACKAGES = {"gnugo": "apt-get install gnugo", "stockfish": "apt-get install stockfish",
              "pachi": "the Pachi Go engine on PATH (Debian's package named `pachi` is a platform "
                       "game, not this engine; build Pachi from its sources)"}
@@ -118,22 +118,29 @@ class GtpPlayer(_External):
         self.board = GtpBoard(game)
         if game.get_parameters().get("swap", False):
             raise UsageError("GTP engines here play Hex without the swap rule (swap=false)")
-        self.commands: set[str] = set()
+        self.known: set[str] = set()  # the commands the engine lists
 
     def command(self, text: str, timeout: float | None = None) -> str:
-        """One command's answer; EngineFailure on `? ...`, a malformed answer or no answer."""
-        proc = self.proc
-        proc.send(text)
-        first = proc.read_line(self.timeout if timeout is None else timeout)
+        return self.commands([text], timeout)[0]
+
+    def commands(self, texts: list[str], timeout: float | None = None) -> list[str]:
+        """The answers to `texts`, sent at once (GTP answers in order: one round trip, not
+        one per command); EngineFailure on `? ...`, a malformed answer or no answer."""
+        if texts:
+            self.proc.send("\n".join(texts))
+        return [self._answer(text, self.timeout if timeout is None else timeout) for text in texts]
+
+    def _answer(self, text: str, timeout: float) -> str:
+        first = self.proc.read_line(timeout)
         while not first.strip():  # stray blank lines before an answer
-            first = proc.read_line(self.timeout if timeout is None else timeout)
+            first = self.proc.read_line(timeout)
         lines = [first]
         while True:
-            line = proc.read_line(self.timeout)
+            line = self.proc.read_line(timeout)
             if not line.strip():
                 break
             lines.append(line)
-        if not first[:1] in "=?":
+        if first[:1] not in ("=", "?"):
             raise EngineFailure(f"answered {first[:60]!r} to {text!r}, not a GTP response")
         body = "\n".join([first[1:].lstrip("0123456789").strip()] + lines[1:]).strip()
         if first[0] == "?":
@@ -144,26 +151,25 @@ class GtpPlayer(_External):
         version = self.command("protocol_version", START_TIMEOUT)
         if version.strip() != "2":
             raise EngineFailure(f"speaks GTP version {version!r}, not 2")
-        self.commands = set(self.command("list_commands").split())
+        self.known = set(self.command("list_commands").split())
 
     def _move(self, state):
         self._started()
         fresh, moves = self._new_moves(state)
+        setup = []
         if fresh:
-            self.command(f"boardsize {self.board.size}")
-            self.command("clear_board")
-            if self.board.kind == "go":
-                self.command(f"komi {self.board.komi:g}")
+            setup = [f"boardsize {self.board.size}", "clear_board"]
+            setup += [f"komi {self.board.komi:g}"] if self.board.kind == "go" else []
             self.history = []
-        for action in moves:
-            player = len(self.history) % 2  # strict alternation from black (no handicap)
-            self.command(f"play {colour_name(player)} {self.board.vertex(action)}")
-            self.history.append(action)
+        n = len(self.history)  # strict alternation from black (no handicap)
+        setup += [f"play {colour_name((n + k) % 2)} {self.board.vertex(a)}" for k, a in enumerate(moves)]
+        self.commands(setup)
+        self.history += moves
         player = state.current_player()
         # Under Tromp-Taylor a pass after the opponent's pass ends the game with every stone
         # alive: an engine that can, removes dead stones first (KGS's cleanup phase).
         cleanup = (self.board.kind == "go" and self.history and self.history[-1] == self.board.pass_action
-                   and "kgs-genmove_cleanup" in self.commands)
+                   and "kgs-genmove_cleanup" in self.known)
         answer = self.command(f"{'kgs-genmove_cleanup' if cleanup else 'genmove'} {colour_name(player)}")
         if answer.lower() == "resign":
             self.history = None

@@ -119,9 +119,9 @@ class UciEngine:
         if option == "Simulations":
             self.agent.simulations = int(value)
         elif option == "Threads":
-            import torch
+            from ..nets.inference import set_threads
 
-            torch.set_num_threads(int(value))
+            set_threads(int(value))
         else:
             self.overhead = int(value) / 1000
 

@@ -55,6 +55,15 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
     returns: list[list[float] | None] = [None] * num_games
     live: dict[int, pyspiel.State] = {}
     next_game = 0
+
+    def finish(i: int, result: list[float], reason: str | None) -> None:
+        returns[i] = result
+        if on_game_end is not None:
+            on_game_end(i, live[i], result, reason)
+        del live[i]
+        if bar is not None:
+            bar.update(1)
+
     max_concurrent = max(1, max_concurrent)
     while live or next_game < num_games:
         while next_game < num_games and len(live) < max_concurrent:
@@ -65,12 +74,7 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
             while state.is_chance_node():  # chance is the match's, not a player's, randomness
                 sample_chance(state, rng)
             if state.is_terminal():
-                returns[i] = list(state.returns())
-                if on_game_end is not None:
-                    on_game_end(i, state, returns[i], None)
-                del live[i]
-                if bar is not None:
-                    bar.update(1)
+                finish(i, list(state.returns()), None)
                 continue
             groups.setdefault(seats_of(i)[state.current_player()], []).append(i)
         for p, ids in sorted(groups.items()):
@@ -80,13 +84,9 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
                                    f"for {len(ids)} states")
             for i, action in zip(ids, actions):
                 if isinstance(action, Forfeit):
-                    returns[i] = _forfeit_returns(live[i], live[i].current_player())
-                    print(f"game {i}: {players[p].name} forfeits: {action.reason}", file=sys.stderr)
-                    if on_game_end is not None:
-                        on_game_end(i, live[i], returns[i], f"{players[p].name} forfeits: {action.reason}")
-                    del live[i]
-                    if bar is not None:
-                        bar.update(1)
+                    reason = f"{players[p].name} forfeits: {action.reason}"
+                    print(f"game {i}: {reason}", file=sys.stderr)
+                    finish(i, _forfeit_returns(live[i], live[i].current_player()), reason)
                     continue
                 live[i].apply_action(int(action))
     return returns  # type: ignore[return-value]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UsageError
+from .arena import Forfeit
 from .players import Player
 
 __all__ = ["play_in_terminal"]
@@ -49,10 +50,14 @@ def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, outpu
             state.apply_action(_read_move(state, player, input_fn, output_fn))
         else:
             action = agent.act([state])[0]
+            if isinstance(action, Forfeit):  # an external engine that died, hung or moved illegally
+                output_fn(f"{agent.name} forfeits: {action.reason}")
+                break
             output_fn(f"{agent.name} plays {action}:{state.action_to_string(player, action)}")
             state.apply_action(action)
     output_fn(str(state))
-    returns = list(state.returns())
+    forfeit = not state.is_terminal()
+    returns = [1.0 if p == human_seat else -1.0 for p in range(game.num_players())] if forfeit else list(state.returns())
     if on_end is not None:
         on_end(state, returns)
     mine = returns[human_seat]
