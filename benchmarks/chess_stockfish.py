@@ -113,9 +113,17 @@ def check_pgn(text: str) -> int:
     return good
 
 
-def elo_difference(score: float) -> float:
-    score = min(max(score, 1e-3), 1 - 1e-3)
+def elo_difference(score: float) -> float | None:
+    """The logistic Elo difference a score implies; None at 0 or 1 (unbounded)."""
+    if not 0 < score < 1:
+        return None
     return -400 * math.log10(1 / score - 1)
+
+
+def _elo_text(s: dict) -> str:
+    lo, hi = s["elo_ci95"]
+    bounds = f"[{'-inf' if lo is None else f'{lo:+.0f}'}, {'+inf' if hi is None else f'{hi:+.0f}'}]"
+    return ("unbounded" if s["elo_difference"] is None else f"{s['elo_difference']:+.0f}") + " " + bounds
 
 
 def main(argv=None) -> None:
@@ -208,8 +216,7 @@ def markdown(s: dict) -> str:
         "illegal moves (polyzero / Stockfish) | valid PGN games | mean plies |",
         "|---|---|---|---|---|---|---|---|---|",
         f"| {s['polyzero']} | {s['stockfish']} | {s['games']} | {s['wins']} / {s['draws']} / {s['losses']} | "
-        f"{s['score']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {s['elo_difference']:+.0f} "
-        f"[{s['elo_ci95'][0]:+.0f}, {s['elo_ci95'][1]:+.0f}] | "
+        f"{s['score']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {_elo_text(s)} | "
         f"{s['illegal_moves']['polyzero']} / {s['illegal_moves']['stockfish']} | "
         f"{s['pgn_games_valid']} / {s['games']} | {s['mean_plies']:.0f} |", "",
         f"Seconds a move: polyzero {s['seconds_per_move']['polyzero']:.3f}, "
