@@ -276,6 +276,8 @@ def test_lz_analyze_stream_in_sabaki_format():
         assert 0 <= int(winrate) <= 10000 and 0 <= int(prior) <= 10000
         assert pv.split()[0] == move and all(board.action(v) is not None for v in pv.split())
     assert eng.moves == [12]  # analysis plays nothing
+    answer = ask(eng, "lz-analyze b 1")  # black is not to move: a copy where white passed
+    assert answer.startswith("=\ninfo move ") and eng.moves == [12]
     fails(eng, "lz-analyze w fast", "cannot parse analyze tags")
     answer = ask(eng, "lz-genmove_analyze b 10")
     assert answer.startswith("=\ninfo move ") and re.search(r"\nplay \S+\n\n$", answer)

@@ -133,6 +133,9 @@ class GtpEngine:
             write(f"?{ident} {exc}\n\n")
         except (UsageError, pyspiel.SpielError, ValueError, OSError) as exc:
             write(f"?{ident} {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}\n\n")
+        except Exception as exc:  # noqa: BLE001 - a failing command must not end the session
+            print(f"polyzero gtp: {name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            write(f"?{ident} internal error ({type(exc).__name__})\n\n")
 
     # ------------------------------------------------------------------ the board
     def _quit(self, args) -> str:
@@ -293,28 +296,41 @@ class GtpEngine:
 
     def _analyze(self, ident: str, args: list[str], genmove: bool, write, interrupted) -> None:
         try:
-            player, interval = self._analyze_args(args, genmove)
+            player, interval = self._analyze_args(args)
             if self.state.is_terminal():
                 raise GtpError("the game is over")
-            if player is not None:
+            if genmove and player is not None:
                 self._to_move(player)
+            state = self._position_for(player)
         except GtpError as exc:
             write(f"?{ident} {exc}\n\n")
             return
         write(f"={ident}\n")
-        if genmove:
-            analysis = self._think(self.state.current_player())
-            write(self.analysis_line(analysis) + "\n")
-            self._apply(analysis.action)
-            write(f"play {self.board.vertex(analysis.action)}\n\n")
-            return
-        last = self.agent.analyse_until(self.state, interrupted, lambda a: write(self.analysis_line(a) + "\n"))
-        while not _wait(interval, interrupted):  # the search has reached its size: repeat it
-            write(self.analysis_line(last) + "\n")
+        try:
+            if genmove:
+                analysis = self._think(state.current_player())
+                write(self.analysis_line(analysis) + "\n")
+                self._apply(analysis.action)
+                write(f"play {self.board.vertex(analysis.action)}\n")
+            else:
+                last = self.agent.analyse_until(state, interrupted, lambda a: write(self.analysis_line(a) + "\n"))
+                while not _wait(interval, interrupted):  # the search has reached its size: repeat it
+                    write(self.analysis_line(last) + "\n")
+        except Exception as exc:  # noqa: BLE001 - the stream still ends, the session goes on
+            print(f"polyzero gtp: analysis failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         write("\n")
 
+    def _position_for(self, player: int | None):
+        """The position to analyse for `player` to move: the game's own, or a copy in which
+        the other colour has passed (the game itself is left as it is)."""
+        if player is None or self.state.current_player() == player:
+            return self.state
+        if self.board.pass_action is None or (self.moves and self.moves[-1] == self.board.pass_action):
+            raise GtpError(f"{'black' if player == 0 else 'white'} is not to move")
+        return self.state.child(self.board.pass_action)
+
     @staticmethod
-    def _analyze_args(args: list[str], genmove: bool) -> tuple[int | None, float]:
+    def _analyze_args(args: list[str]) -> tuple[int | None, float]:
         """[colour] [interval] or `interval N` (centiseconds); other tags are refused."""
         player, interval, i = None, 1.0, 0
         while i < len(args):

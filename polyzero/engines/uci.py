@@ -75,8 +75,12 @@ class UciEngine:
                    "stop": lambda a: self.wait(), "ponderhit": lambda a: self.wait(), "quit": self._quit,
                    "setoption": self._setoption,
                    }.get(command)
-        if handler is not None:  # anything else is ignored, as UCI asks
+        if handler is None:  # anything else is ignored, as UCI asks
+            return
+        try:
             handler(args)
+        except Exception as exc:  # noqa: BLE001 - a failing command must not end the session
+            self._error(f"{command} failed ({type(exc).__name__}: {str(exc)[:100]})")
 
     def _error(self, text: str) -> None:
         self.write(f"info string error: {text}")
