@@ -38,17 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _register_loaders():
-    from ..eval import register_player_loader
-    from ..train.agents import load_search_player
-
-    register_player_loader(load_search_player)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        _register_loaders()
         return args.run(args)
     except UsageError as exc:
         print(f"polyzero: error: {exc}", file=sys.stderr)
