@@ -37,8 +37,10 @@ class SearchPlayer:
         """What the search thinks of each state, without playing: per legal action its
         visit count N(s, a), value Q(s, a) and prior P(s, a) (values for the player to
         move, in [-1, 1] on board games), the root's value before and after search, and
-        the principal variation (the most visited child from the root down)."""
+        the principal variation (the most visited child from the root down); `action`
+        is the move this search plays (never sampled)."""
         result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
+        chosen = select_moves(result, np.zeros(len(states), bool), 1.0, self.rng)
         out = []
         for b, state in enumerate(states):
             legal = state.legal_actions()
@@ -50,6 +52,7 @@ class SearchPlayer:
                            "q": None if np.isnan(result.root_q[b, a]) else float(result.root_q[b, a]),
                            "prior": float(result.root_prior[b, a])} for a in legal],
                 "pv": principal_variation(result.tree, b, pv_length),
+                "action": int(chosen[b]),
             })
         return out
 
