@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="polyzero", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="The Zero family of self-play learning and planning on OpenSpiel games.")
+    from .. import __version__
+
+    p.add_argument("--version", action="version", version=f"polyzero {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
