@@ -82,7 +82,7 @@ def load_agent(path_or_spec: str, game=None, simulations: int | None = None, see
     from .eval import make_player
     from .train.agents import checkpoint_game
 
-    spec = str(path_or_spec)
+    spec = str(path_or_spec)  # a Run is its directory
     if simulations is not None:
         spec = f"{spec.partition('@')[0]}@{int(simulations)}"
     if game is None:
@@ -213,6 +213,11 @@ class Run:
         if sims.endswith("x") and sims[:-1].isdigit():
             opponent = f"{kind}:{int(sims[:-1]) * (simulations or self.config.eval.simulations)}"
         return arena(agent, opponent, games=games, seed=seed)
+
+    def __fspath__(self) -> str:  # a Run goes wherever a run directory's path does
+        return str(self.run_dir)
+
+    __str__ = __fspath__
 
     def metrics(self) -> list[dict]:
         """The records of metrics.jsonl (training and evaluation), in order."""
