@@ -119,7 +119,7 @@ def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse:
     returns = list(state.returns())
     mine = returns[seat]
     verdict = "you win" if mine > 0 else "you lose" if mine < 0 else "draw"
-    output_fn(f"game over: {verdict} (your return {mine:+g})")
+    output_fn(f"game over: {verdict} (returns: yours {mine:+g}, {agent.name}'s {returns[1 - seat]:+g})")
     return returns
 
 
