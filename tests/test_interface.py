@@ -220,16 +220,20 @@ def test_progress_fits_80_columns_without_carriage_returns_off_a_terminal():
 
     stream = io.StringIO()
     p = Progress(200, 0, stream=stream)
-    evals = {"eval/mcts-solver:100/score": 0.5, "eval/mcts-solver:100/ci_low": 0.3, "eval/mcts-solver:100/ci_high": 0.7}
+    evals = {}
     for step in range(1, 201):
+        if step % 100 == 0:  # two evaluations with equal scores: each gets its line
+            evals = {"eval/mcts-solver:100/score": 0.5, "eval/mcts-solver:100/ci_low": 0.3,
+                     "eval/mcts-solver:100/ci_high": 0.7}
         loss = {"loss/total": 1.2345, "loss/value": 0.4, "loss/policy": 0.8, "ray/queue": 3.0}
-        p.update(step, loss, {"games": 1234 * step, "positions": 10_000 * step}, 4567.0, evals if step >= 100 else {})
+        p.update(step, loss, {"games": 1234 * step, "positions": 10_000 * step}, 4567.0, evals)
     p.close()
     text = stream.getvalue()
     assert "\r" not in text and "e+" not in text
     lines = text.splitlines()
-    assert max(len(line) for line in lines) <= 80 and len(lines) == 21
+    assert max(len(line) for line in lines) <= 80 and len(lines) == 22
     assert lines.count("eval step 100: mcts-solver:100 0.50 [0.30, 0.70]") == 1
+    assert lines.count("eval step 200: mcts-solver:100 0.50 [0.30, 0.70]") == 1
     assert lines[-1].startswith("step 200/200 | 246.8k games 2.0M pos | loss 1.234")
 
 

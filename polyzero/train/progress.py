@@ -81,8 +81,8 @@ class Progress:
     def update(self, step: int, loss: dict, stats: dict, positions_per_s: float, last_eval: dict) -> None:
         if not self.enabled:
             return
-        if last_eval and last_eval != self.shown_eval:
-            self.shown_eval = dict(last_eval)
+        if last_eval and last_eval is not self.shown_eval:  # a new evaluation (a new dict), even with equal scores
+            self.shown_eval = last_eval
             line = evaluation_line(step, last_eval)
             if line:
                 self.write(line)
