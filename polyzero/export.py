@@ -112,22 +112,17 @@ def export_network(algo: str, net: nn.Module, obs_shape, fmt: str, out: Path, me
 def export_run(run, fmt: str, out=None) -> list[Path]:
     """The latest checkpoint of a run directory (or a checkpoint) as `fmt` files;
     default output RUN/export/model.pt or .onnx."""
-    from .algos import make_algorithm
     from .config import build_config, read_toml
     from .games import load_game
-    from .train.checkpoint import read_learner, resolve_checkpoint
+    from .train.agents import checkpoint_network
+    from .train.checkpoint import resolve_checkpoint
 
     ckpt = resolve_checkpoint(run)
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
     if cfg.algo not in ("alphazero", "muzero"):
         _graphs(cfg.algo, None, ())  # the refusal, with its reason
     game = load_game(cfg.game)
-    algo = make_algorithm(cfg, game)
-    net = algo.build_network()
-    try:
-        net.load_state_dict(read_learner(ckpt)["net"])
-    except (KeyError, RuntimeError) as exc:
-        raise UsageError(f"checkpoint {ckpt} does not fit its config's network ({type(exc).__name__})") from None
+    algo, net = checkpoint_network(ckpt, cfg, game)
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     out = Path(out) if out is not None else Path(run) / "export" / f"model{SUFFIX[fmt]}"

@@ -257,3 +257,35 @@ def test_fuzz_a_thousand_random_requests(server):
     assert len(statuses) == 1000 and sum(s >= 400 for s in statuses) > 500
     code, view = request(server, "POST", "/api/sessions", {"game": "tic_tac_toe", "players": ["human", "random"]})
     assert code == 201 and request(server, "POST", f"/api/sessions/{view['id']}/move", {"action": 4})[0] == 200
+
+
+def test_serve_command(c4_run, tmp_path, capsys):
+    """`polyzero serve` as a user runs it: refuses a directory that is not a run, then
+    serves on 127.0.0.1 by default until stopped."""
+    import signal
+    import subprocess
+    import sys
+
+    from polyzero.cli import main
+
+    assert main(["serve", str(tmp_path)]) == 2 and "is not a run directory" in capsys.readouterr().err
+    assert main(["serve", "--port", "70000"]) == 2
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    proc = subprocess.Popen([sys.executable, "-m", "polyzero", "serve", str(c4_run), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == f"polyzero: serving on http://127.0.0.1:{port}  (Ctrl-C stops)", line
+        for _ in range(100):
+            try:
+                code, info = request(f"http://127.0.0.1:{port}", "GET", "/api/info")
+                break
+            except urllib.error.URLError:
+                time.sleep(0.1)
+        assert code == 200 and info["runs"][0]["name"] == "c4" and info["runs"][0]["game"] == "connect_four"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
