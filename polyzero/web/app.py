@@ -78,55 +78,57 @@ def _series(records: list[dict]) -> dict:
     return out
 
 
-def create_app(run_dirs=()) -> Starlette:
-    """The app serving the page, the games and the given run directories (only those)."""
-    from .. import __version__
+class _Server:
+    """The app's handlers over the given runs and the games in progress."""
 
-    runs = RunIndex(run_dirs)
-    store = SessionStore(runs)
+    def __init__(self, run_dirs):
+        self.runs = RunIndex(run_dirs)
+        self.store = SessionStore(self.runs)
 
-    async def info(request: Request):
+    async def info(self, request: Request):
+        from .. import __version__
+
         return JSONResponse({"version": __version__, "games": SUGGESTED_GAMES,
-                             "players": SUGGESTED_PLAYERS + [f"run:{r}" for r in runs.runs],
-                             "runs": runs.describe()})
+                             "players": SUGGESTED_PLAYERS + [f"run:{r}" for r in self.runs.runs],
+                             "runs": self.runs.describe()})
 
-    async def new_session(request: Request):
-        session = store.create(await _body(request))
-        _advance_soon(session)
+    async def new_session(self, request: Request):
+        session = self.store.create(await _body(request))
+        self._advance_soon(session)
         return JSONResponse(session.view(), status_code=201)
 
-    async def get_session(request: Request):
-        return JSONResponse(store.get(request.path_params["sid"]).view())
+    async def get_session(self, request: Request):
+        return JSONResponse(self.store.get(request.path_params["sid"]).view())
 
-    async def move(request: Request):
-        session = store.get(request.path_params["sid"])
+    async def move(self, request: Request):
+        session = self.store.get(request.path_params["sid"])
         body = await _body(request)
         if "action" not in body:
             raise RequestError("the body must hold 'action', one of the legal action ids")
         session.human_move(body["action"])
         _notify(session)
-        _advance_soon(session)
+        self._advance_soon(session)
         return JSONResponse(session.view())
 
-    async def undo(request: Request):
-        session = store.get(request.path_params["sid"])
+    async def undo(self, request: Request):
+        session = self.store.get(request.path_params["sid"])
         session.undo()
         _notify(session)
         return JSONResponse(session.view())
 
-    async def run_metrics(request: Request):
+    async def run_metrics(self, request: Request):
         from ..errors import UsageError
         from ..eval.plot import read_metrics
 
-        path = runs.path(request.path_params["name"])
+        path = self.runs.path(request.path_params["name"])
         try:
             records = await asyncio.to_thread(read_metrics, path)
         except UsageError as exc:
-            raise RequestError(str(exc), 404) from None
+            raise RequestError(str(exc).replace(str(path), request.path_params["name"]), 404) from None
         return JSONResponse({"run": request.path_params["name"], "series": _series(records)})
 
-    async def run_ladder(request: Request):
-        path: Path = runs.path(request.path_params["name"]) / "ladder.json"
+    async def run_ladder(self, request: Request):
+        path: Path = self.runs.path(request.path_params["name"]) / "ladder.json"
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -135,20 +137,16 @@ def create_app(run_dirs=()) -> Starlette:
         return JSONResponse({"run": request.path_params["name"], "summary": data.get("summary"),
                              "points": data.get("points", [])})
 
-    def _notify(session) -> None:
-        for queue in list(session.listeners):
-            queue.put_nowait(session.version)
-
-    def _advance_soon(session) -> None:
-        if session.agent_to_move() and not getattr(session, "advancing", False):
+    def _advance_soon(self, session) -> None:
+        if session.agent_to_move() and not session.advancing:
             session.advancing = True
-            session.task = asyncio.get_running_loop().create_task(_advance(session))
+            session.task = asyncio.get_running_loop().create_task(self._advance(session))
 
-    async def _advance(session) -> None:
+    async def _advance(self, session) -> None:
         """Players' moves until a human is to move or the game ends; a watched game
         (no human) paces itself so a person can follow it."""
         try:
-            while session.agent_to_move() and store.sessions.get(session.id) is session:
+            while session.agent_to_move() and self.store.sessions.get(session.id) is session:
                 session.thinking = True
                 _notify(session)
                 await asyncio.to_thread(session.agent_step)
@@ -158,9 +156,9 @@ def create_app(run_dirs=()) -> Starlette:
         finally:
             session.advancing = False
 
-    async def websocket(ws: WebSocket):
+    async def websocket(self, ws: WebSocket):
         try:
-            session = store.get(ws.path_params["sid"])
+            session = self.store.get(ws.path_params["sid"])
         except RequestError:
             await ws.close(code=4404)
             return
@@ -188,27 +186,39 @@ def create_app(run_dirs=()) -> Starlette:
             receiver.cancel()
             session.listeners.discard(queue)
 
-    async def on_request_error(request, exc: RequestError):
-        return _error(str(exc), exc.status)
 
-    async def on_http_error(request, exc: HTTPException):
-        return _error(exc.detail, exc.status_code)
+def _notify(session) -> None:
+    for queue in list(session.listeners):
+        queue.put_nowait(session.version)
 
-    async def on_any_error(request, exc: Exception):  # a bug: still one line, and the server serves on
-        return _error(f"internal error: {type(exc).__name__}", 500)
 
+async def _on_request_error(request, exc: RequestError):
+    return _error(str(exc), exc.status)
+
+
+async def _on_http_error(request, exc: HTTPException):
+    return _error(exc.detail, exc.status_code)
+
+
+async def _on_any_error(request, exc: Exception):  # a bug: still one line, and the server serves on
+    return _error(f"internal error: {type(exc).__name__}", 500)
+
+
+def create_app(run_dirs=()) -> Starlette:
+    """The app serving the page, the games and the given run directories (only those)."""
+    server = _Server(run_dirs)
     routes = [
         Route("/", _static("index.html", "text/html; charset=utf-8")),
         Route("/app.js", _static("app.js", "text/javascript; charset=utf-8")),
         Route("/style.css", _static("style.css", "text/css; charset=utf-8")),
-        Route("/api/info", info),
-        Route("/api/sessions", new_session, methods=["POST"]),
-        Route("/api/sessions/{sid}", get_session),
-        Route("/api/sessions/{sid}/move", move, methods=["POST"]),
-        Route("/api/sessions/{sid}/undo", undo, methods=["POST"]),
-        Route("/api/runs/{name}/metrics", run_metrics),
-        Route("/api/runs/{name}/ladder", run_ladder),
-        WebSocketRoute("/ws/sessions/{sid}", websocket),
+        Route("/api/info", server.info),
+        Route("/api/sessions", server.new_session, methods=["POST"]),
+        Route("/api/sessions/{sid}", server.get_session),
+        Route("/api/sessions/{sid}/move", server.move, methods=["POST"]),
+        Route("/api/sessions/{sid}/undo", server.undo, methods=["POST"]),
+        Route("/api/runs/{name}/metrics", server.run_metrics),
+        Route("/api/runs/{name}/ladder", server.run_ladder),
+        WebSocketRoute("/ws/sessions/{sid}", server.websocket),
     ]
-    return Starlette(routes=routes, exception_handlers={RequestError: on_request_error,
-                                                       HTTPException: on_http_error, Exception: on_any_error})
+    return Starlette(routes=routes, exception_handlers={RequestError: _on_request_error,
+                                                       HTTPException: _on_http_error, Exception: _on_any_error})

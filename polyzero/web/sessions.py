@@ -144,6 +144,10 @@ class Session:
         return player if player in humans else humans[0]
 
     def view(self) -> dict:
+        with self.lock:  # a player's move may be applied in a worker thread meanwhile
+            return self._view()
+
+    def _view(self) -> dict:
         state, viewer = self.state, self.viewer()
         open_view = viewer is None or perfect_information(self.game)
         to_move = None if state.is_terminal() or state.is_chance_node() else state.current_player()
