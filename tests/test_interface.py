@@ -63,10 +63,14 @@ def test_agent_act_and_analyse(ttt_run):
     assert {m["action"] for m in view["moves"]} == set(state.legal_actions())
     assert view["pv"][0] == view["moves"][0]["action"] and view["pv_text"][0] == view["moves"][0]["text"]
     assert -1 <= view["value"] <= 1 and agent.act(state) in state.legal_actions()
-    with pytest.raises(polyzero.errors.UsageError if hasattr(polyzero, "errors") else Exception):
+    from polyzero.errors import UsageError
+
+    with pytest.raises(UsageError, match="no search to analyse"):
         polyzero.reference_player("random", "tic_tac_toe").analyse(state)
     res = polyzero.arena(agent, polyzero.reference_player("random", "tic_tac_toe"), games=4)
     assert res.wins + res.draws + res.losses == 4
+    res = polyzero.open_run(ttt_run).evaluate("mcts-solver:1x", games=2, simulations=4)
+    assert res.name_b == "mcts-solver:4" and res.wins + res.draws + res.losses == 2
 
 
 # ------------------------------------------------------------------ export

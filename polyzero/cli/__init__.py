@@ -23,8 +23,13 @@ EPILOG = """examples:
   polyzero train --resume runs/ttt
   polyzero arena runs/ttt mcts-solver:100 --games 100
   polyzero play tic_tac_toe --agent runs/ttt --human-seat 0
+  polyzero play connect_four --agent mcts-solver:1000 --human-seat 1
   polyzero plot runs/ttt
+  polyzero serve runs/ttt                 # a web page on http://127.0.0.1:8000
+  polyzero export runs/ttt --format onnx
+  polyzero presets
   polyzero solve nannon
+Each command's --help explains its options and shows examples; docs/ has a page per capability.
 """
 
 
