@@ -289,3 +289,18 @@ def test_serve_command(c4_run, tmp_path, capsys):
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
+
+
+def test_analyse_the_position_in_front_of_the_person(server):
+    code, view = request(server, "POST", "/api/sessions", {"game": "connect_four", "players": ["human", "random"]})
+    sid = view["id"]
+    code, answer = request(server, "POST", f"/api/sessions/{sid}/analyse", {})
+    assert code == 400 and "no learned player" in answer["error"]
+    code, answer = request(server, "POST", f"/api/sessions/{sid}/analyse", {"player": "mcts:50"})
+    assert code == 400 and "no search to show" in answer["error"]
+    code, a = request(server, "POST", f"/api/sessions/{sid}/analyse", {"player": "run:c4@24"})
+    assert code == 200 and a["seat"] == 0 and a["ply"] == 0 and a["simulations"] in (23, 24)
+    assert sorted(m["action"] for m in a["moves"]) == list(range(7)) and a["pv"][0] == a["moves"][0]["text"]
+    code, view = request(server, "POST", "/api/sessions", {"game": "kuhn_poker", "players": ["human", "random"]})
+    code, answer = request(server, "POST", f"/api/sessions/{view['id']}/analyse", {"player": "run:c4"})
+    assert code == 409 and "imperfect information" in answer["error"]

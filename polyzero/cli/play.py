@@ -25,7 +25,8 @@ def register(sub) -> None:
                     help="the opponent: a run directory or checkpoint (PATH@SIMS sets its search "
                          "simulations), or a reference player such as mcts-solver:1000")
     pl.add_argument("--human-seat", type=int, choices=[0, 1], default=0,
-                    help="your seat: 0 moves first (default), 1 second")
+                    help="your seat, 0 (default) or 1; seat 0 moves first in most games (in chess "
+                         "seat 1, white, does); the game's first line says")
     pl.add_argument("--analyse", action="store_true",
                     help="before each of its moves, show the agent's value and its most visited moves "
                          "(learned agents, perfect-information games)")

@@ -23,7 +23,7 @@ SIDES = {
     "tic_tac_toe": ("x", "o"), "connect_four": ("x", "o"), "hex": ("x (joins top and bottom)",
                                                                     "o (joins left and right)"),
     "othello": ("black (x)", "white (o)"), "breakthrough": ("black (b, moving down)", "white (w, moving up)"),
-    "chess": ("black", "white"), "go": ("black (X)", "white (O)"),
+    "chess": ("black", "white"), "go": ("black (X)", "white (O)"), "nannon": ("x", "o"),
 }
 
 
@@ -239,6 +239,7 @@ class MoveNames:
         self.legal = list(state.legal_actions(player))
         self.text = {a: state.action_to_string(player, a) for a in self.legal}
         names: dict[str, set[int]] = {}
+        chess = state.get_game().get_type().short_name == "chess"
 
         def add(name: str, action: int) -> None:
             if name:
@@ -256,6 +257,8 @@ class MoveNames:
             if re.match(r"^[xo]\d+$", text):
                 add(text[1:], a)
             add(text.rstrip("*"), a)
+            if chess:
+                add(_long_move(state, a), a)  # e2e4 as well as e4
         if board is not None and board.col_labels[0].isalpha():  # a point like e5 (Go, Hex, Othello)
             for (r, c), a in board.targets.items():
                 add(board.name(r, c), a)

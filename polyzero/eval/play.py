@@ -130,6 +130,13 @@ def _replay(game, history: list[int]):
     return state
 
 
+def _order(game, seat: int) -> str:
+    start = game.new_initial_state()
+    if start.is_chance_node():
+        return ", chance decides who moves first"
+    return ", moving first" if start.current_player() == seat else ", moving second"
+
+
 def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, output_fn=print,
                      seed: int = 0, analyse: bool = False, game_spec: str | None = None) -> list[list[float]]:
     """Games of a human (at `human_seat`) against `agent` until the human declines another
@@ -145,8 +152,8 @@ def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, outpu
         raise UsageError(f"--analyse needs a learned agent (a run directory); '{agent.name}' has no search to show")
     rng = np.random.default_rng(seed)
     results = []
-    output_fn(f"you play seat {human_seat}: {side_name(game, human_seat)}"
-              f"{', moving first' if human_seat == 0 else ', moving second'}; against {agent.name}. {HELP}")
+    output_fn(f"you play seat {human_seat}: {side_name(game, human_seat)}{_order(game, human_seat)}; "
+              f"against {agent.name}. {HELP}")
     try:
         while True:
             agent.reset(seed + len(results))

@@ -116,6 +116,13 @@ class _Server:
         _notify(session)
         return JSONResponse(session.view())
 
+    async def analyse(self, request: Request):
+        """A learned player's search of the current position, for the person to move."""
+        session = self.store.get(request.path_params["sid"])
+        body = await _body(request)
+        analysis = await asyncio.to_thread(session.analyse_position, body.get("player"), self.runs)
+        return JSONResponse(analysis)
+
     async def run_metrics(self, request: Request):
         from ..errors import UsageError
         from ..eval.plot import read_metrics
@@ -216,6 +223,7 @@ def create_app(run_dirs=()) -> Starlette:
         Route("/api/sessions/{sid}", server.get_session),
         Route("/api/sessions/{sid}/move", server.move, methods=["POST"]),
         Route("/api/sessions/{sid}/undo", server.undo, methods=["POST"]),
+        Route("/api/sessions/{sid}/analyse", server.analyse, methods=["POST"]),
         Route("/api/runs/{name}/metrics", server.run_metrics),
         Route("/api/runs/{name}/ladder", server.run_ladder),
         WebSocketRoute("/ws/sessions/{sid}", server.websocket),

@@ -229,6 +229,28 @@ class Session:
                 self._resolve_chance()
             self.version += 1
 
+    def analyse_position(self, spec, runs: "RunIndex") -> dict:
+        """A search's view of the current position for the person at the board: the
+        session's first learned player, or the learned player `spec` names (perfect
+        information only: a search reads the true state)."""
+        if not perfect_information(self.game):
+            raise RequestError("no analysis in a game of imperfect information: a search reads the true "
+                               "state, which a seat may not see", 409)
+        if spec is None:
+            player = next((p for p in self.players if hasattr(p, "analyse")), None)
+            if player is None:
+                raise RequestError("no learned player in this game: name one, e.g. {\"player\": \"run:NAME\"}")
+        else:
+            player = make_seat_player(spec, self.game, runs, seed=0)
+            if not hasattr(player, "analyse"):
+                raise RequestError(f"player '{spec}' has no search to show (a learned agent, run:NAME, has)")
+        with self.lock:
+            if self.state.is_terminal() or self.state.is_chance_node():
+                raise RequestError("nothing to analyse: no player is to move", 409)
+            state = self.state.clone()
+        info = player.analyse([state])[0]
+        return _analysis_json(state, state.current_player(), info, player.name)
+
     def _last_human_move(self) -> int | None:
         for entry in reversed(self.log):
             if not entry["chance"] and entry["seat"] is not None and self.players[entry["seat"]] is None:

@@ -70,6 +70,16 @@ async function undo() {
   catch (e) { showError(e.message); }
 }
 
+async function hint() {
+  // a learned player's search of the position in front of the person, drawn like an agent's
+  showError("");
+  try {
+    const a = await api("POST", `/api/sessions/${session.id}/analyse`, {});
+    session = {...session, analysis: a};
+    render(session);
+  } catch (e) { showError(e.message); }
+}
+
 function statusText(v) {
   if (v.terminal) {
     const r = v.returns;
@@ -92,6 +102,7 @@ function render(v) {
   $("#text").textContent = v.text;
   $("#text").hidden = Boolean(v.board);
   $("#undo").disabled = !v.can_undo || v.thinking;
+  $("#hint").hidden = v.board === null;
   drawBoard(v);
   const moves = $("#moves");
   moves.replaceChildren(...v.legal.map((m) =>
@@ -276,6 +287,7 @@ async function init() {
   if (!info.runs.length) $("#run-list").append(el("li", {class: "muted", text: "none given"}));
   $("#new-game").addEventListener("submit", newGame);
   $("#undo").addEventListener("click", undo);
+  $("#hint").addEventListener("click", hint);
   $("#overlay").addEventListener("change", () => session && render(session));
   for (const t of document.querySelectorAll(".tab")) t.addEventListener("click", () => switchTab(t.dataset.tab));
 }
