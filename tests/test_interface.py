@@ -199,7 +199,7 @@ def test_imperfect_information_seat_sees_only_its_own_view():
     game = pyspiel.load_game("kuhn_poker")
     for seed_lines in (["1", "1", "y", "0", "1", "n"],):
         results, out = _play(game, seed_lines, seat=1)
-    assert "Deal" not in out and "chance" not in out and "your view (seat 1)" in out
+    assert "Deal" not in out and "chance:" not in out and "your view (seat 1)" in out
     views = {line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("your view")}
     assert views and all(v[0] in "012" and v.count(v[0]) >= 1 for v in views)
     with pytest.raises(Exception, match="imperfect information"):
@@ -239,6 +239,11 @@ def test_progress_fits_80_columns_without_carriage_returns_off_a_terminal():
     assert lines.count("eval step 100: mcts-solver:100 0.50 [0.30, 0.70]") == 1
     assert lines.count("eval step 200: mcts-solver:100 0.50 [0.30, 0.70]") == 1
     assert lines[-1].startswith("step 200/200 | 246.8k games 2.0M pos | loss 1.234")
+    quiet = io.StringIO()
+    off = Progress(10, 0, enabled=False, stream=quiet)
+    off.update(1, loss, {"games": 1, "positions": 1}, 1.0, evals)
+    off.bar.write("a new learner resumes from step 2")  # the supervisor's messages still show
+    assert quiet.getvalue() == "a new learner resumes from step 2\n"
 
 
 # ------------------------------------------------------------------ CLI

@@ -69,10 +69,9 @@ class Progress:
         return min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns) if self.live else WIDTH
 
     def write(self, line: str, file=None) -> None:
-        """A line of its own, above the status line."""
-        if not self.enabled:
-            return
-        if self.live:
+        """A line of its own, above the status line (written also when the display is off:
+        the supervisor's messages go through here)."""
+        if self.live and self.status:
             self.stream.write("\r\033[K" + line + "\n" + self.status)
         else:
             self.stream.write(line + "\n")
