@@ -13,8 +13,8 @@ import sys
 from ..errors import RunStopped, UsageError
 
 # Subcommands in the order `polyzero --help` lists them; each names a module of this package.
-COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot", "serve",
-            "export", "presets")
+COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot", "probe",
+            "serve", "export", "presets")
 
 EPILOG = """examples:
   polyzero train connect_four --algo alphazero --set train.steps=20
