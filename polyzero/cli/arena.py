@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from ..errors import UsageError
@@ -9,16 +10,22 @@ from ..errors import UsageError
 
 def register(sub) -> None:
     a = sub.add_parser("arena", help="play two players against each other",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="""examples:
+  polyzero arena runs/c4 mcts-solver:1000 --games 100
+  polyzero arena runs/c4@400 runs/c4-old@400 --games 200     # PATH@SIMS: the run's agent at SIMS simulations
+  polyzero arena random mcts:100 --game tic_tac_toe --games 50
+""",
                        description="Play N games between two players, seats alternated, and print the "
                                    "score (W + D/2)/N of PLAYER_A with its Wilson 95% interval. A player is "
                                    "random, mcts:SIMS, mcts-solver:SIMS, or a run directory / checkpoint "
                                    "(optionally PATH@SIMS to set its search simulations).")
-    a.add_argument("player_a")
-    a.add_argument("player_b")
+    a.add_argument("player_a", help="a player: random, mcts:SIMS, mcts-solver:SIMS, a run directory, PATH@SIMS, ...")
+    a.add_argument("player_b", help="the other player, the same kinds")
     a.add_argument("--game", help="the game (default: the game a run-directory player was trained on)")
     a.add_argument("--games", type=int, default=100, help="number of games (default: 100)")
-    a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--no-progress", action="store_true")
+    a.add_argument("--seed", type=int, default=0, help="seed of the match and the players (default: 0)")
+    a.add_argument("--no-progress", action="store_true", help="no progress bar")
     a.add_argument("--record", type=Path, metavar="DIR",
                    help="write every game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
     a.set_defaults(run=run)

@@ -145,20 +145,6 @@ def _implementation(player):
     return _MoveOnly(player)
 
 
-def principal_variation(children: np.ndarray, visits: np.ndarray, node: int) -> list[int]:
-    """The most visited path below `node` of one tree ([nodes, A] children, [nodes] visits)."""
-    pv = []
-    while len(pv) < PV_LENGTH:
-        kids = children[node]
-        actions = np.flatnonzero(kids >= 0)
-        if actions.size == 0:
-            break
-        best = actions[np.argmax(visits[kids[actions]])]
-        pv.append(int(best))
-        node = kids[best]
-    return pv
-
-
 def legal_prefix(state, actions: list[int]) -> list[int]:
     """The longest prefix of `actions` that is legal in the real game from `state`
     (a learned model's tree may go where the rules do not)."""
@@ -181,17 +167,16 @@ class _TreeSearch:
         self.default_simulations = player.params.num_simulations
 
     def search(self, state, n: int) -> Analysis:
+        from ..algos.player import principal_variation
         from ..search.policy import select_moves
 
         p = self.player
         params = dataclasses.replace(p.params, num_simulations=n)
         result = p.algo.search(p.evaluate, [state], params, p.rng, add_noise=False)
         action = int(select_moves(result, np.zeros(1, bool), 1.0, p.rng)[0])
-        tree = result.tree
-        children, visits = tree.children[0], tree.visits[0]
         candidates = []
         for a in np.flatnonzero(result.root_visits[0] > 0):
-            pv = [int(a)] + principal_variation(children, visits, children[0, a])
+            pv = [int(a)] + principal_variation(result.tree, 0, PV_LENGTH - 1, int(result.tree.children[0, 0, a]))
             candidates.append(Candidate(int(a), int(result.root_visits[0, a]), float(result.root_q[0, a]),
                                         float(result.root_prior[0, a]), legal_prefix(state, pv)))
         candidates.sort(key=lambda c: (-c.visits, -c.prior))
