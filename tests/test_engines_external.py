@@ -185,5 +185,6 @@ def test_training_evaluation_and_play_take_external_engines(tmp_path):
     assert 0.0 <= scores[f"eval/{spec}/score"] <= 1.0
     lines = []
     dying = make_player(f"gtp:{scripted('gtp', 'die', 1)}", game)
-    returns = play_in_terminal(game, dying, human_seat=1, input_fn=lambda prompt: "pass", output_fn=lines.append)
-    assert returns == [-1.0, 1.0] and any("forfeits: GTP engine exited with status 3" in ln for ln in lines)
+    answers = lambda prompt: "n" if "again" in prompt else "pass"  # noqa: E731
+    results = play_in_terminal(game, dying, human_seat=1, input_fn=answers, output_fn=lines.append)
+    assert results == [[-1.0, 1.0]] and any("forfeits: GTP engine exited with status 3" in ln for ln in lines)

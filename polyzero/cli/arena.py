@@ -15,12 +15,15 @@ def register(sub) -> None:
   polyzero arena runs/c4 mcts-solver:1000 --games 100
   polyzero arena runs/c4@400 runs/c4-old@400 --games 200     # PATH@SIMS: the run's agent at SIMS simulations
   polyzero arena random mcts:100 --game tic_tac_toe --games 50
+  polyzero arena runs/go9 gnugo:1 --games 200 --record games/   # external engines; SGF records
 """,
                        description="Play N games between two players, seats alternated, and print the "
                                    "score (W + D/2)/N of PLAYER_A with its Wilson 95% interval. A player is "
-                                   "random, mcts:SIMS, mcts-solver:SIMS, or a run directory / checkpoint "
-                                   "(optionally PATH@SIMS to set its search simulations).")
-    a.add_argument("player_a", help="a player: random, mcts:SIMS, mcts-solver:SIMS, a run directory, PATH@SIMS, ...")
+                                   "random, mcts:SIMS, mcts-solver:SIMS, a run directory / checkpoint "
+                                   "(optionally PATH@SIMS to set its search simulations), or an external engine: "
+                                   "gnugo:LEVEL, pachi:PLAYOUTS, stockfish:SKILL[:NODES], gtp:'CMD', uci:'CMD'.")
+    a.add_argument("player_a", help="a player: random, mcts:SIMS, mcts-solver:SIMS, a run directory, PATH@SIMS, "
+                                    "gnugo:LEVEL, stockfish:SKILL[:NODES], ...")
     a.add_argument("player_b", help="the other player, the same kinds")
     a.add_argument("--game", help="the game (default: the game a run-directory player was trained on)")
     a.add_argument("--games", type=int, default=100, help="number of games (default: 100)")

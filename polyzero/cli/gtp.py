@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 
@@ -18,8 +19,8 @@ def add_engine_options(p, default_game: str) -> None:
     p.add_argument("--simulations", type=int, help="simulations a move without a clock (default: the agent's)")
     p.add_argument("--max-simulations", type=int, default=100_000,
                    help="the most simulations one search may run, clock or not (default: 100000)")
-    p.add_argument("--threads", type=int, default=1, help="PyTorch threads (default: 1)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="PyTorch's and the search's threads (default: 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the agent (default: 0)")
 
 
 def build_engine_agent(args, default_game: str):
@@ -43,6 +44,12 @@ def build_engine_agent(args, default_game: str):
 
 def register(sub) -> None:
     p = sub.add_parser("gtp", help="an agent as a GTP engine (Go, Hex) on stdin/stdout",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog="""examples:
+  polyzero gtp --agent runs/go9                         # for Sabaki, Lizzie, GoGui: the run's game
+  polyzero gtp --agent runs/go9@800 --max-simulations 20000
+  polyzero gtp --agent mcts:2000 --game 'go(board_size=13,komi=7.5)'
+  polyzero gtp --agent mcts:1000 --game 'hex(board_size=11)'
+""",
                        description="Speak GTP version 2 on stdin/stdout for Sabaki, Lizzie, GoGui and "
                                    "other Go (or Hex) front-ends, with Leela Zero's lz-analyze stream. "
                                    "See docs/engines.md.")
