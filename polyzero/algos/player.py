@@ -57,10 +57,10 @@ class SearchPlayer:
         return out
 
 
-def principal_variation(tree, b: int, length: int) -> list[int]:
-    """The actions of the most visited path from tree b's root, up to the first chance
-    node (its columns are outcomes, not actions) or unexpanded node."""
-    node, pv = 0, []
+def principal_variation(tree, b: int, length: int, node: int = 0) -> list[int]:
+    """The actions of the most visited path from `node` (the root by default) of tree b,
+    up to the first chance node (its columns are outcomes, not actions) or unexpanded node."""
+    pv = []
     while len(pv) < length and not tree.chance[b, node]:
         kids = tree.children[b, node]
         visits = np.where(kids >= 0, tree.visits[b, np.maximum(kids, 0)], -1)

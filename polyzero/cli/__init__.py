@@ -14,7 +14,7 @@ from ..errors import RunStopped, UsageError
 
 # Subcommands in the order `polyzero --help` lists them; each names a module of this package.
 COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot", "probe",
-            "serve", "export", "presets")
+            "serve", "export", "presets", "gtp", "uci", "replay")
 
 EPILOG = """examples:
   polyzero train connect_four --algo alphazero --set train.steps=20
@@ -29,6 +29,10 @@ EPILOG = """examples:
   polyzero export runs/ttt --format onnx
   polyzero presets
   polyzero solve nannon
+  polyzero gtp --agent runs/go9            # a GTP engine for Sabaki, Lizzie, GoGui
+  polyzero uci --agent mcts:200            # a UCI chess engine for cutechess
+  polyzero arena runs/go9 gnugo:1 --games 20 --record games/
+  polyzero replay games/runs_go9-vs-gnugo_1-0000.sgf
 Each command's --help explains its options and shows examples; docs/ has a page per capability.
 """
 

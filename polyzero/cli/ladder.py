@@ -34,6 +34,7 @@ def register(sub) -> None:
                     help="play nothing: use the evaluations against mcts-solver levels recorded in "
                          "RUN_DIR/metrics.jsonl during training")
     ld.add_argument("--no-progress", action="store_true", help="no progress display")
+    ld.add_argument("--record", type=Path, metavar="DIR", help="write every game played to DIR (SGF, PGN or JSON lines)")
     ld.set_defaults(run=run)
 
 
@@ -54,7 +55,7 @@ def run(args) -> int:
     if not levels or min(levels) < 1:
         raise UsageError("--levels must be positive multiples")
     summary = run_ladder(args.run_dir, games=args.games, levels=levels, high_every=args.high_every,
-                         window=args.window, seed=args.seed, progress=not args.no_progress)
+                         window=args.window, seed=args.seed, progress=not args.no_progress, record=args.record)
     print(format_ladder(summary))
     print(f"plot: {summary['plot']}; results: {args.run_dir / 'ladder.json'}")
     return 0

@@ -31,6 +31,7 @@ def register(sub) -> None:
                     help="before each of its moves, show the agent's value and its most visited moves "
                          "(learned agents, perfect-information games)")
     pl.add_argument("--seed", type=int, default=0, help="seed of the chance outcomes and the agent (default: 0)")
+    pl.add_argument("--record", metavar="DIR", help="write each game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
     pl.set_defaults(run=run)
 
 
@@ -43,5 +44,17 @@ def run(args) -> int:
     game = load_game(args.game)
     check_playable(game, args.game)
     agent = make_player(args.agent, game, seed=args.seed)
-    play_in_terminal(game, agent, args.human_seat, seed=args.seed, analyse=args.analyse, game_spec=args.game)
+    play_in_terminal(game, agent, args.human_seat, seed=args.seed, analyse=args.analyse, game_spec=args.game,
+                     on_end=_recorder(args.record, game, agent.name, args.human_seat) if args.record else None)
     return 0
+
+
+def _recorder(out_dir, game, agent_name: str, human_seat: int):
+    from ..eval.records import record_path, write_record
+
+    names = ["human", agent_name] if human_seat == 0 else [agent_name, "human"]
+
+    def on_end(state, returns):
+        print(f"record: {write_record(record_path(out_dir, game, 'play'), state, names, returns)}")
+
+    return on_end

@@ -33,6 +33,7 @@ Checkpoints are labelled RUN#STEP (RUN's checkpoint at learning step STEP).
     tn.add_argument("--out", type=Path, default=Path("tournament"), help="output directory (default: tournament)")
     tn.add_argument("--seed", type=int, default=0, help="seed of the matches (default: 0)")
     tn.add_argument("--no-progress", action="store_true", help="no progress display")
+    tn.add_argument("--record", type=Path, metavar="DIR", help="write every game played to DIR (SGF, PGN or JSON lines)")
     tn.set_defaults(run=run)
 
 
@@ -44,7 +45,7 @@ def run(args) -> int:
     refs = tuple(r.strip() for r in args.references.split(",") if r.strip())
     summary = run_tournament(args.run_dirs, references=refs, anchor=args.anchor, games=args.games,
                              checkpoints=args.checkpoints, out_dir=args.out, seed=args.seed,
-                             prior_draws=args.prior, progress=not args.no_progress)
+                             prior_draws=args.prior, progress=not args.no_progress, record=args.record)
     print(summary["table"])
     print(f"plot: {summary['plot']}; results: {summary['dir']}/tournament.json")
     return 0

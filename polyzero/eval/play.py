@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UsageError
+from .arena import Forfeit
 from .boards import MoveNames, board_of, check_playable, describe, perfect_information, seat_text, side_name
 from .players import Player
 
@@ -84,12 +85,13 @@ def _agent_move(agent, state, analyse: bool, output_fn, open_view: bool) -> int:
     if analyse:
         _show_analysis(agent, state, output_fn)
     action = agent.act([state])[0]
-    if open_view:  # in an imperfect-information game the human's view shows what they may see of it
+    if open_view and not isinstance(action, Forfeit):  # imperfect information: the human's view shows it
         output_fn(f"{agent.name} plays {state.action_to_string(state.current_player(), action)}")
     return action
 
 
-def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse: bool) -> list[float]:
+def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse: bool,
+              on_end=None) -> list[float]:
     open_view = perfect_information(game)
     history: list[int] = []  # every action so far, chance outcomes included
     mine: list[int] = []  # where in `history` the human moved
@@ -113,10 +115,16 @@ def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse:
             mine.append(len(history))
         else:
             action = _agent_move(agent, state, analyse, output_fn, open_view)
+            if isinstance(action, Forfeit):  # an external engine that died, hung or moved illegally
+                output_fn(f"{agent.name} forfeits: {action.reason}")
+                break
         history.append(action)
         state.apply_action(action)
     _show(state, seat, output_fn)
-    returns = list(state.returns())
+    forfeit = not state.is_terminal()
+    returns = [1.0 if p == seat else -1.0 for p in range(game.num_players())] if forfeit else list(state.returns())
+    if on_end is not None:
+        on_end(state, returns)
     mine = returns[seat]
     verdict = "you win" if mine > 0 else "you lose" if mine < 0 else "draw"
     output_fn(f"game over: {verdict} (returns: yours {mine:+g}, {agent.name}'s {returns[1 - seat]:+g})")
@@ -138,9 +146,11 @@ def _order(game, seat: int) -> str:
 
 
 def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, output_fn=print,
-                     seed: int = 0, analyse: bool = False, game_spec: str | None = None) -> list[list[float]]:
+                     seed: int = 0, analyse: bool = False, game_spec: str | None = None,
+                     on_end=None) -> list[list[float]]:
     """Games of a human (at `human_seat`) against `agent` until the human declines another
-    or the input ends; returns each finished game's `state.returns()`."""
+    or the input ends; returns each finished game's `state.returns()`. `on_end(state,
+    returns)` sees each finished game (game records)."""
     spec = game_spec or game.get_type().short_name
     check_playable(game, spec)
     if not 0 <= human_seat < game.num_players():
@@ -157,7 +167,7 @@ def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, outpu
     try:
         while True:
             agent.reset(seed + len(results))
-            results.append(_play_one(game, agent, human_seat, input_fn, output_fn, rng, analyse))
+            results.append(_play_one(game, agent, human_seat, input_fn, output_fn, rng, analyse, on_end))
             if _ask(input_fn, "play again? [y/N] ").lower() not in ("y", "yes"):
                 break
     except _Quit:

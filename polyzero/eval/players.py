@@ -118,6 +118,10 @@ def reference_player(spec: str, game, seed: int = 0) -> Player | None:
         from ..sog.players import sog_reference_player
 
         return sog_reference_player(spec, game, seed)
+    if spec.partition(":")[0] in ("gtp", "uci", "gnugo", "pachi", "stockfish"):  # external engines
+        from ..engines.players import external_player
+
+        return external_player(spec, game, seed)
     kind, sep, sims = spec.partition(":")
     if not sep or kind not in ("mcts", "mcts-solver"):
         return None
@@ -168,4 +172,5 @@ def make_player(spec: str, game, seed: int = 0) -> Player:
         if player is not None:
             return player
     raise UsageError(f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
-                     "cfr:ITERS, ismcts:SIMS, sog:S,C, or a run directory / checkpoint file")
+                     "cfr:ITERS, ismcts:SIMS, sog:S,C, gtp:'CMD', uci:'CMD', gnugo:LEVEL, pachi:PLAYOUTS, "
+                     "stockfish:SKILL[:NODES], or a run directory / checkpoint file")
