@@ -258,8 +258,8 @@ def go_arena(args) -> dict:
     searched: dict[str, list[int]] = {}
 
     class Counting(SearchPlayer):
-        def analyse(self, state, **kwargs):
-            result = super().analyse(state, **kwargs)
+        def search(self, state, **kwargs):
+            result = super().search(state, **kwargs)
             searched.setdefault(self.name, []).append(int(result.root_visits.sum()))
             return result
 

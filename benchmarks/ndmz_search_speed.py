@@ -43,6 +43,7 @@ def numpy_engine():
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("polyzero.search.ndmz_numpy", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module, commit
 

@@ -84,7 +84,6 @@ class SearchConfig:
 
     def validate(self):
         _positive("search.num_simulations", self.num_simulations)
-        self.params()  # SearchParams validates the rest (search.leaf_batch and its kind)
         _choice("search.kind", self.kind, SEARCH_KINDS)
         _choice("search.selection", self.selection, SELECTION_RULES)
         _choice("search.q_normalisation", self.q_normalisation, Q_NORMALISATIONS)
@@ -104,6 +103,7 @@ class SearchConfig:
         _choice("search.chance_backup", self.chance_backup, CHANCE_BACKUPS)
         if not self.value_max > self.value_min:
             raise UsageError("search.value_max must be greater than search.value_min")
+        self.params()  # SearchParams validates the rest (search.leaf_batch and its kind)
 
     def params(self, num_simulations: int | None = None, discount: float = 1.0) -> SearchParams:
         fields = dataclasses.asdict(self)
@@ -397,7 +397,7 @@ class StartConfig:
 
 @dataclass
 class KataGoConfig:
-    """KataGo's self-play techniques (Wu 2019; Go-Exploit Section 5; shared/specs/katago.md).
+    """KataGo's self-play techniques (Wu 2019; Go-Exploit Section 5; docs/goexploit.md).
     The defaults turn every technique off; KataGo's own values are in the comments."""
 
     playout_cap_probability: float = 1.0  # p of a full search (KataGo: 0.25); 1: always full

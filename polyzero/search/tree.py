@@ -129,21 +129,6 @@ class Tree:
         q = self.reward[rows, k] + self.discount[rows, k] * self.value[rows, k]
         return np.where((kids >= 0) & (self.visits[rows, k] > 0), q, fill)
 
-    def principal_variation(self, b: int = 0, max_length: int = 64) -> list[int]:
-        """The actions of tree b's most visited line from the root (ties to the lowest
-        action), as engines report it; stops at an unvisited node or a chance node."""
-        line: list[int] = []
-        node = 0
-        while len(line) < max_length and self.kind[b, node] == DECISION:
-            kids = self.children[b, node]
-            visits = np.where(kids >= 0, self.visits[b, np.maximum(kids, 0)], 0)
-            if visits.max(initial=0) <= 0:
-                break
-            a = int(np.argmax(visits))
-            line.append(a)
-            node = int(kids[a])
-        return line
-
     def depth_stats(self) -> dict:
         """Mean node depth and the mean over trees of the deepest node."""
         used = np.arange(self.depth.shape[1])[None, :] < self.num_nodes[:, None]

@@ -1,6 +1,6 @@
 """One-game search at engine speed: the sequential search pinned to the engine before
 leaf batching came, leaf batching in one tree with virtual loss, the clock, and the
-API engines call (SearchPlayer.analyse)."""
+API engines call (SearchPlayer.search)."""
 
 import time
 
@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from polyzero.algos import make_algorithm
-from polyzero.algos.player import SearchPlayer
+from polyzero.algos.player import SearchPlayer, principal_variation
 from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.games import load_game
 from polyzero.search.learned import LearnedModel
 from polyzero.search.mcts import Expansion, SearchHooks, run_search, search
 from polyzero.search.params import SearchParams
+from polyzero.search.policy import select_moves
 from polyzero.search.tree import PENDING
 from test_learned_search import _roots, _toy_recurrent
 from test_search import RandomTreeModel
@@ -189,7 +190,7 @@ def test_what_leaf_batching_cannot_do_is_refused():
 
 @pytest.mark.parametrize("algo", ["alphazero", "muzero"])
 def test_an_engine_searches_one_game_on_its_clock(algo):
-    """SearchPlayer.analyse: leaf-batched searches of the real game (AlphaZero) and of a
+    """SearchPlayer.search: leaf-batched searches of the real game (AlphaZero) and of a
     learned model (MuZero), to a simulation budget or a clock, and the move and line
     an engine reports."""
     torch.manual_seed(0)
@@ -201,13 +202,13 @@ def test_an_engine_searches_one_game_on_its_clock(algo):
     state = game.new_initial_state()
     for a in (3, 3, 2):
         state.apply_action(a)
-    res = player.analyse(state)
+    res = player.search(state)
     assert res.root_visits.sum() == 200 and res.model_calls <= 1 + 2 * 200 // 8
-    line = res.tree.principal_variation(0)
+    line = principal_variation(res.tree, 0, 16)
     assert line[0] == int(np.argmax(res.root_visits[0])) and len(line) >= 2
-    assert player.best_move(res) in state.legal_actions()
-    res = player.analyse(state, simulations=50_000, stop=lambda: True)
+    assert int(select_moves(res, np.zeros(1, bool), 1.0, player.rng)[0]) in state.legal_actions()
+    res = player.search(state, simulations=50_000, stop=lambda: True)
     assert 0 < res.root_visits.sum() <= 8
     t0 = time.monotonic()
-    res = player.analyse(state, seconds=0.3, simulations=50_000)
+    res = player.search(state, seconds=0.3, simulations=50_000)
     assert time.monotonic() - t0 < 5.0 and res.root_visits.sum() < 50_000
