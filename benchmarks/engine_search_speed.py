@@ -51,19 +51,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from common import probe_ms, write_results  # noqa: E402
 DEFAULT_OUT = "benchmarks/results/engine_search_speed.json"
 ANCHOR_PYTHON = HERE / ".venv-anchor" / "bin" / "python"
 SEARCH = dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min", c1=1.25, c2=19652.0,
               dirichlet_fraction=0.0)
-
-
-def probe_ms(n=50_000) -> float:
-    """The anchor harness's speed probe: a fixed pure-Python loop (~2.7 ms quiet)."""
-    t0 = time.perf_counter()
-    s = 0
-    for i in range(n):
-        s += i * i
-    return (time.perf_counter() - t0) * 1e3
 
 
 def observation(seed: int) -> np.ndarray:
@@ -412,11 +404,7 @@ def main(argv=None):
         results["go"] = go_arena(args)
         print(json.dumps(results["go"]), flush=True)
     meta["loadavg_end"] = os.getloadavg()
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(results))
-    print(f"wrote {out} and {out.with_suffix('.md')}")
+    write_results(args.out, results, markdown(results))
 
 
 if __name__ == "__main__":

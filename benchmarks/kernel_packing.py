@@ -42,6 +42,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from common import write_results  # noqa: E402
 OLD_PATH = "polyzero/search/kernels.py"
 
 
@@ -226,11 +227,7 @@ def main(argv=None):
         row = {"batch": batch, "simulations": sims, "times": time_interleaved(calls, rounds, per_block=3)}
         results["searches"].append(row)
         print(json.dumps(row), flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(results))
-    print(f"wrote {out} and {out.with_suffix('.md')}")
+    write_results(args.out, results, markdown(results))
 
 
 if __name__ == "__main__":

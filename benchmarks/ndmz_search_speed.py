@@ -29,6 +29,8 @@ import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import write_results  # noqa: E402
 OLD_PATH = "polyzero/search/ndmz.py"
 NUMPY_ENGINE_COMMIT = "fd464a8"  # "search: one tree engine ...": its parent holds the NumPy engine
 
@@ -109,9 +111,6 @@ def main(argv=None):
         row["speedup"] = row["numpy"]["median_s"] / row["compiled"]["median_s"]
         results["rows"].append(row)
         print(json.dumps(row), flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
     lines = ["# NDMZ search: the compiled core vs the NumPy engine it replaced", "",
              f"Command: `{results['command']}`; NumPy engine from git `{commit[:10]}`; load {results['loadavg']}; "
              f"the Nannon preset's untrained network, {args.sims} simulations, one thread, {args.rounds} interleaved "
@@ -125,8 +124,7 @@ def main(argv=None):
                      f"{o['us_per_tree_and_simulation']:.1f}, {c['us_per_tree_and_simulation']:.1f} | "
                      f"{o['mean_root_value']:.3f}, {c['mean_root_value']:.3f} | {o['top_move_share']:.3f}, "
                      f"{c['top_move_share']:.3f} |")
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {out} and {out.with_suffix('.md')}")
+    write_results(args.out, results, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
