@@ -37,8 +37,8 @@ class Leaves(NamedTuple):
 
 
 def make_leaves(batch: int, leaf_batch: int = 1, simulations: int = 0) -> Leaves:
-    """Buffers for `leaf_batch` leaves per tree; a leaf-batched selection may also use
-    up to `leaf_batch` slots on collisions."""
+    """Buffers for `leaf_batch` leaves per tree; a leaf-batched selection has twice as
+    many slots, so that collisions can take some."""
     slots = 1 if leaf_batch == 1 else 2 * leaf_batch
     flat = batch * leaf_batch if leaf_batch > 1 else 0
     return Leaves(

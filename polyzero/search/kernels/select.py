@@ -8,9 +8,10 @@ the :class:`~polyzero.search.kernels.leaves.Leaves` it fills.
 At each node of a walk: a terminal node ends it; a chance or identity node draws its
 child by the prior (roulette wheel, as NMCTS and McGammon; NDMZ paper Section 2.3 and
 Appendix A); at the root, forced[b] >= 0 forces the action (KataGo's forced playouts),
-else considered[sim, b] >= 0 makes it a Gumbel root (Sequential Halving, Algorithm 2);
-elsewhere the rule chooses: pUCT (rules 0, 1), Eq. 14 (GUMBEL_INTERIOR_RULE) or NDMZ's
-(NDMZ_RULE). The walk ends at the first edge whose child is not in the tree.
+else considered[sim, b] >= 0 (simulation `sim`) makes it a Gumbel root (Sequential
+Halving, Algorithm 2); elsewhere the rule chooses: pUCT (rules 0, 1), Eq. 14
+(GUMBEL_INTERIOR_RULE) or NDMZ's (NDMZ_RULE). The walk ends at the first edge whose
+child is not in the tree.
 
 With k = 1 it is the sequential search: one leaf per tree, nothing in the tree
 changes. With k > 1 (leaf batching, as KataGo and lc0 do) it descends each tree
@@ -18,7 +19,8 @@ up to k times; every descent that reaches a new edge creates that node at once a
 PENDING and puts a virtual loss on its path (one visit of the worst normalised
 Q, :func:`polyzero.search.kernels.scores.scores_into`), so the next descent of
 the batch prefers other lines. A descent that runs into a PENDING node is a
-collision: it takes no simulation, only a slot (at most k of them per call).
+collision: it takes no simulation, only a slot (2k slots per tree and call, so a
+tree whose lines all end in pending nodes returns early).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def _select_range(lo, hi, t, r, root, lv, k):
         taken = 0
         used = 0
         while taken < wanted and used < slots:
-            # One walk down tree b (see _choose): to a new edge, a terminal node or, with
+            # One walk down tree b (the module docstring): to a new edge, a terminal node or, with
             # leaf batching, a node another descent of this call created.
             node, depth, a, leaf = 0, 0, -1, NEW_LEAF
             while True:
