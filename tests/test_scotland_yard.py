@@ -180,7 +180,10 @@ def test_double_move():
 def test_no_reveal_rounds():
     game = load_game("scotland_yard(reveal_rounds=none)")
     assert game.rules.reveal_rounds == frozenset()
-    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": ""}).rules.reveal_rounds == frozenset()
+    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": "none"}).rules.reveal_rounds == frozenset()
+    # An empty value (like -1 for numbers) means the map's own.
+    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": ""}).rules.reveal_rounds == \
+        load_game("scotland_yard").rules.reveal_rounds
 
 
 def test_bad_parameters_are_usage_errors():

@@ -60,12 +60,18 @@ def _scotland_yard_slots(game: pyspiel.Game):
 # game -> ([slots per player], slot(state, player)).
 PRIVATE_SLOTS = {"scotland_yard": _scotland_yard_slots}
 
+# Games whose current public observation, with the ranges, determines the rest of the
+# game, so the CVPN needs no public history: Scotland Yard when Mr X's information
+# state is his station (the London board: its public history would be ~30,000 numbers).
+MARKOV_PUBLIC = {"scotland_yard": lambda game: game.rules.station_recall}
 
-def _observer(game: pyspiel.Game, public: bool):
-    """OpenSpiel's public observer with perfect recall, or a player's private observer."""
+
+def _observer(game: pyspiel.Game, public: bool, recall: bool = True):
+    """OpenSpiel's public observer (with perfect recall unless `recall` is False), or a
+    player's private observer."""
     from open_spiel.python.observation import make_observation
 
-    kind = (pyspiel.IIGObservationType(public_info=True, perfect_recall=True,
+    kind = (pyspiel.IIGObservationType(public_info=True, perfect_recall=recall,
                                        private_info=pyspiel.PrivateInfoType.NONE) if public else
             pyspiel.IIGObservationType(public_info=False, perfect_recall=False,
                                        private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER))
@@ -99,7 +105,8 @@ class BeliefEncoding:
             self.planes = shape if len(shape) == 3 else None  # a board: the input starts with its planes
             self._slot_of = lambda state, player: 0
             return
-        self._public = _observer(game, public=True)
+        markov = MARKOV_PUBLIC.get(game.get_type().short_name, lambda _: False)(game)
+        self._public = _observer(game, public=True, recall=not markov)
         self.public_size = int(self._public.tensor.size)
         rule = PRIVATE_SLOTS.get(game.get_type().short_name)
         if rule is not None:
