@@ -242,11 +242,51 @@ def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
 
 
 def test_game_without_public_tensor_is_refused_in_one_line():
-    """OpenSpiel's liars_dice has no public observation tensor: the CVPN says so, no traceback."""
+    """phantom_ttt has no public observation tensor and polyzero no rule for it: the
+    CVPN says so, no traceback."""
     from polyzero.errors import UsageError
 
     with pytest.raises(UsageError, match="no public observation tensor"):
-        BeliefEncoding(load_game("liars_dice(numdice=1)"))
+        BeliefEncoding(load_game("phantom_ttt"))
+
+
+@pytest.mark.parametrize("spec, hands", [("liars_dice(numdice=1,dice_sides=3)", 3), ("liars_dice(numdice=2)", 21)])
+def test_liars_dice_belief_encoding(spec, hands):
+    """Liar's Dice (no OpenSpiel public observer): the public tensor is the bids made and
+    the player to move, the same in every world of a public state and different between
+    public states; a player's slot is its dice (a multiset of faces)."""
+    game = load_game(spec)
+    enc = BeliefEncoding(game)
+    assert enc.slots == [hands, hands]
+    tree = PublicTree(game, max_depth=1 if "numdice=2" in spec else None)
+    seen = {}
+    for node in tree.nodes:
+        if node.kind != "decision":
+            continue
+        tensors = {enc.public_tensor_of(w.state).tobytes() for w in node.worlds}
+        assert len(tensors) == 1
+        assert tensors.pop() not in seen
+        seen[enc.public_tensor(node).tobytes()] = node.key
+        for p in range(2):
+            slots = enc.slot_index(node, p)
+            for i, name in enumerate(node.info_states[p]):  # the same dice, the same slot
+                faces = name.split(" ")[0]
+                assert all(slots[j] == slots[i] for j, other in enumerate(node.info_states[p])
+                           if other.split(" ")[0] == faces)
+            assert len(set(slots.tolist())) == len(node.info_states[p])
+    assert len(seen) == len(tree.of_kind("decision"))
+
+
+def test_liars_dice_trains_end_to_end(tmp_path):
+    """SoG trains on Liar's Dice and its network plays in `polyzero exploitability`."""
+    from polyzero.cli import main
+
+    run = tmp_path / "ld"
+    spec = "liars_dice(numdice=1,dice_sides=3)"
+    assert main(["train", spec, "--algo", "sog", "--run-dir", str(run), "--no-progress", "--set", "train.steps=2",
+                 "--set", "train.batch_size=8", "--set", "sog.simulations=4", "--set", "sog.solve_simulations=4",
+                 "--set", "sog.solves_per_step=8"]) == 0
+    assert main(["exploitability", f"sog:4,1,net={run}", "--game", spec, "--seeds", "1", "--no-progress"]) == 0
 
 
 def test_scotland_yard_slots_share_mr_x_positions():
