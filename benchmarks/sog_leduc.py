@@ -38,6 +38,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from connect_four_alphazero import ROOT, RESULTS, run_phases, write_json_atomic  # noqa: E402
 
+from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402  (nannon_636 imports it from here)
+
 
 def _trainer(args, work: Path):
     from polyzero.config import build_config
@@ -79,19 +81,6 @@ def checkpoints(work: Path) -> list[dict]:
 def chosen(args, work: Path) -> list[dict]:
     """The untrained network and `--points` checkpoints spread evenly over the training time."""
     return spread(checkpoints(work), args.points)
-
-
-def spread(points: list[dict], n: int) -> list[dict]:
-    """The first of `points` and the `n` nearest to n even marks over their "minutes"."""
-    if not points:
-        return []
-    last = points[-1]["minutes"]
-    picks = [points[0]]
-    for k in range(1, n + 1):
-        best = min(points, key=lambda p: abs(p["minutes"] - last * k / n))
-        if best not in picks:
-            picks.append(best)
-    return picks
 
 
 def machine() -> str:
