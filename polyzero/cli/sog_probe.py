@@ -21,7 +21,8 @@ def register(sub) -> None:
                     "training target) and by an exact re-solve, and the first two's errors against the "
                     "third, by depth. Errors are mean absolute differences of each information state's "
                     "expected return (counterfactual value over its chance-and-opponent reach), in the "
-                    "game's units (chips for poker).")
+                    "game's units (chips for poker); in brackets, weighted by each information state's "
+                    "probability (under the equilibrium; within each query for the buffer's queries).")
     p.add_argument("run_dir", metavar="RUN", help="a Student of Games run directory (with checkpoints/)")
     p.add_argument("--points", type=int, default=5, help="checkpoints after the first, spread over the "
                    "training time (default: 5)")
@@ -77,6 +78,15 @@ def _buffer_queries(game, point: Path, count: int, seed: int, beliefs) -> tuple[
     return [queries[i] for i in sorted(pick)], source
 
 
+def _row(err: dict) -> str:
+    """'all [weighted]  d1:e [w] d2:...' for one line of the report."""
+    def pair(e, w):
+        return f"{e:.4f} [{w:.4f}]" if w is not None else f"{e:.4f}"
+
+    depths = " ".join(f"d{d}:{pair(e, err['by_depth_weighted'][d])}" for d, e in err["by_depth"].items())
+    return f"{pair(err['all'], err['all_weighted'])}   {depths}"
+
+
 def run(args) -> int:
     from ..games import load_game
     from ..sog.probe import exact_beliefs, network_error, spread_checkpoints, target_error
@@ -97,9 +107,7 @@ def run(args) -> int:
         value_fn, _ = load_cvpn(point["path"])
         err = network_error(value_fn, beliefs)
         result["checkpoints"].append({"step": point["step"], "minutes": point["minutes"], **err})
-        depths = " ".join(f"d{d}:{e:.4f}" for d, e in err["by_depth"].items())
-        print(f"step {point['step']:>6} ({point['minutes']:6.1f} min): network error {err['all']:.4f}  {depths}",
-              flush=True)
+        print(f"step {point['step']:>6} ({point['minutes']:6.1f} min): network error {_row(err)}", flush=True)
     if args.queries:
         last = points[-1]
         value_fn, _ = load_cvpn(last["path"])
@@ -113,9 +121,7 @@ def run(args) -> int:
               f"and an exact re-solve (CFR+, {args.exact_iterations} iterations)")
         for name, label in (("network", "network vs exact"), ("target", "target vs exact"),
                             ("target_vs_network", "target vs network")):
-            row = solved[name]
-            depths = " ".join(f"d{d}:{e:.4f}" for d, e in row["by_depth"].items())
-            print(f"  {label:18} {row['all']:.4f}  {depths}")
+            print(f"  {label:18} {_row(solved[name])}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))

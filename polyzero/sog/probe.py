@@ -11,7 +11,9 @@ Two measurements against exact answers, for games whose public tree fits in memo
    counterfactual value over the information state's chance-and-opponent reach:
    its expected return, in the game's units, what the CVPN predicts; paper,
    "Counterfactual value-and-policy networks") and grouped by the public state's
-   depth (public actions below the root).
+   depth (public actions below the root): over the information states reached,
+   and weighted by each one's probability under the equilibrium (what an
+   equilibrium's play meets; deep public states with large pots are rare).
 2. **Query-solving targets against exact re-solves**: queries the run's solvers
    would see (its query buffer at the checkpoint), each solved three ways: the
    network's own answer, the run's solver (GT-CFR(s_solve, c_solve) with the
@@ -39,45 +41,58 @@ REACHED = 1e-9  # chance-and-opponent reach below which an information state has
 
 def normalised(query: Query, cfv: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Counterfactual values -> each information state's expected return (cfv over its
-    chance-and-opponent reach), and which information states the query reaches."""
+    chance-and-opponent reach), and each information state's probability under the
+    query's beliefs (chance x both ranges; 0 where the query does not reach it)."""
     node = query.public_state
     reach = world_reach(node, query.ranges)
-    values, masks = [], []
+    values, weights = [], []
     for p in range(len(cfv)):
         mass = np.bincount(info_of(node, p), weights=counterfactual_reach(node, reach, p),
                            minlength=len(node.info_states[p]))
         mask = mass > REACHED
         values.append(np.divide(np.asarray(cfv[p], float), mass, out=np.zeros(len(mass)), where=mask))
-        masks.append(mask)
-    return values, masks
+        weights.append(np.where(mask, mass * np.asarray(query.ranges[p], float), 0.0))
+    return values, weights
 
 
-def _errors(query: Query, a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
-    """Absolute differences of two answers' normalised values at the reached information states."""
-    va, masks = normalised(query, a)
+def _errors(query: Query, a: list[np.ndarray], b: list[np.ndarray], per_query: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute differences of two answers' normalised values at the information states the
+    query reaches, and their weights: each information state's probability (`per_query`:
+    normalised to sum 1 per player within the query, so that every query counts alike)."""
+    va, weights = normalised(query, a)
     vb, _ = normalised(query, b)
-    return np.concatenate([np.abs(va[p] - vb[p])[masks[p]] for p in range(len(a))])
+    errors, out = [], []
+    for p in range(len(a)):
+        reached = weights[p] > 0
+        w = weights[p][reached]
+        errors.append(np.abs(va[p] - vb[p])[reached])
+        out.append(w / w.sum() if per_query and w.sum() > 0 else w)
+    return np.concatenate(errors), np.concatenate(out)
 
 
 @dataclass
 class DepthTable:
-    """Mean absolute error per depth (public actions below the root), and overall."""
+    """Mean absolute error per depth (public actions below the root) and overall: over the
+    information states reached, and weighted by their probability."""
 
-    errors: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    errors: dict[str, dict[int, list[tuple[float, float]]]] = field(default_factory=dict)
 
-    def add(self, name: str, depth: int, errors: np.ndarray) -> None:
-        self.errors.setdefault(name, {}).setdefault(depth, []).extend(map(float, errors))
-
-    def depths(self) -> list[int]:
-        return sorted({d for table in self.errors.values() for d in table})
+    def add(self, name: str, depth: int, errors: tuple[np.ndarray, np.ndarray]) -> None:
+        self.errors.setdefault(name, {}).setdefault(depth, []).extend(zip(*map(list, errors)))
 
     def summary(self) -> dict[str, dict]:
+        def mean(pairs):
+            e, w = np.array(pairs).reshape(-1, 2).T
+            return float(e.mean()), float(np.average(e, weights=w)) if w.sum() > 0 else None
+
         out = {}
         for name, table in self.errors.items():
-            everything = [e for errors in table.values() for e in errors]
-            out[name] = {"all": float(np.mean(everything)) if everything else None,
-                         "by_depth": {d: float(np.mean(e)) for d, e in sorted(table.items())},
-                         "count": {d: len(e) for d, e in sorted(table.items())}}
+            everything = [pair for pairs in table.values() for pair in pairs]
+            by_depth = {d: mean(pairs) for d, pairs in sorted(table.items())}
+            out[name] = {"all": mean(everything)[0], "all_weighted": mean(everything)[1],
+                         "by_depth": {d: m[0] for d, m in by_depth.items()},
+                         "by_depth_weighted": {d: m[1] for d, m in by_depth.items()},
+                         "count": {d: len(pairs) for d, pairs in sorted(table.items())}}
         return out
 
 
@@ -86,7 +101,7 @@ def network_error(value_fn: NetworkValueFunction, beliefs: EquilibriumBeliefs) -
     table = DepthTable()
     answers = value_fn.evaluate(beliefs.queries)
     for query, answer, exact in zip(beliefs.queries, answers, beliefs.values):
-        table.add("network", query.public_state.depth, _errors(query, answer.values, exact))
+        table.add("network", query.public_state.depth, _errors(query, answer.values, exact, per_query=False))
     return table.summary()["network"]
 
 
@@ -104,9 +119,9 @@ def target_error(game: pyspiel.Game, value_fn: NetworkValueFunction, settings, q
         target = solve_query(game, query, value_fn, settings, np.random.default_rng([seed, i]))
         network = value_fn.evaluate([query])[0].values
         depth = query.public_state.depth
-        table.add("network", depth, _errors(query, network, exact))
-        table.add("target", depth, _errors(query, target, exact))
-        table.add("target_vs_network", depth, _errors(query, target, network))
+        table.add("network", depth, _errors(query, network, exact, per_query=True))
+        table.add("target", depth, _errors(query, target, exact, per_query=True))
+        table.add("target_vs_network", depth, _errors(query, target, network, per_query=True))
     return table.summary()
 
 
