@@ -6,7 +6,9 @@ training time (10 seeds each: min / mean / max), SoG(1000, 1) at the final one,
 beside IS-MCTS and the untrained network, all measured in the same run.
 
     python benchmarks/sog_leduc.py all --budget-min 120 --seeds 10
-    python benchmarks/sog_leduc.py all --game "scotland_yard(reveal_rounds=none)" --ismcts 10 100   # sog_glasses
+    python benchmarks/sog_leduc.py all --game scotland_yard --budget-min 60   # sog_glasses (IS-MCTS 100, 1000)
+    python benchmarks/sog_leduc.py all --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" \
+        --ismcts 10 100 --out sog_glasses_noreveal   # the glasses map without a reveal (before issue 59)
 
 Phases (each resumable: re-running continues where it stopped):
   train   `SoGTrainer` (the shipped `sog_leduc_poker` preset unless --set says

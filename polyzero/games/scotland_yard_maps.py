@@ -34,13 +34,16 @@ LONDON_START_CARDS = (13, 26, 29, 34, 50, 53, 91, 94, 103, 112, 117, 132, 138, 1
 # `mrx_start` 0 and `detective_starts` "deal" deal the starts from `start_cards`.
 MAP_RULES = {
     "glasses": {
-        # The paper's map (Mr X at 6, detectives at the pendant stations 1 and 11, 5 taxi
-        # tickets each); the rounds and the reveal are the solved variant chosen in
-        # docs/scotland_yard.md (benchmark sog_glasses_variants), the spec's 5 rounds
-        # with a reveal after round 3 being a forced win for the detectives.
+        # The paper's map (Mr X at 6, detectives at the pendant stations 1 and 11, a taxi
+        # ticket per round each). The rounds and the reveal are the variant chosen by
+        # solving the candidates exactly (docs/scotland_yard.md, benchmark
+        # sog_glasses_variants): 4 rounds, Mr X surfacing after his last move, as on
+        # the London board; Mr X's value -0.601. The spec's 5 rounds with a reveal after
+        # round 3 (`rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5`) are a forced
+        # win for the detectives.
         "num_detectives": 2, "mrx_start": 6, "detective_starts": "1;11", "start_cards": "none",
-        "rounds": 5, "reveal_rounds": "3", "mrx_taxi": 5, "mrx_bus": 0, "mrx_underground": 0,
-        "black_tickets": 0, "double_moves": 0, "detective_taxi": 5, "detective_bus": 0,
+        "rounds": 4, "reveal_rounds": "4", "mrx_taxi": 4, "mrx_bus": 0, "mrx_underground": 0,
+        "black_tickets": 0, "double_moves": 0, "detective_taxi": 4, "detective_bus": 0,
         "detective_underground": 0, "box_rules": 0, "mrx_recall": "path",
     },
     "london": {
