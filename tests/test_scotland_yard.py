@@ -1,4 +1,4 @@
-"""Scotland Yard rules (shared/specs/scotland_yard.md) on the glasses map and small custom maps."""
+"""Scotland Yard rules (docs/scotland_yard.md) on the glasses map and small custom maps."""
 
 import numpy as np
 import pyspiel
@@ -10,13 +10,13 @@ from polyzero.games import check_game, load_game
 from polyzero.games.scotland_yard import BLACK, parse_map
 
 N = 11  # stations on the glasses map
-# The spec's glasses game (5 rounds, Mr X surfacing after round 3, 5 taxi tickets each),
+# The original glasses game (5 rounds, Mr X surfacing after round 3, 5 taxi tickets each),
 # the default before the solved variant (docs/scotland_yard.md); these tests play it.
 SPEC = "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"
 
 
 def spec(**params):
-    """The spec's game with some parameters changed."""
+    """The original game with some parameters changed."""
     base = dict(item.split("=") for item in SPEC[len("scotland_yard("):-1].split(","))
     return "scotland_yard(" + ",".join(f"{k}={v}" for k, v in {**base, **params}.items()) + ")"
 TAXI = 0
@@ -118,7 +118,7 @@ def test_mrx_wins_when_the_rounds_run_out():
     game = load_game(spec(rounds=1, reveal_rounds=1))
     state = play(game, [move(TAXI, 5), move(TAXI, 2), move(TAXI, 10)])
     assert state.is_terminal() and state.returns() == [1.0, -1.0]
-    # Five rounds of the spec's game: Mr X shuttles 6-5 while the detectives stay away.
+    # Five rounds of the original game: Mr X shuttles 6-5 while the detectives stay away.
     glasses = load_game(SPEC)
     moves = []
     for x, d1, d2 in [(5, 2, 10), (6, 1, 11), (5, 2, 10), (6, 1, 11), (5, 2, 10)]:

@@ -94,7 +94,7 @@ def test_box_rules_tickets_go_to_mr_x_and_detectives_out_of_tickets_lose():
     while not state.is_terminal():
         state.apply_action(state.legal_actions()[0])
     assert state.returns() == [1.0, -1.0] and state.round() == 1
-    # Without the box's rules (the spec's) the detectives pass and Mr X plays on.
+    # Without the box's rules (the glasses default) the detectives pass and Mr X plays on.
     spec = load_game(f"scotland_yard(map=london,{FIXED},detective_taxi=1,detective_bus=0,"
                      "detective_underground=0,box_rules=0)")
     state = spec.new_initial_state()

@@ -1,9 +1,8 @@
 """Scotland Yard as an OpenSpiel Python game (short name ``scotland_yard``): the rules.
 
-Rules: ``shared/specs/scotland_yard.md`` (authoritative for the glasses map), the
-game of the Student of Games paper ("Scotland Yard" results; the small "glasses"
-map of its supplementary Fig. S3), and on ``map=london`` the box's rules
-(docs/scotland_yard.md names the edition). Maps and each map's rules:
+Rules: ``docs/scotland_yard.md`` (authoritative), the game of the Student of Games
+paper ("Scotland Yard" results; the small "glasses" map of its supplementary Fig.
+S3), and on ``map=london`` the box's rules (the page names the edition). Maps and each map's rules:
 `polyzero.games.scotland_yard_maps`; observations: `scotland_yard_observer`;
 drawing: `scotland_yard_render`.
 
@@ -13,12 +12,12 @@ the detectives except after his move in a reveal round; they see every ticket he
 uses. Starts are parameters, or dealt from start cards by chance (London): the
 detectives' cards face up, one after another, then Mr X's in secret.
 
-**Choices where the spec leaves them open**: each round Mr X moves first, then
+**Choices where the paper leaves them open**: each round Mr X moves first, then
 detective 1, 2, ... (``detectives_first=true`` plays the detectives first). A
 double-move card is a public ``double`` action before Mr X's two moves, which fill
 two rounds of his log (as in the board game); if he then has no legal second move
-he is caught. ``box_rules=1`` (London's default) adds the box's rules the spec
-omits: Mr X receives the tickets the detectives use, and wins as soon as no
+he is caught. ``box_rules=1`` (London's default) adds the box's rules the glasses
+game omits: Mr X receives the tickets the detectives use, and wins as soon as no
 detective holds a ticket. ``mrx_recall=station`` (London's default) gives Mr X
 the information state (public history, his station) instead of his whole path:
 the game's future depends on his station only, so this loses him nothing and
@@ -88,7 +87,7 @@ _GAME_TYPE = pyspiel.GameType(
 
 def resolve_params(params: dict) -> dict:
     """Every parameter's value: the user's, else the map's (`MAP_RULES`) where the
-    spec's default says "the map's" (-1 or "")."""
+    parameter's default says "the map's" (-1 or "")."""
     p = {**_DEFAULT_PARAMS, **params}
     rules = MAP_RULES[map_name(p["map"])]
     return {k: (rules[k] if k in rules and v in (-1, "") else v) for k, v in p.items()}

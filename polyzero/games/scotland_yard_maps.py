@@ -1,7 +1,7 @@
 """Scotland Yard's maps and each map's rules (`scotland_yard(map=...)`).
 
 - ``glasses``: the small map of the Student of Games paper's supplementary Fig. S3
-  (``shared/specs/scotland_yard.md``): 11 stations, 12 taxi edges.
+  (docs/scotland_yard.md): 11 stations, 12 taxi edges.
 - ``london``: the board of the commercial game, 199 stations and 468 connections
   (taxi, bus, underground, the river ferry), shipped as package data
   (``polyzero/games/data/scotland_yard_london``), played by the box's rules
@@ -22,7 +22,7 @@ BLACK = 3
 FERRY = 3
 MRX, DETECTIVES = 0, 1
 
-# Supplementary Fig. S3 of the Student of Games paper, as given by the spec:
+# Supplementary Fig. S3 of the Student of Games paper:
 # two 4-cycles joined by the bridge 5-6-7, with pendant stations 1 and 11.
 GLASSES_EDGES = "1-2;2-3;2-4;3-5;4-5;5-6;6-7;7-8;7-9;8-10;9-10;10-11"
 
@@ -38,9 +38,9 @@ MAP_RULES = {
         # ticket per round each). The rounds and the reveal are the variant chosen by
         # solving the candidates exactly (docs/scotland_yard.md, benchmark
         # sog_glasses_variants): 4 rounds, Mr X surfacing after his last move, as on
-        # the London board; Mr X's value -0.601. The spec's 5 rounds with a reveal after
-        # round 3 (`rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5`) are a forced
-        # win for the detectives.
+        # the London board; Mr X's value -0.601. The original 5 rounds with a reveal after
+        # round 3 (`rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5`, the original
+        # default) are a forced win for the detectives.
         "num_detectives": 2, "mrx_start": 6, "detective_starts": "1;11", "start_cards": "none",
         "rounds": 4, "reveal_rounds": "4", "mrx_taxi": 4, "mrx_bus": 0, "mrx_underground": 0,
         "black_tickets": 0, "double_moves": 0, "detective_taxi": 4, "detective_bus": 0,
