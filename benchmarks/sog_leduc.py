@@ -85,6 +85,12 @@ def chosen(args, work: Path) -> list[dict]:
     return spread(checkpoints(work), args.points)
 
 
+def write_markdown(name: str, lines: list[str]) -> None:
+    """benchmarks/results/NAME.md from `lines`, also printed."""
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def machine() -> str:
     return f"{platform.node()} ({platform.processor() or platform.machine()}), {os.cpu_count()} CPUs"
 

@@ -32,7 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from connect_four_alphazero import ROOT, RESULTS, run_phases, write_json_atomic  # noqa: E402
-from sog_leduc import _seed_value, _trainer, checkpoints, machine, run_jobs, spread, train_in_chunks  # noqa: E402
+from sog_leduc import (_seed_value, _trainer, checkpoints, machine, run_jobs, spread,  # noqa: E402
+                       train_in_chunks, write_markdown)
 
 
 def _seed_work(args, seed: int) -> Path:
@@ -150,9 +151,7 @@ def phase_report(args, work: Path) -> dict:
                      f"{t['mean']:.4f} [{t['low']:.4f}, {t['high']:.4f}] | "
                      f"{', '.join(f'{v:.4f}' for v in t['per_seed'])} | {t['cfr_plus']['exploitability']:.2e} "
                      f"({t['cfr_plus']['iterations']}) | {ratio} |")
-    lines += ["", f"Targets: {json.dumps(target)}"]
-    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_markdown(args.out, lines + ["", f"Targets: {json.dumps(target)}"])
     return result
 
 
