@@ -61,6 +61,8 @@ def _liars_dice_slots(game: pyspiel.Game):
     """Liar's Dice: a player's dice, as the sorted faces that begin its information
     state string (OpenSpiel has no private observer for it): one slot per multiset."""
     params = game.get_parameters()
+    if params["dice_sides"] > 9:  # the string writes one digit per die
+        raise UsageError(f"{game}: the CVPN reads Liar's Dice with at most 9 sides per die")
     faces = "".join(str(f) for f in range(1, params["dice_sides"] + 1))
     hands = {"".join(h): i for i, h in enumerate(itertools.combinations_with_replacement(faces, params["numdice"]))}
     return [len(hands)] * 2, lambda state, player: hands[state.information_state_string(player).split(" ")[0]]
