@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
+from .nets import INFERENCE_PATHS
 from .search.params import (CHANCE_BACKUPS, GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS,
                             Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
 
@@ -40,9 +41,14 @@ class NetConfig:
     # Student of Games, kind "resnet": a board game's CVPN runs AlphaZero's convolutional
     # tower (blocks x channels) over the board planes; false: dense residual blocks of width.
     board_tower: bool = True
+    # How self-play, evaluation and search call the network (polyzero.nets.compiled):
+    # "auto" is ONNX Runtime on the CPU when installed (the fastest exact path measured,
+    # docs/benchmarks.md), else eager; or "eager", "script", "onednn", "inductor", "onnx".
+    inference: str = "auto"
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
+        _choice("net.inference", self.inference, INFERENCE_PATHS)
         _choice("net.perspective", self.perspective, ("mover", "raw"))
         _choice("net.block", self.block, ("basic", "bottleneck"))
         for k in ("channels", "blocks", "width", "layers", "value_hidden"):

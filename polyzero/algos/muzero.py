@@ -93,7 +93,7 @@ class MuZero:
         return self.mz.downsample == "on" or min(self.encoder.shape[1:]) >= 32
 
     def make_evaluator(self, net: torch.nn.Module, device) -> MuZeroInference:
-        return MuZeroInference(net, device)
+        return MuZeroInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)

@@ -110,7 +110,7 @@ class NDMZ:
         return NDMZNet(int(np.prod(self.encoder.shape)), self.layout, spec)
 
     def make_evaluator(self, net: torch.nn.Module, device) -> NDMZInference:
-        return NDMZInference(net, device)
+        return NDMZInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .compiled import CompiledCall
 from .support import support_to_scalar
 from .alphazero import NetSpec
 from .towers import MLPTower, ResidualBlock
@@ -286,42 +287,62 @@ def _scalar_tail(cells: int, hidden: int, out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(cells, hidden), nn.ReLU(), nn.Linear(hidden, out))
 
 
+class _Initial(nn.Module):
+    """h then f at the root: (s^0 flattened [M, H], policy logits [M, A], scalar value [M])."""
+
+    def __init__(self, net: MuZeroNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, obs: torch.Tensor):
+        s = self.net.represent(obs)
+        logits, value = self.net.predict(s, root=True)
+        return s.flatten(1), logits, self.net.value_scalar(value)
+
+
+class _Recurrent(nn.Module):
+    """g then f: (reward [M], policy logits [M, A], scalar value [M], s^k flattened [M, H])."""
+
+    def __init__(self, net: MuZeroNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, hidden: torch.Tensor, action: torch.Tensor):
+        s = hidden.view(-1, *self.net.hidden_shape)
+        s2, reward = self.net.dynamics(s, action)
+        logits, value = self.net.predict(s2)
+        r = self.net.reward_scalar(reward, s.shape[0], s2)
+        return r, logits, self.net.value_scalar(value), s2.flatten(1)
+
+
 class MuZeroInference:
-    """NumPy in, NumPy out: the initial and recurrent inference the search calls.
+    """NumPy in, NumPy out: the initial and recurrent inference the search calls,
+    each one compiled entry point (`net.inference`, :mod:`polyzero.nets.compiled`).
 
     Hidden states travel as flat float32 rows [M, prod(hidden_shape)] (the
     search's node-indexed store is 2-D) and are reshaped here.
     """
 
-    def __init__(self, net: MuZeroNet, device: torch.device | str = "cpu"):
+    def __init__(self, net: MuZeroNet, device: torch.device | str = "cpu", inference: str = "auto"):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
+        self._initial = CompiledCall(_Initial(self.net), (np.float32,), inference, self.device)
+        self._recurrent = CompiledCall(_Recurrent(self.net), (np.float32, np.int64), inference,
+                                       self.device)
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)
         self.net.eval()
+        self._initial.refresh()
+        self._recurrent.refresh()
 
-    def _tensor(self, x: np.ndarray, dtype=np.float32) -> torch.Tensor:
-        t = torch.from_numpy(np.ascontiguousarray(x, dtype=dtype))
-        return t.to(self.device, non_blocking=True) if self.device.type != "cpu" else t
-
-    @torch.inference_mode()
     def initial(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(hidden [M, H], policy logits [M, A], value [M])."""
-        s = self.net.represent(self._tensor(obs))
-        logits, value = self.net.predict(s, root=True)
-        return (s.flatten(1).float().cpu().numpy(), logits.float().cpu().numpy(),
-                self.net.value_scalar(value).float().cpu().numpy())
+        return self._initial(obs)
 
-    @torch.inference_mode()
     def recurrent(self, hidden: np.ndarray, action: np.ndarray):
         """(reward [M], policy logits [M, A], value [M], hidden' [M, H]): the search's recurrent_fn."""
-        s = self._tensor(hidden).view(-1, *self.net.hidden_shape)
-        s2, reward = self.net.dynamics(s, self._tensor(action, np.int64))
-        logits, value = self.net.predict(s2)
-        r = self.net.reward_scalar(reward, s.shape[0], s2)
-        return (r.float().cpu().numpy(), logits.float().cpu().numpy(),
-                self.net.value_scalar(value).float().cpu().numpy(), s2.flatten(1).float().cpu().numpy())
+        return self._recurrent(hidden, action)
 
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(policy logits, value) at the representation: the AlphaZero-shaped evaluator."""
