@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -51,6 +50,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tinynet  # noqa: E402
+from timing import machine_info, summarize, time_interleaved  # noqa: E402
 
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search.learned import LearnedModel  # noqa: E402
@@ -60,56 +60,6 @@ from polyzero.search.params import SearchParams  # noqa: E402
 
 SEED = 0
 DEFAULT_OUT = "benchmarks/results/search_throughput.json"
-
-
-# ------------------------------------------------------------------ speed probe
-def _probe_work(n=50_000):
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-
-
-def probe_ms():
-    """The anchor harness's speedprobe: a fixed pure-Python loop (~2.7 ms quiet)."""
-    t0 = time.perf_counter()
-    _probe_work()
-    return (time.perf_counter() - t0) * 1e3
-
-
-# ------------------------------------------------------------------ timing helpers
-def time_interleaved(jobs, min_calls, min_total_s, max_rounds, block_s=0.03, block_min_calls=2):
-    """Blocked round-robin (as the anchor's mctx_search.time_interleaved): each round
-    runs, for each job, a block of back-to-back calls (>= block_min_calls and
-    block_s seconds), each timed on its own, the first of every block dropped;
-    a speedprobe sample ends each round. jobs: [(name, fn, args_list)], fn must
-    block until its result is ready."""
-    times = {name: [] for name, _, _ in jobs}
-    probe = []
-    t_start = time.perf_counter()
-    r = 0
-    while (min(len(v) for v in times.values()) < min_calls
-           or time.perf_counter() - t_start < min_total_s) and r < max_rounds:
-        for name, fn, args_list in jobs:
-            t_block, k = time.perf_counter(), 0
-            while k < block_min_calls or time.perf_counter() - t_block < block_s:
-                args = args_list[(r + k) % len(args_list)]
-                t0 = time.perf_counter()
-                fn(*args)
-                dt = time.perf_counter() - t0
-                if k > 0:
-                    times[name].append(dt)
-                k += 1
-        probe.append(probe_ms())
-        r += 1
-    return times, probe
-
-
-def summarize(ts):
-    ts = sorted(ts)
-    q = lambda f: ts[min(len(ts) - 1, int(f * (len(ts) - 1) + 0.5))]  # noqa: E731
-    return {"n": len(ts), "median_s": statistics.median(ts), "min_s": ts[0],
-            "p25_s": q(0.25), "p75_s": q(0.75), "max_s": ts[-1]}
 
 
 def depth_from_parents(parents):
@@ -486,19 +436,6 @@ def alphazero_section(args, num_sims=64, batch=256):
 
 
 # ------------------------------------------------------------------ main
-def machine_info():
-    info = {"python": platform.python_version(), "cpu_count": os.cpu_count()}
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            k, _, v = line.partition(":")
-            if k.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket"):
-                info[k.strip()] = v.strip()
-    except OSError:
-        pass
-    return info
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch-sizes", default="1,16,256")

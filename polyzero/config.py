@@ -43,7 +43,7 @@ class NetConfig:
     board_tower: bool = True
     # How self-play, evaluation and search call the network (polyzero.nets.compiled):
     # "auto" is ONNX Runtime on the CPU when installed (the fastest exact path measured,
-    # docs/benchmarks.md), else eager; or "eager", "script", "onednn", "inductor", "onnx".
+    # docs/benchmarks.md), else eager; or "eager", "script", "inductor", "onnx".
     inference: str = "auto"
 
     def validate(self):
