@@ -287,9 +287,15 @@ class MuZeroConfig:
     # the last move (the loser's -1, 0 after a draw), at the weight of one unrolled step.
     # Not in the MuZero paper.
     terminal_value: bool = False
+    # The dynamics function's size, a lever on the learner's speed (a K-step unroll runs g
+    # K times): residual blocks of g's tower (resnet) or hidden layers (mlp); -1: the same
+    # as h's (net.blocks or net.layers), as in the paper (Appendix F).
+    dynamics_blocks: int = -1
 
     def validate(self):
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
+        if self.dynamics_blocks < -1:
+            raise UsageError(f"muzero.dynamics_blocks must be -1 (as net.blocks) or >= 0, not {self.dynamics_blocks}")
         if self.consistency_terminal and not self.consistency_weight:
             raise UsageError("muzero.consistency_terminal needs the consistency loss (muzero.consistency_weight > 0)")
         _positive("muzero.reanalyse_c_scale", self.reanalyse_c_scale, allow_zero=True)

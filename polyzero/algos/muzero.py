@@ -81,7 +81,8 @@ class MuZero:
                           scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind),
                           zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm,
                           consistency=self.mz.consistency_weight > 0,
-                          terminal_reward=self.mz.terminal_reward and not self.single_agent)
+                          terminal_reward=self.mz.terminal_reward and not self.single_agent,
+                          dynamics_blocks=self.mz.dynamics_blocks)
         spatial = self.mz.action_planes == "game" and not spec.downsample  # planes at the board's size
         planes = action_planes(self.game, self.encoder.shape) if spatial else None
         return MuZeroNet(self.encoder.shape, self.num_actions, spec, planes)

@@ -23,6 +23,7 @@ the h transform for single-agent environments (Appendix F; ``support`` > 0).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +51,7 @@ class MuZeroSpec:
     unroll_norm: str = "batch"  # resnet: "layer" normalises g and f's heads at k >= 1 per sample
     consistency: bool = False  # SimSiam projector and predictor for EfficientZero's consistency loss
     terminal_reward: bool = False  # scalar values: a tanh reward head as well (the pseudocode's board games)
+    dynamics_blocks: int = -1  # g's residual blocks (resnet) or hidden layers (mlp); -1: as h's
 
 
 class DownsampleStack(nn.Module):
@@ -107,7 +109,8 @@ class MuZeroNet(nn.Module):
             else:
                 self.representation = net.tower(c, hgt * wid)
             self.hidden_shape = (ch, hgt, wid)
-            self.dynamics_tower = net.tower(ch + 1, hgt * wid)
+            self.dynamics_tower = dataclasses.replace(net, blocks=self._dynamics_size(net.blocks)).tower(
+                ch + 1, hgt * wid)
             cells = hgt * wid
             learned = action_planes is None and num_actions > cells
             self.action_plane = nn.Embedding(num_actions, cells) if learned else None
@@ -124,8 +127,8 @@ class MuZeroNet(nn.Module):
             self.hidden_shape = (hs,)
             self.representation = nn.Sequential(MLPTower(in_dim, net.width, net.layers),
                                                 nn.Linear(net.width, hs))
-            self.dynamics_tower = nn.Sequential(MLPTower(hs + num_actions, net.width, net.layers),
-                                                nn.Linear(net.width, hs))
+            tower = MLPTower(hs + num_actions, net.width, self._dynamics_size(net.layers))
+            self.dynamics_tower = nn.Sequential(tower, nn.Linear(tower.out_dim, hs))
             self.prediction_trunk = MLPTower(hs, net.width, net.layers)
             self.policy_head = nn.Linear(net.width, num_actions)
             self.value_head = nn.Sequential(nn.Linear(net.width, net.value_hidden), nn.ReLU(),
@@ -159,6 +162,9 @@ class MuZeroNet(nn.Module):
                 if head is not None:
                     nn.init.zeros_(last_layer(head).weight)
                     nn.init.zeros_(last_layer(head).bias)
+
+    def _dynamics_size(self, same: int) -> int:
+        return same if self.spec.dynamics_blocks < 0 else self.spec.dynamics_blocks
 
     # ------------------------------------------------------------ h, g, f
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
