@@ -149,6 +149,10 @@ class TrainConfig:
     # Each sampled example under a random board symmetry of its game (polyzero.games.symmetry;
     # AlphaGo Zero did this, AlphaZero did not): connect_four, tic_tac_toe and go know theirs.
     symmetries: bool = False
+    # The learner's loss (forward and backward) through torch.compile (inductor): the same
+    # loss to float rounding, compiled at the first update (minutes on a 2-core CPU), then
+    # faster where batch norm and elementwise work dominate (docs/benchmarks.md).
+    compile: bool = False
 
     def validate(self):
         for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",

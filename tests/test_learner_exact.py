@@ -164,6 +164,8 @@ CASES = {
         "muzero.terminal_reward=true", "muzero.priority_value=network", "muzero.unroll_norm=layer"]),
     "muzero_tic_tac_toe_mlp": ("tic_tac_toe", "muzero", []),
     "muzero_cartpole_support": ("cartpole", "muzero", ["muzero.support=20"]),
+    "muzero_tiny_mlp": ("tic_tac_toe", "muzero", ["net.width=16", "net.layers=1", "muzero.hidden_size=8",
+                                                  "net.value_hidden=8", "muzero.unroll_steps=2"]),
     "ndmz_nannon": ("nannon", "ndmz", ["net.width=32", "ndmz.hidden_size=16"]),
 }
 
@@ -206,9 +208,13 @@ def test_loss_parts_priorities_and_gradients_equal_the_reference(case):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("case", ["muzero_connect_four", "ndmz_nannon"])
-def test_a_learner_update_equals_the_reference_update(case):
+@pytest.mark.parametrize("case,compiled", [("muzero_connect_four", False), ("ndmz_nannon", False),
+                                           ("muzero_tiny_mlp", True)])
+def test_a_learner_update_equals_the_reference_update(case, compiled):
+    """Fused optimizer and the L2 term as a gradient (and with train.compile the loss
+    through inductor): the same loss terms and weights as the old update."""
     cfg, algo, batch = _setup(case)
+    cfg.train.compile = compiled
     torch.manual_seed(0)
     learner = Learner(algo, cfg.train, torch.device("cpu"))
     reference = Learner(algo, cfg.train, torch.device("cpu"))
@@ -219,5 +225,8 @@ def test_a_learner_update_equals_the_reference_update(case):
         want = reference_update(reference, batch)
         for key in ("loss/total", "loss/l2", "loss/value", "loss/policy"):
             assert got[key] == pytest.approx(want[key], rel=RTOL, abs=ATOL), (step, key)
+    # Adam divides each gradient by its own running scale, so a component near zero moves
+    # by up to the learning rate whichever way its rounding goes: weights to 1% of lr.
     for got, want in zip(learner.net.parameters(), reference.net.parameters()):
-        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4,
+                                   atol=0.01 * cfg.train.learning_rate)
