@@ -49,6 +49,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import search_throughput_alone  # noqa: E402
 import tinynet  # noqa: E402
 from timing import machine_info, summarize, time_interleaved  # noqa: E402
 
@@ -135,7 +136,10 @@ def net_alone_fn(net: tinynet.TinyNetNumpy, num_simulations: int, batch: int):
 
 
 # ------------------------------------------------------------------ mctx (JAX)
-def make_mctx(num_simulations, gumbel=False):
+def make_mctx(num_simulations, gumbel=False, net_loop=False):
+    """mctx's policy over the tiny net, jitted; with `net_loop` instead the network work
+    of one policy call without a tree: root_fn and num_simulations chained recurrent_fn
+    calls inside one jitted fori_loop (the anchor harness's net_loop)."""
     import jax
     import jax.numpy as jnp
     import mctx
@@ -184,7 +188,19 @@ def make_mctx(num_simulations, gumbel=False):
         tree = out.search_tree
         return out.action, tree.children_visits[:, 0], tree.parents
 
-    jitted = jax.jit(policy)
+    def loop(p, rng_key, obs, invalid_actions):
+        del rng_key, invalid_actions
+        root = root_fn(p, obs)
+        b = obs.shape[0]
+
+        def body(i, carry):
+            h, acc = carry
+            action = (jnp.arange(b, dtype=jnp.int32) + i) % A
+            out, h2 = recurrent_fn(p, None, action, h)
+            return h2, acc + out.value + out.prior_logits[:, 0] + out.reward
+        return jax.lax.fori_loop(0, num_simulations, body, (root.embedding, root.value))
+
+    jitted = jax.jit(loop if net_loop else policy)
 
     def call(*args):
         return jax.block_until_ready(jitted(*args))
@@ -443,7 +459,14 @@ def main(argv=None):
     ap.add_argument("--min-total-s", type=float, default=4.0)
     ap.add_argument("--min-calls", type=int, default=9)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--net-mode", default="script", choices=["lean", "script", "eager_ref"])
+    ap.add_argument("--net-mode", default="compiled:auto",
+                    choices=["lean", "script", "eager_ref"] + [f"compiled:{m}" for m in tinynet.COMPILED_MODES],
+                    help="compiled:auto (default) is the path self-play takes (net.inference = auto)")
+    ap.add_argument("--mode", default="interleaved", choices=["interleaved", "alone"],
+                    help="interleaved: every job in this process, round-robin; alone: each library in "
+                         "its own process (search_throughput_alone.py)")
+    ap.add_argument("--library", choices=search_throughput_alone.LIBRARIES, help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--no-mctx", action="store_true")
     ap.add_argument("--no-alphazero", action="store_true")
     ap.add_argument("--gumbel", action="store_true",
@@ -456,9 +479,12 @@ def main(argv=None):
         args.min_total_s, args.min_calls = 0.5, 3
 
     set_threads(args.threads)  # torch's and the tree kernels' (numba) threads
+    if args.library:  # a child of the alone mode
+        return search_throughput_alone.child(args)
     batch_sizes = [int(x) for x in args.batch_sizes.split(",")]
     sims_list = [int(x) for x in args.sims.split(",")]
-    net_err = tinynet.check(1e-5)
+    modes = (args.net_mode,) if args.net_mode.startswith("compiled:") else ()
+    net_err = tinynet.check(1e-5, modes)
     net = tinynet.TinyNetNumpy(args.net_mode)
 
     meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
@@ -487,6 +513,14 @@ def main(argv=None):
             meta["mctx_skipped"] = str(e)
     print(json.dumps(meta), flush=True)
 
+    if args.mode == "alone":
+        if args.out == DEFAULT_OUT:
+            args.out = "benchmarks/results/search_throughput_alone.json"
+        results = search_throughput_alone.run(args, meta, ("polyzero", "mctx") if have_mctx else ("polyzero",))
+        results["meta"]["loadavg_end"] = os.getloadavg()
+        _write(args.out, results, search_throughput_alone.render(results))
+        return results
+
     if args.gumbel:
         if args.out == DEFAULT_OUT:
             args.out = "benchmarks/results/search_throughput_gumbel.json"
@@ -494,16 +528,10 @@ def main(argv=None):
         meta["loadavg_end"] = os.getloadavg()
         results = {"meta": meta, "gumbel": gumbel}
         if args.out:
-            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-            with open(args.out, "w") as fh:
-                json.dump(results, fh, indent=1)
-            md = os.path.splitext(args.out)[0] + ".md"
-            with open(md, "w") as fh:
-                fh.write(render_gumbel_markdown(meta, gumbel))
-            print(f"wrote {args.out} and {md}", flush=True)
+            _write(args.out, results, render_gumbel_markdown(meta, gumbel))
         return results
 
-    results = {"meta": meta, "rows": [], "visit_check": []}
+    results = {"meta": {**meta, "mode": "interleaved"}, "rows": [], "visit_check": []}
     for b in batch_sizes:
         obs_list = [tinynet.make_obs(b, seed=s) for s in range(4)]
         no_mask = np.zeros((b, tinynet.A), bool)
@@ -581,20 +609,24 @@ def main(argv=None):
     results["meta"]["loadavg_end"] = os.getloadavg()
 
     if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            json.dump(results, fh, indent=1)
-        md = os.path.splitext(args.out)[0] + ".md"
-        with open(md, "w") as fh:
-            fh.write(render_markdown(results))
-        print(f"wrote {args.out} and {md}", flush=True)
+        _write(args.out, results, render_markdown(results))
     return results
+
+
+def _write(out, results, markdown):
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as fh:
+        json.dump(results, fh, indent=1)
+    md = os.path.splitext(out)[0] + ".md"
+    with open(md, "w") as fh:
+        fh.write(markdown)
+    print(f"wrote {out} and {md}", flush=True)
 
 
 def render_markdown(results) -> str:
     m = results["meta"]
     mach = m["machine"]
-    lines = ["# Search throughput: polyzero vs mctx", "",
+    lines = ["# Search throughput: polyzero vs mctx, interleaved in one process", "",
              f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
              f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)}; JAX on {', '.join(m.get('jax_devices', ['-']))}",
              f"- command: `{m['command']}`",
@@ -606,6 +638,8 @@ def render_markdown(results) -> str:
              f"{m['net_max_abs_err_vs_numpy']:.1e}",
              f"- search: {m['search_params']} (mctx: muzero_policy, dirichlet_fraction=0)",
              f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}", "",
+             "Mode: interleaved (both libraries in this one process, blocked round-robin; "
+             "`--mode alone` times each in its own process). "
              "Median ms per policy call (root forward + search), interleaved in the same run; "
              "speed-up = mctx / polyzero. 'outside net' = share of polyzero's time not spent "
              "in the network (inner: network calls timed inside the search; alone: 1 - "
