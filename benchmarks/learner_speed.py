@@ -166,6 +166,44 @@ def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, war
             "step_ms_all": [x * 1e3 for x in step_s], "floor_ms_all": [x * 1e3 for x in floor_s]}
 
 
+# ------------------------------------------------------------------ old loss against new
+LOSS_AB = {"muzero_tic_tac_toe_mlp": 256, "muzero_cartpole_support": 256, "ndmz_nannon": 512,
+           "muzero_connect_four": 64}
+
+
+def loss_ab(rounds: int) -> list[dict]:
+    """The loss's forward and backward, the code before the learner work (kept as the
+    oracle in tests/test_learner_exact.py) against the current, on the same fixed batch,
+    interleaved: median ms of each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import test_learner_exact as t
+
+    rows = []
+    for case, batch in LOSS_AB.items():
+        game, algo_name, overrides = t.CASES[case]
+        cfg = build_config(game, algo_name, overrides=overrides if "support" in case else [])
+        algo = make_algorithm(cfg, load_game(cfg.game))
+        data = t.ndmz_batch(algo, batch) if algo_name == "ndmz" else t.muzero_batch(algo, batch)
+        tensors = {k: torch.from_numpy(v) for k, v in data.items()}
+        torch.manual_seed(0)
+        net = algo.build_network().train()
+        reference = t.reference_ndmz_loss if algo_name == "ndmz" else t.reference_muzero_loss
+        fns = {"old": lambda: reference(algo, net, tensors)[0].backward(),
+               "new": lambda: algo.loss(net, tensors)[0].backward()}
+        times = {k: [] for k in fns}
+        for r in range(rounds + 1):
+            for k, fn in fns.items():
+                net.zero_grad(set_to_none=True)
+                t0 = time.perf_counter()
+                fn()
+                if r:
+                    times[k].append(time.perf_counter() - t0)
+        old, new = (statistics.median(times[k]) * 1e3 for k in ("old", "new"))
+        rows.append({"case": case, "batch": batch, "old_ms": old, "new_ms": new, "speedup": old / new})
+        print(f"loss A/B {case} B={batch}: old {old:.1f} ms, new {new:.1f} ms, {old / new:.2f}x", flush=True)
+    return rows
+
+
 # ------------------------------------------------------------------ report
 def render(result) -> str:
     lines = [f"# Learner training steps per second beside the floor and AlphaZero", "",
@@ -185,6 +223,12 @@ def render(result) -> str:
         vs = f"{r['steps_per_s'] / base['steps_per_s']:.2f}x" if base else "-"
         lines.append(f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
                      f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} |")
+    if result.get("loss_ab"):
+        lines += ["", "The loss alone (forward and backward, fixed batch, presets' networks), the code before "
+                  "the learner work against the current, interleaved:", "",
+                  "| case | batch | old ms | new ms | speed-up |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['case']} | {r['batch']} | {r['old_ms']:.1f} | {r['new_ms']:.1f} | {r['speedup']:.2f}x |"
+                  for r in result["loss_ab"]]
     return "\n".join(lines) + "\n"
 
 
@@ -196,6 +240,8 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--cpu-threads", type=int, default=os.cpu_count(), help="torch threads for the CPU learner")
+    ap.add_argument("--loss-ab", type=int, default=0, metavar="ROUNDS",
+                    help="also time the loss alone, old code against new, this many rounds")
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed.json")
     args = ap.parse_args(argv)
@@ -207,7 +253,7 @@ def main(argv=None) -> None:
     arms = [a for a in ARMS if a.name in wanted or any(a.name == b.baseline for b in ARMS if b.name in wanted)]
     load0 = os.getloadavg()
     rows = []
-    for arm in arms:
+    for arm in arms if args.arms else []:
         algo, cfg, sampler = setup(arm, args.batch_size)
         for dev in devices:
             r = time_arm(arm, algo, cfg, sampler, torch.device(dev), args.steps, args.warmup)
@@ -215,10 +261,12 @@ def main(argv=None) -> None:
                          "overrides": arm.overrides, "device": dev, "batch_size": cfg.train.batch_size, **r})
             print(f"{arm.name} {dev} batch {cfg.train.batch_size}: {r['steps_per_s']:.2f} steps/s, floor "
                   f"{r['floor_steps_per_s']:.2f}, learner/floor {r['learner_over_floor']:.2f}", flush=True)
+    loss_rows = loss_ab(args.loss_ab) if args.loss_ab else []
     result = {"command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
               "machine": machine_info(), "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
               "torch": torch.__version__, "cpu_threads": args.cpu_threads, "steps": args.steps,
-              "warmup": args.warmup, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": rows}
+              "warmup": args.warmup, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": rows,
+              "loss_ab": loss_rows}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
