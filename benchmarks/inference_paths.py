@@ -16,7 +16,6 @@ first build.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -29,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tinynet  # noqa: E402
-from timing import machine_info, summarize, time_interleaved  # noqa: E402
+from timing import machine_info, write_results, summarize, time_interleaved  # noqa: E402
 
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
@@ -206,11 +205,7 @@ def main(argv=None):
         entries.append(run_entry(name, make, dtypes, inputs, paths, batches, args))
     meta["loadavg_end"] = os.getloadavg()
     result = {"meta": meta, "entries": entries}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    out.with_suffix(".md").write_text(render_markdown(result))
-    print(f"wrote {out} and {out.with_suffix('.md')}")
+    write_results(args.out, result, render_markdown(result))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ times; NDMZ the same with its g and f. Arms:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -42,7 +41,7 @@ from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
 from polyzero.train.learner import Learner  # noqa: E402
 from polyzero.train.selfplay import SelfPlayActor  # noqa: E402
-from timing import machine_info  # noqa: E402
+from timing import machine_info, write_results  # noqa: E402
 
 FILL = ["search.num_simulations=2", "selfplay.concurrent_games=64", "muzero.reanalyse_fraction=0"]
 SOG_TRUNK = ["net.kind=mlp", "net.width=256", "net.layers=3", "train.batch_size=128"]
@@ -206,7 +205,7 @@ def loss_ab(rounds: int) -> list[dict]:
 
 # ------------------------------------------------------------------ report
 def render(result) -> str:
-    lines = [f"# Learner training steps per second beside the floor and AlphaZero", "",
+    lines = ["# Learner training steps per second beside the floor and AlphaZero", "",
              f"- command: `{result['command']}`",
              f"- machine: {result['machine'].get('Model name', '?')}, {result['machine'].get('CPU(s)')} CPUs, "
              f"GPU {result['gpu']}; torch {torch.__version__}; CPU learner with {result['cpu_threads']} torch threads",
@@ -267,10 +266,7 @@ def main(argv=None) -> None:
               "torch": torch.__version__, "cpu_threads": args.cpu_threads, "steps": args.steps,
               "warmup": args.warmup, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": rows,
               "loss_ab": loss_rows}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    out.with_suffix(".md").write_text(render(result))
+    write_results(args.out, result, render(result))
     print(render(result))
 
 

@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -51,7 +50,7 @@ import torch  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import search_throughput_alone  # noqa: E402
 import tinynet  # noqa: E402
-from timing import machine_info, summarize, time_interleaved  # noqa: E402
+from timing import machine_info, summarize, time_interleaved, write_results  # noqa: E402
 
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search.learned import LearnedModel  # noqa: E402
@@ -518,7 +517,7 @@ def main(argv=None):
             args.out = "benchmarks/results/search_throughput_alone.json"
         results = search_throughput_alone.run(args, meta, ("polyzero", "mctx") if have_mctx else ("polyzero",))
         results["meta"]["loadavg_end"] = os.getloadavg()
-        _write(args.out, results, search_throughput_alone.render(results))
+        write_results(args.out, results, search_throughput_alone.render(results))
         return results
 
     if args.gumbel:
@@ -528,7 +527,7 @@ def main(argv=None):
         meta["loadavg_end"] = os.getloadavg()
         results = {"meta": meta, "gumbel": gumbel}
         if args.out:
-            _write(args.out, results, render_gumbel_markdown(meta, gumbel))
+            write_results(args.out, results, render_gumbel_markdown(meta, gumbel))
         return results
 
     results = {"meta": {**meta, "mode": "interleaved"}, "rows": [], "visit_check": []}
@@ -609,18 +608,8 @@ def main(argv=None):
     results["meta"]["loadavg_end"] = os.getloadavg()
 
     if args.out:
-        _write(args.out, results, render_markdown(results))
+        write_results(args.out, results, render_markdown(results))
     return results
-
-
-def _write(out, results, markdown):
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w") as fh:
-        json.dump(results, fh, indent=1)
-    md = os.path.splitext(out)[0] + ".md"
-    with open(md, "w") as fh:
-        fh.write(markdown)
-    print(f"wrote {out} and {md}", flush=True)
 
 
 def render_markdown(results) -> str:

@@ -20,7 +20,6 @@ busy share is sampled during the run (NVML, through torch.cuda.utilization).
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import os
 import sys
@@ -33,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import machine_info  # noqa: E402
+from timing import machine_info, write_results  # noqa: E402
 
 PRESETS = {  # name -> (game, algo, overrides)
     "alphazero": ("connect_four", "alphazero", []),
@@ -101,28 +100,55 @@ def gpu_sampler(device: str):
     return stop
 
 
-def run_actor(job: dict) -> dict:
-    """One actor process: self-play for job['seconds'], then its network calls alone."""
+def make_actor(preset: str, games: int, inference: str, device: str, seed: int, checkpoint=None):
+    """(the algorithm, an evaluator recording its calls, a SelfPlayActor) for one setting."""
     from polyzero.algos import make_algorithm
     from polyzero.config import build_config
     from polyzero.games import load_game
-    from polyzero.nets.inference import set_threads
     from polyzero.train.selfplay import SelfPlayActor
 
-    set_threads(job["threads"])
-    game_name, algo_name, overrides = PRESETS[job["preset"]]
+    game_name, algo_name, overrides = PRESETS[preset]
     cfg = build_config(game_name, algo_name, overrides=overrides + [
-        f"selfplay.concurrent_games={job['games']}", f"net.inference={job['inference']}"])
+        f"selfplay.concurrent_games={games}", f"net.inference={inference}"])
     game = load_game(cfg.game)
     algo = make_algorithm(cfg, game)
-    torch.manual_seed(job["seed"])
+    torch.manual_seed(seed)
     net = algo.build_network()
-    if job.get("checkpoint"):
+    if checkpoint:
         from polyzero.train.checkpoint import read_learner
 
-        net.load_state_dict(read_learner(job["checkpoint"])["net"])
-    evaluate = Recording(algo.make_evaluator(net, torch.device(job["device"])))
-    actor = SelfPlayActor(algo, game, cfg, evaluate, seed=job["seed"])
+        net.load_state_dict(read_learner(checkpoint)["net"])
+    evaluate = Recording(algo.make_evaluator(net, torch.device(device)))
+    return algo, evaluate, SelfPlayActor(algo, game, cfg, evaluate, seed=seed)
+
+
+def interleaved(preset: str, games: int, inferences: list[str], rounds: int, threads: int) -> dict:
+    """The same self-play through each net.inference path in one process, one move of
+    every path per round (A/B on the same machine phase): median seconds per move."""
+    from polyzero.nets.inference import set_threads
+
+    set_threads(threads)
+    actors = {i: make_actor(preset, games, i, "cpu", seed=0)[2] for i in inferences}
+    times = {i: [] for i in inferences}
+    for r in range(rounds + 2):
+        for i, actor in actors.items():
+            t0 = time.perf_counter()
+            actor.tick()
+            if r >= 2:  # two warm-up moves (the first builds the compiled path)
+                times[i].append(time.perf_counter() - t0)
+    med = {i: float(np.median(t)) for i, t in times.items()}
+    return {"preset": preset, "games": games, "rounds": rounds,
+            "positions_per_s": {i: games / m for i, m in med.items()},
+            "speedup_vs_first": {i: med[inferences[0]] / m for i, m in med.items()}}
+
+
+def run_actor(job: dict) -> dict:
+    """One actor process: self-play for job['seconds'], then its network calls alone."""
+    from polyzero.nets.inference import set_threads
+
+    set_threads(job["threads"])
+    algo, evaluate, actor = make_actor(job["preset"], job["games"], job["inference"], job["device"],
+                                       job["seed"], job.get("checkpoint"))
     for _ in range(job["warmup_ticks"]):
         actor.tick()
     stop_gpu = gpu_sampler(job["device"])
@@ -186,6 +212,26 @@ def render(result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_interleaved(result) -> str:
+    m = result["meta"]
+    paths = list(result["interleaved"][0]["positions_per_s"])
+    lines = ["# Self-play throughput, net.inference paths interleaved in one process", "",
+             f"- command: `{m['command']}`",
+             f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; torch {m['torch']}; "
+             f"{m['threads']} torch thread(s)",
+             f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
+             "- one actor per path, the same seed; each round one move (one search over every live game) "
+             "of each path in turn; positions / s = games / median seconds per move", "",
+             "| preset | concurrent games | rounds | " + " | ".join(f"{p} positions / s" for p in paths)
+             + " | " + " | ".join(f"{p} / {paths[0]}" for p in paths[1:]) + " |",
+             "|---|---:|---:|" + "---:|" * (2 * len(paths) - 1)]
+    for r in result["interleaved"]:
+        lines.append(f"| {r['preset']} | {r['games']} | {r['rounds']} | "
+                     + " | ".join(f"{r['positions_per_s'][p]:,.0f}" for p in paths) + " | "
+                     + " | ".join(f"**{r['speedup_vs_first'][p]:.2f}x**" for p in paths[1:]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presets", default=",".join(PRESETS))
@@ -198,6 +244,9 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--warmup-ticks", type=int, default=3)
     ap.add_argument("--checkpoint", default=None, help="a run's checkpoint to take the weights from")
+    ap.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
+                    help="instead: every --inference path in one process, one move each per round, "
+                         "this many rounds (A/B under a noisy machine)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 16 games, one actor, 3 s")
     ap.add_argument("--out", default="benchmarks/results/selfplay_throughput.json")
     args = ap.parse_args(argv)
@@ -208,6 +257,15 @@ def main(argv=None):
             "machine": machine_info(), "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "torch": torch.__version__, "threads": args.threads,
             "seconds": args.seconds, "warmup_ticks": args.warmup_ticks, "loadavg_start": os.getloadavg()}
+    if args.interleave:
+        rows = [interleaved(p, int(g), args.inference.split(","), args.interleave, args.threads)
+                for p in args.presets.split(",") for g in args.games.split(",")]
+        for r in rows:
+            print(r, flush=True)
+        meta["loadavg_end"] = os.getloadavg()
+        result = {"meta": meta, "interleaved": rows}
+        write_results(args.out, result, render_interleaved(result))
+        return
     rows = []
     for preset in args.presets.split(","):
         for device in devices:
@@ -222,10 +280,7 @@ def main(argv=None):
                           f"({r['share_of_ceiling']:.2f})", flush=True)
     meta["loadavg_end"] = os.getloadavg()
     result = {"meta": meta, "rows": rows}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    out.with_suffix(".md").write_text(render(result))
+    write_results(args.out, result, render(result))
     print(render(result))
 
 

@@ -70,3 +70,15 @@ def machine_info():
     except OSError:
         pass
     return info
+
+
+def write_results(out, result: dict, markdown: str) -> None:
+    """`out` (JSON) and the Markdown beside it (same name, .md)."""
+    import json
+    from pathlib import Path
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    out.with_suffix(".md").write_text(markdown)
+    print(f"wrote {out} and {out.with_suffix('.md')}", flush=True)
