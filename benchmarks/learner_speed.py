@@ -165,6 +165,37 @@ def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, war
             "step_ms_all": [x * 1e3 for x in step_s], "floor_ms_all": [x * 1e3 for x in floor_s]}
 
 
+# ------------------------------------------------------------------ where the time goes
+def profile_arm(arm: Arm, batch: int, updates: int) -> dict:
+    """torch.profiler over `updates` learner updates of `arm` (after two unprofiled ones):
+    each operator's share of the self CPU time, and the shares of the groups that say
+    whether the network passes or the loss and optimizer around them cost the time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    algo, cfg, sampler = setup(arm, batch)
+    learner = Learner(algo, cfg.train, torch.device("cpu"))
+    rng = np.random.default_rng(0)
+    batches = [sampler.sample(cfg.train.batch_size, rng) for _ in range(updates + 2)]
+    for b in batches[:2]:
+        learner.update(b)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for b in batches[2:]:
+            learner.update(b)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    ops = sorted(({"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events),
+                 key=lambda r: -r["share"])
+    groups = {"convolution": ("convolution",), "matrix products": ("aten::mm", "aten::addmm", "aten::bmm"),
+              "batch norm": ("batch_norm",),
+              "layout and copies": ("copy_", "contiguous", "clone", "cat"),
+              "gradient accumulation (add_)": ("aten::add_",), "relu": ("relu", "clamp_min", "threshold_backward"),
+              "optimizer and L2 (fused Adam, foreach)": ("_fused_adam", "_foreach")}
+    shares = {g: sum(r["share"] for r in ops if any(k in r["op"] for k in keys)) for g, keys in groups.items()}
+    shares["everything else (elementwise math of the loss, scaling, softmax, ...)"] = 1 - sum(shares.values())
+    return {"arm": arm.name, "batch": cfg.train.batch_size, "updates": updates, "group_shares": shares,
+            "top_ops": ops[:20]}
+
+
 # ------------------------------------------------------------------ old loss against new
 LOSS_AB = {"muzero_tic_tac_toe_mlp": 256, "muzero_cartpole_support": 256, "ndmz_nannon": 512,
            "muzero_connect_four": 64}
@@ -222,6 +253,13 @@ def render(result) -> str:
         vs = f"{r['steps_per_s'] / base['steps_per_s']:.2f}x" if base else "-"
         lines.append(f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
                      f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} |")
+    for p in result.get("profiles", []):
+        lines += ["", f"Where the learner's time goes: {p['arm']}, batch {p['batch']}, torch.profiler over "
+                  f"{p['updates']} updates (share of self CPU time):", "",
+                  "| group | share |", "|---|---:|"]
+        lines += [f"| {g} | {v:.1%} |" for g, v in p["group_shares"].items()]
+        lines += ["", "| operator | share | calls |", "|---|---:|---:|"]
+        lines += [f"| {r['op']} | {r['share']:.1%} | {r['calls']} |" for r in p["top_ops"][:12]]
     if result.get("loss_ab"):
         lines += ["", "The loss alone (forward and backward, fixed batch, presets' networks), the code before "
                   "the learner work against the current, interleaved:", "",
@@ -241,6 +279,9 @@ def main(argv=None) -> None:
     ap.add_argument("--cpu-threads", type=int, default=os.cpu_count(), help="torch threads for the CPU learner")
     ap.add_argument("--loss-ab", type=int, default=0, metavar="ROUNDS",
                     help="also time the loss alone, old code against new, this many rounds")
+    ap.add_argument("--profile", default="", metavar="ARMS",
+                    help="also profile these arms' updates (comma list) with torch.profiler")
+    ap.add_argument("--profile-updates", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed.json")
     args = ap.parse_args(argv)
@@ -261,11 +302,13 @@ def main(argv=None) -> None:
             print(f"{arm.name} {dev} batch {cfg.train.batch_size}: {r['steps_per_s']:.2f} steps/s, floor "
                   f"{r['floor_steps_per_s']:.2f}, learner/floor {r['learner_over_floor']:.2f}", flush=True)
     loss_rows = loss_ab(args.loss_ab) if args.loss_ab else []
+    profiles = [profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
+                for name in args.profile.split(",") if name]
     result = {"command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
               "machine": machine_info(), "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
               "torch": torch.__version__, "cpu_threads": args.cpu_threads, "steps": args.steps,
               "warmup": args.warmup, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": rows,
-              "loss_ab": loss_rows}
+              "loss_ab": loss_rows, "profiles": profiles}
     write_results(args.out, result, render(result))
     print(render(result))
 
