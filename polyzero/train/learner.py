@@ -19,7 +19,9 @@ def learning_rate(train_cfg, update: int) -> float:
 def make_optimizer(train_cfg, params) -> torch.optim.Optimizer:
     """Adam or SGD with momentum, as one fused kernel per tensor (the optimizer's step cost
     10x less than the default per-op step on the Connect Four tower, one CPU thread,
-    under load; the same update to float rounding, docs/benchmarks.md)."""
+    under load; the same update to float rounding, docs/benchmarks.md). A checkpoint's
+    optimizer state from before keeps the un-fused step it was saved with when it is
+    resumed (load_state_dict takes the saved settings), so a resumed run stays exact."""
     params = list(params)
     fused = {"fused": True} if all(p.device.type in ("cpu", "cuda") for p in params) else {}
     if train_cfg.optimizer == "adam":
