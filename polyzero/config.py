@@ -411,7 +411,7 @@ class StartConfig:
 
 @dataclass
 class KataGoConfig:
-    """KataGo's self-play techniques (Wu 2019; Go-Exploit Section 5; shared/specs/katago.md).
+    """KataGo's self-play techniques (Wu 2019; Go-Exploit Section 5; docs/goexploit.md).
     The defaults turn every technique off; KataGo's own values are in the comments."""
 
     playout_cap_probability: float = 1.0  # p of a full search (KataGo: 0.25); 1: always full

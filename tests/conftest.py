@@ -57,6 +57,13 @@ def trained(tmp_path_factory):
     return train_tic_tac_toe(tmp_path_factory.mktemp("ttt") / "run", overrides=["seed=4"])
 
 
+@pytest.fixture(scope="session")
+def trained_muzero(tmp_path_factory):
+    """MuZero's tic-tac-toe preset after 100 learning steps, and its untrained weights."""
+    return train_tic_tac_toe(tmp_path_factory.mktemp("ttt-mz") / "run", algo="muzero",
+                             overrides=["train.steps=100"])
+
+
 def assert_same_final_weights(run_a, run_b):
     """Two runs' latest checkpoints hold the same network (an exact resume reaches it)."""
     from polyzero.train.checkpoint import latest_checkpoint, read_learner

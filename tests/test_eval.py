@@ -79,12 +79,17 @@ def test_reference_player_parsing(ttt):
 
 def test_make_player_loaders(ttt, monkeypatch):
     monkeypatch.setattr(players_mod, "_LOADERS", [])
+    monkeypatch.setattr(players_mod, "_DISCOVERED", False)
     with pytest.raises(UsageError, match="unknown player 'xyz': expected random, mcts:SIMS"):
         make_player("xyz", ttt)
+    # The run-directory loader that polyzero.plugins names was found without registration.
+    from polyzero.train.agents import load_search_player
+
+    assert players_mod._LOADERS == [load_search_player]
     loader = lambda spec, game, seed: FirstLegal(spec) if spec == "xyz" else None  # noqa: E731
     register_player_loader(loader)
     register_player_loader(loader)  # registering twice must not duplicate
-    assert players_mod._LOADERS == [loader]
+    assert players_mod._LOADERS == [load_search_player, loader]
     assert make_player("xyz", ttt).name == "xyz"
     assert isinstance(make_player("random", ttt), RandomPlayer)
 
@@ -157,24 +162,24 @@ def test_play_single_agent():
 def test_play_in_terminal_scripted(ttt):
     # Human X: 4 by its move string, then a bad id, then ids 2 and 6 (diagonal 2-4-6);
     # the bot (lowest legal action) answers 0 and 1, so X wins.
-    inputs = iter(["banana", "x(1,1)", "99", "0", "2", "6"])
+    inputs = iter(["banana", "x(1,1)", "99", "0", "2", "6", "n"])
     lines = []
     returns = play_in_terminal(ttt, FirstLegal("bot"), 0, input_fn=lambda _: next(inputs),
                                output_fn=lambda *a: lines.append(" ".join(map(str, a))))
     text = "\n".join(lines)
     assert "'banana' is not a legal move" in text and "'99' is not a legal move" in text
     assert "'0' is not a legal move" in text  # taken by the bot
-    assert "4:x(1,1)" in text  # legal moves listed as id:string
-    assert "bot plays 0:o(0,0)" in text and "bot plays 1:o(0,1)" in text
-    assert returns == [1.0, -1.0] and "you win" in lines[-1]
+    assert "legal moves: x(0,0), x(0,1)" in text  # legal moves listed by their text
+    assert "bot plays o(0,0)" in text and "bot plays o(0,1)" in text
+    assert returns == [[1.0, -1.0]] and "you win" in lines[-1]
 
 
 def test_play_in_terminal_input_closed(ttt):
     def closed(_):
         raise EOFError
 
-    with pytest.raises(UsageError, match="input closed"):
-        play_in_terminal(ttt, RandomPlayer(), 1, input_fn=closed, output_fn=lambda *a: None)
+    # Ctrl-D ends play quietly: no error, no game recorded.
+    assert play_in_terminal(ttt, RandomPlayer(), 1, input_fn=closed, output_fn=lambda *a: None) == []
 
 
 # ------------------------------------------------------------------ plots

@@ -403,8 +403,8 @@ def test_categorical_value_and_reward_for_single_agent():
 
 
 # ------------------------------------------------------------------ learning and resume
-def test_trained_muzero_beats_untrained_at_equal_search(tmp_path):
-    trainer, untrained = train_tic_tac_toe(tmp_path / "mz", algo="muzero", overrides=["train.steps=100"])
+def test_trained_muzero_beats_untrained_at_equal_search(trained_muzero):
+    trainer, untrained = trained_muzero
     result = score_against_untrained(trainer, untrained)
     print("muzero trained vs untrained:", result)
     assert result.score >= 0.65

@@ -285,14 +285,17 @@ def test_search_invariants_on_nannon(nannon):
 
 
 def test_dynamics_tests_report_per_k(nannon):
-    from polyzero.train.ndmz_dynamics import dynamics_tests, random_game_steps
+    from polyzero.eval.probe import dynamics_tests, record_games
 
     game, algo = nannon
-    obs, actions, legal, is_choice, gid = random_game_steps(game, 5, seed=0)
-    assert (legal.sum(1) >= 1).all() and legal[~is_choice][:, algo.layout.noop].all()
+    steps = record_games(game, algo.encode, 20, seed=0, ndmz_layout=algo.layout)
+    kinds = np.asarray(steps.kind)
+    assert set(kinds) == {"choice", "chance", "terminal"} and (kinds == "terminal").sum() == 20
+    for i in np.flatnonzero(kinds == "chance"):  # true chance probabilities, and the outcome played
+        probs = dict(steps.chance[i])
+        assert abs(sum(probs.values()) - 1) < 1e-9 and steps.action[i] - algo.layout.choice in probs
     out = dynamics_tests(algo.build_network(), game, algo.nd.unroll_steps, games=20)
-    assert len(out["top_move"]) == 7 and out["positions"][0] == np.count_nonzero(
-        random_game_steps(game, 20, seed=0)[3])
+    assert len(out["top_move"]) == 7 and out["positions"][0] == np.count_nonzero(kinds == "choice")
     assert all(0.0 <= x <= 1.0 for x in out["top_move"] + out["uniform"])
     assert out["positions"][0] >= out["positions"][6] > 0
 

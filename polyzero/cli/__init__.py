@@ -13,7 +13,8 @@ import sys
 from ..errors import RunStopped, UsageError
 
 # Subcommands in the order `polyzero --help` lists them; each names a module of this package.
-COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot")
+COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot", "probe",
+            "serve", "export", "presets", "gtp", "uci", "replay")
 
 EPILOG = """examples:
   polyzero train connect_four --algo alphazero --set train.steps=20
@@ -22,8 +23,17 @@ EPILOG = """examples:
   polyzero train --resume runs/ttt
   polyzero arena runs/ttt mcts-solver:100 --games 100
   polyzero play tic_tac_toe --agent runs/ttt --human-seat 0
+  polyzero play connect_four --agent mcts-solver:1000 --human-seat 1
   polyzero plot runs/ttt
+  polyzero serve runs/ttt                 # a web page on http://127.0.0.1:8000
+  polyzero export runs/ttt --format onnx
+  polyzero presets
   polyzero solve nannon
+  polyzero gtp --agent runs/go9            # a GTP engine for Sabaki, Lizzie, GoGui
+  polyzero uci --agent mcts:200            # a UCI chess engine for cutechess
+  polyzero arena runs/go9 gnugo:1 --games 20 --record games/
+  polyzero replay games/runs_go9-vs-gnugo_1-0000.sgf
+Each command's --help explains its options and shows examples; docs/ has a page per capability.
 """
 
 
@@ -31,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="polyzero", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="The Zero family of self-play learning and planning on OpenSpiel games.")
+    from .. import __version__
+
+    p.add_argument("--version", action="version", version=f"polyzero {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
@@ -38,17 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _register_loaders():
-    from ..eval import register_player_loader
-    from ..train.agents import load_search_player
-
-    register_player_loader(load_search_player)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        _register_loaders()
         return args.run(args)
     except UsageError as exc:
         print(f"polyzero: error: {exc}", file=sys.stderr)

@@ -5,10 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 
+EXAMPLES = """examples:
+  polyzero plot runs/ttt                      # runs/ttt/plots/losses.png, scores.png, ...
+  polyzero plot runs/a runs/b --out compare   # both runs overlaid, into compare/
+"""
+
+
 def register(sub) -> None:
-    pt = sub.add_parser("plot", help="learning-curve PNGs for one or more runs")
-    pt.add_argument("run_dirs", nargs="+", type=Path)
-    pt.add_argument("--out", type=Path, help="output directory (default: RUN_DIR/plots)")
+    import argparse
+
+    pt = sub.add_parser("plot", help="learning-curve PNGs for one or more runs",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+                        description="Read RUN_DIR/metrics.jsonl and draw losses.png (each loss against "
+                                    "learning step and wall-clock minutes), scores.png (each evaluation "
+                                    "opponent's score with its 95% interval band), returns.png for "
+                                    "one-player games and exploitability.png for Student of Games runs. "
+                                    "Several runs are overlaid, labelled by directory name. For live "
+                                    "curves: tensorboard --logdir RUN_DIR/tensorboard")
+    pt.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories to plot")
+    pt.add_argument("--out", type=Path, metavar="DIR",
+                    help="output directory (default: RUN_DIR/plots for one run; for several, plots/ "
+                         "in the current directory)")
     pt.set_defaults(run=run)
 
 

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ..errors import UsageError
 
 
 def register(sub) -> None:
     sv = sub.add_parser("solve", help="solve a game exactly (Nannon) and cache the solution",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="""examples:
+  polyzero solve nannon
+  polyzero solve 'nannon(points=8,checkers=3)' --force
+""",
                         description="Solve a Nannon game exactly by value iteration, cache the optimal "
                                     "values and policy (under $POLYZERO_CACHE or ~/.cache/polyzero), and "
                                     "print the opening values. The 'optimal' player reads this cache.")
     sv.add_argument("game", help="a nannon game, e.g. nannon or 'nannon(points=12,checkers=5)'")
     sv.add_argument("--force", action="store_true", help="recompute even when a cached solution exists")
-    sv.add_argument("--no-progress", action="store_true")
+    sv.add_argument("--no-progress", action="store_true", help="no progress bar")
     sv.set_defaults(run=run)
 
 

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
 
 from ..errors import UsageError
 
+EXAMPLES = """examples:
+  polyzero train tic_tac_toe --run-dir runs/ttt            # the shipped tic-tac-toe preset, about a minute
+  polyzero train connect_four --set train.steps=50 --set search.num_simulations=64
+  polyzero train --preset muzero_connect_four              # a preset by name (polyzero presets lists them)
+  polyzero train connect_four --config my.toml --seed 2
+  polyzero train kuhn_poker --algo sog
+  polyzero train connect_four --workers 4                  # self-play on 4 Ray actors
+  polyzero train --resume runs/ttt --set train.steps=400   # continue, to 400 learning steps
+Watch a run in TensorBoard: tensorboard --logdir RUN_DIR/tensorboard
+"""
+
 
 def register(sub) -> None:
     t = sub.add_parser("train", help="train an agent by self-play",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
                        description="Train an agent by self-play. A run directory receives the resolved "
                                    "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
     t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
@@ -20,6 +33,9 @@ def register(sub) -> None:
                         "full_gumbel (Gumbel root and deterministic non-root selection); "
                         "the same as --set search.kind=KIND")
     t.add_argument("--config", metavar="FILE.toml", help="config file, applied over the shipped preset")
+    t.add_argument("--preset", metavar="NAME",
+                   help="a shipped preset by name, e.g. muzero_connect_four (it names its game and "
+                        "algorithm); `polyzero presets` lists them")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one config value, e.g. --set search.num_simulations=64 (repeatable)")
     t.add_argument("--run-dir", type=Path, help="where the run is written (default: runs/GAME-ALGO-TIME)")
@@ -30,7 +46,8 @@ def register(sub) -> None:
                    help="run self-play on N Ray actors (a local Ray instance on 127.0.0.1 unless "
                         "--ray-address is given); 0 (default) runs everything in this process")
     t.add_argument("--ray-address", metavar="ADDR", help="join an existing Ray cluster (e.g. 10.0.0.5:6379)")
-    t.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    t.add_argument("--no-progress", action="store_true",
+                   help="no live progress line (it is off anyway when stderr is not a terminal)")
     t.set_defaults(run=run)
 
 
@@ -42,6 +59,7 @@ def run(args) -> int:
         raise UsageError("--workers must be 0 (in-process) or a positive number of Ray actors")
     if args.ray_address and not args.workers:
         raise UsageError("--ray-address needs --workers N")
+    _apply_preset(args)
     driver = {}
     if args.workers:  # the learner runs as a supervised Ray actor, self-play on N more
         from ..train.supervisor import SupervisedRun
@@ -85,6 +103,22 @@ def run(args) -> int:
     for line in trainer.final_report(summary):
         print(line, flush=True)
     return 0
+
+
+def _apply_preset(args) -> None:
+    """--preset NAME: its file as the config, its game and algorithm unless given."""
+    if not args.preset:
+        return
+    if args.config:
+        raise UsageError("give --preset NAME or --config FILE, not both")
+    if args.resume:
+        raise UsageError("--resume continues a run with its own config; --preset starts a new one")
+    from ..presets import preset_file, preset_summary
+
+    info = preset_summary(args.preset)
+    args.config = str(preset_file(args.preset))
+    args.game = args.game or info["game"]
+    args.algo = args.algo or info["algo"]
 
 
 def _run_algo(args) -> str:

@@ -11,7 +11,20 @@ import pyspiel
 from .players import Player
 from .stats import MatchResult
 
-__all__ = ["play_match", "play_single_agent"]
+__all__ = ["play_match", "play_single_agent", "Forfeit"]
+
+
+class Forfeit:
+    """What a player returns for a game instead of an action when it cannot move (an
+    external engine died, hung or answered illegally): it loses that game, the reason
+    goes to the log in one line, and the match goes on."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _forfeit_returns(state: pyspiel.State, seat: int) -> list[float]:
+    return [-1.0 if p == seat else 1.0 for p in range(state.num_players())]
 
 
 def sample_chance(state: pyspiel.State, rng: np.random.Generator) -> None:
@@ -30,17 +43,27 @@ def _progress_bar(total: int, enabled: bool, desc: str):
 
 
 def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
-               max_concurrent: int, bar) -> list[list[float]]:
+               max_concurrent: int, bar, on_game_end=None) -> list[list[float]]:
     """Play `num_games` games; `seats_of(i)` maps seat -> index into `players` for game i.
 
     Each tick, every player gets one `act` call holding all live games where it is
     to move, so a batched searcher sees as many states as possible at once.
     Games start in order as slots free up, which keeps the run deterministic.
+    `on_game_end(i, state, returns, reason)` sees each game as it ends (records).
     """
     rng = np.random.default_rng(seed)
     returns: list[list[float] | None] = [None] * num_games
     live: dict[int, pyspiel.State] = {}
     next_game = 0
+
+    def finish(i: int, result: list[float], reason: str | None) -> None:
+        returns[i] = result
+        if on_game_end is not None:
+            on_game_end(i, live[i], result, reason)
+        del live[i]
+        if bar is not None:
+            bar.update(1)
+
     max_concurrent = max(1, max_concurrent)
     while live or next_game < num_games:
         while next_game < num_games and len(live) < max_concurrent:
@@ -51,10 +74,7 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
             while state.is_chance_node():  # chance is the match's, not a player's, randomness
                 sample_chance(state, rng)
             if state.is_terminal():
-                returns[i] = list(state.returns())
-                del live[i]
-                if bar is not None:
-                    bar.update(1)
+                finish(i, list(state.returns()), None)
                 continue
             groups.setdefault(seats_of(i)[state.current_player()], []).append(i)
         for p, ids in sorted(groups.items()):
@@ -63,13 +83,19 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
                 raise RuntimeError(f"player {players[p].name} returned {len(actions)} actions "
                                    f"for {len(ids)} states")
             for i, action in zip(ids, actions):
+                if isinstance(action, Forfeit):
+                    reason = f"{players[p].name} forfeits: {action.reason}"
+                    print(f"game {i}: {reason}", file=sys.stderr)
+                    finish(i, _forfeit_returns(live[i], live[i].current_player()), reason)
+                    continue
                 live[i].apply_action(int(action))
     return returns  # type: ignore[return-value]
 
 
 def play_match(game, player_a: Player, player_b: Player, num_games: int, seed: int = 0,
-               max_concurrent: int = 256, progress: bool = False) -> MatchResult:
-    """A two-player match; A takes seat `i % 2` in game i. Scored from A's view."""
+               max_concurrent: int = 256, progress: bool = False, on_game_end=None) -> MatchResult:
+    """A two-player match; A takes seat `i % 2` in game i. Scored from A's view.
+    `on_game_end(i, state, returns, reason)` sees each finished game (game records)."""
     if game.num_players() != 2:
         raise ValueError(f"play_match needs a two-player game, got {game.num_players()} players")
     # Players are indexed by role, not identity, so a player may face itself.
@@ -80,7 +106,7 @@ def play_match(game, player_a: Player, player_b: Player, num_games: int, seed: i
     bar = _progress_bar(num_games, progress, f"{player_a.name} vs {player_b.name}")
     try:
         returns = _run_games(game, lambda i: seats[i % 2], players, num_games, seed,
-                             max_concurrent, bar)
+                             max_concurrent, bar, on_game_end)
     finally:
         if bar is not None:
             bar.close()

@@ -1,6 +1,6 @@
 """Exact solution of Nannon by value iteration, and exact scores of any policy.
 
-Spec: `shared/specs/nannon.md` ("Exact solution"); the NDMZ paper (Section 4.1) solves
+Rules: `docs/nannon.md` ("Exact solution"); the NDMZ paper (Section 4.1) solves
 6-3-6 and 12-5-6 this way and scores agents against the optimal player.
 
 Positions are pairs (mover placement, other placement), every one of the spec's

@@ -1,8 +1,8 @@
 """Players: anything that picks moves for a batch of concurrent games.
 
 Reference players (`random`, `mcts:SIMS`, `mcts-solver:SIMS`; `optimal` for Nannon) live here; learned
-agents are plugged in through `register_player_loader`, so this layer does not
-depend on the training code.
+agents come from loaders named in `polyzero.plugins` (imported on first use) or
+added with `register_player_loader`, so this layer does not import the training code.
 """
 
 from __future__ import annotations
@@ -118,6 +118,10 @@ def reference_player(spec: str, game, seed: int = 0) -> Player | None:
         from ..sog.players import sog_reference_player
 
         return sog_reference_player(spec, game, seed)
+    if spec.partition(":")[0] in ("gtp", "uci", "gnugo", "pachi", "stockfish"):  # external engines
+        from ..engines.players import external_player
+
+        return external_player(spec, game, seed)
     kind, sep, sims = spec.partition(":")
     if not sep or kind not in ("mcts", "mcts-solver"):
         return None
@@ -128,22 +132,45 @@ def reference_player(spec: str, game, seed: int = 0) -> Player | None:
 
 Loader = Callable[[str, object, int], "Player | None"]
 _LOADERS: list[Loader] = []
+_DISCOVERED = False
 
 
 def register_player_loader(fn: Loader) -> None:
     """Add `fn(spec, game, seed) -> Player | None`, tried after the reference players."""
-    if fn not in _LOADERS:  # the CLI registers on every call of main()
+    if fn not in _LOADERS:  # registering twice is harmless
         _LOADERS.append(fn)
 
 
+def _discover_loaders() -> None:
+    """Import the loaders `polyzero.plugins` names and those of installed packages'
+    entry points, once, on the first spec that is not a reference player."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    import importlib
+    from importlib.metadata import entry_points
+
+    from ..plugins import ENTRY_POINT_GROUP, PLAYER_LOADERS
+
+    for target in PLAYER_LOADERS:
+        module, _, name = target.partition(":")
+        register_player_loader(getattr(importlib.import_module(module), name))
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        register_player_loader(ep.load())
+    _DISCOVERED = True
+
+
 def make_player(spec: str, game, seed: int = 0) -> Player:
-    """A reference player, else the first registered loader that accepts `spec`."""
+    """A reference player, else the first loader that accepts `spec` (the run-directory
+    loader needs no registration: see `polyzero.plugins`)."""
     player = reference_player(spec, game, seed)
     if player is not None:
         return player
+    _discover_loaders()
     for loader in _LOADERS:
         player = loader(spec, game, seed)
         if player is not None:
             return player
     raise UsageError(f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
-                     "cfr:ITERS, ismcts:SIMS, sog:S,C, or a run directory / checkpoint file")
+                     "cfr:ITERS, ismcts:SIMS, sog:S,C, gtp:'CMD', uci:'CMD', gnugo:LEVEL, pachi:PLAYOUTS, "
+                     "stockfish:SKILL[:NODES], or a run directory / checkpoint file")

@@ -99,8 +99,8 @@ GAME_ALIASES = {
     "mountaincar": "gymnasium(env=MountainCar-v0)",
     **{f"minatar-{g}": f"minatar(game={g})"
        for g in ("asterix", "breakout", "freeway", "seaquest", "space_invaders")},
-    "atari-breakout": "atari(game=Breakout)",
-    "atari-pong": "atari(game=Pong)",
+    "atari-breakout": "atari(game=Breakout,history=4)",  # the last 4 frames with their actions
+    "atari-pong": "atari(game=Pong,history=4)",
 }
 
 

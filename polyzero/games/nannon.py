@@ -1,6 +1,6 @@
 """Nannon{N, C, D}: Jordan Pollack's miniature backgammon as an OpenSpiel Python game.
 
-Rules: `shared/specs/nannon.md` (authoritative), the benchmark of the Nondeterministic
+Rules: `docs/nannon.md` (authoritative), the benchmark of the Nondeterministic
 MuZero paper (Section 4.1). Registered with pyspiel under the short name ``nannon`` with
 parameters ``points`` (N, default 6), ``checkers`` (C, 3), ``die_sides`` (D, 6),
 ``opening`` ("difference" | "single_die") and ``scoring`` ("single" | "nannon_double").

@@ -49,7 +49,7 @@ def _liars_dice_observation(state, action, child) -> str:
 
 
 def _scotland_yard_observation(state, action, child) -> str:
-    """Scotland Yard (shared/specs/scotland_yard.md): the detectives see all
+    """Scotland Yard (docs/scotland_yard.md): the detectives see all
     detective moves, the ticket Mr X uses (and a double-move card), Mr X's
     station after his move in a reveal round, and the end of the game."""
     rules = state.rules

@@ -1,6 +1,6 @@
 """Scotland Yard as an OpenSpiel Python game (short name ``scotland_yard``).
 
-Rules: ``shared/specs/scotland_yard.md`` (authoritative), the game of the Student
+Rules: ``docs/scotland_yard.md`` (authoritative), the game of the Student
 of Games paper ("Scotland Yard" results; the small "glasses" map of its
 supplementary Fig. S3 is the default preset).
 

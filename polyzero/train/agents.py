@@ -33,15 +33,21 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
 
         return sog_agent(own_game, cfg, load_cvpn(ckpt)[0], int(sims) if sims else None, seed,
                          suffix=f" net={path}")
-    algo = make_algorithm(cfg, own_game)
+    algo, net = checkpoint_network(ckpt, cfg, own_game)
+    simulations = int(sims) if sims else cfg.eval.simulations
+    return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(simulations),
+                        name=f"{path}@{simulations}", seed=seed, sample_moves=cfg.eval.sample_moves)
+
+
+def checkpoint_network(ckpt: Path, cfg, game):
+    """(algorithm, network with the checkpoint's weights) of a checkpoint directory."""
+    algo = make_algorithm(cfg, game)
     net = algo.build_network()
     try:
         net.load_state_dict(read_learner(ckpt)["net"])
     except (KeyError, RuntimeError) as exc:
         raise UsageError(f"checkpoint {ckpt} does not fit its config's network ({type(exc).__name__})") from None
-    simulations = int(sims) if sims else cfg.eval.simulations
-    return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(simulations),
-                        name=f"{path}@{simulations}", seed=seed, sample_moves=cfg.eval.sample_moves)
+    return algo, net
 
 
 def checkpoint_game(spec: str) -> str | None:

@@ -336,7 +336,7 @@ def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, sim
     sims = simulations or cfg.eval.simulations
     sample = cfg.eval.sample_moves if sample_moves is None else sample_moves
     return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(sims),
-                        name=f"agent@{step}", seed=seed, sample_moves=sample)
+                        name=f"agent#{step}", seed=seed, sample_moves=sample)
 
 
 def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None) -> dict:
