@@ -287,7 +287,7 @@ def main(argv=None) -> None:
                     help="also profile these arms' updates (comma list) with torch.profiler")
     ap.add_argument("--profile-updates", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
-    ap.add_argument("--out", default="benchmarks/results/learner_speed.json")
+    ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
     args = ap.parse_args(argv)
     if args.quick:
         args.batch_size, args.steps, args.warmup = args.batch_size or 16, 2, 1
