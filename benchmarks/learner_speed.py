@@ -13,8 +13,8 @@ times; NDMZ the same with its g and f. Arms:
 
 * connect_four: AlphaZero (the preset's tower), MuZero, Gumbel MuZero, MuZero's
   model-shape levers (K = 3, K = 1, a one-block dynamics tower), and AlphaZero's and
-  MuZero's learners through torch.compile (train.compile; the compile is a warm-up
-  round, minutes on a small CPU);
+  MuZero's learners with train.fused_step and through torch.compile (train.compile;
+  the compile is a warm-up round, minutes on a small CPU);
 * nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ;
 * connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN.
 
@@ -65,6 +65,8 @@ ARMS = [
     Arm("muzero_k3", "connect_four", "muzero", "alphazero", ["muzero.unroll_steps=3"]),
     Arm("muzero_k1", "connect_four", "muzero", "alphazero", ["muzero.unroll_steps=1"]),
     Arm("muzero_dyn1", "connect_four", "muzero", "alphazero", ["muzero.dynamics_blocks=1"]),
+    Arm("alphazero_fused_step", "connect_four", "alphazero", "alphazero", ["train.fused_step=true"]),
+    Arm("muzero_fused_step", "connect_four", "muzero", "alphazero", ["train.fused_step=true"]),
     Arm("alphazero_compiled", "connect_four", "alphazero", "alphazero", ["train.compile=true"]),
     Arm("muzero_compiled", "connect_four", "muzero", "alphazero", ["train.compile=true"]),
     Arm("alphazero_nannon_ndmz_trunk", "nannon", "alphazero", "alphazero_nannon_ndmz_trunk",

@@ -208,13 +208,16 @@ def test_loss_parts_priorities_and_gradients_equal_the_reference(case):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("case,compiled", [("muzero_connect_four", False), ("ndmz_nannon", False),
-                                           ("muzero_tiny_mlp", True)])
-def test_a_learner_update_equals_the_reference_update(case, compiled):
-    """Fused optimizer and the L2 term as a gradient (and with train.compile the loss
-    through inductor): the same loss terms and weights as the old update."""
+@pytest.mark.parametrize("case,compiled,fused", [("muzero_connect_four", False, False),
+                                                 ("muzero_connect_four", False, True),
+                                                 ("ndmz_nannon", False, True),
+                                                 ("muzero_tiny_mlp", True, False)])
+def test_a_learner_update_equals_the_reference_update(case, compiled, fused):
+    """The default update, train.fused_step (fused optimizer, the L2 term as a
+    gradient) and train.compile (the loss through inductor): the same loss terms and
+    weights as the old update."""
     cfg, algo, batch = _setup(case)
-    cfg.train.compile = compiled
+    cfg.train.compile, cfg.train.fused_step = compiled, fused
     torch.manual_seed(0)
     learner = Learner(algo, cfg.train, torch.device("cpu"))
     reference = Learner(algo, cfg.train, torch.device("cpu"))
