@@ -51,7 +51,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import probe_ms, write_results  # noqa: E402
+from timing import machine_info, probe_ms, write_results  # noqa: E402
 DEFAULT_OUT = "benchmarks/results/engine_search_speed.json"
 ANCHOR_PYTHON = HERE / ".venv-anchor" / "bin" / "python"
 SEARCH = dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min", c1=1.25, c2=19652.0,
@@ -273,25 +273,14 @@ def go_arena(args) -> dict:
 
 
 # ------------------------------------------------------------------ report
-def machine() -> dict:
-    info = {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-            "loadavg_start": os.getloadavg()}
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        info["cpu"] = next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")),
-                           None)
-    except OSError:
-        pass
-    return info
-
-
 def markdown(results: dict) -> str:
     meta, k = results["meta"], results["meta"]["leaf_batch"]
     anchor = meta.get("mctx", {})
     lines = ["# One-game search at engine speed (B = 1): polyzero vs mctx", "",
-             f"Command: `{meta['command']}`  ", f"Machine: {meta['machine'].get('cpu')} ({meta['machine']['cpus']} "
-             f"CPUs), load {meta['machine']['loadavg_start']} at the start; torch {meta['torch']}, numba "
-             f"{meta['numba']}, mctx {anchor.get('mctx', '-')}, jax {anchor.get('jax', '-')}; "
+             f"Command: `{meta['command']}`  ", f"Machine: {meta['machine'].get('Model name')} "
+             f"({meta['machine']['cpu_count']} CPUs), load {meta['machine']['loadavg_start']} at the start; "
+             f"torch {meta['torch']}, numba {meta['numba']}, mctx {anchor.get('mctx', '-')}, "
+             f"jax {anchor.get('jax', '-')}; "
              f"{meta['threads']} thread(s) each; XLA_FLAGS {meta.get('xla_flags')}.", "",
              "Time per move (median ms; the root's network call and the search; blocked round-robin, mctx in its "
              "own process). Speed-up = mctx / polyzero; the target is >= 3x with leaf batching 16.", "",
@@ -381,7 +370,8 @@ def main(argv=None):
     tinynet.check(1e-5)
     net = tinynet.TinyNetNumpy(args.net_mode)
     anchor = None if args.no_mctx else Anchor(args.mctx_python, args.threads)
-    meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])), "machine": machine(),
+    meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+            "machine": {**machine_info(), "platform": platform.platform(), "loadavg_start": os.getloadavg()},
             "torch": torch.__version__, "numba": numba.__version__, "numpy": np.__version__,
             "net_mode": args.net_mode, "leaf_batch": args.leaf_batch, "search": SEARCH, "threads": args.threads,
             "mctx_python": None if anchor is None else args.mctx_python,

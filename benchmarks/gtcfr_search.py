@@ -6,14 +6,15 @@ IS-MCTS, seats swapped, with its 95% interval.
 
     python benchmarks/gtcfr_search.py all --game kuhn_poker --sims 10 30 100 --c 1 0.5 --seeds 10
     python benchmarks/gtcfr_search.py all --game leduc_poker --sims 10 30 100 --c 1 0.5 --seeds 3
-    python benchmarks/gtcfr_search.py eval --game scotland_yard --sims 10 --c 1 --ismcts --seeds 1
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(reveal_rounds=none)" --sims 10 30 --c 1 0.5 --ismcts --seeds 3
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(reveal_rounds=none)" --sims --ismcts 100 --seeds 2
+    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)" --sims 10 --c 1 --ismcts --seeds 1
+    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims 10 30 --c 1 0.5 --ismcts --seeds 3
+    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims --ismcts 100 --seeds 2
 
-The glasses map with its defaults is a forced win for the detectives
-(docs/scotland_yard.md): a detective search that finds the capture is
-unexploitable there. The informative variant is the one without Mr X's reveal,
-where his value is -0.78.
+The spec's glasses game (5 rounds, reveal after round 3) is a forced win for the
+detectives (docs/scotland_yard.md): a detective search that finds the capture is
+unexploitable there. These runs used the 5-round game without Mr X's reveal, where
+his value is -0.78; the default glasses game is now the solved 4-round variant
+(Mr X's value -0.601).
 
 Phases (each resumable; `all` runs them in order):
   eval    for every (player, seed) the player's whole policy, built the paper's

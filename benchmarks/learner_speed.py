@@ -1,37 +1,83 @@
-"""The learner's training steps per second on each device (issue 3: GPU learner against CPU).
+"""The learner's training steps per second, every algorithm beside AlphaZero at the same
+trunk, and beside each its floor: the same network passes alone.
 
-For each algorithm, a replay buffer is filled once by self-play with the untrained
-network (few simulations: the examples only need the right shapes and a realistic
-mix), then the same `Learner` class the drivers use times minibatch updates on each
-device: sample + update, the loss terms read back to the host as the trainer does.
+For each arm a replay is filled once by self-play with the untrained network (two
+simulations: the examples need the right shapes and a realistic mix; Student of
+Games' CVPN gets random examples of its shapes, its self-play being a GT-CFR search),
+then the `Learner` the drivers use times minibatch updates (sample, update, loss terms
+read back). Interleaved with them, in the same process and the same rounds (A/B; the
+median of each), the floor: the network passes that update cannot avoid on one
+fixed batch, forward and backward, with nothing else -- AlphaZero and the CVPN one
+pass of f; MuZero (and Gumbel MuZero, whose learner is MuZero's) h once and g and f K
+times; NDMZ the same with its g and f. Arms:
 
-  python benchmarks/learner_speed.py --game connect_four --algos alphazero,muzero --devices cpu,cuda
+* connect_four: AlphaZero (the preset's tower), MuZero, Gumbel MuZero, MuZero's
+  model-shape levers (K = 3, K = 1, a one-block dynamics tower), and AlphaZero's and
+  MuZero's learners with train.fused_step and through torch.compile (train.compile;
+  the compile is a warm-up round, minutes on a small CPU);
+* nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ;
+* connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN.
+
+  python benchmarks/learner_speed.py                            # every arm, CPU (and CUDA when present)
+  python benchmarks/learner_speed.py --arms muzero,alphazero --devices cpu,cuda --batch-sizes 256,1024
+  python benchmarks/learner_speed.py --quick --out /tmp/ls.json # smoke run
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import subprocess
+import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
 from polyzero.train.learner import Learner  # noqa: E402
 from polyzero.train.selfplay import SelfPlayActor  # noqa: E402
+from timing import machine_info, write_results  # noqa: E402
 
-FILL_OVERRIDES = ["search.num_simulations=8", "selfplay.concurrent_games=64", "muzero.reanalyse_fraction=0"]
+FILL = ["search.num_simulations=2", "selfplay.concurrent_games=64", "muzero.reanalyse_fraction=0"]
+SOG_TRUNK = ["net.kind=mlp", "net.width=256", "net.layers=3", "train.batch_size=128"]
 
 
+@dataclass
+class Arm:
+    name: str
+    game: str
+    algo: str
+    baseline: str  # the AlphaZero arm at the same trunk
+    overrides: list = field(default_factory=list)
+
+
+ARMS = [
+    Arm("alphazero", "connect_four", "alphazero", "alphazero"),
+    Arm("muzero", "connect_four", "muzero", "alphazero"),
+    Arm("gumbel_muzero", "connect_four", "muzero", "alphazero", ["search.kind=gumbel"]),
+    Arm("muzero_k3", "connect_four", "muzero", "alphazero", ["muzero.unroll_steps=3"]),
+    Arm("muzero_k1", "connect_four", "muzero", "alphazero", ["muzero.unroll_steps=1"]),
+    Arm("muzero_dyn1", "connect_four", "muzero", "alphazero", ["muzero.dynamics_blocks=1"]),
+    Arm("alphazero_fused_step", "connect_four", "alphazero", "alphazero", ["train.fused_step=true"]),
+    Arm("muzero_fused_step", "connect_four", "muzero", "alphazero", ["train.fused_step=true"]),
+    Arm("alphazero_compiled", "connect_four", "alphazero", "alphazero", ["train.compile=true"]),
+    Arm("muzero_compiled", "connect_four", "muzero", "alphazero", ["train.compile=true"]),
+    Arm("alphazero_nannon_ndmz_trunk", "nannon", "alphazero", "alphazero_nannon_ndmz_trunk",
+        ["net.width=256", "train.batch_size=512"]),
+    Arm("ndmz", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk"),
+    Arm("alphazero_sog_trunk", "connect_four", "alphazero", "alphazero_sog_trunk", SOG_TRUNK),
+    Arm("sog_cvpn", "connect_four", "sog", "alphazero_sog_trunk"),
+]
+
+
+# ------------------------------------------------------------------ data
 def filled_replay(cfg, algo, game, positions: int):
     """A replay buffer holding at least `positions` self-play positions of the untrained network."""
     net = algo.build_network()
@@ -44,70 +90,233 @@ def filled_replay(cfg, algo, game, positions: int):
     return replay
 
 
-def time_updates(algo, cfg, replay, device: torch.device, steps: int, warmup: int) -> dict:
+class RandomCVPNExamples:
+    """Student of Games' training batches: random examples of the CVPN's shapes."""
+
+    def __init__(self, encoding):
+        self.e = encoding
+
+    def sample(self, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        s, a = max(self.e.slots), self.e.num_actions
+        legal = rng.random((batch, s, a)) < 0.7
+        legal[..., 0] = True
+        policy = rng.random((batch, s, a)) * legal
+        return {"x": rng.random((batch, self.e.input_size), dtype=np.float32),
+                "value": rng.uniform(-1, 1, (batch, 2, s)).astype(np.float32),
+                "value_mask": (rng.random((batch, 2, s)) < 0.8).astype(np.float32),
+                "policy": (policy / policy.sum(-1, keepdims=True)).astype(np.float32),
+                "policy_mask": (rng.random((batch, s)) < 0.5).astype(np.float32),
+                "legal": legal, "player": rng.integers(0, 2, batch)}
+
+
+def setup(arm: Arm, batch: int | None):
+    """(the algorithm or model the Learner takes, its config, a sampler of minibatches)."""
+    cfg = build_config(arm.game, arm.algo, overrides=FILL + arm.overrides)
+    if batch:
+        cfg.train.batch_size = batch
+    game = load_game(cfg.game)
+    if arm.algo == "sog":
+        from polyzero.sog.cvpn import BeliefEncoding
+        from polyzero.sog.trainer import CVPNModel
+
+        encoding = BeliefEncoding(game)
+        return CVPNModel(encoding, cfg), cfg, RandomCVPNExamples(encoding)
+    algo = make_algorithm(cfg, game)
+    return algo, cfg, filled_replay(cfg, algo, game, 2 * cfg.train.batch_size)
+
+
+# ------------------------------------------------------------------ the floor
+def floor_pass(algo, net: torch.nn.Module, batch: dict[str, torch.Tensor]) -> None:
+    """The network passes of one update, forward and backward, with nothing else."""
+    name = getattr(algo, "name", "")
+    outs = []
+    if name in ("muzero", "ndmz"):
+        s = net.represent(batch["obs"])
+        outs += [*net.predict(s, root=True)] if name == "muzero" else [*net.predict(s)]
+        for k in range(batch["actions"].shape[1]):
+            if name == "muzero":
+                s, reward = net.dynamics(s, batch["actions"][:, k])
+                outs += [*net.predict(s), *([] if reward is None else [reward])]
+            else:
+                reward, s, ident = net.dynamics(s, batch["actions"][:, k])
+                outs += [reward, ident, *net.predict(s)]
+    else:
+        outs += [*net(batch["x" if name == "sog" else "obs"])]
+    sum(o.float().sum() for o in outs).backward()
+
+
+def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, warmup: int) -> dict:
     torch.manual_seed(0)
     learner = Learner(algo, cfg.train, device)
+    floor_net = algo.build_network().to(device).train()
     rng = np.random.default_rng(0)
-    for _ in range(warmup):
-        learner.update(replay.sample(cfg.train.batch_size, rng))
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        learner.update(replay.sample(cfg.train.batch_size, rng))  # .item() syncs each step
-    dt = time.perf_counter() - t0
-    return {"steps_per_s": steps / dt, "examples_per_s": steps * cfg.train.batch_size / dt}
+    fixed = {k: torch.from_numpy(v).to(device) for k, v in sampler.sample(cfg.train.batch_size, rng).items()
+             if k != "index"}
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    step_s, floor_s = [], []
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        learner.update(sampler.sample(cfg.train.batch_size, rng))  # .item() syncs each step
+        t1 = time.perf_counter()
+        floor_net.zero_grad(set_to_none=True)
+        floor_pass(algo, floor_net, fixed)
+        sync()
+        t2 = time.perf_counter()
+        if i >= warmup:
+            step_s.append(t1 - t0)
+            floor_s.append(t2 - t1)
+    step, floor = statistics.median(step_s), statistics.median(floor_s)
+    return {"steps_per_s": 1 / step, "floor_steps_per_s": 1 / floor, "learner_over_floor": step / floor,
+            "examples_per_s": cfg.train.batch_size / step, "step_ms": step * 1e3, "floor_ms": floor * 1e3,
+            "step_ms_all": [x * 1e3 for x in step_s], "floor_ms_all": [x * 1e3 for x in floor_s]}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--game", default="connect_four")
-    ap.add_argument("--algos", default="alphazero,muzero")
-    ap.add_argument("--devices", default="cpu,cuda")
-    ap.add_argument("--batch-sizes", default="", help="comma list; default: each preset's batch size")
-    ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--cpu-threads", type=int, default=os.cpu_count(), help="torch threads for the CPU learner")
-    ap.add_argument("--out", default="benchmarks/results/learner_speed.json")
-    args = ap.parse_args()
-    torch.set_num_threads(args.cpu_threads)
+# ------------------------------------------------------------------ where the time goes
+def profile_arm(arm: Arm, batch: int, updates: int) -> dict:
+    """torch.profiler over `updates` learner updates of `arm` (after two unprofiled ones):
+    each operator's share of the self CPU time, and the shares of the groups that say
+    whether the network passes or the loss and optimizer around them cost the time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    algo, cfg, sampler = setup(arm, batch)
+    learner = Learner(algo, cfg.train, torch.device("cpu"))
+    rng = np.random.default_rng(0)
+    batches = [sampler.sample(cfg.train.batch_size, rng) for _ in range(updates + 2)]
+    for b in batches[:2]:
+        learner.update(b)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for b in batches[2:]:
+            learner.update(b)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    ops = sorted(({"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events),
+                 key=lambda r: -r["share"])
+    groups = {"convolution": ("convolution",), "matrix products": ("aten::mm", "aten::addmm", "aten::bmm"),
+              "batch norm": ("batch_norm",),
+              "layout and copies": ("copy_", "contiguous", "clone", "cat"),
+              "gradient accumulation (add_)": ("aten::add_",), "relu": ("relu", "clamp_min", "threshold_backward"),
+              "optimizer and L2 (fused Adam, foreach)": ("_fused_adam", "_foreach")}
+    shares = {g: sum(r["share"] for r in ops if any(k in r["op"] for k in keys)) for g, keys in groups.items()}
+    shares["everything else (elementwise math of the loss, scaling, softmax, ...)"] = 1 - sum(shares.values())
+    return {"arm": arm.name, "batch": cfg.train.batch_size, "updates": updates, "group_shares": shares,
+            "top_ops": ops[:20]}
+
+
+# ------------------------------------------------------------------ old loss against new
+LOSS_AB = {"muzero_tic_tac_toe_mlp": 256, "muzero_cartpole_support": 256, "ndmz_nannon": 512,
+           "muzero_connect_four": 64}
+
+
+def loss_ab(rounds: int) -> list[dict]:
+    """The loss's forward and backward, the code before the learner work (kept as the
+    oracle in tests/test_learner_exact.py) against the current, on the same fixed batch,
+    interleaved: median ms of each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import test_learner_exact as t
+
     rows = []
-    for name in args.algos.split(","):
-        cfg = build_config(args.game, name, overrides=FILL_OVERRIDES)
-        game = load_game(cfg.game)
-        algo = make_algorithm(cfg, game)
-        sizes = [int(b) for b in args.batch_sizes.split(",")] if args.batch_sizes else [cfg.train.batch_size]
-        replay = filled_replay(cfg, algo, game, 4 * max(sizes))
-        for batch in sizes:
-            cfg.train.batch_size = batch
-            for dev in args.devices.split(","):
-                r = time_updates(algo, cfg, replay, torch.device(dev), args.steps, args.warmup)
-                rows.append({"algo": name, "device": dev, "batch_size": batch, **r})
-                print(rows[-1], flush=True)
-    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if "Model name" in line), "?")
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    result = {
-        "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
-        "machine": {"cpu": model, "cores": os.cpu_count(), "gpu": gpu, "python": platform.python_version(),
-                    "torch": torch.__version__},
-        "cpu_threads": args.cpu_threads, "game": args.game, "rows": rows,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    lines = [f"# Learner training steps per second ({args.game})", "",
+    for case, batch in LOSS_AB.items():
+        game, algo_name, overrides = t.CASES[case]
+        cfg = build_config(game, algo_name, overrides=overrides if "support" in case else [])
+        algo = make_algorithm(cfg, load_game(cfg.game))
+        data = t.ndmz_batch(algo, batch) if algo_name == "ndmz" else t.muzero_batch(algo, batch)
+        tensors = {k: torch.from_numpy(v) for k, v in data.items()}
+        torch.manual_seed(0)
+        net = algo.build_network().train()
+        reference = t.reference_ndmz_loss if algo_name == "ndmz" else t.reference_muzero_loss
+        fns = {"old": lambda: reference(algo, net, tensors)[0].backward(),
+               "new": lambda: algo.loss(net, tensors)[0].backward()}
+        times = {k: [] for k in fns}
+        for r in range(rounds + 1):
+            for k, fn in fns.items():
+                net.zero_grad(set_to_none=True)
+                t0 = time.perf_counter()
+                fn()
+                if r:
+                    times[k].append(time.perf_counter() - t0)
+        old, new = (statistics.median(times[k]) * 1e3 for k in ("old", "new"))
+        rows.append({"case": case, "batch": batch, "old_ms": old, "new_ms": new, "speedup": old / new})
+        print(f"loss A/B {case} B={batch}: old {old:.1f} ms, new {new:.1f} ms, {old / new:.2f}x", flush=True)
+    return rows
+
+
+# ------------------------------------------------------------------ report
+def render(result) -> str:
+    lines = ["# Learner training steps per second beside the floor and AlphaZero", "",
              f"- command: `{result['command']}`",
-             f"- machine: {model}, {os.cpu_count()} cores, GPU {gpu}; torch {torch.__version__}; "
-             f"CPU learner with {args.cpu_threads} torch threads",
-             "- each step: sample a minibatch, one update, loss terms read back; "
-             f"{args.steps} timed steps after {args.warmup} warm-up steps", "",
-             "| algorithm | batch | device | steps / s | examples / s | vs CPU |", "|---|---:|---|---:|---:|---:|"]
+             f"- machine: {result['machine'].get('Model name', '?')}, {result['machine'].get('CPU(s)')} CPUs, "
+             f"GPU {result['gpu']}; torch {torch.__version__}; CPU learner with {result['cpu_threads']} torch threads",
+             f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']}",
+             "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
+             "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
+             "on one batch, timed in the same rounds; medians of "
+             f"{result['steps']} rounds after {result['warmup']} warm-up rounds", "",
+             "| arm | game | batch | device | steps / s | floor steps / s | learner / floor | vs AlphaZero at the same trunk |",
+             "|---|---|---:|---|---:|---:|---:|---:|"]
+    rows = result["rows"]
     for r in rows:
-        base = next(x for x in rows if x["algo"] == r["algo"] and x["batch_size"] == r["batch_size"])
-        lines.append(f"| {r['algo']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.1f} | "
-                     f"{r['examples_per_s']:.0f} | {r['steps_per_s'] / base['steps_per_s']:.2f}x |")
-    Path(args.out).with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        base = next((x for x in rows if x["arm"] == r["baseline"] and x["device"] == r["device"]), None)
+        vs = f"{r['steps_per_s'] / base['steps_per_s']:.2f}x" if base else "-"
+        lines.append(f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
+                     f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} |")
+    for p in result.get("profiles", []):
+        lines += ["", f"Where the learner's time goes: {p['arm']}, batch {p['batch']}, torch.profiler over "
+                  f"{p['updates']} updates (share of self CPU time):", "",
+                  "| group | share |", "|---|---:|"]
+        lines += [f"| {g} | {v:.1%} |" for g, v in p["group_shares"].items()]
+        lines += ["", "| operator | share | calls |", "|---|---:|---:|"]
+        lines += [f"| {r['op']} | {r['share']:.1%} | {r['calls']} |" for r in p["top_ops"][:12]]
+    if result.get("loss_ab"):
+        lines += ["", "The loss alone (forward and backward, fixed batch, presets' networks), the code before "
+                  "the learner work against the current, interleaved:", "",
+                  "| case | batch | old ms | new ms | speed-up |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['case']} | {r['batch']} | {r['old_ms']:.1f} | {r['new_ms']:.1f} | {r['speedup']:.2f}x |"
+                  for r in result["loss_ab"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arms", default=",".join(a.name for a in ARMS))
+    ap.add_argument("--devices", default="cpu,cuda", help="cuda is skipped where there is none")
+    ap.add_argument("--batch-size", type=int, default=0, help="0: each arm's preset batch size")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--cpu-threads", type=int, default=os.cpu_count(), help="torch threads for the CPU learner")
+    ap.add_argument("--loss-ab", type=int, default=0, metavar="ROUNDS",
+                    help="also time the loss alone, old code against new, this many rounds")
+    ap.add_argument("--profile", default="", metavar="ARMS",
+                    help="also profile these arms' updates (comma list) with torch.profiler")
+    ap.add_argument("--profile-updates", type=int, default=4)
+    ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
+    ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.batch_size, args.steps, args.warmup = args.batch_size or 16, 2, 1
+    torch.set_num_threads(args.cpu_threads)
+    devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
+    wanted = args.arms.split(",")
+    arms = [a for a in ARMS if a.name in wanted or any(a.name == b.baseline for b in ARMS if b.name in wanted)]
+    load0 = os.getloadavg()
+    rows = []
+    for arm in arms if args.arms else []:
+        algo, cfg, sampler = setup(arm, args.batch_size)
+        for dev in devices:
+            r = time_arm(arm, algo, cfg, sampler, torch.device(dev), args.steps, args.warmup)
+            rows.append({"arm": arm.name, "game": arm.game, "algo": arm.algo, "baseline": arm.baseline,
+                         "overrides": arm.overrides, "device": dev, "batch_size": cfg.train.batch_size, **r})
+            print(f"{arm.name} {dev} batch {cfg.train.batch_size}: {r['steps_per_s']:.2f} steps/s, floor "
+                  f"{r['floor_steps_per_s']:.2f}, learner/floor {r['learner_over_floor']:.2f}", flush=True)
+    loss_rows = loss_ab(args.loss_ab) if args.loss_ab else []
+    profiles = [profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
+                for name in args.profile.split(",") if name]
+    result = {"command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+              "machine": machine_info(), "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+              "torch": torch.__version__, "cpu_threads": args.cpu_threads, "steps": args.steps,
+              "warmup": args.warmup, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": rows,
+              "loss_ab": loss_rows, "profiles": profiles}
+    write_results(args.out, result, render(result))
+    print(render(result))
 
 
 if __name__ == "__main__":

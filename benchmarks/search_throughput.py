@@ -37,9 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -50,7 +48,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import search_throughput_alone  # noqa: E402
 import tinynet  # noqa: E402
+from timing import machine_info, summarize, time_interleaved, write_results  # noqa: E402
 
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search.learned import LearnedModel  # noqa: E402
@@ -60,56 +60,6 @@ from polyzero.search.params import SearchParams  # noqa: E402
 
 SEED = 0
 DEFAULT_OUT = "benchmarks/results/search_throughput.json"
-
-
-# ------------------------------------------------------------------ speed probe
-def _probe_work(n=50_000):
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-
-
-def probe_ms():
-    """The anchor harness's speedprobe: a fixed pure-Python loop (~2.7 ms quiet)."""
-    t0 = time.perf_counter()
-    _probe_work()
-    return (time.perf_counter() - t0) * 1e3
-
-
-# ------------------------------------------------------------------ timing helpers
-def time_interleaved(jobs, min_calls, min_total_s, max_rounds, block_s=0.03, block_min_calls=2):
-    """Blocked round-robin (as the anchor's mctx_search.time_interleaved): each round
-    runs, for each job, a block of back-to-back calls (>= block_min_calls and
-    block_s seconds), each timed on its own, the first of every block dropped;
-    a speedprobe sample ends each round. jobs: [(name, fn, args_list)], fn must
-    block until its result is ready."""
-    times = {name: [] for name, _, _ in jobs}
-    probe = []
-    t_start = time.perf_counter()
-    r = 0
-    while (min(len(v) for v in times.values()) < min_calls
-           or time.perf_counter() - t_start < min_total_s) and r < max_rounds:
-        for name, fn, args_list in jobs:
-            t_block, k = time.perf_counter(), 0
-            while k < block_min_calls or time.perf_counter() - t_block < block_s:
-                args = args_list[(r + k) % len(args_list)]
-                t0 = time.perf_counter()
-                fn(*args)
-                dt = time.perf_counter() - t0
-                if k > 0:
-                    times[name].append(dt)
-                k += 1
-        probe.append(probe_ms())
-        r += 1
-    return times, probe
-
-
-def summarize(ts):
-    ts = sorted(ts)
-    q = lambda f: ts[min(len(ts) - 1, int(f * (len(ts) - 1) + 0.5))]  # noqa: E731
-    return {"n": len(ts), "median_s": statistics.median(ts), "min_s": ts[0],
-            "p25_s": q(0.25), "p75_s": q(0.75), "max_s": ts[-1]}
 
 
 def depth_from_parents(parents):
@@ -433,19 +383,6 @@ def alphazero_section(args, num_sims=64, batch=256):
 
 
 # ------------------------------------------------------------------ main
-def machine_info():
-    info = {"python": platform.python_version(), "cpu_count": os.cpu_count()}
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            k, _, v = line.partition(":")
-            if k.strip() in ("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket"):
-                info[k.strip()] = v.strip()
-    except OSError:
-        pass
-    return info
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch-sizes", default="1,16,256")
@@ -453,7 +390,14 @@ def main(argv=None):
     ap.add_argument("--min-total-s", type=float, default=4.0)
     ap.add_argument("--min-calls", type=int, default=9)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--net-mode", default="script", choices=["lean", "script", "eager_ref"])
+    ap.add_argument("--net-mode", default="compiled:auto",
+                    choices=["lean", "script", "eager_ref"] + [f"compiled:{m}" for m in tinynet.COMPILED_MODES],
+                    help="compiled:auto (default) is the path self-play takes (net.inference = auto)")
+    ap.add_argument("--mode", default="interleaved", choices=["interleaved", "alone"],
+                    help="interleaved: every job in this process, round-robin; alone: each library in "
+                         "its own process (search_throughput_alone.py)")
+    ap.add_argument("--library", choices=search_throughput_alone.LIBRARIES, help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--no-mctx", action="store_true")
     ap.add_argument("--no-alphazero", action="store_true")
     ap.add_argument("--gumbel", action="store_true",
@@ -466,9 +410,12 @@ def main(argv=None):
         args.min_total_s, args.min_calls = 0.5, 3
 
     set_threads(args.threads)  # torch's and the tree kernels' (numba) threads
+    if args.library:  # a child of the alone mode
+        return search_throughput_alone.child(args)
     batch_sizes = [int(x) for x in args.batch_sizes.split(",")]
     sims_list = [int(x) for x in args.sims.split(",")]
-    net_err = tinynet.check(1e-5)
+    modes = (args.net_mode,) if args.net_mode.startswith("compiled:") else ()
+    net_err = tinynet.check(1e-5, modes)
     net = tinynet.TinyNetNumpy(args.net_mode)
 
     meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
@@ -497,6 +444,14 @@ def main(argv=None):
             meta["mctx_skipped"] = str(e)
     print(json.dumps(meta), flush=True)
 
+    if args.mode == "alone":
+        if args.out == DEFAULT_OUT:
+            args.out = "benchmarks/results/search_throughput_alone.json"
+        results = search_throughput_alone.run(args, meta, ("polyzero", "mctx") if have_mctx else ("polyzero",))
+        results["meta"]["loadavg_end"] = os.getloadavg()
+        write_results(args.out, results, search_throughput_alone.render(results))
+        return results
+
     if args.gumbel:
         if args.out == DEFAULT_OUT:
             args.out = "benchmarks/results/search_throughput_gumbel.json"
@@ -504,16 +459,10 @@ def main(argv=None):
         meta["loadavg_end"] = os.getloadavg()
         results = {"meta": meta, "gumbel": gumbel}
         if args.out:
-            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-            with open(args.out, "w") as fh:
-                json.dump(results, fh, indent=1)
-            md = os.path.splitext(args.out)[0] + ".md"
-            with open(md, "w") as fh:
-                fh.write(render_gumbel_markdown(meta, gumbel))
-            print(f"wrote {args.out} and {md}", flush=True)
+            write_results(args.out, results, render_gumbel_markdown(meta, gumbel))
         return results
 
-    results = {"meta": meta, "rows": [], "visit_check": []}
+    results = {"meta": {**meta, "mode": "interleaved"}, "rows": [], "visit_check": []}
     for b in batch_sizes:
         obs_list = [tinynet.make_obs(b, seed=s) for s in range(4)]
         no_mask = np.zeros((b, tinynet.A), bool)
@@ -591,20 +540,14 @@ def main(argv=None):
     results["meta"]["loadavg_end"] = os.getloadavg()
 
     if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            json.dump(results, fh, indent=1)
-        md = os.path.splitext(args.out)[0] + ".md"
-        with open(md, "w") as fh:
-            fh.write(render_markdown(results))
-        print(f"wrote {args.out} and {md}", flush=True)
+        write_results(args.out, results, render_markdown(results))
     return results
 
 
 def render_markdown(results) -> str:
     m = results["meta"]
     mach = m["machine"]
-    lines = ["# Search throughput: polyzero vs mctx", "",
+    lines = ["# Search throughput: polyzero vs mctx, interleaved in one process", "",
              f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
              f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)}; JAX on {', '.join(m.get('jax_devices', ['-']))}",
              f"- command: `{m['command']}`",
@@ -616,6 +559,8 @@ def render_markdown(results) -> str:
              f"{m['net_max_abs_err_vs_numpy']:.1e}",
              f"- search: {m['search_params']} (mctx: muzero_policy, dirichlet_fraction=0)",
              f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}", "",
+             "Mode: interleaved (both libraries in this one process, blocked round-robin; "
+             "`--mode alone` times each in its own process). "
              "Median ms per policy call (root forward + search), interleaved in the same run; "
              "speed-up = mctx / polyzero. 'outside net' = share of polyzero's time not spent "
              "in the network (inner: network calls timed inside the search; alone: 1 - "

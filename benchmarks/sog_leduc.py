@@ -6,7 +6,9 @@ training time (10 seeds each: min / mean / max), SoG(1000, 1) at the final one,
 beside IS-MCTS and the untrained network, all measured in the same run.
 
     python benchmarks/sog_leduc.py all --budget-min 120 --seeds 10
-    python benchmarks/sog_leduc.py all --game "scotland_yard(reveal_rounds=none)" --ismcts 10 100   # sog_glasses
+    python benchmarks/sog_leduc.py all --game scotland_yard --budget-min 60   # sog_glasses (IS-MCTS 100, 1000)
+    python benchmarks/sog_leduc.py all --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" \
+        --ismcts 10 100 --out sog_glasses_noreveal   # the glasses map without a reveal (before issue 59)
 
 Phases (each resumable: re-running continues where it stopped):
   train   `SoGTrainer` (the shipped `sog_leduc_poker` preset unless --set says
@@ -37,6 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from connect_four_alphazero import ROOT, RESULTS, run_phases, write_json_atomic  # noqa: E402
+
+from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402  (nannon_636 imports it from here)
 
 
 def _trainer(args, work: Path):
@@ -81,17 +85,10 @@ def chosen(args, work: Path) -> list[dict]:
     return spread(checkpoints(work), args.points)
 
 
-def spread(points: list[dict], n: int) -> list[dict]:
-    """The first of `points` and the `n` nearest to n even marks over their "minutes"."""
-    if not points:
-        return []
-    last = points[-1]["minutes"]
-    picks = [points[0]]
-    for k in range(1, n + 1):
-        best = min(points, key=lambda p: abs(p["minutes"] - last * k / n))
-        if best not in picks:
-            picks.append(best)
-    return picks
+def write_markdown(name: str, lines: list[str]) -> None:
+    """benchmarks/results/NAME.md from `lines`, also printed."""
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def machine() -> str:
@@ -199,7 +196,7 @@ def phase_report(args, work: Path) -> dict:
         hits = [r["minutes"] for r in sog100 if r["minutes"] <= minutes and r["mean"] < level]
         return round(min(hits), 1) if hits else None
 
-    target = None if args.game != "leduc_poker" else {  # the issue sets targets for Leduc only
+    target = fig3_shape(sog, anchors) if args.game != "leduc_poker" else {  # Leduc: the issue's targets
               "best_ismcts_mean": best_ismcts, "paper_best_ismcts": 465.0,
               "sog100_below_ismcts_within_2h": first_below(bar, 120) is not None,
               "sog100_first_below_ismcts_at_min": first_below(bar, 120),
@@ -234,6 +231,26 @@ def phase_report(args, work: Path) -> dict:
     plot_curves(sog, anchors, unit, RESULTS / f"{name}.png", args.game)
     print("\n".join(lines))
     return result
+
+
+def fig3_shape(sog: list[dict], anchors: list[dict]) -> dict:
+    """The shape of the paper's Fig. 3 (B on the glasses map): exploitability falls with
+    training (each SoG(s, 1) at the last checkpoint below the untrained network), and
+    with search size (at the last checkpoint, every larger s below every smaller
+    one), with trained SoG(100, 1) below IS-MCTS at each of its simulation counts."""
+    if not sog:
+        return {}
+    sims = lambda r: int(r["spec"].split(":")[1].split(",")[0])  # noqa: E731
+    first, last = min(r["step"] for r in sog), max(r["step"] for r in sog)
+    at = {(r["step"], sims(r)): r["mean"] for r in sog}
+    training = {s: {"untrained": at[(first, s)], "final": at[(last, s)], "falls": at[(last, s)] < at[(first, s)]}
+                for (step, s) in at if step == last and (first, s) in at}
+    final = sorted((s, m) for (step, s), m in at.items() if step == last)
+    search = {"final_by_sims": final, "falls": all(a[1] > b[1] for a, b in zip(final, final[1:]))}
+    sog100 = at.get((last, 100))
+    ismcts = {r["spec"]: {"mean": r["mean"], "sog100_below": sog100 is not None and sog100 < r["mean"]}
+              for r in anchors}
+    return {"falls_with_training": training, "falls_with_search": search, "vs_ismcts": ismcts}
 
 
 def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, game: str) -> None:
@@ -275,7 +292,8 @@ def main(argv=None) -> None:
     p.add_argument("--final-sims", type=int, default=1000, help="SoG(s, 1) at the final point")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--final-seeds", type=int, default=3)
-    p.add_argument("--ismcts", type=int, nargs="*", default=[100, 1000, 10000])
+    p.add_argument("--ismcts", type=int, nargs="*", default=None,
+                   help="IS-MCTS anchors' simulations (default: 100 1000 10000 on poker, 100 1000 otherwise)")
     p.add_argument("--anchor-seeds", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="processes evaluating seeds in parallel")
@@ -285,6 +303,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     short = {"scotland_yard": "glasses"}.get(args.game.split("(")[0], args.game.split("(")[0].replace("_poker", ""))
     args.out = args.out or f"sog_{short}"
+    if args.ismcts is None:  # OpenSpiel's Python IS-MCTS on Python games (Scotland Yard) is slow
+        args.ismcts = [100, 1000, 10000] if "poker" in args.game else [100, 1000]
     work = args.work or ROOT / "runs" / "bench" / f"sog_{short}"
     work.mkdir(parents=True, exist_ok=True)
     run_phases(args, work, phase_train, phase_eval, phase_report)

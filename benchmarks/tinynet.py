@@ -183,16 +183,40 @@ class EagerReferenceNet(nn.Module):
         return out[:, HID], o[:, :A], torch.tanh(o[:, A]), h2
 
 
+class _Initial(nn.Module):
+    def __init__(self, net: TinyMuZeroNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, obs):
+        return self.net.initial(obs)
+
+
+COMPILED_MODES = ("eager", "script", "onednn", "inductor", "onnx", "auto")
+
+
 class TinyNetNumpy:
     """NumPy in / NumPy out wrapper, the ``recurrent_fn`` a LearnedModel calls.
 
     mode: 'lean' (TinyMuZeroNet eager), 'script' (the same, TorchScript),
-    'eager_ref' (the anchor's nn.Linear formulation).
+    'eager_ref' (the anchor's nn.Linear formulation), or 'compiled:PATH' with PATH
+    one of polyzero's `net.inference` paths (:mod:`polyzero.nets.compiled`: the same
+    module through ONNX Runtime, frozen TorchScript, ...), as self-play runs it.
     """
 
     def __init__(self, mode: str = "lean", p=None):
         p = make_params() if p is None else p
         self.mode = mode
+        self.calls = 0
+        if mode.startswith("compiled:"):
+            from polyzero.nets.compiled import CompiledCall
+
+            path = mode.split(":", 1)[1]
+            net = TinyMuZeroNet(p).eval()
+            self._init_call = CompiledCall(_Initial(net), (np.float32,), path)
+            self._rec_call = CompiledCall(net, (np.float32, np.int64), path)
+            return
+        self._init_call = self._rec_call = None
         if mode == "eager_ref":
             self.net = EagerReferenceNet(p).eval()
             self._rec = self.net.recurrent
@@ -205,9 +229,10 @@ class TinyNetNumpy:
             else:
                 raise ValueError(f"unknown mode {mode!r}")
         self._init = TinyMuZeroNet(p).eval().initial
-        self.calls = 0
 
     def initial(self, obs: np.ndarray):
+        if self._init_call is not None:
+            return self._init_call(obs)
         with torch.inference_mode():
             lg, v, h = self._init(torch.from_numpy(np.ascontiguousarray(obs, np.float32)))
             return lg.numpy(), v.numpy(), h.numpy()
@@ -215,6 +240,8 @@ class TinyNetNumpy:
     def recurrent(self, hidden: np.ndarray, action: np.ndarray):
         """(reward [M], logits [M, A], value [M], hidden' [M, H]), float32 NumPy."""
         self.calls += 1
+        if self._rec_call is not None:
+            return self._rec_call(hidden, action)
         with torch.inference_mode():
             r, lg, v, h2 = self._rec(torch.from_numpy(hidden), torch.from_numpy(action))
             return r.numpy(), lg.numpy(), v.numpy(), h2.numpy()
@@ -222,16 +249,16 @@ class TinyNetNumpy:
     __call__ = recurrent
 
 
-def check(tol: float = 1e-5) -> float:
-    """Max abs difference of every PyTorch path against the NumPy reference
-    forward (root and recurrent), asserted below `tol`."""
+def check(tol: float = 1e-5, modes: tuple[str, ...] = ()) -> float:
+    """Max abs difference of every PyTorch path (and `modes`) against the NumPy
+    reference forward (root and recurrent), asserted below `tol`."""
     p = make_params()
     obs = make_obs(16, seed=123)
     a = np.arange(16, dtype=np.int64) % A
     ref_lg, ref_v, ref_h = np_root(p, obs)
     ref = np_recurrent(p, a, ref_h)
     err = 0.0
-    for mode in ("lean", "script", "eager_ref"):
+    for mode in ("lean", "script", "eager_ref", *modes):
         net = TinyNetNumpy(mode, p)
         lg, v, h = net.initial(obs)
         err = max(err, *(float(np.abs(x - y).max()) for x, y in
@@ -244,12 +271,14 @@ def check(tol: float = 1e-5) -> float:
 
 
 # ---------------------------------------------------------------- mctx (JAX): the anchor
-def mctx_policy(num_simulations, gumbel=False):
+def mctx_policy(num_simulations, gumbel=False, net_loop=False):
     """The anchor: jitted ``mctx.muzero_policy`` (Dirichlet fraction 0, as polyzero's
     evaluation search) or, with `gumbel`, ``mctx.gumbel_muzero_policy`` (mctx's defaults),
-    over this network written in jax.numpy. Returns ``call(params, rng_key, obs,
-    invalid_actions)``, blocking until the result is ready: (action, root visits, parents[,
-    action weights]). Needs jax, jaxlib and mctx (the ``bench`` extra)."""
+    over this network written in jax.numpy; with `net_loop` instead the network work of
+    one policy call without a tree: root_fn and num_simulations chained recurrent_fn calls
+    inside one jitted fori_loop (the anchor harness's net_loop). Returns ``call(params,
+    rng_key, obs, invalid_actions)``, blocking until the result is ready. Needs jax,
+    jaxlib and mctx (the ``bench`` extra)."""
     import jax
     import jax.numpy as jnp
     import mctx
@@ -296,7 +325,19 @@ def mctx_policy(num_simulations, gumbel=False):
         tree = out.search_tree
         return out.action, tree.children_visits[:, 0], tree.parents
 
-    jitted = jax.jit(policy)
+    def loop(p, rng_key, obs, invalid_actions):
+        del rng_key, invalid_actions
+        root = root_fn(p, obs)
+        b = obs.shape[0]
+
+        def body(i, carry):
+            h, acc = carry
+            action = (jnp.arange(b, dtype=jnp.int32) + i) % A
+            out, h2 = recurrent_fn(p, None, action, h)
+            return h2, acc + out.value + out.prior_logits[:, 0] + out.reward
+        return jax.lax.fori_loop(0, num_simulations, body, (root.embedding, root.value))
+
+    jitted = jax.jit(loop if net_loop else policy)
 
     def call(*args):
         return jax.block_until_ready(jitted(*args))

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
+from .nets import INFERENCE_PATHS
 from .search.params import (CHANCE_BACKUPS, GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS,
                             Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
 
@@ -40,9 +41,14 @@ class NetConfig:
     # Student of Games, kind "resnet": a board game's CVPN runs AlphaZero's convolutional
     # tower (blocks x channels) over the board planes; false: dense residual blocks of width.
     board_tower: bool = True
+    # How self-play, evaluation and search call the network (polyzero.nets.compiled):
+    # "auto" is ONNX Runtime on the CPU when installed (the fastest exact path measured,
+    # docs/benchmarks.md), else eager; or "eager", "script", "inductor", "onnx".
+    inference: str = "auto"
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
+        _choice("net.inference", self.inference, INFERENCE_PATHS)
         _choice("net.perspective", self.perspective, ("mover", "raw"))
         _choice("net.block", self.block, ("basic", "bottleneck"))
         for k in ("channels", "blocks", "width", "layers", "value_hidden"):
@@ -145,6 +151,16 @@ class TrainConfig:
     # Each sampled example under a random board symmetry of its game (polyzero.games.symmetry;
     # AlphaGo Zero did this, AlphaZero did not): connect_four, tic_tac_toe and go know theirs.
     symmetries: bool = False
+    # The learner's loss (forward and backward) through torch.compile (inductor): the same
+    # loss to float rounding, compiled at the first update (minutes on a 2-core CPU), then
+    # faster where batch norm and elementwise work dominate (docs/benchmarks.md).
+    compile: bool = False
+    # The optimizer's step as one fused kernel per tensor and the L2 term as its gradient
+    # (one foreach call): the same update to float rounding, cheaper (docs/benchmarks.md).
+    # Off by default: a float-level change takes a run elsewhere from the same seed, and
+    # the single-seed learning tests were set on the default's runs (Student of Games'
+    # Kuhn test, seed 0: 29.97 mbb/h with it where its threshold is 20).
+    fused_step: bool = False
 
     def validate(self):
         for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
@@ -283,9 +299,15 @@ class MuZeroConfig:
     # the last move (the loser's -1, 0 after a draw), at the weight of one unrolled step.
     # Not in the MuZero paper.
     terminal_value: bool = False
+    # The dynamics function's size, a lever on the learner's speed (a K-step unroll runs g
+    # K times): residual blocks of g's tower (resnet) or hidden layers (mlp); -1: the same
+    # as h's (net.blocks or net.layers), as in the paper (Appendix F).
+    dynamics_blocks: int = -1
 
     def validate(self):
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
+        if self.dynamics_blocks < -1:
+            raise UsageError(f"muzero.dynamics_blocks must be -1 (as net.blocks) or >= 0, not {self.dynamics_blocks}")
         if self.consistency_terminal and not self.consistency_weight:
             raise UsageError("muzero.consistency_terminal needs the consistency loss (muzero.consistency_weight > 0)")
         _positive("muzero.reanalyse_c_scale", self.reanalyse_c_scale, allow_zero=True)

@@ -583,8 +583,13 @@ def test_short_cartpole_run_reaches_150(tmp_path):
     then 161), so the test asks that the run gets there, as the issue does."""
     from polyzero.train.metrics import read_metrics
 
+    # Eager inference: the seed and threshold were set on eager PyTorch's trajectory. ONNX
+    # Runtime's outputs differ from it by ~1e-6 (tests/test_inference_paths.py), enough to
+    # take a different run from the same seed: on 2026-11-28 seed 1 evaluated 89.9, 113.7,
+    # 110.3, 140.2 through it against eager's 41.5, 119.7, 125.0, 192.8 (docs/benchmarks.md).
     cfg = build_config("cartpole", "muzero", overrides=[
-        "train.steps=100", "eval.every=25", "eval.games=20", "eval.final_games=0", "threads=1", "seed=1"])
+        "train.steps=100", "eval.every=25", "eval.games=20", "eval.final_games=0", "threads=1", "seed=1",
+        "net.inference=eager"])
     trainer = Trainer.create(cfg, tmp_path / "cartpole", progress=False)
     before = trainer.evaluate(20, seed=5)["eval/return/mean"]
     evaluate = trainer.evaluate

@@ -18,7 +18,7 @@ PUBLIC_RECALL = pyspiel.IIGObservationType(
 
 @pytest.fixture(scope="module")
 def trees():
-    specs = ["kuhn_poker", "leduc_poker", "liars_dice(numdice=1,dice_sides=3)", "scotland_yard(rounds=3)"]
+    specs = ["kuhn_poker", "leduc_poker", "liars_dice(numdice=1,dice_sides=3)", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"]
     return {spec: PublicTree(load_game(spec)) for spec in specs}
 
 
@@ -141,9 +141,9 @@ def test_liars_dice_bids_are_the_public_state(trees):
 def test_scotland_yard_public_states(trees):
     """The detectives' information state is the public state (they hold no private
     information); Mr X knows the whole history, so each world is his own information state."""
-    game = load_game("scotland_yard(rounds=3)")
+    game = load_game("scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)")
     groups, _ = brute_force_groups(game, lambda h, s: s.information_state_string(1), skip_leading_chance=0)
-    tree = trees["scotland_yard(rounds=3)"]
+    tree = trees["scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"]
     ours, reach = tree_groups(tree)
     assert ours == {frozenset(g) for g in groups.values()}
     assert set(reach.values()) == {1.0}  # no chance: beliefs come from Mr X's hidden moves alone
@@ -161,7 +161,7 @@ def test_scotland_yard_public_states(trees):
 
 def test_public_state_at_matches_the_tree(trees):
     rng = np.random.default_rng(0)
-    for spec in ["leduc_poker", "scotland_yard(rounds=3)"]:
+    for spec in ["leduc_poker", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"]:
         game, tree = load_game(spec), trees[spec]
         by_key = {n.key: n for n in tree.nodes}
         for _ in range(10):

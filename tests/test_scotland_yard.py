@@ -1,4 +1,4 @@
-"""Scotland Yard rules (shared/specs/scotland_yard.md) on the glasses map and small custom maps."""
+"""Scotland Yard rules (docs/scotland_yard.md) on the glasses map and small custom maps."""
 
 import numpy as np
 import pyspiel
@@ -10,6 +10,15 @@ from polyzero.games import check_game, load_game
 from polyzero.games.scotland_yard import BLACK, parse_map
 
 N = 11  # stations on the glasses map
+# The original glasses game (5 rounds, Mr X surfacing after round 3, 5 taxi tickets each),
+# the default before the solved variant (docs/scotland_yard.md); these tests play it.
+SPEC = "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"
+
+
+def spec(**params):
+    """The original game with some parameters changed."""
+    base = dict(item.split("=") for item in SPEC[len("scotland_yard("):-1].split(","))
+    return "scotland_yard(" + ",".join(f"{k}={v}" for k, v in {**base, **params}.items()) + ")"
 TAXI = 0
 
 
@@ -27,7 +36,15 @@ def play(game, moves):
 
 @pytest.fixture(scope="module")
 def glasses():
-    return load_game("scotland_yard")
+    return load_game(SPEC)
+
+
+def test_default_is_the_solved_variant():
+    """The default glasses game: 4 rounds, a taxi ticket per round each, Mr X surfacing after
+    his last move (Mr X's value -0.601, benchmark sog_glasses_variants)."""
+    r = load_game("scotland_yard").rules
+    assert (r.rounds, sorted(r.reveal_rounds), r.mrx_tickets[0], r.detective_tickets[0]) == (4, [4], 4, 4)
+    assert (r.mrx_start, r.detective_starts, r.detectives_first) == (6, [1, 11], False)
 
 
 def test_glasses_map_is_the_spec_graph():
@@ -69,7 +86,7 @@ def test_capture_by_detective(glasses):
 
 def test_blocked_stations():
     # Mr X may not move onto a detective; a detective may not move onto another one.
-    game = load_game("scotland_yard(mrx_start=5,detective_starts=4;6)")
+    game = load_game(spec(mrx_start=5, detective_starts="4;6"))
     state = game.new_initial_state()
     assert state.legal_actions() == [move(TAXI, 3)]
     state.apply_action(move(TAXI, 3))
@@ -80,16 +97,16 @@ def test_blocked_stations():
 
 
 def test_mrx_without_a_move_loses():
-    state = load_game("scotland_yard(mrx_start=11,detective_starts=10;1)").new_initial_state()
+    state = load_game(spec(mrx_start=11, detective_starts="10;1")).new_initial_state()
     assert state.is_terminal() and state.returns() == [-1.0, 1.0] and state.legal_actions() == []
     # Out of tickets: one taxi ticket, then stuck on his second turn.
-    game = load_game("scotland_yard(mrx_taxi=1)")
+    game = load_game(spec(mrx_taxi=1))
     state = play(game, [move(TAXI, 7), move(TAXI, 2), move(TAXI, 10)])
     assert state.is_terminal() and state.returns() == [-1.0, 1.0]
 
 
 def test_detective_out_of_tickets_passes():
-    game = load_game("scotland_yard(detective_taxi=1)")
+    game = load_game(spec(detective_taxi=1))
     state = play(game, [move(TAXI, 7), move(TAXI, 2), move(TAXI, 10), move(TAXI, 6)])
     assert state.detective_tickets[0][TAXI] == 0
     assert state.legal_actions() == [game.rules.pass_action]
@@ -98,11 +115,11 @@ def test_detective_out_of_tickets_passes():
 
 
 def test_mrx_wins_when_the_rounds_run_out():
-    game = load_game("scotland_yard(rounds=1,reveal_rounds=1)")
+    game = load_game(spec(rounds=1, reveal_rounds=1))
     state = play(game, [move(TAXI, 5), move(TAXI, 2), move(TAXI, 10)])
     assert state.is_terminal() and state.returns() == [1.0, -1.0]
-    # Five rounds of the default game: Mr X shuttles 6-5 while the detectives stay away.
-    glasses = load_game("scotland_yard")
+    # Five rounds of the original game: Mr X shuttles 6-5 while the detectives stay away.
+    glasses = load_game(SPEC)
     moves = []
     for x, d1, d2 in [(5, 2, 10), (6, 1, 11), (5, 2, 10), (6, 1, 11), (5, 2, 10)]:
         moves += [move(TAXI, x), move(TAXI, d1), move(TAXI, d2)]
@@ -111,7 +128,7 @@ def test_mrx_wins_when_the_rounds_run_out():
 
 
 def test_detectives_first_move_order():
-    game = load_game("scotland_yard(detectives_first=true,rounds=2,reveal_rounds=2)")
+    game = load_game(spec(detectives_first="true", rounds=2, reveal_rounds=2))
     state = game.new_initial_state()
     assert state.current_player() == 1 and state.legal_actions() == [move(TAXI, 2)]
     state = play(game, [move(TAXI, 2), move(TAXI, 10), move(TAXI, 5)])
@@ -166,7 +183,7 @@ def test_other_transports_black_tickets_and_ferry():
 
 
 def test_double_move():
-    game = load_game("scotland_yard(double_moves=1)")
+    game = load_game(spec(double_moves=1))
     state = game.new_initial_state()
     assert game.rules.double_action in state.legal_actions()
     state.apply_action(game.rules.double_action)
@@ -180,7 +197,10 @@ def test_double_move():
 def test_no_reveal_rounds():
     game = load_game("scotland_yard(reveal_rounds=none)")
     assert game.rules.reveal_rounds == frozenset()
-    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": ""}).rules.reveal_rounds == frozenset()
+    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": "none"}).rules.reveal_rounds == frozenset()
+    # An empty value (like -1 for numbers) means the map's own.
+    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": ""}).rules.reveal_rounds == \
+        load_game("scotland_yard").rules.reveal_rounds
 
 
 def test_bad_parameters_are_usage_errors():

@@ -242,11 +242,51 @@ def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
 
 
 def test_game_without_public_tensor_is_refused_in_one_line():
-    """OpenSpiel's liars_dice has no public observation tensor: the CVPN says so, no traceback."""
+    """phantom_ttt has no public observation tensor and polyzero no rule for it: the
+    CVPN says so, no traceback."""
     from polyzero.errors import UsageError
 
     with pytest.raises(UsageError, match="no public observation tensor"):
-        BeliefEncoding(load_game("liars_dice(numdice=1)"))
+        BeliefEncoding(load_game("phantom_ttt"))
+
+
+@pytest.mark.parametrize("spec, hands", [("liars_dice(numdice=1,dice_sides=3)", 3), ("liars_dice(numdice=2)", 21)])
+def test_liars_dice_belief_encoding(spec, hands):
+    """Liar's Dice (no OpenSpiel public observer): the public tensor is the bids made and
+    the player to move, the same in every world of a public state and different between
+    public states; a player's slot is its dice (a multiset of faces)."""
+    game = load_game(spec)
+    enc = BeliefEncoding(game)
+    assert enc.slots == [hands, hands]
+    tree = PublicTree(game, max_depth=1 if "numdice=2" in spec else None)
+    seen = {}
+    for node in tree.nodes:
+        if node.kind != "decision":
+            continue
+        tensors = {enc.public_tensor_of(w.state).tobytes() for w in node.worlds}
+        assert len(tensors) == 1
+        assert tensors.pop() not in seen
+        seen[enc.public_tensor(node).tobytes()] = node.key
+        for p in range(2):
+            slots = enc.slot_index(node, p)
+            for i, name in enumerate(node.info_states[p]):  # the same dice, the same slot
+                faces = name.split(" ")[0]
+                assert all(slots[j] == slots[i] for j, other in enumerate(node.info_states[p])
+                           if other.split(" ")[0] == faces)
+            assert len(set(slots.tolist())) == len(node.info_states[p])
+    assert len(seen) == len(tree.of_kind("decision"))
+
+
+def test_liars_dice_trains_end_to_end(tmp_path):
+    """SoG trains on Liar's Dice and its network plays in `polyzero exploitability`."""
+    from polyzero.cli import main
+
+    run = tmp_path / "ld"
+    spec = "liars_dice(numdice=1,dice_sides=3)"
+    assert main(["train", spec, "--algo", "sog", "--run-dir", str(run), "--no-progress", "--set", "train.steps=2",
+                 "--set", "train.batch_size=8", "--set", "sog.simulations=4", "--set", "sog.solve_simulations=4",
+                 "--set", "sog.solves_per_step=8"]) == 0
+    assert main(["exploitability", f"sog:4,1,net={run}", "--game", spec, "--seeds", "1", "--no-progress"]) == 0
 
 
 def test_scotland_yard_slots_share_mr_x_positions():
@@ -359,3 +399,25 @@ def test_residual_cvpn_trains_saves_and_loads(tmp_path):
     root = PublicTree(trainer.game, max_depth=0).nodes[0]
     ranges = [np.ones(len(root.info_states[p])) for p in range(2)]
     assert np.isfinite(value_fn.evaluate([Query(root, ranges)])[0].values[0]).all()
+
+
+def test_sog_probe_measures_network_and_targets_against_exact_values(tmp_path, capsys):
+    """`polyzero sog-probe`: the network's error by depth at each checkpoint, and on
+    Kuhn, whose subgames GT-CFR(50, 1) solves down to the terminals, the query
+    solver's targets agree with exact re-solves where the barely trained network does not."""
+    from polyzero.cli import main
+
+    run = tmp_path / "kuhn"
+    assert main(["train", "kuhn_poker", "--algo", "sog", "--run-dir", str(run), "--no-progress",
+                 "--set", "train.steps=2", "--set", "train.checkpoint_every=1", "--set", "eval.every=0",
+                 "--set", "train.batch_size=8"]) == 0
+    out = tmp_path / "probe.json"
+    assert main(["sog-probe", str(run), "--points", "2", "--iterations", "200", "--queries", "3",
+                 "--exact-iterations", "200", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [c["step"] for c in result["checkpoints"]] == [1, 2]
+    assert all(set(c["by_depth"]) == {"1", "2"} for c in result["checkpoints"])
+    targets = result["targets"]
+    assert targets["target"]["all"] < 0.02 < targets["network"]["all"]
+    assert "network vs exact" in capsys.readouterr().out
+    assert main(["sog-probe", str(tmp_path), "--points", "1"]) == 2  # not a run directory

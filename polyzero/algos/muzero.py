@@ -81,7 +81,8 @@ class MuZero:
                           scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind),
                           zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm,
                           consistency=self.mz.consistency_weight > 0,
-                          terminal_reward=self.mz.terminal_reward and not self.single_agent)
+                          terminal_reward=self.mz.terminal_reward and not self.single_agent,
+                          dynamics_blocks=self.mz.dynamics_blocks)
         spatial = self.mz.action_planes == "game" and not spec.downsample  # planes at the board's size
         planes = action_planes(self.game, self.encoder.shape) if spatial else None
         return MuZeroNet(self.encoder.shape, self.num_actions, spec, planes)
@@ -93,7 +94,7 @@ class MuZero:
         return self.mz.downsample == "on" or min(self.encoder.shape[1:]) >= 32
 
     def make_evaluator(self, net: torch.nn.Module, device) -> MuZeroInference:
-        return MuZeroInference(net, device)
+        return MuZeroInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)
@@ -195,52 +196,79 @@ class MuZero:
         """Eq. 1 over a K-step unroll with Appendix G's gradient scaling; per-sample
         importance weights; the new priorities p = |nu - z| at the first step, nu the
         search value stored with the sample (Appendix G) or, with muzero.priority_value =
-        "network", the value predicted for it now."""
+        "network", the value predicted for it now.
+
+        g runs K times in turn; f and every loss term run on all K + 1 steps at once
+        (tensors [K + 1, B, ...]), except where batch norm makes f's statistics per step."""
         mz = self.mz
         k_steps = batch["actions"].shape[1]
         weight = batch["weight"]
-        s = net.represent(batch["obs"])
-        total = torch.zeros_like(weight)
-        parts = {"value": 0.0, "policy": 0.0, "reward": 0.0, "consistency": 0.0}
+        states, reward_outs = self._unroll(net, batch["obs"], batch["actions"])
+        logits, value_outs = self._predict_steps(net, states)
+        by_step = lambda x: x.transpose(0, 1)  # noqa: E731 -- [B, K + 1, ...] -> [K + 1, B, ...]
+        value_loss = self._scalar_loss(value_outs, by_step(batch["target_value"]))
+        policy_loss = -(by_step(batch["target_policy"]) * F.log_softmax(logits, -1)).sum(-1) \
+            * by_step(batch["policy_mask"])
+        step = mz.value_loss_weight * value_loss + policy_loss  # [K + 1, B]
+        parts = {"value": value_loss.mean(1).sum() / (k_steps + 1),
+                 "policy": policy_loss.mean(1).sum() / (k_steps + 1)}
+        unrolled = step[1:]
+        if reward_outs is not None:
+            reward_loss = self._scalar_loss(reward_outs, by_step(batch["target_reward"])[1:])
+            unrolled = unrolled + reward_loss
+            parts["reward"] = reward_loss.mean(1).sum() / k_steps
         if mz.consistency_weight:
-            with torch.no_grad():  # the stop-gradient branch: h(o_{t+k}) through the projector
-                target = net.project(net.represent(batch["next_obs"].flatten(0, 1)), predict=False)
-                target = target.view(weight.shape[0], k_steps, -1)
-        priority = None
-        for k in range(k_steps + 1):
-            if k > 0:
-                if mz.gradient_scaling:
-                    s = scale_gradient(s, 0.5)
-                s, reward_out = net.dynamics(s, batch["actions"][:, k - 1])
-            logits, value_out = net.predict(s, root=k == 0)
-            value_loss = self._scalar_loss(value_out, batch["target_value"][:, k])
-            policy_loss = -(batch["target_policy"][:, k] * F.log_softmax(logits, -1)).sum(-1) \
-                * batch["policy_mask"][:, k]
-            step = mz.value_loss_weight * value_loss + policy_loss
-            if k > 0 and reward_out is not None:
-                reward_loss = self._scalar_loss(reward_out, batch["target_reward"][:, k])
-                step = step + reward_loss
-                parts["reward"] += reward_loss.mean() / k_steps
-            if k > 0 and mz.consistency_weight:
-                similarity = F.cosine_similarity(net.project(s, predict=True), target[:, k - 1], dim=-1)
-                consistency = -similarity * batch["next_obs_mask"][:, k - 1]
-                step = step + mz.consistency_weight * consistency
-                parts["consistency"] += consistency.mean() / k_steps
-            scale = 1.0 / k_steps if (k > 0 and mz.gradient_scaling) else 1.0
-            total = total + scale * step
-            parts["value"] += value_loss.mean() / (k_steps + 1)
-            parts["policy"] += policy_loss.mean() / (k_steps + 1)
-            if k == 0:
-                nu = batch["search_value"] if mz.priority_value == "search" else net.value_scalar(value_out)
-                priority = (nu - batch["target_value"][:, 0]).abs().detach()
+            consistency = self._consistency(net, states[1:], batch)
+            unrolled = unrolled + mz.consistency_weight * consistency
+            parts["consistency"] = consistency.mean(1).sum() / k_steps
+        scale = 1.0 / k_steps if mz.gradient_scaling else 1.0
+        total = step[0] + scale * unrolled.sum(0)
+        nu = batch["search_value"] if mz.priority_value == "search" else net.value_scalar(value_outs[0])
+        priority = (nu - batch["target_value"][:, 0]).abs().detach()
         if "final_obs" in batch:  # muzero.terminal_value: the final position, weighted as a step k > 0
             _, final_value = net.predict(net.represent(batch["final_obs"]), root=True)
             terminal = self._scalar_loss(final_value, batch["final_value"]) * batch["final_mask"]
             total = total + terminal / k_steps
             parts["terminal"] = terminal.mean()
-        out = {f"loss/{name}": v for name, v in parts.items() if torch.is_tensor(v)}
+        out = {f"loss/{name}": v for name, v in parts.items()}
         out["priority"] = priority
         return (total * weight).mean(), out
+
+    def _unroll(self, net: MuZeroNet, obs: torch.Tensor, actions: torch.Tensor):
+        """s^0 = h(o), then s^k, r^k = g(s^(k-1), a^k) for k = 1..K, the gradient into g
+        halved (Appendix G): the K + 1 states and the K reward outputs stacked (None
+        for board games without a reward head)."""
+        s = net.represent(obs)
+        states, rewards = [s], []
+        for k in range(actions.shape[1]):
+            if self.mz.gradient_scaling:
+                s = scale_gradient(s, 0.5)
+            s, reward_out = net.dynamics(s, actions[:, k])
+            states.append(s)
+            rewards.append(reward_out)
+        return states, None if rewards[0] is None else torch.stack(rewards)
+
+    @staticmethod
+    def _predict_steps(net: MuZeroNet, states: list[torch.Tensor]):
+        """f at every step: policy logits [K + 1, B, A] and value outputs [K + 1, B, ...].
+        An MLP's f is one call on all steps' states; a resnet's heads keep one call per
+        step (their batch norm's statistics are per step, and h's states have their own)."""
+        if net.spec.net.kind == "mlp":
+            logits, values = net.predict(torch.cat(states))
+            return logits.unflatten(0, (len(states), -1)), values.unflatten(0, (len(states), -1))
+        outs = [net.predict(s, root=k == 0) for k, s in enumerate(states)]
+        return torch.stack([o[0] for o in outs]), torch.stack([o[1] for o in outs])
+
+    def _consistency(self, net: MuZeroNet, unrolled: list[torch.Tensor], batch) -> torch.Tensor:
+        """EfficientZero's term at k = 1..K, [K, B]: -cos(P(proj(s^k)), sg(proj(h(o_{t+k})))),
+        masked where o_{t+k} is not stored. One projector call per step (batch norm)."""
+        k_steps, b = len(unrolled), batch["weight"].shape[0]
+        with torch.no_grad():  # the stop-gradient branch: h(o_{t+k}) through the projector
+            target = net.project(net.represent(batch["next_obs"].flatten(0, 1)), predict=False)
+            target = target.view(b, k_steps, -1).transpose(0, 1)
+        similarity = torch.stack([F.cosine_similarity(net.project(s, predict=True), target[k], dim=-1)
+                                  for k, s in enumerate(unrolled)])
+        return -similarity * batch["next_obs_mask"].transpose(0, 1)
 
     def _scalar_loss(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Squared error on scalars (board games) or cross-entropy to phi(target) (Appendix F)."""

@@ -115,7 +115,7 @@ class NDMZ:
         return NDMZNet(int(np.prod(self.encoder.shape)), self.layout, spec)
 
     def make_evaluator(self, net: torch.nn.Module, device) -> NDMZInference:
-        return NDMZInference(net, device)
+        return NDMZInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)
@@ -148,29 +148,31 @@ class NDMZ:
         return trajectory_steps(traj, self.layout, self.num_players, cut=cut)
 
     def loss(self, net: NDMZNet, batch: dict[str, torch.Tensor]):
+        """The NDMZ loss (Section 3.2): value, choice and chance policy at every step
+        k = 0..K, identity and reward at k >= 1, masked past the end. g runs K times in
+        turn; f (an MLP, no batch statistics) and every loss term run on all K + 1 steps
+        at once ([K + 1, B, ...])."""
         k_steps = batch["actions"].shape[1]
-        mask = batch["mask"]
+        by_step = lambda x: x.transpose(0, 1)  # noqa: E731 -- [B, K + 1, ...] -> [K + 1, B, ...]
+        mask = by_step(batch["mask"])
         s = net.represent(batch["obs"])
-        total = torch.zeros_like(mask[:, 0])
-        parts = {name: 0.0 for name in ("value", "policy", "chance", "identity", "reward")}
-        for k in range(k_steps + 1):
-            m = mask[:, k]
-            if k > 0:
-                reward, s, ident = net.dynamics(s, batch["actions"][:, k - 1])
-                l_i = F.cross_entropy(ident, batch["target_identity"][:, k], reduction="none") * m
-                l_r = (reward - batch["target_reward"][:, k]) ** 2 * m
-                total = total + l_i + l_r
-                parts["identity"] += l_i.mean()
-                parts["reward"] += l_r.mean()
-            p, c, v = net.predict(s)
-            l_v = (v - batch["target_value"][:, k]) ** 2 * m
-            l_p = -(batch["target_choice"][:, k] * F.log_softmax(p, -1)).sum(-1) * m
-            l_c = -(batch["target_chance"][:, k] * F.log_softmax(c, -1)).sum(-1) * m
-            total = total + l_v + l_p + l_c
-            parts["value"] += l_v.mean()
-            parts["policy"] += l_p.mean()  # the choice policy
-            parts["chance"] += l_c.mean()
-        out = {f"loss/{name}": v / (k_steps + 1) for name, v in parts.items() if torch.is_tensor(v)}
+        states, rewards, idents = [s], [], []
+        for k in range(k_steps):
+            reward, s, ident = net.dynamics(s, batch["actions"][:, k])
+            states.append(s)
+            rewards.append(reward)
+            idents.append(ident)
+        p, c, v = (x.unflatten(0, (k_steps + 1, -1)) for x in net.predict(torch.cat(states)))
+        idents = torch.stack(idents)  # [K, B, 4]
+        l_i = F.cross_entropy(idents.flatten(0, 1), by_step(batch["target_identity"])[1:].flatten(),
+                              reduction="none").view(k_steps, -1) * mask[1:]
+        l_r = (torch.stack(rewards) - by_step(batch["target_reward"])[1:]) ** 2 * mask[1:]
+        l_v = (v - by_step(batch["target_value"])) ** 2 * mask
+        l_p = -(by_step(batch["target_choice"]) * F.log_softmax(p, -1)).sum(-1) * mask
+        l_c = -(by_step(batch["target_chance"]) * F.log_softmax(c, -1)).sum(-1) * mask
+        total = (l_v + l_p + l_c).sum(0) + (l_i + l_r).sum(0)
+        parts = {"value": l_v, "policy": l_p, "chance": l_c, "identity": l_i, "reward": l_r}
+        out = {f"loss/{name}": x.mean(1).sum() / (k_steps + 1) for name, x in parts.items()}
         return (total * batch["weight"]).mean(), out
 
 

@@ -13,7 +13,7 @@ import sys
 from ..errors import RunStopped, UsageError
 
 # Subcommands in the order `polyzero --help` lists them; each names a module of this package.
-COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "plot", "probe",
+COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "sog_probe", "plot", "probe",
             "serve", "export", "presets", "gtp", "uci", "replay")
 
 EPILOG = """examples:

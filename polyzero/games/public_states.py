@@ -28,6 +28,7 @@ are chance nodes of the public tree.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -53,6 +54,8 @@ def _scotland_yard_observation(state, action, child) -> str:
     detective moves, the ticket Mr X uses (and a double-move card), Mr X's
     station after his move in a reveal round, and the end of the game."""
     rules = state.rules
+    if state.is_chance_node():  # a start card: the detectives' face up, Mr X's in secret
+        return child.public_events[-1]
     # The end of the game is public: a capture, Mr X stuck, or the last round over.
     end = f" end:{child.returns()[0]:+.0f}" if child.is_terminal() else ""
     if state.current_player() != 0:
@@ -73,6 +76,48 @@ def _turn_based_simultaneous_observation(state, action, child) -> str:
     if child.is_terminal() or child.is_chance_node() or next_player <= state.current_player():
         return f"round:{child.history()}"  # the round ended: everything so far is public
     return f"{state.current_player()}:acted"
+
+
+def _scotland_yard_world(state):
+    """With ``mrx_recall=station`` Mr X's information state is the public history and
+    his station, and the game's future depends on his station only: the histories of
+    a public state that leave him on one station are one world (None: no merging)."""
+    return state.mrx if state.rules.station_recall else None
+
+
+def _scotland_yard_public_action(state) -> bool:
+    """Scotland Yard: the detectives' moves and start cards are seen by everyone."""
+    if state.is_chance_node():
+        return len(state.detectives) < state.rules.num_detectives
+    return state.current_player() == 1
+
+
+# Games where some actions are public: every world of a public state takes the same one.
+_PUBLIC_ACTIONS = {"scotland_yard": _scotland_yard_public_action}
+
+# Games whose worlds of one public state merge by a key: the merged histories must
+# share every player's information state and the whole future of the game.
+_WORLD_KEYS = {"scotland_yard": _scotland_yard_world}
+
+
+def merge_worlds(game: pyspiel.Game, pairs: list) -> list:
+    """(state, chance reach) pairs of one public state with the worlds that the game's
+    `_WORLD_KEYS` rule makes one merged (the first history stands for them all).
+    A merged world keeps its histories' chance reach, which must be equal (in
+    Scotland Yard chance only deals the starts, uniformly): what differs between
+    them is a player's own path, and that player's range at the merged
+    information state sums its reach over the paths. Unchanged for other games."""
+    key_of = _WORLD_KEYS.get(game.get_type().short_name)
+    if key_of is None or not pairs or key_of(pairs[0][0]) is None:
+        return pairs
+    merged: dict = {}
+    for state, reach in pairs:
+        key = key_of(state)
+        if key not in merged:
+            merged[key] = (state, reach)
+        elif not math.isclose(merged[key][1], reach, rel_tol=1e-9):
+            raise AssertionError(f"merged worlds differ in chance reach ({merged[key][1]} and {reach})")
+    return list(merged.values())
 
 
 _RULES: dict[str, PublicObservationFn] = {
@@ -305,21 +350,42 @@ def public_key(game: pyspiel.Game, state: pyspiel.State, observe: PublicObservat
 def public_state_at(game: pyspiel.Game, state: pyspiel.State) -> PublicState:
     """The public state of `state` with all its worlds and information states,
     built by following its public observations from the root (only the worlds
-    along that path are expanded, so it works in games too large to enumerate)."""
+    along that path are expanded, so it works in games too large to enumerate).
+    Worlds that the game declares interchangeable are merged on the way
+    (`merge_worlds`: Scotland Yard with ``mrx_recall=station``, one world per
+    station of Mr X), and where the game says an action is seen by everyone
+    (`_PUBLIC_ACTIONS`) only the history's own action is tried in each world."""
     observe = public_observation_function(game)
-    target = public_key(game, state, observe)
+    public_action = _PUBLIC_ACTIONS.get(game.get_type().short_name)
     key, pairs = root_worlds(game, observe)
-    if target[:len(key)] != key:
+    history = state.history()
+    if len(history) < len(key):
         raise ValueError("state precedes the root public state (a leading private chance event)")
-    for obs in target[len(key):]:
-        nxt = []
-        for world, reach in pairs:
-            for action, prob in _successors(world):
-                child = world.child(action)
-                if observe(world, action, child) == obs:
-                    nxt.append((child, reach * prob))
-        pairs = nxt
+    target = list(key)
+    current = game.new_initial_state()
+    for step, action in enumerate(history):
+        child = current.child(action)
+        if step >= len(key):
+            obs = observe(current, action, child)
+            target.append(obs)
+            only = action if public_action is not None and public_action(current) else None
+            pairs = merge_worlds(game, _observed_children(pairs, observe, obs, only))
+        current = child
     tree = PublicTree.__new__(PublicTree)  # reuse the node builder without enumerating
     tree.num_players, tree._type, tree.nodes = game.num_players(), game.get_type(), []
-    tree._add_node(target, pairs, parent=None, depth=len(target) - len(key))
+    tree._add_node(tuple(target), pairs, parent=None, depth=len(target) - len(key))
     return tree.nodes[0]
+
+
+def _observed_children(pairs: list, observe: PublicObservationFn, obs: str, only: int | None = None) -> list:
+    """Every world's children whose public observation is `obs`, with their reach
+    (`only`: the one action every world takes, when the game says it is public)."""
+    out = []
+    for world, reach in pairs:
+        for action, prob in _successors(world):
+            if only is not None and action != only:
+                continue
+            child = world.child(action)
+            if observe(world, action, child) == obs:
+                out.append((child, reach * prob))
+    return out

@@ -1,74 +1,77 @@
-"""Scotland Yard as an OpenSpiel Python game (short name ``scotland_yard``).
+"""Scotland Yard as an OpenSpiel Python game (short name ``scotland_yard``): the rules.
 
-Rules: ``docs/scotland_yard.md`` (authoritative), the game of the Student
-of Games paper ("Scotland Yard" results; the small "glasses" map of its
-supplementary Fig. S3 is the default preset).
+Rules: ``docs/scotland_yard.md`` (authoritative), the game of the Student of Games
+paper ("Scotland Yard" results; the small "glasses" map of its supplementary Fig.
+S3), and on ``map=london`` the box's rules (the page names the edition). Maps and each map's rules:
+`polyzero.games.scotland_yard_maps`; observations: `scotland_yard_observer`;
+drawing: `scotland_yard_render`.
 
 Two players, zero-sum, reward +-1: player 0 is Mr X, player 1 controls all the
-detectives (the paper's two-player formulation). There is no chance: everyone's
-start is a parameter. Mr X's position is hidden from the detectives except after
-his move in a reveal round; they see every ticket he uses.
+detectives (the paper's two-player formulation). Mr X's position is hidden from
+the detectives except after his move in a reveal round; they see every ticket he
+uses. Starts are parameters, or dealt from start cards by chance (London): the
+detectives' cards face up, one after another, then Mr X's in secret.
 
-**Our choices where the spec leaves them open** (so results on the glasses map
-are not directly comparable with the paper's Fig. 3B): each round Mr X moves
-first, then detective 1, 2, ...; his position is revealed after his move in
-round 3 (``reveal_rounds="3"``). Both are parameters (``detectives_first=true``
-plays each round's detectives before Mr X). Beyond the spec: a
-double-move card is played as a public ``double`` action before Mr X's two
-moves, which fill two rounds of his log (as in the board game); if he then has
-no legal second move he is caught. Detectives' used tickets are not passed to
-Mr X (the spec does not give him them).
+**Choices where the paper leaves them open**: each round Mr X moves first, then
+detective 1, 2, ... (``detectives_first=true`` plays the detectives first). A
+double-move card is a public ``double`` action before Mr X's two moves, which fill
+two rounds of his log (as in the board game); if he then has no legal second move
+he is caught. ``box_rules=1`` (London's default) adds the box's rules the glasses
+game omits: Mr X receives the tickets the detectives use, and wins as soon as no
+detective holds a ticket. ``mrx_recall=station`` (London's default) gives Mr X
+the information state (public history, his station) instead of his whole path:
+the game's future depends on his station only, so this loses him nothing and
+keeps a public state's worlds to one per station (`public_states.public_state_at`).
 
 Actions: ``ticket * num_stations + (station - 1)`` moves to ``station`` with
 ``ticket`` in (taxi, bus, underground, black); ``4 * num_stations`` is the double
 move and ``4 * num_stations + 1`` a detective's pass (only legal when that
-detective has no move).
+detective has no move). Chance deals a start card as the action ``station - 1``.
 
-Parameters: ``map`` ("glasses" or an edge list ``"1-2:taxi;2-3:bus;..."`` with
-transports taxi/bus/underground/ferry), ``num_detectives``, ``mrx_start``,
-``detective_starts`` ("1;11"), ``rounds``, ``detectives_first``, ``reveal_rounds`` ("3;8"; "none" or "" for
-none; lists use ";" since "," separates OpenSpiel parameters), ticket counts
-``mrx_taxi``, ``mrx_bus``, ``mrx_underground``,
+Parameters (lists use ";" since "," separates OpenSpiel parameters; -1 or "" means
+the map's value, `scotland_yard_maps.MAP_RULES`): ``map``, ``num_detectives``,
+``mrx_start`` (0: dealt), ``detective_starts`` ("1;11", or "deal"),
+``start_cards``, ``rounds``, ``reveal_rounds`` ("3;8"; "none" for none),
+``detectives_first``, ticket counts ``mrx_taxi``, ``mrx_bus``, ``mrx_underground``,
 ``black_tickets``, ``double_moves``, ``detective_taxi``, ``detective_bus``,
-``detective_underground``.
+``detective_underground``, ``box_rules`` (0/1), ``mrx_recall`` (path/station).
+The game's string (``str(game)``) spells every resolved value out.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pyspiel
 
-TRANSPORTS = ("taxi", "bus", "underground", "ferry")
-TICKETS = ("taxi", "bus", "underground", "black")  # a move's ticket; black rides any edge
-BLACK = 3
-
-# Supplementary Fig. S3 of the Student of Games paper, as given by the spec:
-# two 4-cycles joined by the bridge 5-6-7, with pendant stations 1 and 11.
-GLASSES_EDGES = "1-2;2-3;2-4;3-5;4-5;5-6;6-7;7-8;7-9;8-10;9-10;10-11"
+from .scotland_yard_maps import BLACK, DETECTIVES, MAP_RULES, MRX, TICKETS, map_name, parse_map
+from .scotland_yard_observer import ScotlandYardObserver, public_history_string  # noqa: F401 (re-exported)
+from .scotland_yard_render import board_string
 
 _DEFAULT_PARAMS = {
     "map": "glasses",
-    "num_detectives": 2,
-    "mrx_start": 6,
-    "detective_starts": "1;11",
-    "rounds": 5,
-    "reveal_rounds": "3",
+    "num_detectives": -1,
+    "mrx_start": -1,
+    "detective_starts": "",
+    "start_cards": "",
+    "rounds": -1,
+    "reveal_rounds": "",
     "detectives_first": False,
-    "mrx_taxi": 5,
-    "mrx_bus": 0,
-    "mrx_underground": 0,
-    "black_tickets": 0,
-    "double_moves": 0,
-    "detective_taxi": 5,
-    "detective_bus": 0,
-    "detective_underground": 0,
+    "mrx_taxi": -1,
+    "mrx_bus": -1,
+    "mrx_underground": -1,
+    "black_tickets": -1,
+    "double_moves": -1,
+    "detective_taxi": -1,
+    "detective_bus": -1,
+    "detective_underground": -1,
+    "box_rules": -1,
+    "mrx_recall": "",
 }
 
 _GAME_TYPE = pyspiel.GameType(
     short_name="scotland_yard",
     long_name="Scotland Yard",
     dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
-    chance_mode=pyspiel.GameType.ChanceMode.DETERMINISTIC,
+    chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,  # dealt starts (none with fixed starts)
     information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
     utility=pyspiel.GameType.Utility.ZERO_SUM,
     reward_model=pyspiel.GameType.RewardModel.TERMINAL,
@@ -81,7 +84,25 @@ _GAME_TYPE = pyspiel.GameType(
     parameter_specification=_DEFAULT_PARAMS,
 )
 
-MRX, DETECTIVES = 0, 1
+
+def resolve_params(params: dict) -> dict:
+    """Every parameter's value: the user's, else the map's (`MAP_RULES`) where the
+    parameter's default says "the map's" (-1 or "")."""
+    p = {**_DEFAULT_PARAMS, **params}
+    rules = MAP_RULES[map_name(p["map"])]
+    return {k: (rules[k] if k in rules and v in (-1, "") else v) for k, v in p.items()}
+
+
+class _Shared(tuple):
+    """An immutable piece of history that states share: deep copies (pyspiel's clone)
+    keep it as it is, so cloning a state costs its few mutable fields only."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _appended(items: tuple, item) -> _Shared:
+    return _Shared((*items, item))
 
 
 def _parse_ints(text: str, what: str) -> list[int]:
@@ -94,34 +115,11 @@ def _parse_ints(text: str, what: str) -> list[int]:
         raise ValueError(f"scotland_yard: {what} must be ;-separated integers, got {text!r}") from None
 
 
-def parse_map(text: str) -> tuple[int, list[tuple[int, int, int]]]:
-    """Parse a map spec into (number of stations, [(a, b, transport index)]).
-
-    "glasses" is the preset; otherwise "a-b:transport;..." where a missing
-    ":transport" means taxi. Items are separated by ";" because "," separates
-    OpenSpiel game parameters. Stations are numbered 1..max.
-    """
-    if text.strip() == "glasses":
-        text = GLASSES_EDGES
-    edges = []
-    for item in text.split(";"):
-        ends, _, kind = item.strip().partition(":")
-        kind = kind.strip() or "taxi"
-        a, dash, b = ends.partition("-")
-        if not dash or kind not in TRANSPORTS:
-            raise ValueError(f"scotland_yard: bad map edge {item.strip()!r}; expected a-b:{'|'.join(TRANSPORTS)}")
-        a, b = int(a), int(b)
-        if a < 1 or b < 1 or a == b:
-            raise ValueError(f"scotland_yard: bad map edge {item.strip()!r}; stations are 1.. and distinct")
-        edges.append((a, b, TRANSPORTS.index(kind)))
-    return max(max(a, b) for a, b, _ in edges), edges
-
-
 class _Rules:
     """The validated, immutable parameters of one game (shared, never copied)."""
 
     def __init__(self, params: dict):
-        p = {**_DEFAULT_PARAMS, **params}
+        p = self.params = resolve_params(params)
         self.num_stations, self.edges = parse_map(p["map"])
         n = self.num_stations
         # neighbours[station] = [(other station, transport index)], station 1-based
@@ -131,30 +129,50 @@ class _Rules:
             self.neighbours[b].append((a, t))
         self.num_detectives = int(p["num_detectives"])
         self.mrx_start = int(p["mrx_start"])
-        self.detective_starts = _parse_ints(p["detective_starts"], "detective_starts")
+        self.deal_detectives = str(p["detective_starts"]).strip() == "deal"
+        self.detective_starts = [] if self.deal_detectives else _parse_ints(str(p["detective_starts"]), "detective_starts")
+        self.start_cards = _parse_ints(str(p["start_cards"]), "start_cards")
         self.rounds = int(p["rounds"])
-        self.reveal_rounds = frozenset(_parse_ints(p["reveal_rounds"], "reveal_rounds"))
+        self.reveal_rounds = frozenset(_parse_ints(str(p["reveal_rounds"]), "reveal_rounds"))
         self.detectives_first = bool(p["detectives_first"])
         # Mr X: taxi, bus, underground, black, double; detectives: taxi, bus, underground.
-        self.mrx_tickets = (p["mrx_taxi"], p["mrx_bus"], p["mrx_underground"], p["black_tickets"], p["double_moves"])
-        self.detective_tickets = (p["detective_taxi"], p["detective_bus"], p["detective_underground"])
-        self._validate()
+        self.mrx_tickets = tuple(int(p[k]) for k in ("mrx_taxi", "mrx_bus", "mrx_underground", "black_tickets",
+                                                     "double_moves"))
+        self.detective_tickets = tuple(int(p[k]) for k in ("detective_taxi", "detective_bus", "detective_underground"))
+        self.box_rules = bool(int(p["box_rules"]))
+        self.station_recall = p["mrx_recall"] == "station"
+        self._validate(p)
         self.double_action = 4 * n
         self.pass_action = 4 * n + 1
         self.num_actions = 4 * n + 2
 
-    def _validate(self) -> None:
+    @property
+    def deals(self) -> int:
+        """Chance deals before the first move: one per dealt detective, then Mr X's."""
+        return (self.num_detectives if self.deal_detectives else 0) + (self.mrx_start == 0)
+
+    def _validate(self, p: dict) -> None:
         n, d = self.num_stations, self.num_detectives
         if d < 1:
             raise ValueError("scotland_yard: num_detectives must be at least 1")
-        if len(self.detective_starts) != d:
+        if p["mrx_recall"] not in ("path", "station"):
+            raise ValueError(f"scotland_yard: mrx_recall must be path or station, got {p['mrx_recall']!r}")
+        if int(p["box_rules"]) not in (0, 1):
+            raise ValueError(f"scotland_yard: box_rules must be 0 or 1, got {p['box_rules']}")
+        if not self.deal_detectives and len(self.detective_starts) != d:
             raise ValueError(f"scotland_yard: detective_starts has {len(self.detective_starts)} stations "
                              f"for {d} detectives")
-        starts = [self.mrx_start, *self.detective_starts]
-        if any(not 1 <= s <= n for s in starts):
-            raise ValueError(f"scotland_yard: start stations must be in 1..{n}, got {starts}")
-        if len(set(starts)) != len(starts):
+        starts = ([self.mrx_start] if self.mrx_start else []) + self.detective_starts
+        if any(not 1 <= s <= n for s in starts + self.start_cards):
+            raise ValueError(f"scotland_yard: stations must be in 1..{n}, got starts {starts} "
+                             f"and start cards {self.start_cards}")
+        if len(set(starts)) != len(starts) or len(set(self.start_cards)) != len(self.start_cards):
             raise ValueError(f"scotland_yard: start stations must be distinct, got {starts}")
+        if self.deals and len(set(self.start_cards) - set(starts)) < self.deals:
+            raise ValueError(f"scotland_yard: {self.deals} starts to deal need as many start cards "
+                             f"(besides the fixed starts), got {self.start_cards}")
+        if self.mrx_start < 0:
+            raise ValueError("scotland_yard: mrx_start must be a station (or 0: dealt)")
         if self.rounds < 1 or any(not 1 <= r <= self.rounds for r in self.reveal_rounds):
             raise ValueError(f"scotland_yard: need rounds >= 1 and reveal rounds in 1..{self.rounds}")
         if min(self.mrx_tickets + self.detective_tickets) < 0:
@@ -169,7 +187,7 @@ class _Rules:
         length = self.rounds * (1 + self.num_detectives) + self.mrx_tickets[4]
         return pyspiel.GameInfo(
             num_distinct_actions=self.num_actions,
-            max_chance_outcomes=0,
+            max_chance_outcomes=self.num_stations if self.deals else 0,
             num_players=2,
             min_utility=-1.0,
             max_utility=1.0,
@@ -183,7 +201,7 @@ class ScotlandYardGame(pyspiel.Game):
 
     def __init__(self, params=None):
         rules = _Rules(params or {})
-        super().__init__(_GAME_TYPE, rules.game_info(), params or {})
+        super().__init__(_GAME_TYPE, rules.game_info(), rules.params)  # str(game) spells the map's values out
         self.rules = rules
 
     def new_initial_state(self):
@@ -201,19 +219,22 @@ class ScotlandYardState(pyspiel.State):
         super().__init__(game)
         r = game.rules
         self.rules = r
-        self.mrx = r.mrx_start
-        self.detectives = list(r.detective_starts)
+        self.mrx = self.mrx_first = r.mrx_start  # 0 until dealt
+        self.detectives = list(r.detective_starts)  # filled by the deal when dealt
+        self.start_detectives = tuple(self.detectives)
+        self.dealing = r.deals > 0  # chance deals the start cards first
         self.mrx_tickets = list(r.mrx_tickets)
         self.detective_tickets = [list(r.detective_tickets) for _ in range(r.num_detectives)]
         # Mr X's travel log, one entry per round: (ticket, true station, revealed?, first of a double?)
-        self.log: list[tuple[int, int, bool, bool]] = []
-        # Detectives' moves, one list per detectives' turn: (ticket or 3 for pass, station)
-        self.det_moves: list[list[tuple[int, int] | None]] = []
-        self.public_events: list[str] = []  # what everyone saw, in order
+        self.log: tuple[tuple[int, int, bool, bool], ...] = _Shared()
+        # Detectives' moves, one row per detectives' turn: (ticket or 3 for pass, station)
+        self.det_moves: tuple[tuple[tuple[int, int] | None, ...], ...] = _Shared()
+        self.public_events: tuple[str, ...] = _Shared()  # what everyone saw, in order
         self.turn = 1 if r.detectives_first else 0  # 0 = Mr X, k = detective k
         self.double_left = 0  # Mr X moves still owed by a double-move card
         self.winner: int | None = None
-        self._check_mrx_can_move()
+        if not self.dealing:
+            self._check_mrx_can_move()
 
     # -- rules ---------------------------------------------------------------
 
@@ -248,12 +269,22 @@ class ScotlandYardState(pyspiel.State):
         if self.turn == 0 and self.winner is None and not self._mrx_moves():
             self.winner = DETECTIVES
 
+    def _cards_left(self) -> list[int]:
+        taken = set(self.detectives) | {self.mrx}
+        return [c for c in self.rules.start_cards if c not in taken]
+
     # -- OpenSpiel API ---------------------------------------------------------
 
     def current_player(self):
         if self.winner is not None:
             return pyspiel.PlayerId.TERMINAL
+        if self.dealing:
+            return pyspiel.PlayerId.CHANCE
         return MRX if self.turn == 0 else DETECTIVES
+
+    def chance_outcomes(self):
+        cards = self._cards_left()
+        return [(c - 1, 1.0 / len(cards)) for c in cards]
 
     def _legal_actions(self, player):
         if self.winner is not None:
@@ -261,26 +292,41 @@ class ScotlandYardState(pyspiel.State):
         return self._mrx_moves() if self.turn == 0 else self._detective_moves(self.turn)
 
     def _apply_action(self, action):
-        if self.turn == 0:
+        if self.dealing:
+            self._deal(action + 1)
+        elif self.turn == 0:
             self._apply_mrx_action(action)
         else:
             self._apply_detective_action(action)
         if self.winner is not None:
-            self.public_events.append("end:" + ("mrx" if self.winner == MRX else "detectives"))
+            self._event("end:" + ("mrx" if self.winner == MRX else "detectives"))
+
+    def _deal(self, station: int) -> None:
+        """The next start card: the detectives' face up in turn, then Mr X's in secret."""
+        if len(self.detectives) < self.rules.num_detectives:
+            self.detectives.append(station)
+            self._event(f"D{len(self.detectives)}@{station}")
+        else:
+            self.mrx = self.mrx_first = station
+            self._event("X:dealt")
+        if len(self.detectives) == self.rules.num_detectives and self.mrx:
+            self.dealing = False
+            self.start_detectives = tuple(self.detectives)
+            self._check_mrx_can_move()
 
     def _apply_mrx_action(self, action: int) -> None:
         r = self.rules
         if action == r.double_action:
             self.mrx_tickets[4] -= 1
             self.double_left = 2
-            self.public_events.append("X:double")
+            self._event("X:double")
             return
         ticket, dest = divmod(action, r.num_stations)
         self.mrx_tickets[ticket] -= 1
         self.mrx = dest + 1
         revealed = len(self.log) + 1 in r.reveal_rounds
-        self.log.append((ticket, self.mrx, revealed, self.double_left == 2))
-        self.public_events.append(("X2:" if self.double_left == 2 else "X:") + TICKETS[ticket]
+        self.log = _appended(self.log, (ticket, self.mrx, revealed, self.double_left == 2))
+        self._event(("X2:" if self.double_left == 2 else "X:") + TICKETS[ticket]
                                   + (f"@{self.mrx}" if revealed else ""))
         if self.double_left:
             self.double_left -= 1
@@ -295,16 +341,18 @@ class ScotlandYardState(pyspiel.State):
         r = self.rules
         k = self.turn
         if k == 1:
-            self.det_moves.append([None] * r.num_detectives)
+            self.det_moves = _appended(self.det_moves, _Shared((None,) * r.num_detectives))
         if action == r.pass_action:
-            self.det_moves[-1][k - 1] = (3, self.detectives[k - 1])
-            self.public_events.append(f"D{k}:pass")
+            self._detective_moved(k, 3, self.detectives[k - 1])
+            self._event(f"D{k}:pass")
         else:
             ticket, dest = divmod(action, r.num_stations)
             self.detective_tickets[k - 1][ticket] -= 1
+            if r.box_rules:
+                self.mrx_tickets[ticket] += 1  # the used ticket goes to Mr X
             self.detectives[k - 1] = dest + 1
-            self.det_moves[-1][k - 1] = (ticket, dest + 1)
-            self.public_events.append(f"D{k}:{TICKETS[ticket]}->{dest + 1}")
+            self._detective_moved(k, ticket, dest + 1)
+            self._event(f"D{k}:{TICKETS[ticket]}->{dest + 1}")
             if dest + 1 == self.mrx:
                 self.winner = DETECTIVES
                 return
@@ -312,12 +360,24 @@ class ScotlandYardState(pyspiel.State):
             self.turn = k + 1
         elif not r.detectives_first and len(self.log) >= r.rounds:
             self.winner = MRX  # not caught by the end of the last round
+        elif r.box_rules and not any(map(sum, self.detective_tickets)):
+            self.winner = MRX  # the box: the detectives can no longer move
         else:
             self.turn = 0
             self._check_mrx_can_move()
 
+    def _event(self, text: str) -> None:
+        self.public_events = _appended(self.public_events, text)
+
+    def _detective_moved(self, k: int, ticket: int, station: int) -> None:
+        row = list(self.det_moves[-1])
+        row[k - 1] = (ticket, station)
+        self.det_moves = _Shared((*self.det_moves[:-1], _Shared(row)))
+
     def _action_to_string(self, player, action):
         r = self.rules
+        if player == pyspiel.PlayerId.CHANCE:
+            return f"start {action + 1}"
         if action == r.double_action:
             return "double"
         if action == r.pass_action:
@@ -348,158 +408,6 @@ class ScotlandYardState(pyspiel.State):
 
     def __str__(self):
         return board_string(self, show_mrx=True)
-
-
-def board_string(state: ScotlandYardState, show_mrx: bool) -> str:
-    """A readable board: the map (drawn for the glasses preset), tickets and Mr X's log."""
-    r = state.rules
-    marks = {d: f"D{k + 1}" for k, d in enumerate(state.detectives)}
-    if show_mrx:
-        marks[state.mrx] = "X" if state.mrx not in marks else "X" + marks[state.mrx]
-    if state.winner is not None:
-        status = "Mr X wins" if state.winner == MRX else "detectives win"
-    else:
-        status = "to move: " + ("Mr X" + (" (double move)" if state.double_left else "") if state.turn == 0
-                                else f"detective {state.turn}")
-    lines = [f"Round {state.round()}/{r.rounds}, {status}"]
-    if r.edges == parse_map("glasses")[1]:
-        lines += _glasses_picture({s: f"{s}:{m}" if (m := marks.get(s)) else str(s) for s in range(1, 12)})
-    else:
-        lines.append("stations: " + " ".join(f"{s}[{m}]" for s, m in sorted(marks.items())))
-    t = state.mrx_tickets
-    lines.append(f"Mr X{' at ' + str(state.mrx) if show_mrx else ''}: taxi {t[0]} bus {t[1]} "
-                 f"underground {t[2]} black {t[3]} double {t[4]}")
-    for k, (d, dt) in enumerate(zip(state.detectives, state.detective_tickets)):
-        lines.append(f"D{k + 1} at {d}: taxi {dt[0]} bus {dt[1]} underground {dt[2]}")
-    log = [f"{i + 1}:{TICKETS[tk]}" + (f"@{st}" if rev or show_mrx else "")
-           for i, (tk, st, rev, _) in enumerate(state.log)]
-    lines.append("log: " + (" ".join(log) if log else "-"))
-    return "\n".join(lines)
-
-
-# Column of each glasses station in the picture, and its row (0 top, 2 middle, 4 bottom).
-_GLASSES_LAYOUT = {1: (0, 2), 2: (1, 2), 3: (2, 0), 4: (2, 4), 5: (3, 2), 6: (4, 2), 7: (5, 2),
-                   8: (6, 0), 9: (6, 4), 10: (7, 2), 11: (8, 2)}
-_CELL, _GAP = 6, 3
-
-
-def _glasses_picture(labels: dict[int, str]) -> list[str]:
-    """The glasses map drawn in five text rows, one fixed-width cell per station."""
-    rows = [[" "] * (9 * (_CELL + _GAP)) for _ in range(5)]
-    for station, (col, row) in _GLASSES_LAYOUT.items():
-        x = col * (_CELL + _GAP)
-        rows[row][x:x + _CELL] = f"{labels[station]:^{_CELL}}"
-    for a, b, _ in parse_map("glasses")[1]:
-        (ca, ra), (cb, rb) = _GLASSES_LAYOUT[a], _GLASSES_LAYOUT[b]
-        gap = min(ca, cb) * (_CELL + _GAP) + _CELL + 1
-        if ra == rb:
-            rows[ra][gap] = "-"
-        else:  # a diagonal between the middle row and the top or bottom row
-            left_row = ra if ca < cb else rb
-            right_row = rb if ca < cb else ra
-            up = right_row < left_row  # rising to the right
-            rows[(ra + rb) // 2][gap] = "/" if up else "\\"
-    return ["".join(r).rstrip() for r in rows]
-
-
-class ScotlandYardObserver:
-    """Observation and information-state tensors and strings (PyObserver interface).
-
-    Who sees Mr X: player 0 with private_info=SINGLE_PLAYER, and everyone with
-    ALL_PLAYERS. The detectives have no private information, so their view is the
-    public view (private_info=NONE). perfect_recall adds the whole history.
-    """
-
-    def __init__(self, rules: _Rules, iig_obs_type, params):
-        if params:
-            raise ValueError(f"scotland_yard: observation parameters not supported; passed {params}")
-        self.rules = rules
-        self.private = iig_obs_type.private_info
-        self.public = iig_obs_type.public_info
-        self.recall = iig_obs_type.perfect_recall
-        n, d, rounds = rules.num_stations, rules.num_detectives, rules.rounds
-        pieces = []
-        if self.public:
-            pieces += [("to_move", 2 + d, (2 + d,)),  # Mr X, detective 1..d, inside a double move
-                       ("round", rounds + 1, (rounds + 1,)),
-                       ("detective_positions", d * n, (d, n)),
-                       ("detective_tickets", d * 3, (d, 3)),
-                       ("mrx_tickets", 5, (5,)),
-                       ("mrx_ticket_log", rounds * 5, (rounds, 5)),  # ticket one-hot, then "first of a double"
-                       ("last_revealed", n, (n,))]
-            if self.recall:
-                pieces += [("revealed_log", rounds * n, (rounds, n)),
-                           ("detective_move_log", rounds * d * (4 + n), (rounds, d, 4 + n))]
-        if self.private != pyspiel.PrivateInfoType.NONE:
-            pieces.append(("mrx_position", n, (n,)))
-            if self.recall:
-                pieces.append(("mrx_path", rounds * n, (rounds, n)))
-        self.tensor = np.zeros(sum(size for _, size, _ in pieces), np.float32)
-        self.dict = {}
-        start = 0
-        for name, size, shape in pieces:
-            self.dict[name] = self.tensor[start:start + size].reshape(shape)
-            start += size
-
-    def _sees_mrx(self, player: int) -> bool:
-        return (self.private == pyspiel.PrivateInfoType.ALL_PLAYERS
-                or (self.private == pyspiel.PrivateInfoType.SINGLE_PLAYER and player == MRX))
-
-    def set_from(self, state: ScotlandYardState, player: int):
-        self.tensor.fill(0)
-        t = self.dict
-        if self.public:
-            if state.winner is None:
-                t["to_move"][state.turn] = 1
-                t["to_move"][-1] = state.double_left > 0
-            t["round"][state.round()] = 1
-            for k, (dpos, dt) in enumerate(zip(state.detectives, state.detective_tickets)):
-                t["detective_positions"][k, dpos - 1] = 1
-                t["detective_tickets"][k] = dt
-            t["mrx_tickets"][:] = state.mrx_tickets
-            for i, (ticket, station, revealed, first) in enumerate(state.log):
-                t["mrx_ticket_log"][i, ticket] = 1
-                t["mrx_ticket_log"][i, 4] = first
-                if revealed and self.recall:
-                    t["revealed_log"][i, station - 1] = 1
-            last = state.last_revealed()
-            if last is not None:
-                t["last_revealed"][last - 1] = 1
-            if self.recall:
-                for i, moves in enumerate(state.det_moves):
-                    for k, move in enumerate(moves):
-                        if move is not None:
-                            t["detective_move_log"][i, k, move[0]] = 1
-                            t["detective_move_log"][i, k, 4 + move[1] - 1] = 1
-        if "mrx_position" in t and self._sees_mrx(player):
-            t["mrx_position"][state.mrx - 1] = 1
-            if self.recall:
-                for i, (_, station, _, _) in enumerate(state.log):
-                    t["mrx_path"][i, station - 1] = 1
-
-    def string_from(self, state: ScotlandYardState, player: int) -> str:
-        sees = self._sees_mrx(player) and self.private != pyspiel.PrivateInfoType.NONE
-        parts = []
-        if self.public:
-            if self.recall:
-                parts.append(public_history_string(state))
-            else:
-                last = state.last_revealed()
-                log = "".join(TICKETS[tk][0] + ("2" if first else "") for tk, _, _, first in state.log)
-                parts.append(
-                    f"r{state.round()} t{state.turn if state.winner is None else '-'}"
-                    f"{'d' if state.double_left else ''} D{state.detectives} "
-                    f"dt{state.detective_tickets} xt{state.mrx_tickets} log:{log} seen:{last or '-'}")
-        if sees:
-            parts.append(f"X@{state.mrx}" if not self.recall else
-                         "Xpath:" + ",".join(str(s) for _, s, _, _ in state.log))
-        return " ".join(parts)
-
-
-def public_history_string(state: ScotlandYardState) -> str:
-    """Everything public so far, in order: Mr X's tickets (and reveals), detectives'
-    moves, and the end of the game (a capture, or Mr X stuck, is seen by all)."""
-    return " ".join(state.public_events) or "start"
 
 
 pyspiel.register_game(_GAME_TYPE, ScotlandYardGame)

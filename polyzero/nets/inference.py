@@ -1,5 +1,6 @@
 """Lean NumPy-in, NumPy-out inference: the per-call overhead dominates small-batch
-search on CPU, so nothing here allocates more than it must."""
+search on CPU, so every call goes through one compiled entry point
+(:mod:`polyzero.nets.compiled`, `net.inference`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import numba
 import numpy as np
 import torch
 from torch import nn
+
+from .compiled import CompiledCall
 
 
 def set_threads(threads: int) -> None:
@@ -30,20 +33,18 @@ def resolve_device(name: str) -> torch.device:
 
 
 class Evaluator:
-    """Calls a policy-value network on a float32 batch and returns NumPy arrays."""
+    """Calls a policy-value network on a float32 batch and returns NumPy arrays
+    (logits [M, A], value [M]) through the `inference` path (`net.inference`)."""
 
-    def __init__(self, net: nn.Module, device: torch.device | str = "cpu"):
+    def __init__(self, net: nn.Module, device: torch.device | str = "cpu", inference: str = "auto"):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
+        self._forward = CompiledCall(self.net, (np.float32,), inference, self.device)
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)
         self.net.eval()
+        self._forward.refresh()
 
-    @torch.inference_mode()
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
-        if self.device.type != "cpu":
-            x = x.to(self.device, non_blocking=True)
-        logits, value = self.net(x)
-        return logits.float().cpu().numpy(), value.float().cpu().numpy()
+        return self._forward(obs)

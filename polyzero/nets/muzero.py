@@ -23,12 +23,14 @@ the h transform for single-agent environments (Appendix F; ``support`` > 0).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from .compiled import CompiledCall
 from .support import support_to_scalar
 from .alphazero import NetSpec
 from .towers import MLPTower, ResidualBlock
@@ -49,6 +51,7 @@ class MuZeroSpec:
     unroll_norm: str = "batch"  # resnet: "layer" normalises g and f's heads at k >= 1 per sample
     consistency: bool = False  # SimSiam projector and predictor for EfficientZero's consistency loss
     terminal_reward: bool = False  # scalar values: a tanh reward head as well (the pseudocode's board games)
+    dynamics_blocks: int = -1  # g's residual blocks (resnet) or hidden layers (mlp); -1: as h's
 
 
 class DownsampleStack(nn.Module):
@@ -106,7 +109,8 @@ class MuZeroNet(nn.Module):
             else:
                 self.representation = net.tower(c, hgt * wid)
             self.hidden_shape = (ch, hgt, wid)
-            self.dynamics_tower = net.tower(ch + 1, hgt * wid)
+            self.dynamics_tower = dataclasses.replace(net, blocks=self._dynamics_size(net.blocks)).tower(
+                ch + 1, hgt * wid)
             cells = hgt * wid
             learned = action_planes is None and num_actions > cells
             self.action_plane = nn.Embedding(num_actions, cells) if learned else None
@@ -123,8 +127,8 @@ class MuZeroNet(nn.Module):
             self.hidden_shape = (hs,)
             self.representation = nn.Sequential(MLPTower(in_dim, net.width, net.layers),
                                                 nn.Linear(net.width, hs))
-            self.dynamics_tower = nn.Sequential(MLPTower(hs + num_actions, net.width, net.layers),
-                                                nn.Linear(net.width, hs))
+            tower = MLPTower(hs + num_actions, net.width, self._dynamics_size(net.layers))
+            self.dynamics_tower = nn.Sequential(tower, nn.Linear(tower.out_dim, hs))
             self.prediction_trunk = MLPTower(hs, net.width, net.layers)
             self.policy_head = nn.Linear(net.width, num_actions)
             self.value_head = nn.Sequential(nn.Linear(net.width, net.value_hidden), nn.ReLU(),
@@ -158,6 +162,9 @@ class MuZeroNet(nn.Module):
                 if head is not None:
                     nn.init.zeros_(last_layer(head).weight)
                     nn.init.zeros_(last_layer(head).bias)
+
+    def _dynamics_size(self, same: int) -> int:
+        return same if self.spec.dynamics_blocks < 0 else self.spec.dynamics_blocks
 
     # ------------------------------------------------------------ h, g, f
     def represent(self, obs: torch.Tensor) -> torch.Tensor:
@@ -286,42 +293,62 @@ def _scalar_tail(cells: int, hidden: int, out: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(cells, hidden), nn.ReLU(), nn.Linear(hidden, out))
 
 
+class _Initial(nn.Module):
+    """h then f at the root: (s^0 flattened [M, H], policy logits [M, A], scalar value [M])."""
+
+    def __init__(self, net: MuZeroNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, obs: torch.Tensor):
+        s = self.net.represent(obs)
+        logits, value = self.net.predict(s, root=True)
+        return s.flatten(1), logits, self.net.value_scalar(value)
+
+
+class _Recurrent(nn.Module):
+    """g then f: (reward [M], policy logits [M, A], scalar value [M], s^k flattened [M, H])."""
+
+    def __init__(self, net: MuZeroNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, hidden: torch.Tensor, action: torch.Tensor):
+        s = hidden.view(-1, *self.net.hidden_shape)
+        s2, reward = self.net.dynamics(s, action)
+        logits, value = self.net.predict(s2)
+        r = self.net.reward_scalar(reward, s.shape[0], s2)
+        return r, logits, self.net.value_scalar(value), s2.flatten(1)
+
+
 class MuZeroInference:
-    """NumPy in, NumPy out: the initial and recurrent inference the search calls.
+    """NumPy in, NumPy out: the initial and recurrent inference the search calls,
+    each one compiled entry point (`net.inference`, :mod:`polyzero.nets.compiled`).
 
     Hidden states travel as flat float32 rows [M, prod(hidden_shape)] (the
     search's node-indexed store is 2-D) and are reshaped here.
     """
 
-    def __init__(self, net: MuZeroNet, device: torch.device | str = "cpu"):
+    def __init__(self, net: MuZeroNet, device: torch.device | str = "cpu", inference: str = "auto"):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
+        self._initial = CompiledCall(_Initial(self.net), (np.float32,), inference, self.device)
+        self._recurrent = CompiledCall(_Recurrent(self.net), (np.float32, np.int64), inference,
+                                       self.device)
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)
         self.net.eval()
+        self._initial.refresh()
+        self._recurrent.refresh()
 
-    def _tensor(self, x: np.ndarray, dtype=np.float32) -> torch.Tensor:
-        t = torch.from_numpy(np.ascontiguousarray(x, dtype=dtype))
-        return t.to(self.device, non_blocking=True) if self.device.type != "cpu" else t
-
-    @torch.inference_mode()
     def initial(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(hidden [M, H], policy logits [M, A], value [M])."""
-        s = self.net.represent(self._tensor(obs))
-        logits, value = self.net.predict(s, root=True)
-        return (s.flatten(1).float().cpu().numpy(), logits.float().cpu().numpy(),
-                self.net.value_scalar(value).float().cpu().numpy())
+        return self._initial(obs)
 
-    @torch.inference_mode()
     def recurrent(self, hidden: np.ndarray, action: np.ndarray):
         """(reward [M], policy logits [M, A], value [M], hidden' [M, H]): the search's recurrent_fn."""
-        s = self._tensor(hidden).view(-1, *self.net.hidden_shape)
-        s2, reward = self.net.dynamics(s, self._tensor(action, np.int64))
-        logits, value = self.net.predict(s2)
-        r = self.net.reward_scalar(reward, s.shape[0], s2)
-        return (r.float().cpu().numpy(), logits.float().cpu().numpy(),
-                self.net.value_scalar(value).float().cpu().numpy(), s2.flatten(1).float().cpu().numpy())
+        return self._recurrent(hidden, action)
 
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(policy logits, value) at the representation: the AlphaZero-shaped evaluator."""

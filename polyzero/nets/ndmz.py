@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .compiled import CompiledCall
 # N's codes are the search's (polyzero.search.ndmz), which plans over them.
 from ..search.ndmz import CHANCE_EDGE as CHANCE  # noqa: F401
 from ..search.ndmz import NUM_IDENTITIES, PLAYER_0, PLAYER_1  # noqa: F401
@@ -134,35 +135,52 @@ class NDMZNet(nn.Module):
         return p[:, : self.layout.choice], v
 
 
-class NDMZInference:
-    """NumPy in, NumPy out: the calls the NDMZ search makes."""
+class _Initial(nn.Module):
+    def __init__(self, net: NDMZNet):
+        super().__init__()
+        self.net = net
 
-    def __init__(self, net: NDMZNet, device: torch.device | str = "cpu"):
+    def forward(self, obs: torch.Tensor):
+        s = self.net.represent(obs)
+        return (s, *self.net.predict(s))
+
+
+class _Recurrent(nn.Module):
+    def __init__(self, net: NDMZNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, hidden: torch.Tensor, action: torch.Tensor):
+        r, s2, ident = self.net.dynamics(hidden, action)
+        p, c, v = self.net.predict(s2)
+        return s2, ident, p, c, v, r
+
+
+class NDMZInference:
+    """NumPy in, NumPy out: the calls the NDMZ search makes, each one compiled entry
+    point (`net.inference`, :mod:`polyzero.nets.compiled`)."""
+
+    def __init__(self, net: NDMZNet, device: torch.device | str = "cpu", inference: str = "auto"):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
         self.layout = net.layout
+        self._initial = CompiledCall(_Initial(self.net), (np.float32,), inference, self.device)
+        self._recurrent = CompiledCall(_Recurrent(self.net), (np.float32, np.int64), inference,
+                                       self.device)
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)
         self.net.eval()
+        self._initial.refresh()
+        self._recurrent.refresh()
 
-    def _tensor(self, x: np.ndarray, dtype=np.float32) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(x, dtype=dtype)).to(self.device)
-
-    @torch.inference_mode()
     def initial(self, obs: np.ndarray):
         """(s^0 [M, H], choice logits [M, |A|], chance logits [M, |A|], value [M])."""
-        s = self.net.represent(self._tensor(obs))
-        p, c, v = self.net.predict(s)
-        return s.cpu().numpy(), p.cpu().numpy(), c.cpu().numpy(), v.cpu().numpy()
+        return self._initial(obs)
 
-    @torch.inference_mode()
     def recurrent(self, hidden: np.ndarray, action: np.ndarray):
         """g then f: (s^k, identity logits [M, 4], choice logits, chance logits, value, reward)."""
-        r, s2, ident = self.net.dynamics(self._tensor(hidden), self._tensor(action, np.int64))
-        p, c, v = self.net.predict(s2)
-        return (s2.cpu().numpy(), ident.cpu().numpy(), p.cpu().numpy(), c.cpu().numpy(),
-                v.cpu().numpy(), r.cpu().numpy())
+        return self._recurrent(hidden, action)
 
     def __call__(self, obs: np.ndarray):
         _, p, _, v = self.initial(obs)

@@ -34,6 +34,7 @@ reason (a subgame's equilibrium does not depend on a range's scale).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,16 +57,56 @@ def _scotland_yard_slots(game: pyspiel.Game):
     return [stations, 1], lambda state, player: state.mrx - 1 if player == 0 else 0
 
 
-# Games whose private observation is not fixed at the deal: short name ->
-# game -> ([slots per player], slot(state, player)).
-PRIVATE_SLOTS = {"scotland_yard": _scotland_yard_slots}
+def _liars_dice_slots(game: pyspiel.Game):
+    """Liar's Dice: a player's dice, as the sorted faces that begin its information
+    state string (OpenSpiel has no private observer for it): one slot per multiset."""
+    params = game.get_parameters()
+    if params["dice_sides"] > 9:  # the string writes one digit per die
+        raise UsageError(f"{game}: the CVPN reads Liar's Dice with at most 9 sides per die")
+    faces = "".join(str(f) for f in range(1, params["dice_sides"] + 1))
+    hands = {"".join(h): i for i, h in enumerate(itertools.combinations_with_replacement(faces, params["numdice"]))}
+    return [len(hands)] * 2, lambda state, player: hands[state.information_state_string(player).split(" ")[0]]
 
 
-def _observer(game: pyspiel.Game, public: bool):
-    """OpenSpiel's public observer with perfect recall, or a player's private observer."""
+def _liars_dice_public(game: pyspiel.Game):
+    """Liar's Dice's public state, which OpenSpiel has no public observer for: the bids
+    made so far and the call of liar (the information state tensor without the
+    player's id and dice: bids only rise, so the set of bids is the sequence), then
+    the player to move."""
+    params = game.get_parameters()
+    private = 2 + params["numdice"] * params["dice_sides"]
+    size = game.information_state_tensor_size() - private + 2
+
+    def tensor(state: pyspiel.State) -> np.ndarray:
+        out = np.zeros(size, np.float32)
+        if not state.is_chance_node():
+            out[:-2] = state.information_state_tensor(0)[private:]
+            if not state.is_terminal():
+                out[size - 2 + state.current_player()] = 1.0
+        return out
+
+    return size, tensor
+
+
+# Games whose private observation is not fixed at the deal, or that OpenSpiel gives no
+# private observer: short name -> game -> ([slots per player], slot(state, player)).
+PRIVATE_SLOTS = {"scotland_yard": _scotland_yard_slots, "liars_dice": _liars_dice_slots}
+
+# Games without an OpenSpiel public observation tensor: short name -> game -> (size, tensor(state)).
+PUBLIC_TENSORS = {"liars_dice": _liars_dice_public}
+
+# Games whose current public observation, with the ranges, determines the rest of the
+# game, so the CVPN needs no public history: Scotland Yard when Mr X's information
+# state is his station (the London board: its public history would be ~30,000 numbers).
+MARKOV_PUBLIC = {"scotland_yard": lambda game: game.rules.station_recall}
+
+
+def _observer(game: pyspiel.Game, public: bool, recall: bool = True):
+    """OpenSpiel's public observer (with perfect recall unless `recall` is False), or a
+    player's private observer."""
     from open_spiel.python.observation import make_observation
 
-    kind = (pyspiel.IIGObservationType(public_info=True, perfect_recall=True,
+    kind = (pyspiel.IIGObservationType(public_info=True, perfect_recall=recall,
                                        private_info=pyspiel.PrivateInfoType.NONE) if public else
             pyspiel.IIGObservationType(public_info=False, perfect_recall=False,
                                        private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER))
@@ -99,9 +140,15 @@ class BeliefEncoding:
             self.planes = shape if len(shape) == 3 else None  # a board: the input starts with its planes
             self._slot_of = lambda state, player: 0
             return
-        self._public = _observer(game, public=True)
-        self.public_size = int(self._public.tensor.size)
-        rule = PRIVATE_SLOTS.get(game.get_type().short_name)
+        name = game.get_type().short_name
+        self._public_fn = None
+        if name in PUBLIC_TENSORS:
+            self.public_size, self._public_fn = PUBLIC_TENSORS[name](game)
+        else:
+            markov = MARKOV_PUBLIC.get(name, lambda _: False)(game)
+            self._public = _observer(game, public=True, recall=not markov)
+            self.public_size = int(self._public.tensor.size)
+        rule = PRIVATE_SLOTS.get(name)
         if rule is not None:
             self.slots, self._slot_of = rule(game)
             return
@@ -150,7 +197,10 @@ class BeliefEncoding:
         return np.asarray(self._private.tensor, np.float32).tobytes().hex()
 
     def public_tensor(self, node: PublicState) -> np.ndarray:
-        state = node.worlds[0].state
+        return self.public_tensor_of(node.worlds[0].state)
+
+    def public_tensor_of(self, state: pyspiel.State) -> np.ndarray:
+        """The public part of the input, from any world of the public state."""
         if self.perfect_information:
             out = np.zeros(self.public_size, np.float32)
             if not state.is_terminal():
@@ -158,6 +208,8 @@ class BeliefEncoding:
                 if not state.is_chance_node():
                     out[self.public_size - 2 + state.current_player()] = 1.0
             return out
+        if self._public_fn is not None:
+            return self._public_fn(state)
         self._public.set_from(state, 0)
         return np.asarray(self._public.tensor, np.float32).copy()
 
