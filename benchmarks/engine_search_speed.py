@@ -225,7 +225,7 @@ def go_player(args):
         from polyzero.config import build_config
         from polyzero.train.driver import Trainer
 
-        run = str(Path(args.go_work) / f"go{args.go_board}_s{args.seed}")
+        run = str(Path(args.go_work) / f"go{args.go_board}_seed{args.seed}_steps{args.go_train_steps}")
         if not Path(run).exists():
             cfg = build_config(game_spec, "alphazero", overrides=[
                 "net.kind=resnet", "net.blocks=2", "net.channels=32", "search.num_simulations=32",
