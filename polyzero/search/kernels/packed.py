@@ -3,11 +3,11 @@
 :class:`~polyzero.search.tree.TreeArrays`).
 
 Why a structref and not a named tuple of arrays: a named tuple is passed by value,
-and Numba copies all sixteen arrays' descriptors at every inlined call; with one at
-every tree node, selection ran 2-3x slower than with separate array arguments
-(measured at B = 16 and 256 on the same trees). A structref is one pointer: the
-packed kernels run as fast as the 29-argument ones did, and Numba's dispatcher
-types it faster than a tuple.
+and Numba copies all sixteen arrays' descriptors at every inlined call (with one at
+every tree node, selection ran 2-3x slower); a structref is one pointer, and Numba's
+dispatcher types it faster than a tuple. Each kernel reads the arrays it needs out of
+it once per call (benchmarks/kernel_packing.py measures the kernels against the
+29-argument ones they replaced).
 """
 
 from __future__ import annotations
