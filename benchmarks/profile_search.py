@@ -34,8 +34,8 @@ from polyzero.search.params import SearchParams  # noqa: E402
 
 NETWORK = "network (recurrent_fn, NumPy<->torch included)"
 STAGES = {  # (module, attribute) -> stage name
-    (kernels, "select_paths"): "select_paths (numba)",
-    (kernels, "select_paths_parallel"): "select_paths (numba)",
+    (kernels, "select_leaves"): "select_leaves (numba)",
+    (kernels, "select_leaves_parallel"): "select_leaves (numba)",
     (kernels, "expand_and_backup"): "expand_and_backup (numba)",
     (kernels, "expand_and_backup_parallel"): "expand_and_backup (numba)",
     (learned.LearnedModel, "step"): "LearnedModel.step outside the network",

@@ -270,6 +270,80 @@ def check(tol: float = 1e-5, modes: tuple[str, ...] = ()) -> float:
     return err
 
 
+# ---------------------------------------------------------------- mctx (JAX): the anchor
+def mctx_policy(num_simulations, gumbel=False, net_loop=False):
+    """The anchor: jitted ``mctx.muzero_policy`` (Dirichlet fraction 0, as polyzero's
+    evaluation search) or, with `gumbel`, ``mctx.gumbel_muzero_policy`` (mctx's defaults),
+    over this network written in jax.numpy; with `net_loop` instead the network work of
+    one policy call without a tree: root_fn and num_simulations chained recurrent_fn calls
+    inside one jitted fori_loop (the anchor harness's net_loop). Returns ``call(params,
+    rng_key, obs, invalid_actions)``, blocking until the result is ready. Needs jax,
+    jaxlib and mctx (the ``bench`` extra)."""
+    import jax
+    import jax.numpy as jnp
+    import mctx
+
+    def lin(p, name, x):
+        w, b = p[name]
+        return x @ w + b
+
+    def prediction(p, h):
+        x = jax.nn.relu(lin(p, "pred0", h))
+        x = jax.nn.relu(lin(p, "pred1", x))
+        out = lin(p, "pred_out", x)
+        return out[:, :A], jnp.tanh(out[:, A])
+
+    def root_fn(p, obs):
+        x = jax.nn.relu(lin(p, "repr0", obs))
+        x = jax.nn.relu(lin(p, "repr1", x))
+        h = jnp.tanh(lin(p, "repr_out", x))
+        logits, value = prediction(p, h)
+        return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=h)
+
+    def recurrent_fn(p, rng_key, action, embedding):
+        del rng_key
+        onehot = jax.nn.one_hot(action, A, dtype=embedding.dtype)
+        x = jnp.concatenate([embedding, onehot], axis=-1)
+        x = jax.nn.relu(lin(p, "dyn0", x))
+        x = jax.nn.relu(lin(p, "dyn1", x))
+        out = lin(p, "dyn_out", x)
+        h2 = jnp.tanh(out[:, :HID])
+        logits, value = prediction(p, h2)
+        return mctx.RecurrentFnOutput(reward=out[:, HID], discount=-jnp.ones_like(out[:, HID]),
+                                      prior_logits=logits, value=value), h2
+
+    def policy(p, rng_key, obs, invalid_actions):
+        root = root_fn(p, obs)
+        if gumbel:  # Full Gumbel MuZero, mctx's defaults (m = 16, c_visit 50, c_scale 0.1)
+            out = mctx.gumbel_muzero_policy(p, rng_key, root, recurrent_fn,
+                                            num_simulations=num_simulations,
+                                            invalid_actions=invalid_actions)
+            tree = out.search_tree
+            return out.action, tree.children_visits[:, 0], tree.parents, out.action_weights
+        out = mctx.muzero_policy(p, rng_key, root, recurrent_fn, num_simulations=num_simulations,
+                                 invalid_actions=invalid_actions, dirichlet_fraction=0.0)
+        tree = out.search_tree
+        return out.action, tree.children_visits[:, 0], tree.parents
+
+    def loop(p, rng_key, obs, invalid_actions):
+        del rng_key, invalid_actions
+        root = root_fn(p, obs)
+        b = obs.shape[0]
+
+        def body(i, carry):
+            h, acc = carry
+            action = (jnp.arange(b, dtype=jnp.int32) + i) % A
+            out, h2 = recurrent_fn(p, None, action, h)
+            return h2, acc + out.value + out.prior_logits[:, 0] + out.reward
+        return jax.lax.fori_loop(0, num_simulations, body, (root.embedding, root.value))
+
+    jitted = jax.jit(loop if net_loop else policy)
+
+    def call(*args):
+        return jax.block_until_ready(jitted(*args))
+    return call
+
+
 if __name__ == "__main__":
     print("max abs err vs NumPy reference:", check())
     print("parameters:", num_parameters())

@@ -86,6 +86,7 @@ class SearchConfig:
     gumbel_q_normalisation: str = "bounds"
     policy_loss: str = "kl"  # "kl": pi' target (Eq. 12); "simple": one-hot A_{n+1} (Eq. 9)
     chance_backup: str = "sample"  # chance nodes: "sample" (sampled returns) or "expectation"
+    leaf_batch: int = 1  # leaves of one tree per network call, with virtual loss (1: sequential)
 
     def validate(self):
         _positive("search.num_simulations", self.num_simulations)
@@ -108,6 +109,7 @@ class SearchConfig:
         _choice("search.chance_backup", self.chance_backup, CHANCE_BACKUPS)
         if not self.value_max > self.value_min:
             raise UsageError("search.value_max must be greater than search.value_min")
+        self.params()  # SearchParams validates the rest (search.leaf_batch and its kind)
 
     def params(self, num_simulations: int | None = None, discount: float = 1.0) -> SearchParams:
         fields = dataclasses.asdict(self)

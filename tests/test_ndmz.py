@@ -14,8 +14,8 @@ from polyzero.algos.ndmz import trajectory_steps
 from polyzero.config import build_config
 from polyzero.games import load_game
 from polyzero.nets.ndmz import CHANCE, TERMINAL, ActionLayout
-from polyzero.search.ndmz import (KIND_CHANCE, KIND_CHOICE, KIND_IDENTITY, KIND_TERMINAL, NDMZTrees,
-                                  backup, ndmz_search)
+from polyzero.search.loop import start_tree
+from polyzero.search.ndmz import KIND_CHANCE, KIND_CHOICE, KIND_IDENTITY, KIND_TERMINAL, ndmz_search
 from polyzero.train.driver import Trainer
 from polyzero.train.selfplay import SelfPlayActor
 
@@ -110,7 +110,7 @@ def test_identities_are_relative_to_the_samples_player(nannon):
 
     result = algo.search(algo.make_evaluator(algo.build_network(), "cpu"), states, SearchParams(num_simulations=4),
                          np.random.default_rng(0), add_noise=False)
-    assert result.tree.edge[0, 0] == 0  # the root is player 0 of its own unroll
+    assert result.model.player[0, 0] == 0  # the root is player 0 of its own unroll
 
 
 def test_a_cut_game_has_no_terminal_step(nannon):
@@ -164,36 +164,70 @@ def test_recorded_self_play_trajectory_replays_the_game(nannon):
     assert t == len(traj.actions)
 
 
-def _chain(trees, b, parent, edge, kind, value=0.0):
-    w = trees.add(b, parent, edge, kind)
-    trees.value[b, w] = value
-    return w
+class _QueueInference:
+    """h and f give the root value `root_value`; each g + f call takes its value from `values`."""
+
+    def __init__(self, root_value, values, size=26, hidden=4):
+        self.root_value, self.values, self.size, self.hidden = root_value, list(values), size, hidden
+
+    def initial(self, obs):
+        m = len(obs)
+        return (np.zeros((m, self.hidden), np.float32), np.zeros((m, self.size)), np.zeros((m, self.size)),
+                np.full(m, self.root_value))
+
+    def recurrent(self, hidden, action):
+        m = len(hidden)
+        v = np.array([self.values.pop(0) for _ in range(m)])
+        return hidden, np.zeros((m, 4)), np.zeros((m, self.size)), np.zeros((m, self.size)), v, np.zeros(m)
 
 
 def test_backup_signs_on_a_hand_worked_tree():
     """Appendix A: result nodes get +v when the choice node above them belongs to the
-    leaf's player e, -v otherwise; a terminal leaf backs up its closest choice ancestor."""
-    t = NDMZTrees.empty(1, 16, 26, 4)
-    t.kind[0, 0], t.edge[0, 0], t.value[0, 0] = KIND_CHOICE, 0, 0.9  # root: player 0
-    r1 = _chain(t, 0, 0, 2, KIND_IDENTITY)  # result node under the root
-    c2 = _chain(t, 0, r1, 1, KIND_CHOICE, 0.6)  # player 1 to move, V = 0.6 for player 1
-    backup(t, 0, c2)
-    assert t.total[0, r1] == pytest.approx(-0.6) and t.visits[0, r1] == 1
-    r3 = _chain(t, 0, c2, 5, KIND_IDENTITY)  # result node under player 1's choice node
-    ch4 = _chain(t, 0, r3, CHANCE, KIND_CHANCE)
-    i5 = _chain(t, 0, ch4, 10, KIND_IDENTITY)  # not a result node: its parent is a chance node
-    c6 = _chain(t, 0, i5, 0, KIND_CHOICE, 0.3)  # player 0 to move, V = 0.3
-    backup(t, 0, c6)
-    assert t.total[0, r3] == pytest.approx(-0.3)  # player 1's choice above: -v
-    assert t.total[0, r1] == pytest.approx(-0.6 + 0.3)  # player 0's root above: +v
-    assert t.total[0, i5] == 0.0 and t.visits[0, i5] == 1
-    term = _chain(t, 0, r3, TERMINAL, KIND_TERMINAL)
-    backup(t, 0, term)  # closest choice ancestor: c2 (player 1, V = 0.6)
-    assert t.total[0, r3] == pytest.approx(-0.3 + 0.6)
-    assert t.total[0, r1] == pytest.approx(-0.3 - 0.6)
-    assert (t.visits[0, r1], t.visits[0, r3], t.visits[0, 0]) == (3, 2, 3)
-    q, n = t.q(0, 0)
-    assert q[2] == pytest.approx(-0.3) and n[2] == 3
+    leaf's player e, -v otherwise; a terminal leaf backs up its closest choice ancestor.
+    The tree is grown edge by edge through the search's own model and backup kernel;
+    a result node's W is its mean value times its backups."""
+    from polyzero.search import kernels
+    from polyzero.search.ndmz import NDMZModel
+    from polyzero.search.params import SearchParams
+
+    lay = ActionLayout(8, 16)
+    # g + f values in order of the identity nodes made: r1 (V 0.6, for player 1 below), r3, i5 (V 0.3).
+    model = NDMZModel(_QueueInference(0.9, [0.6, 0.1, 0.3]), np.zeros((1, 5), np.float32),
+                      np.ones((1, 8), bool), np.array([0]), lay, 16)
+    tree, _, _ = start_tree(model, SearchParams(num_simulations=15), np.random.default_rng(0), False)
+    arrays, rules = kernels.pack(tree), tuple(SearchParams().rules(ndmz_tree=True))
+
+    def grow(parent, edge):
+        leaves = kernels.make_leaves(1)
+        n = int(tree.num_nodes[0])
+        leaves.node[0, 0], leaves.action[0, 0], leaves.kind[0, 0] = parent, edge, kernels.NEW_LEAF
+        leaves.new_node[0, 0], leaves.count[0] = n, 1
+        exp = model.step(leaves.node[:, 0], leaves.action[:, 0], leaves.new_node[:, 0], np.array([True]))
+        kernels.expand_and_backup(arrays, rules, tuple(leaves), exp.packed(), 1, False)
+        return n
+
+    def total(w):
+        return tree.value[0, w] * tree.visits[0, w]
+
+    r1 = grow(0, 2)  # result node under the root (player 0): identity, no backup yet
+    assert tree.kind[0, r1] == KIND_IDENTITY and tree.visits[0, r1] == 0
+    c2 = grow(r1, 1)  # player 1 to move, V = 0.6 for player 1: backed up at once
+    assert tree.raw_value[0, c2] == pytest.approx(0.6)
+    assert total(r1) == pytest.approx(-0.6) and tree.visits[0, r1] == 1
+    r3 = grow(c2, 5)  # result node under player 1's choice node
+    ch4 = grow(r3, CHANCE)
+    i5 = grow(ch4, 10)  # not a result node: its parent is a chance node
+    c6 = grow(i5, 0)  # player 0 to move, V = 0.3
+    assert tree.kind[0, ch4] == KIND_CHANCE and tree.kind[0, c6] == KIND_CHOICE
+    assert total(r3) == pytest.approx(-0.3)  # player 1's choice above: -v
+    assert total(r1) == pytest.approx(-0.6 + 0.3)  # player 0's root above: +v
+    assert tree.visits[0, i5] == 1  # (the core keeps its mean too; selection never reads it)
+    term = grow(r3, TERMINAL)  # closest choice ancestor: c2 (player 1, V = 0.6)
+    assert tree.kind[0, term] == KIND_TERMINAL
+    assert total(r3) == pytest.approx(-0.3 + 0.6)
+    assert total(r1) == pytest.approx(-0.3 - 0.6)
+    assert (tree.visits[0, r1], tree.visits[0, r3], tree.visits[0, 0]) == (3, 2, 3)
+    assert tree.root_child_q()[0, 2] == pytest.approx(-0.3) and tree.root_child_visits()[0, 2] == 3
 
 
 class _StubModel:
@@ -267,18 +301,19 @@ def test_search_invariants_on_nannon(nannon):
     legal = np.array([[a in s.legal_actions() for a in range(8)] for s in states])
     assert not r.root_visits[~legal].any() and (r.root_visits.sum(1) > 0).all()
     assert (r.root_visits.sum(1) == r.backups).all()
-    assert (t.size <= 41).all() and r.model_calls <= 41 and (r.network_evaluations <= 41).all()
+    assert (t.num_nodes <= 41).all() and r.model_calls <= 41 and (r.network_evaluations <= 41).all()
     for b in range(len(states)):
-        for w in range(1, t.size[b]):
+        for w in range(1, t.num_nodes[b]):
             j, kind, pk = t.parent[b, w], t.kind[b, w], t.kind[b, t.parent[b, w]]
             if pk in (KIND_CHOICE, KIND_CHANCE):
                 assert kind == KIND_IDENTITY
             else:
                 assert pk == KIND_IDENTITY
                 assert kind == {0: KIND_CHOICE, 1: KIND_CHOICE, CHANCE: KIND_CHANCE,
-                                TERMINAL: KIND_TERMINAL}[t.edge[b, w]]
-            if kind == KIND_CHOICE:
-                assert t.value[b, w] == t.value[b, j] and np.array_equal(t.hidden[b, w], t.hidden[b, j])
+                                TERMINAL: KIND_TERMINAL}[t.action[b, w]]
+            if kind == KIND_CHOICE:  # V and the hidden state are the identity parent's
+                assert t.raw_value[b, w] == t.raw_value[b, j]
+                assert np.array_equal(r.model.node_hidden(b, w), r.model.node_hidden(b, j))
         # visits: a result node's count is the backups through it; the root's sum them
         kids = t.children[b, 0][t.children[b, 0] >= 0]
         assert t.visits[b, kids].sum() == t.visits[b, 0] == r.backups[b]

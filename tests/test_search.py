@@ -10,7 +10,7 @@ from polyzero.search import kernels
 from polyzero.search.mcts import Expansion, run_search
 from polyzero.search.params import SearchParams
 from polyzero.search.policy import choose_actions, masked_softmax, mix_dirichlet, visit_policy
-from polyzero.search.tree import Tree
+from polyzero.search.tree import DECISION, TERMINAL, Tree
 
 
 def _root_with_children():
@@ -36,10 +36,7 @@ def _root_with_children():
 def _scores(t, selection, norm, unvisited, c_puct=1.0, c1=1.25, c2=19652.0):
     p = SearchParams(selection=selection, q_normalisation=norm, unvisited_q=unvisited,
                      c_puct=c_puct, c1=c1, c2=c2)
-    rule, n, u = p.codes
-    return kernels.action_scores(t.children, t.visits, t.value, t.reward, t.discount, t.prior,
-                                 t.legal, t.q_min, t.q_max, 0, 0, rule, n, u, p.c_puct, p.c1,
-                                 p.c2, p.value_min, p.value_max)
+    return kernels.action_scores(kernels.pack(t), tuple(p.rules()), 0, 0)
 
 
 def test_alphazero_rule_with_bounds():
@@ -92,17 +89,28 @@ def _chain_tree(rewards, discounts):
     return t
 
 
+def _leaf(t, node, action, kind):
+    """One tree's one leaf, as the selection kernel would hand it on."""
+    leaves = kernels.make_leaves(1)
+    leaves.node[0, 0], leaves.action[0, 0], leaves.kind[0, 0] = node, action, kind
+    leaves.new_node[0, 0], leaves.count[0] = t.num_nodes[0], 1
+    return tuple(leaves)
+
+
+def _backup(t, leaves, logits, legal, value, reward, discount, terminal):
+    kind = np.where(terminal, TERMINAL, DECISION).astype(np.int8)
+    kernels.expand_and_backup(kernels.pack(t), tuple(SearchParams().rules()), leaves,
+                              (logits, legal, value, reward, discount, kind), 1, False)
+
+
 def test_backup_with_rewards_and_discount():
     """MuZero Eq. 3-4: G_k = sum_tau gamma^tau r_{k+1+tau} + gamma^(l-k) v_l."""
     gamma = 0.9
     t = _chain_tree([1.0, 2.0], [gamma, gamma])  # root -> 1 -> 2; expand a child of node 2
-    leaf = np.array([2], np.int32), np.array([1], np.int32), np.array([kernels.NEW_LEAF], np.int8)
+    leaf = _leaf(t, 2, 1, kernels.NEW_LEAF)
     prior = np.full((1, 2), 0.5, np.float32)
-    kernels.expand_and_backup(
-        t.children, t.parent, t.action, t.depth, t.visits, t.value, t.raw_value, t.reward,
-        t.discount, t.prior, t.legal, t.terminal, t.num_nodes, t.q_min, t.q_max, *leaf, prior,
-        np.ones((1, 2), bool), np.array([10.0]), np.array([3.0]), np.array([gamma]),
-        np.array([False]), t.chance, np.zeros(1, bool))
+    _backup(t, leaf, prior, np.ones((1, 2), bool), np.array([10.0]), np.array([3.0]), np.array([gamma]),
+            np.array([False]))
     g3 = 10.0
     g2 = 3.0 + gamma * g3
     g1 = 2.0 + gamma * g2
@@ -117,22 +125,14 @@ def test_backup_with_rewards_and_discount():
 def test_two_player_backup_flips_sign_and_terminal_reward():
     # Root player wins by moving into a terminal node: reward +1, terminal value 0.
     t = _chain_tree([], [])
-    leaf = np.array([0], np.int32), np.array([1], np.int32), np.array([kernels.NEW_LEAF], np.int8)
-    kernels.expand_and_backup(
-        t.children, t.parent, t.action, t.depth, t.visits, t.value, t.raw_value, t.reward,
-        t.discount, t.prior, t.legal, t.terminal, t.num_nodes, t.q_min, t.q_max, *leaf,
-        np.zeros((1, 2), np.float32), np.zeros((1, 2), bool), np.array([0.7]), np.array([1.0]),
-        np.array([-1.0]), np.array([True]), t.chance, np.zeros(1, bool))
+    leaf = _leaf(t, 0, 1, kernels.NEW_LEAF)
+    _backup(t, leaf, np.zeros((1, 2), np.float32), np.zeros((1, 2), bool), np.array([0.7]), np.array([1.0]),
+            np.array([-1.0]), np.array([True]))
     assert t.value[0, 1] == 0.0 and t.terminal[0, 1]
     assert t.value[0, 0] == pytest.approx(0.5)  # (0 + 1) / 2
     # Revisiting the terminal node backs up its reward again.
-    kind = np.array([kernels.TERMINAL_LEAF], np.int8)
-    kernels.expand_and_backup(
-        t.children, t.parent, t.action, t.depth, t.visits, t.value, t.raw_value, t.reward,
-        t.discount, t.prior, t.legal, t.terminal, t.num_nodes, t.q_min, t.q_max,
-        np.array([1], np.int32), np.array([-1], np.int32), kind, np.zeros((1, 2), np.float32),
-        np.zeros((1, 2), bool), np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, bool), t.chance,
-        np.zeros(1, bool))
+    _backup(t, _leaf(t, 1, -1, kernels.TERMINAL_LEAF), np.zeros((1, 2), np.float32), np.zeros((1, 2), bool),
+            np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, bool))
     assert t.visits[0, 1] == 2 and t.value[0, 0] == pytest.approx(2 / 3)
 
 

@@ -24,7 +24,7 @@ from ..games import GameRequirements, ObservationEncoder
 from ..games.symmetry import augment, board_symmetries
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
-from ..search.mcts import SearchResult, search
+from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
 from ..train.replay import ReplayBuffer
 from .base import Trajectory
@@ -56,10 +56,10 @@ class AlphaZero:
         return self.encoder.encode(states)
 
     def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
-               add_noise: bool) -> SearchResult:
+               add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
         model = SimulatorModel([s.clone() for s in states], self.encoder, evaluate, self.num_actions,
                                params.discount, rng=rng, width=self.game.max_chance_outcomes())
-        result = search(model, params, rng, add_noise=add_noise)
+        result = search(model, params, rng, add_noise=add_noise, hooks=hooks)
         if model.num_actions == self.num_actions:
             return result
         # A tree widened for chance outcomes: the root is a decision, so only its first A columns count.

@@ -13,7 +13,7 @@ from typing import Protocol, Sequence
 import numpy as np
 import torch
 
-from ..search.mcts import SearchResult
+from ..search.mcts import SearchHooks, SearchResult
 from ..search.params import SearchParams
 
 
@@ -63,7 +63,10 @@ class Algorithm(Protocol):
     def make_evaluator(self, net: torch.nn.Module, device): ...
 
     def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
-               add_noise: bool) -> SearchResult: ...
+               add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
+        """One batched search from `states` (root noise with `add_noise`); `hooks` adds
+        root actions (KataGo's forced playouts) and an engine's clock
+        (:class:`~polyzero.search.mcts.SearchHooks`)."""
 
     def encode(self, states: Sequence) -> np.ndarray: ...
 

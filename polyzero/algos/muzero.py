@@ -36,7 +36,7 @@ from ..nets.alphazero import NetSpec
 from ..nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
 from ..nets.support import scalar_to_support
 from ..search.learned import LearnedModel
-from ..search.mcts import SearchResult, search
+from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
 from ..train.sequence_replay import SequenceReplay
 from .base import Trajectory
@@ -100,19 +100,19 @@ class MuZero:
         return self.encoder.encode(states)
 
     def search(self, evaluate: MuZeroInference, states: Sequence, params: SearchParams,
-               rng: np.random.Generator, add_noise: bool) -> SearchResult:
+               rng: np.random.Generator, add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
         legal = legal_action_mask(states, self.num_actions)
-        return self.search_observations(evaluate, self.encode(states), legal, params, rng, add_noise)
+        return self.search_observations(evaluate, self.encode(states), legal, params, rng, add_noise, hooks)
 
     def search_observations(self, evaluate: MuZeroInference, obs: np.ndarray, legal: np.ndarray,
                             params: SearchParams, rng: np.random.Generator,
-                            add_noise: bool) -> SearchResult:
+                            add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
         """Search from encoded observations alone (self-play, and Reanalyze on stored positions)."""
         hidden, logits, value = evaluate.initial(obs)
         model = LearnedModel(logits, value, hidden, evaluate.recurrent, discount=self.edge_discount,
                              root_legal=legal, num_nodes=params.num_simulations + 1,
                              store=self._hidden_store)
-        result = search(model, params, rng, add_noise=add_noise)
+        result = search(model, params, rng, add_noise=add_noise, hooks=hooks)
         self._hidden_store = model.hidden  # the next search writes into mapped memory
         return result
 

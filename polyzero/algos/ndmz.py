@@ -27,6 +27,8 @@ import torch.nn.functional as F
 from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder, legal_action_mask
 from ..nets.ndmz import CHANCE, TERMINAL, ActionLayout, NDMZInference, NDMZNet, NDMZSpec
+from ..errors import UsageError
+from ..search.mcts import SearchHooks
 from ..search.ndmz import ndmz_search
 from ..search.params import SearchParams
 from ..train.ndmz_replay import NDMZReplay
@@ -103,6 +105,9 @@ class NDMZ:
         self.num_actions = game.num_distinct_actions()  # the choice actions: what self-play records
         self.num_players = game.num_players()
         self.last_search = None
+        if cfg.search.leaf_batch > 1:
+            raise UsageError("search.leaf_batch > 1 is not available with algo ndmz: its iterations "
+                             "expand identity and chance nodes that back nothing up (use leaf_batch = 1)")
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> NDMZNet:
@@ -116,14 +121,17 @@ class NDMZ:
         return self.encoder.encode(states)
 
     def search(self, evaluate: NDMZInference, states: Sequence, params: SearchParams,
-               rng: np.random.Generator, add_noise: bool):
+               rng: np.random.Generator, add_noise: bool, hooks: SearchHooks | None = None):
+        """Appendix A's search (`search.kind` is not read: NDMZ's root is pUCT's, with
+        `ndmz.c_puct`)."""
         legal = legal_action_mask(states, self.num_actions)
         # Identities are relative to the root's player (polyzero.train.ndmz_replay): it is player 0.
         players = np.zeros(len(states), np.int32)
         result = ndmz_search(evaluate, self.encode(states), legal, players, self.layout,
                              params.num_simulations, self.nd.c_puct, rng,
                              dirichlet_alpha=params.dirichlet_alpha,
-                             dirichlet_fraction=params.dirichlet_fraction if add_noise else 0.0)
+                             dirichlet_fraction=params.dirichlet_fraction if add_noise else 0.0,
+                             hooks=hooks)
         # A root that no iteration backed up to (possible with very few simulations)
         # counts one visit per legal action, so that a move can always be read off.
         empty = result.root_visits.sum(1) == 0

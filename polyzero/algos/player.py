@@ -1,37 +1,63 @@
 """A trained (or untrained) agent as a player: one batched search for all the
-games in which it is to move, no exploration noise, the most visited action."""
+games in which it is to move, no exploration noise, the most visited action; one
+game's search on an engine's clock (:meth:`SearchPlayer.search`)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+import time
+from typing import Callable, Sequence
 
 import numpy as np
 
+from ..errors import UsageError
+from ..search.mcts import SearchHooks, SearchResult
 from ..search.params import SearchParams
 from ..search.policy import select_moves
+from ..search.tree import CHANCE
 
 
 class SearchPlayer:
     """`sample_moves` > 0 samples the first moves of a game in proportion to the
     visits (tau = 1) instead of playing the most visited action: two deterministic
-    players would otherwise replay the same two games in a whole match."""
+    players would otherwise replay the same two games in a whole match.
+    `move_seconds` plays on a clock: each state is searched alone for that long
+    (:meth:`search`; the params' num_simulations caps it), as an engine would."""
 
     def __init__(self, algo, evaluate, params: SearchParams, name: str, seed: int = 0,
-                 sample_moves: int = 0):
+                 sample_moves: int = 0, move_seconds: float | None = None):
+        if move_seconds is not None and not move_seconds > 0:
+            raise UsageError(f"move_seconds must be positive, not {move_seconds}")
         self.algo = algo
         self.evaluate = evaluate
         self.params = params
         self.name = name
         self.sample_moves = sample_moves
+        self.move_seconds = move_seconds
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
     def act(self, states: Sequence) -> list[int]:
-        result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
         sample = np.array([len(s.history()) < self.sample_moves for s in states])
-        return [int(a) for a in select_moves(result, sample, 1.0, self.rng)]
+        if self.move_seconds is None:
+            result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
+            return [int(a) for a in select_moves(result, sample, 1.0, self.rng)]
+        return [int(select_moves(self.search(s, seconds=self.move_seconds), sample[i:i + 1], 1.0, self.rng)[0])
+                for i, s in enumerate(states)]
+
+    def search(self, state, seconds: float | None = None, stop: Callable[[], bool] | None = None,
+               simulations: int | None = None) -> SearchResult:
+        """One game's search as an engine's ``genmove`` / ``go`` runs it: up to
+        `simulations` (default: the params' num_simulations, which also sizes the tree),
+        ending sooner `seconds` from now or once `stop()` is true (both checked between
+        network calls; the first round always runs), with the params' ``leaf_batch``
+        leaves of the tree per network call, no root noise. The result holds the root's
+        visits, Q, prior and value (row 0) and the tree (:func:`principal_variation`);
+        ``select_moves(result, np.zeros(1, bool), 1.0, rng)`` is the move `act` plays."""
+        params = self.params.params(num_simulations=simulations)
+        hooks = SearchHooks(deadline=None if seconds is None else time.monotonic() + seconds, stop=stop)
+        return self.algo.search(self.evaluate, [state], params, self.rng, add_noise=False, hooks=hooks)
 
     def analyse(self, states: Sequence, pv_length: int = 8) -> list[dict]:
         """What the search thinks of each state, without playing: per legal action its
@@ -61,7 +87,7 @@ def principal_variation(tree, b: int, length: int, node: int = 0) -> list[int]:
     """The actions of the most visited path from `node` (the root by default) of tree b,
     up to the first chance node (its columns are outcomes, not actions) or unexpanded node."""
     pv = []
-    while len(pv) < length and not tree.chance[b, node]:
+    while len(pv) < length and tree.kind[b, node] != CHANCE:
         kids = tree.children[b, node]
         visits = np.where(kids >= 0, tree.visits[b, np.maximum(kids, 0)], -1)
         if visits.max() <= 0:

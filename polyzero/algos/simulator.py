@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..search.mcts import Expansion
+from ..search.loop import Expansion
 
 EvaluateFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -29,7 +29,8 @@ class SimulatorModel:
     """A :class:`~polyzero.search.mcts.SearchModel` over OpenSpiel states.
 
     `evaluate(obs [M, ...]) -> (logits [M, A], value [M])` is the network; it
-    is called once per simulation on the non-terminal new leaves of all trees.
+    is called once per simulation on the non-terminal new leaves of all trees
+    (or, with leaf batching, once per batch of leaves: :meth:`step_leaves`).
     The tree is `width` wide: at least A, and as wide as the game's chance
     outcomes (pig: 2 actions, 6 outcomes); columns past A are never a player's.
     """
@@ -47,16 +48,19 @@ class SimulatorModel:
         self.states = [[s] for s in roots]
         self.players = [[s.current_player()] for s in roots]
         self.returns = [[np.asarray(s.returns())] for s in roots]
-        batch = len(roots)
-        self._obs = np.zeros((batch,) + tuple(encoder.shape), np.float32)
-        self._legal = np.zeros((batch, num_actions), np.bool_)
-        self._logits = np.zeros((batch, num_actions), np.float32)
-        self._value = np.zeros(batch, np.float64)
-        self._reward = np.zeros(batch, np.float64)
-        self._discount = np.ones(batch, np.float64)
-        self._terminal = np.zeros(batch, np.bool_)
-        self._chance = np.zeros(batch, np.bool_)
+        self._allocate(len(roots))
         self.network_calls = 0
+
+    def _allocate(self, rows: int) -> None:
+        """Output buffers for `rows` rows (a tree each, or a batch of leaves)."""
+        self._obs = np.zeros((rows,) + tuple(self.encoder.shape), np.float32)
+        self._legal = np.zeros((rows, self.num_actions), np.bool_)
+        self._logits = np.zeros((rows, self.num_actions), np.float32)
+        self._value = np.zeros(rows, np.float64)
+        self._reward = np.zeros(rows, np.float64)
+        self._discount = np.ones(rows, np.float64)
+        self._terminal = np.zeros(rows, np.bool_)
+        self._chance = np.zeros(rows, np.bool_)
 
     def _evaluate_rows(self, rows: list[int], states: list) -> None:
         """Network outputs and legal masks for `states`, written at `rows`."""
@@ -76,58 +80,74 @@ class SimulatorModel:
         return self._expansion()
 
     def step(self, parent_node, action, new_node, active) -> Expansion:
+        trees = np.flatnonzero(active)
+        return self._step_rows(trees, trees, parent_node[trees], action[trees], new_node[trees])
+
+    def step_leaves(self, tree, parent_node, action, new_node) -> Expansion:
+        """`step` for a flat list of leaves of any trees (leaf batching); row i is leaf i.
+        A tree's leaves come in the order of their node indices."""
+        if len(tree) > len(self._value):
+            self._allocate(len(tree))
+        return self._step_rows(range(len(tree)), tree, parent_node, action, new_node)
+
+    def _step_rows(self, out_rows, trees, parents, actions, new_nodes) -> Expansion:
         rows, live = [], []
         chance_rows = {}  # row -> (outcome probabilities, reward after the chance node, same player?)
         self._terminal[:] = False
         self._chance[:] = False
-        for b in np.flatnonzero(active):
-            p = parent_node[b]
+        for r, b, p, a, n in zip(out_rows, trees, parents, actions, new_nodes):
             state = self.states[b][p].clone()
-            state.apply_action(int(action[b]))
-            assert len(self.states[b]) == new_node[b], "nodes must be stored in creation order"
+            state.apply_action(int(a))
+            assert len(self.states[b]) == n, "nodes must be stored in creation order"
             self.states[b].append(state)
             mover = self.players[b][p]
             returns = np.asarray(state.returns())
             self.returns[b].append(returns)
-            self._reward[b] = returns[mover] - self.returns[b][p][mover]
+            self._reward[r] = returns[mover] - self.returns[b][p][mover]
             nxt = state.current_player()
             self.players[b].append(mover if state.is_chance_node() else nxt)
             if state.is_terminal():
-                self._terminal[b] = True
-                self._discount[b] = self.discount
+                self._terminal[r] = True
+                self._discount[r] = self.discount
             elif state.is_chance_node():
-                self._chance[b] = True
-                self._discount[b] = self.discount
-                after = state.clone()
-                outcomes = dict(after.chance_outcomes())
-                while after.is_chance_node():
-                    sampled, probs = zip(*after.chance_outcomes())
-                    after.apply_action(int(sampled[self.rng.choice(len(sampled), p=np.asarray(probs))]))
+                self._chance[r] = True
+                self._discount[r] = self.discount
+                after, outcomes = self._resolve_chance(state)
                 gained = np.asarray(after.returns())[mover] - returns[mover]
                 if after.is_terminal():
-                    chance_rows[b] = (outcomes, gained, None)
+                    chance_rows[r] = (outcomes, gained, None)
                 else:
-                    chance_rows[b] = (outcomes, gained, after.current_player() == mover or len(returns) == 1)
-                    rows.append(b)
+                    chance_rows[r] = (outcomes, gained, after.current_player() == mover or len(returns) == 1)
+                    rows.append(r)
                     live.append(after)
             else:
                 same = nxt == mover or len(returns) == 1
-                self._discount[b] = self.discount if same else -self.discount
-                rows.append(b)
+                self._discount[r] = self.discount if same else -self.discount
+                rows.append(r)
                 live.append(state)
         if rows:
             self._evaluate_rows(rows, live)
-        for b, (outcomes, gained, same) in chance_rows.items():
+        for r, (outcomes, gained, same) in chance_rows.items():
             # The chance node's value for its mover: the sampled outcome's reward plus the
             # value of the decision state it led to (zero after the game ended).
-            after_value = 0.0 if same is None else (1.0 if same else -1.0) * self.discount * self._value[b]
-            self._value[b] = gained + after_value
-            self._legal[b] = False
-            self._logits[b] = -np.inf
+            after_value = 0.0 if same is None else (1.0 if same else -1.0) * self.discount * self._value[r]
+            self._value[r] = gained + after_value
+            self._legal[r] = False
+            self._logits[r] = -np.inf
             for outcome, p in outcomes.items():
-                self._legal[b, outcome] = p > 0
-                self._logits[b, outcome] = np.log(p) if p > 0 else -np.inf
+                self._legal[r, outcome] = p > 0
+                self._logits[r, outcome] = np.log(p) if p > 0 else -np.inf
         return self._expansion()
+
+    def _resolve_chance(self, state):
+        """(the decision or terminal state one sampled run of chance events leads to,
+        the first chance node's outcome probabilities)."""
+        after = state.clone()
+        outcomes = dict(after.chance_outcomes())
+        while after.is_chance_node():
+            sampled, probs = zip(*after.chance_outcomes())
+            after.apply_action(int(sampled[self.rng.choice(len(sampled), p=np.asarray(probs))]))
+        return after, outcomes
 
     def _expansion(self) -> Expansion:
         return Expansion(self._logits, self._value, self._legal, self._reward,

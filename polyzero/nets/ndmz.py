@@ -38,9 +38,10 @@ import torch
 from torch import nn
 
 from .compiled import CompiledCall
-
-PLAYER_0, PLAYER_1, CHANCE, TERMINAL = 0, 1, 2, 3
-NUM_IDENTITIES = 4
+# N's codes are the search's (polyzero.search.ndmz), which plans over them.
+from ..search.ndmz import CHANCE_EDGE as CHANCE  # noqa: F401
+from ..search.ndmz import NUM_IDENTITIES, PLAYER_0, PLAYER_1  # noqa: F401
+from ..search.ndmz import TERMINAL_EDGE as TERMINAL  # noqa: F401
 
 
 @dataclass(frozen=True)

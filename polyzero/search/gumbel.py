@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from . import kernels
-from .mcts import SearchModel, SearchResult, finish, simulate, start_tree
+from .loop import SearchHooks, SearchModel, SearchResult, finish, simulate, start_tree
 from .params import GUMBEL_POLICY_LOSSES, SearchParams
 from .tree import Tree
 
@@ -84,13 +84,12 @@ class GumbelRoot:
     """What the selection kernel needs to run Sequential Halving with Gumbel at
     the B roots (:func:`polyzero.search.kernels.gumbel_root_action`): g + logits
     per root, and for every simulation how many visits the root action it picks
-    has had so far."""
+    has had so far ([n, B]: row `sim` is what simulation `sim` reads)."""
 
     def __init__(self, params: SearchParams, logits: np.ndarray, gumbel: np.ndarray,
                  legal: np.ndarray):
         self.gumbel_logits = np.where(legal, gumbel + logits, -np.inf)  # float64 [B, A]
         m = num_considered(params, legal)
-        # [n, B]: row `sim` is contiguous, one kernel argument per simulation.
         self.considered = np.ascontiguousarray(
             considered_visit_table(int(m.max()), params.num_simulations)[m].T)
 
@@ -101,20 +100,20 @@ def root_outputs(tree: Tree, params: SearchParams, logits: np.ndarray,
     batch, num_actions = logits.shape
     policy = np.zeros((batch, num_actions), np.float64)
     action = np.zeros(batch, np.int64)
-    kernels.gumbel_root_outputs(
-        tree.children, tree.visits, tree.value, tree.raw_value, tree.reward, tree.discount,
-        tree.prior, tree.legal, tree.q_min, tree.q_max, logits, gumbel, params.gumbel_norm, params.value_min,
-        params.value_max, params.c_visit, params.c_scale, policy, action)
+    kernels.gumbel_root_outputs(kernels.pack(tree), tuple(params.rules()), logits, gumbel, policy, action)
     return policy.astype(np.float32), action
 
 
 def gumbel_search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
-                  add_noise: bool = False, gumbel: np.ndarray | None = None) -> SearchResult:
+                  add_noise: bool = False, gumbel: np.ndarray | None = None,
+                  hooks: SearchHooks | None = None) -> SearchResult:
     """Gumbel AlphaZero / Gumbel MuZero search (Gumbel paper, Algorithm 2, Eq. 8-14).
 
     `add_noise` picks the Gumbel scale: ``gumbel_scale`` (self-play) or
     ``eval_gumbel_scale`` (evaluation, 0 by default: Appendix F). `gumbel`
-    [B, A] fixes the draw instead (tests, and the comparison with mctx).
+    [B, A] fixes the draw instead (tests, and the comparison with mctx). A search
+    the hooks' clock stops early has run part of the halving; A_{n+1} is then the
+    most visited action so far with the highest g + logits + sigma(q_hat).
     """
     if params.kind not in ("gumbel", "full_gumbel"):
         raise ValueError(f"gumbel_search needs kind 'gumbel' or 'full_gumbel', not {params.kind!r}")
@@ -126,7 +125,7 @@ def gumbel_search(model: SearchModel, params: SearchParams, rng: np.random.Gener
         scale = params.gumbel_scale if add_noise else params.eval_gumbel_scale
         gumbel = sample_gumbel(rng, logits.shape, scale)
     gumbel = np.asarray(gumbel, np.float64)
-    calls = simulate(model, params, tree, gumbel_root=GumbelRoot(params, logits, gumbel, legal))
+    calls = simulate(model, params, tree, hooks, gumbel_root=GumbelRoot(params, logits, gumbel, legal))
     result = finish(tree, prior, calls)
     policy, action = root_outputs(tree, params, logits, gumbel)
     if GUMBEL_POLICY_LOSSES[params.policy_loss] == GUMBEL_POLICY_LOSSES["simple"]:

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from .mcts import Expansion
+from .loop import Expansion
 
 # recurrent_fn(hidden [M, H], action [M]) -> (reward [M], prior_logits [M, A], value [M], hidden' [M, H])
 RecurrentFn = Callable[[np.ndarray, np.ndarray],
@@ -74,6 +74,7 @@ class LearnedModel:
         self._legal = np.ones((batch, num_actions), np.bool_)
         self._discount = np.full(batch, self.discount, np.float64)
         self._terminal = np.zeros(batch, np.bool_)
+        self._kind = np.zeros(batch, np.int8)  # DECISION
         self._rows = np.arange(batch, dtype=np.int64)  # node n of tree b is flat row n * B + b
         self._flat = None  # [N * B, H] view of the hidden-state store
         self._capacity = 0
@@ -132,7 +133,29 @@ class LearnedModel:
                 logits[rows], reward[rows], value[rows] = lg, r, v
         self.recurrent_calls += 1
         return Expansion(logits, np.asarray(value, np.float64), self._legal,
-                         np.asarray(reward, np.float64), self._discount, self._terminal)
+                         np.asarray(reward, np.float64), self._discount, self._terminal, kind=self._kind)
+
+    def step_leaves(self, tree: np.ndarray, parent_node: np.ndarray, action: np.ndarray,
+                    new_node: np.ndarray) -> Expansion:
+        """`step` for M leaves of any trees at once (leaf batching): leaf i is the
+        child of node `parent_node[i]` of tree `tree[i]` along `action[i]`."""
+        last = int(new_node.max())
+        if last >= self._capacity:
+            self._allocate(max(last + 1, 2 * self._capacity, 2))
+        self._uniform = False
+        batch = self.batch_size
+        reward, logits, value, h2 = self.recurrent_fn(self._flat[parent_node * batch + tree], action)
+        self._flat[new_node * batch + tree] = h2
+        self.recurrent_calls += 1
+        m = len(tree)
+        if len(self._legal) < m:  # constant rows, grown to the largest batch of leaves
+            self._legal = np.ones((m, self.num_actions), np.bool_)
+            self._discount = np.full(m, self.discount, np.float64)
+            self._terminal = np.zeros(m, np.bool_)
+            self._kind = np.zeros(m, np.int8)
+        return Expansion(logits, np.asarray(value, np.float64), self._legal[:m],
+                         np.asarray(reward, np.float64), self._discount[:m], self._terminal[:m],
+                         kind=self._kind[:m])
 
     def node_hidden(self, b: int, node: int) -> np.ndarray:
         """The hidden state stored for `node` of tree `b`."""

@@ -1,0 +1,146 @@
+"""Selection scores at a decision node: pUCT (MuZero Eq. 2, AlphaZero) and NDMZ's rule.
+
+The search's constants come as a :class:`~polyzero.search.params.Rules`; the tree's
+arrays come one by one, as the selection kernel read them out of the tree's structure
+once per call (read at every node, they cost ~40% of the selection: the structure is a
+pointer). Scoring functions are inlined into the selection kernel: compiled as calls,
+pUCT selection ran ~2x and Gumbel's ~1.5x slower per node (profiled at B = 16).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from ..params import Rules
+
+EPS = 1e-8
+
+
+@nb.njit(cache=True, inline="always")
+def edge_q(reward, discount, value, b, child):
+    """Q of the edge into `child` for the mover at its parent."""
+    return reward[b, child] + discount[b, child] * value[b, child]
+
+
+@nb.njit(cache=True, inline="always")
+def scores_into(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b,
+                node, out, in_flight=False):
+    """Every action's selection score at `node` of tree `b` into out (-inf where illegal).
+
+    rule 0: MuZero Eq. 2, Q + P * sqrt(N) / (1 + N(a)) * (c1 + log((N + c2 + 1) / c2));
+    rule 1: AlphaZero (Go-Exploit Section 2), Q + c_puct * P * sqrt(N) / (1 + N(a)).
+    Q is normalised to [0, 1] by known bounds (norm 0), by the tree's min-max
+    (norm 1, MuZero Eq. 5) or by the min-max of the parent's value and its
+    visited children's Q (norm 2, as mctx); an unvisited child's Q is the
+    lowest (unvisited 0: normalised 0), a raw 0 (1) or the parent's value (2).
+    N is the node's visit count, which counts its own expansion
+    (= 1 + sum_b N(s, b)), as mctx does, so the prior term is active from the
+    first simulation. With `in_flight` (leaf batching), descents in flight count as
+    visits whose normalised Q is 0, the worst (virtual loss, as lc0 and KataGo), and a
+    pending child has no Q of its own. [tree_lo, tree_hi]: the tree's Eq. 5 statistics.
+    """
+    parent_value = value[b, node]
+    if r.norm == 0:
+        lo, hi = r.vmin, r.vmax
+    elif r.norm == 1:
+        lo, hi = tree_lo, tree_hi
+    else:
+        lo, hi = parent_value, parent_value
+        for a in range(children.shape[2]):
+            c = children[b, node, a]
+            if c >= 0 and legal[b, node, a] and (not in_flight or visits[b, c] > 0):
+                q = edge_q(reward, discount, value, b, c)
+                lo = min(lo, q)
+                hi = max(hi, q)
+    span = max(hi - lo, EPS)
+    n_parent = visits[b, node] + (virtual[b, node] if in_flight else 0)
+    if r.rule == 0:
+        coef = math.sqrt(n_parent) * (r.c1 + math.log((n_parent + r.c2 + 1.0) / r.c2))
+    else:
+        coef = math.sqrt(n_parent) * r.c_puct
+    unvisited = r.unvisited
+    for a in range(children.shape[2]):
+        if not legal[b, node, a]:
+            out[a] = -np.inf
+            continue
+        c = children[b, node, a]
+        pending = 0
+        if c >= 0:
+            n_a = visits[b, c]
+            if in_flight:
+                pending = virtual[b, c]
+            qn = (edge_q(reward, discount, value, b, c) - lo) / span if n_a > 0 or not in_flight else 0.0
+        else:
+            n_a = 0
+            if unvisited == 0:
+                qn = 0.0
+            elif unvisited == 1:
+                qn = (0.0 - lo) / span
+            else:
+                qn = (parent_value - lo) / span
+        qn = min(max(qn, 0.0), 1.0)
+        if pending > 0:
+            qn = qn * n_a / (n_a + pending)
+            n_a += pending
+        out[a] = qn + coef * prior[b, node, a] / (1.0 + n_a)
+
+
+@nb.njit(cache=True, inline="always")
+def best_action(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b,
+                node, buf, in_flight=False):
+    """The legal action at `node` of tree `b` with the highest score (:func:`scores_into`,
+    written into `buf`, float [A]); ties go to the lowest index."""
+    scores_into(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node,
+                buf, in_flight)
+    best = -1
+    best_score = -np.inf
+    for a in range(children.shape[2]):
+        if buf[a] > best_score:
+            best_score = buf[a]
+            best = a
+    return best
+
+
+@nb.njit(cache=True, inline="always")
+def ndmz_action(children, visits, value, reward, discount, prior, legal, b, node, c_puct):
+    """NDMZ's choice-node selection (NDMZ paper, Appendix A, TREESELECT line 50):
+
+        argmax_w'  Q(w') + c_puct P(w') sqrt(sum_b N(b)) / (1 + N(w')),
+
+    over the children with P > 0, Q = W / N of the result node (raw, 0 while
+    unvisited) and N its backups; ties go to the larger prior (+1e-9 P), then
+    the lowest index.
+    """
+    total = 0
+    for a in range(children.shape[2]):
+        c = children[b, node, a]
+        if c >= 0:
+            total += visits[b, c]
+    root_n = math.sqrt(total)
+    best = -1
+    best_score = -np.inf
+    for a in range(children.shape[2]):
+        p = float(prior[b, node, a])
+        if not legal[b, node, a] or p <= 0.0:
+            continue
+        c = children[b, node, a]
+        n = visits[b, c] if c >= 0 else 0
+        q = edge_q(reward, discount, value, b, c) if n > 0 else 0.0
+        score = q + c_puct * p * root_n / (1.0 + n) + 1e-9 * p
+        if score > best_score:
+            best_score = score
+            best = a
+    return best
+
+
+@nb.njit(cache=True)
+def action_scores(t, rules, b, node):
+    """Every action's selection score at one node (-inf where illegal), from the packed
+    tree and rules; :func:`polyzero.search.loop.selection_scores` is the friendly form."""
+    out = np.empty(t.children.shape[2])
+    scores_into(t.children, t.visits, t.virtual, t.value, t.reward, t.discount, t.prior, t.legal, t.q_min[b],
+                t.q_max[b], Rules(*rules), b, node, out)
+    return out
