@@ -9,10 +9,18 @@ from ..errors import UsageError
 
 MAX_PUBLIC_STATES = 20_000  # the whole game is solved and queried at every public state
 
+EXAMPLES = """examples:
+  polyzero sog-probe runs/leduc-sog
+  polyzero sog-probe runs/leduc-sog --points 10 --queries 0 --json leduc_probe.json
+"""
+
 
 def register(sub) -> None:
+    import argparse
+
     p = sub.add_parser(
         "sog-probe", help="a Student of Games run's CVPN and query-solving targets against exact values",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
         description="For a run of 'polyzero train GAME --algo sog' on a game small enough to solve whole "
                     "(Kuhn, Leduc, small Liar's Dice or Scotland Yard): (1) at checkpoints spread over the "
                     "training time, the CVPN's error against the exact counterfactual values of an "
@@ -29,7 +37,7 @@ def register(sub) -> None:
     p.add_argument("--iterations", type=int, default=1000, help="CFR+ iterations of the whole-game solve")
     p.add_argument("--queries", type=int, default=30, help="buffer queries solved three ways (0: skip)")
     p.add_argument("--exact-iterations", type=int, default=1000, help="CFR+ iterations of each exact re-solve")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the buffer queries drawn and their solves (default: 0)")
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
     p.set_defaults(run=run)
 
