@@ -307,3 +307,16 @@ def test_gtp_process_over_pipes(tmp_path):
     assert re.fullmatch(r"= [A-E][1-5]|= pass", answers[3])
     assert answers[4].startswith("=\ninfo move ")  # the stream, then its empty line
     assert answers[5] == "= polyzero" and answers[6] == "="
+
+
+def test_a_learned_agent_searches_one_tree_on_the_clock_with_leaf_batching():
+    game = load_game(GO5)
+    agent = EngineAgent(tiny_search_player(GO5, simulations=8))
+    assert agent.player.params.leaf_batch == 16  # the engine's default: 16 leaves per network call
+    state = game.new_initial_state()
+    short = agent.analyse(state, seconds=0.05)
+    long = agent.analyse(state, seconds=0.6)
+    assert long.nodes > 2 * short.nodes and long.seconds < 3.0
+    assert sum(c.visits for c in long.candidates) == long.nodes  # one tree: every simulation reached the root
+    sequential = EngineAgent(tiny_search_player(GO5, simulations=8), leaf_batch=1)
+    assert sequential.player.params.leaf_batch == 1 and sequential.analyse(state, simulations=24).nodes == 24

@@ -20,6 +20,9 @@ def add_engine_options(p, default_game: str) -> None:
     p.add_argument("--max-simulations", type=int, default=100_000,
                    help="the most simulations one search may run, clock or not (default: 100000)")
     p.add_argument("--threads", type=int, default=1, help="PyTorch's and the search's threads (default: 1)")
+    p.add_argument("--leaf-batch", type=int, default=16,
+                   help="leaves of the one search tree a learned agent evaluates per network call, chosen "
+                        "with virtual loss (default: 16; 1: the sequential search; pUCT agents only)")
     p.add_argument("--seed", type=int, default=0, help="seed of the agent (default: 0)")
 
 
@@ -31,14 +34,15 @@ def build_engine_agent(args, default_game: str):
     from ..nets.inference import set_threads
     from ..train.agents import checkpoint_game
 
-    for name in ("simulations", "max_simulations", "threads"):
+    for name in ("simulations", "max_simulations", "threads", "leaf_batch"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
     set_threads(args.threads)  # torch's and numba's: numba's parallel kernels would reset torch's
     with contextlib.redirect_stdout(sys.stderr):
         game = load_game(args.game or checkpoint_game(args.agent) or default_game)
-        agent, tied = engine_agent(args.agent, game, args.seed, args.simulations, args.max_simulations)
+        agent, tied = engine_agent(args.agent, game, args.seed, args.simulations, args.max_simulations,
+                                   args.leaf_batch)
     return agent, game, tied
 
 

@@ -1,11 +1,13 @@
 """What a GTP or UCI engine asks of a player: one position searched within a budget, and
 what the search saw (visits, values, priors, principal variations).
 
-This module is the engines' one seam to the search layer (`_TreeSearch.search`). Today's
-search runs a fixed number of simulations, so a clock is turned into simulations with the
-speed measured on earlier searches (`SpeedEstimate`), and an open-ended analysis
-(`lz-analyze`, UCI's `go infinite`) is a series of searches of growing size with a stop
-check between them. A time-limited search replaces `_TreeSearch.search` alone.
+This module is the engines' one seam to the search layer (`_TreeSearch.search`). A
+learned agent's search runs on the clock itself (`SearchPlayer.search`: a deadline and a
+stop check between network calls) with `leaf_batch` leaves of its one tree per network
+call (virtual loss, as KataGo and lc0). Players without such a search (OpenSpiel's MCTS)
+turn a clock into simulations with the speed measured on earlier searches
+(`SpeedEstimate`). An open-ended analysis (`lz-analyze`, UCI's `go infinite`) is a
+series of searches of growing size with a stop check between them and inside each.
 """
 
 from __future__ import annotations
@@ -84,10 +86,10 @@ class EngineAgent:
     tree, OpenSpiel's MCTS (`mcts:SIMS`) its root; any other player only picks a move."""
 
     def __init__(self, player: Player, simulations: int | None = None,
-                 max_simulations: int = 100_000):
+                 max_simulations: int = 100_000, leaf_batch: int = 16):
         self.player = player
         self.name = player.name
-        self._impl = _implementation(player)
+        self._impl = _implementation(player, leaf_batch)
         self.simulations = int(simulations or self._impl.default_simulations)
         self.max_simulations = max(1, int(max_simulations))
         self.speed = SpeedEstimate()
@@ -101,6 +103,14 @@ class EngineAgent:
         `seconds` at the measured speed (a small probe search first measures it)."""
         t0 = time.perf_counter()
         probe = None
+        if seconds is not None and self._impl.clocked:  # the search keeps the clock itself
+            if self.speed.nps is None:  # a short probe sizes the tree: it is allocated for the cap
+                self._search(state, 4 * MIN_ROUND)
+            remaining = max(0.0, seconds - (time.perf_counter() - t0))
+            cap = max(self.simulations, 3 * self.speed.simulations_for(remaining))
+            out = self._search(state, min(self.max_simulations, int(simulations or cap)), seconds=remaining)
+            out.seconds = time.perf_counter() - t0
+            return out
         if seconds is not None:
             if self.speed.nps is None and self.searches:
                 probe = self._search(state, MIN_ROUND)
@@ -120,26 +130,30 @@ class EngineAgent:
         n, best = MIN_ROUND, None
         cap = self.max_simulations if limit is None else min(limit, self.max_simulations)
         while best is None or (not stop() and n <= cap and self.searches):
-            best = self._search(state, min(n, cap))
+            result = self._search(state, min(n, cap), stop=stop)
+            if best is not None and result.nodes < best.nodes:  # stopped early: keep the larger search
+                break
+            best = result
             report(best)
             if best.nodes >= cap or self.speed.simulations_for(2.0) < 2 * n:
                 break
             n *= 2
         return best
 
-    def _search(self, state, n: int) -> Analysis:
+    def _search(self, state, n: int, seconds: float | None = None, stop=None) -> Analysis:
         t0 = time.perf_counter()
-        out = self._impl.search(state, n)
+        out = (self._impl.search(state, n, seconds=seconds, stop=stop) if self._impl.clocked
+               else self._impl.search(state, n))
         out.seconds = time.perf_counter() - t0
         self.speed.update(out.nodes, out.seconds)
         return out
 
 
-def _implementation(player):
+def _implementation(player, leaf_batch: int):
     from ..algos.player import SearchPlayer
 
     if isinstance(player, SearchPlayer):
-        return _TreeSearch(player)
+        return _TreeSearch(player, leaf_batch)
     if isinstance(player, MCTSPlayer):
         return _OpenSpielMCTS(player)
     return _MoveOnly(player)
@@ -158,21 +172,28 @@ def legal_prefix(state, actions: list[int]) -> list[int]:
 
 
 class _TreeSearch:
-    """polyzero's own search with the agent's network, no root noise, the agent's move rule."""
+    """polyzero's own search with the agent's network, no root noise, the agent's move rule,
+    on the clock, `leaf_batch` leaves per network call where the search kind allows it
+    (pUCT; Gumbel's Sequential Halving and NDMZ's search evaluate one leaf at a time)."""
 
     searches = True
+    clocked = True
 
-    def __init__(self, player):
+    def __init__(self, player, leaf_batch: int):
         self.player = player
         self.default_simulations = player.params.num_simulations
+        batchable = player.params.kind == "puct" and player.algo.name != "ndmz"
+        self.leaf_batch = leaf_batch if batchable else 1
+        if self.leaf_batch != player.params.leaf_batch:
+            player.params = dataclasses.replace(player.params, leaf_batch=self.leaf_batch)
 
-    def search(self, state, n: int) -> Analysis:
+    def search(self, state, n: int, seconds: float | None = None, stop=None) -> Analysis:
         from ..algos.player import principal_variation
         from ..search.policy import select_moves
 
         p = self.player
-        params = dataclasses.replace(p.params, num_simulations=n)
-        result = p.algo.search(p.evaluate, [state], params, p.rng, add_noise=False)
+        result = p.search(state, seconds=seconds, stop=stop, simulations=n)
+        n = int(result.root_visits[0].sum())
         action = int(select_moves(result, np.zeros(1, bool), 1.0, p.rng)[0])
         candidates = []
         for a in np.flatnonzero(result.root_visits[0] > 0):
@@ -187,6 +208,7 @@ class _OpenSpielMCTS:
     """OpenSpiel's MCTS (random rollouts, UCT): a bot of `n` simulations per search."""
 
     searches = True
+    clocked = False
 
     def __init__(self, player: MCTSPlayer):
         self.player = player
@@ -226,6 +248,7 @@ class _MoveOnly:
     """A player that only picks moves (random, the Student of Games players, ...)."""
 
     searches = False
+    clocked = False
     default_simulations = 1
 
     def __init__(self, player):
@@ -237,11 +260,11 @@ class _MoveOnly:
 
 
 def engine_agent(spec: str, game, seed: int = 0, simulations: int | None = None,
-                 max_simulations: int = 100_000) -> tuple[EngineAgent, bool]:
+                 max_simulations: int = 100_000, leaf_batch: int = 16) -> tuple[EngineAgent, bool]:
     """The agent a player spec names, for `game`, and whether it is tied to that game's
     board (a learned network is; random play and OpenSpiel's MCTS play any size)."""
     from ..algos.player import SearchPlayer
     from ..eval.players import make_player
 
     player = make_player(spec, game, seed=seed)
-    return EngineAgent(player, simulations, max_simulations), isinstance(player, SearchPlayer)
+    return EngineAgent(player, simulations, max_simulations, leaf_batch), isinstance(player, SearchPlayer)
