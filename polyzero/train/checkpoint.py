@@ -54,7 +54,8 @@ def _fault_hook(stage: str) -> None:
     spec = os.environ.get(FAULT_ENV)
     if not spec:
         return
-    want, action, nth = (spec.split(":") + ["kill", "1"])[:3]
+    parts = spec.split(":")
+    want, action, nth = parts[0], (parts[1:2] or ["kill"])[0], (parts[2:3] or ["1"])[0]
     if want != stage:
         return
     _fault_hook.seen = getattr(_fault_hook, "seen", 0) + 1
@@ -112,7 +113,7 @@ def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int
             _fsync_write(tmp / fname, data)
             _fault_hook("file")
         _fsync_dir(tmp)
-    except BaseException:  # a full disk: nothing half-written stays behind
+    except OSError:  # a full disk: nothing half-written stays behind (a kill leaves it to `recover`)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _fault_hook("written")
