@@ -52,6 +52,22 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """`polyzero train`; an OS error on the run directory (a full disk, a read-only or
+    forbidden directory) is one line naming the path and the remedy, exit code 1."""
+    from ..train.rundir import os_error_message
+
+    try:
+        return _train(args)
+    except OSError as exc:
+        run_dir = args.resume or args.run_dir
+        msg = os_error_message(exc, run_dir, args.workers)
+        if msg is None:
+            raise
+        print(f"polyzero: {msg}", file=sys.stderr)
+        return 1
+
+
+def _train(args) -> int:
     from ..config import build_config
     from ..train.driver import Interrupted, Trainer
 
@@ -77,6 +93,8 @@ def run(args) -> int:
         overrides = list(args.overrides)
         if args.device:
             overrides.append(f'device="{args.device}"')
+        if args.seed is not None:  # refused unless it is the run's own (polyzero.train.resume)
+            overrides.append(f"seed={args.seed}")
         trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
     else:
         if not args.game:
@@ -90,6 +108,7 @@ def run(args) -> int:
             overrides.append(f"seed={args.seed}")
         cfg = build_config(args.game, args.algo, args.config, overrides)
         run_dir = args.run_dir or Path("runs") / f"{args.game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+        args.run_dir = run_dir  # for the message of an OS error on it
         trainer = Trainer.create(cfg, run_dir, progress=not args.no_progress, **driver)
     cfg = trainer.cfg
     where = f"{args.workers} Ray workers" if args.workers else "in-process"

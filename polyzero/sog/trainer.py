@@ -29,6 +29,7 @@ from polyzero.train import checkpoint as ckpt
 from polyzero.train.driver import RunDirectory, _npz_bytes, resume_message
 from polyzero.train.learner import Learner
 from polyzero.train.metrics import MetricsLog
+from polyzero.train.resume import apply_optimizer_settings
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
@@ -112,6 +113,7 @@ class SoGTrainer(RunDirectory):
         learner = ckpt.read_learner(path)
         try:
             self.learner.load_state_dict(learner)
+            apply_optimizer_settings(self.learner.optimizer, self.cfg.train)  # then the halvings
             torch.set_rng_state(learner["torch_rng"])
             self.replay.load_arrays(ckpt.read_npz(path, "replay.npz"))
             self.queries.load_arrays(ckpt.read_npz(path, "queries.npz"))
@@ -123,6 +125,7 @@ class SoGTrainer(RunDirectory):
         self.step, self.counts = state["step"], state["counts"]
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
         self.last_eval = state.get("last_eval", {})
+        self.failures = state.get("faults", {}).get("worker_failures", 0)
         self._set_learning_rate()
         self._publish_weights()
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
@@ -133,7 +136,7 @@ class SoGTrainer(RunDirectory):
         learner["torch_rng"] = torch.get_rng_state()
         state = {"step": self.step, "counts": self.counts, "elapsed": self._now(), "train_time": self.train_time,
                  "sample_rng": self.sample_rng.bit_generator.state, "last_eval": self.last_eval,
-                 "game": game_spec_string(self.game)}
+                 "game": game_spec_string(self.game), "faults": {"worker_failures": self.failures}}
         files = {
             "config.toml": to_toml(self.cfg.to_dict()).encode(),
             "learner.pt": ckpt.torch_bytes(learner),
