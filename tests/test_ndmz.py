@@ -375,7 +375,8 @@ def test_short_ndmz_run_raises_the_search_agents_exact_score_against_random(tmp_
     network at the same search. A narrower net than the preset (128 units), for time,
     and a replay of 32,768 steps, which a run this short fills (the preset's 196,608
     suits an hour); seeds 0, 1 and 2 gained 0.088, 0.052 and 0.058 after 70 steps."""
-    from polyzero.eval.nannon_solver import evaluate_policy, shared_solution, tabulate_player
+    from polyzero.games.nannon_policies import evaluate_policy, tabulate_player
+    from polyzero.games.nannon_solver import shared_solution
     from polyzero.train.driver import agent_player
 
     cfg = build_config("nannon", "ndmz", overrides=[

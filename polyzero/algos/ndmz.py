@@ -178,8 +178,8 @@ class NDMZ:
 
 def nannon_raw_policy(sol, net: NDMZNet) -> np.ndarray:
     """int [S, D]: the move the raw choice policy f(h(o)) ranks first among the legal ones,
-    at every Nannon position and roll, for `polyzero.eval.nannon_solver.evaluate_policy`."""
-    from ..eval.nannon_solver import observations
+    at every Nannon position and roll, for `polyzero.games.nannon_policies.evaluate_policy`."""
+    from ..games.nannon_solver import observations
 
     pos, tb = sol.positions, sol.tables
     table = tb.source[:, :, 0].astype(np.int8).copy()
