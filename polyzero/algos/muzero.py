@@ -38,7 +38,7 @@ from ..nets.support import scalar_to_support
 from ..search.learned import LearnedModel
 from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
-from ..train.sequence_replay import SequenceReplay
+from ..replay import SequenceReplay
 from .base import Trajectory
 
 

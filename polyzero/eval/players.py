@@ -85,13 +85,13 @@ class MCTSPlayer:
 
 class OptimalPlayer:
     """Nannon's optimal player: the policy of exact value iteration
-    (polyzero.eval.nannon_solver; the NDMZ paper's reference opponent, Section 4.1).
+    (polyzero.games.nannon_solver; the NDMZ paper's reference opponent, Section 4.1).
     Solved once per parameter set and cached on disk (`polyzero solve`)."""
 
     def __init__(self, game, seed: int = 0):
         import sys
 
-        from .nannon_solver import shared_solution
+        from ..games.nannon_solver import shared_solution
 
         if game.get_type().short_name != "nannon":
             raise UsageError(f"player 'optimal' needs a nannon game (an exact solution); "

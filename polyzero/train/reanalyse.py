@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 
 from ..search.policy import policy_targets
-from .sequence_replay import SequenceReplay
+from ..replay import SequenceReplay
 
 
 class Reanalyser:
