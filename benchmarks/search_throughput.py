@@ -50,7 +50,7 @@ import torch  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import search_throughput_alone  # noqa: E402
 import tinynet  # noqa: E402
-from timing import machine_info, summarize, time_interleaved, write_results  # noqa: E402
+from common import machine_info, summarize, time_interleaved, write_results  # noqa: E402
 
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search.learned import LearnedModel  # noqa: E402

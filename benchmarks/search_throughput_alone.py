@@ -25,7 +25,7 @@ import tempfile
 import numpy as np
 
 import tinynet
-from timing import summarize, time_interleaved
+from common import summarize, time_interleaved
 
 LIBRARIES = ("polyzero", "mctx")
 
