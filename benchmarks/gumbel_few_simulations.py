@@ -231,16 +231,14 @@ def _score(recs: list[dict]) -> dict | None:
     return {"score": round(s, 4), "ci95": [round(lo, 4), round(hi, 4)], "games": w + d + l}
 
 
-def phase_report(args, work: Path) -> dict:
-    """Pools the ledger's evaluations over seeds, per (search, n, mark)."""
-
-    ledger = ledger_dir(args)
+def _pooled(args, ledger: Path, pairs: dict) -> tuple[dict, dict, dict]:
+    """(curves, each curve's last point, head-to-head scores) with the evaluations of
+    the seeds in `pairs` pooled per (search, n, mark)."""
 
     def rec(key):
         p = ledger / "eval" / f"{key}.json"
         return json.loads(p.read_text()) if p.exists() else None
 
-    pairs = {f"n{n}": [s for s in args.seeds if pair_evaluated(args, ledger, n, s)] for n in args.sims}
     curves, final, duels = {}, {}, {}
     for n in args.sims:
         for search in ("puct", "gumbel"):
@@ -257,12 +255,20 @@ def phase_report(args, work: Path) -> dict:
             curves[f"{search}-n{n}"] = pts
             if pts:
                 final[f"{search}-n{n}"] = pts[-1]
-        by_mark = {}
+        duel_marks: dict[float, list] = {}
         for seed in pairs[f"n{n}"]:
             for mark in marks(ledger, arm_name(args.algo, "gumbel", n, seed)):
-                by_mark.setdefault(mark["mark_s"], []).append(
+                duel_marks.setdefault(mark["mark_s"], []).append(
                     rec(f"duel-{args.algo}-n{n}-s{seed}-{int(mark['mark_s']):06d}"))
-        duels[f"n{n}"] = [{"minutes": m / 60, "seeds": len(rs), **_score(rs)} for m, rs in sorted(by_mark.items())]
+        duels[f"n{n}"] = [{"minutes": m / 60, "seeds": len(rs), **_score(rs)} for m, rs in sorted(duel_marks.items())]
+    return curves, final, duels
+
+
+def phase_report(args, work: Path) -> dict:
+    """Pools the ledger's evaluations over seeds, per (search, n, mark)."""
+    ledger = ledger_dir(args)
+    pairs = {f"n{n}": [s for s in args.seeds if pair_evaluated(args, ledger, n, s)] for n in args.sims}
+    curves, final, duels = _pooled(args, ledger, pairs)
     targets = {}
     for n in args.sims:
         g, p = final.get(f"gumbel-n{n}", {}).get("1x"), final.get(f"puct-n{n}", {}).get("1x")

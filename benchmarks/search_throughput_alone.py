@@ -32,7 +32,7 @@ LIBRARIES = ("polyzero", "mctx")
 
 def child(args) -> None:
     """Time one library's jobs for every (B, sims); write them to args.child_out."""
-    import search_throughput as st
+    import search_throughput_jobs as st
 
     net = tinynet.TinyNetNumpy(args.net_mode) if args.library == "polyzero" else None
     rows = []
