@@ -51,7 +51,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from timing import machine_info, probe_ms, write_results  # noqa: E402
+from common import machine_info, probe_ms, write_results  # noqa: E402
 DEFAULT_OUT = "benchmarks/results/engine_search_speed.json"
 ANCHOR_PYTHON = HERE / ".venv-anchor" / "bin" / "python"
 SEARCH = dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min", c1=1.25, c2=19652.0,

@@ -47,7 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ONE_THREAD, RESULTS, ROOT, machine, read_jsonl, train_segments  # noqa: E402
+from common import ONE_THREAD, RESULTS, ROOT, machine, read_jsonl, train_segments, wilson  # noqa: E402
 
 sys.path.insert(0, str(ROOT))  # this checkout's polyzero, whatever the venv holds
 
@@ -170,12 +170,6 @@ def evaluate(args, work: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- report
-def _wilson(score: float, n: int) -> tuple[float, float]:
-    from polyzero.eval.stats import wilson_interval
-
-    return wilson_interval(score, n)
-
-
 def _t_interval(values: list[float]) -> tuple[float, float, float]:
     from scipy import stats
 
@@ -201,7 +195,7 @@ def report(args, work: Path) -> dict:
     for (algo, size, seed, mark_s, opp), p in sorted(points.items()):
         n = p["wins"] + p["draws"] + p["losses"]
         score = (p["wins"] + p["draws"] / 2) / n
-        lo, hi = _wilson(score, n)
+        lo, hi = wilson(score, n)
         rows.append({"algo": algo, "size": size, "seed": seed, "mark_min": mark_s / 60, "opponent": opp,
                      "spec": p["spec"], "games": n, "wins": p["wins"], "draws": p["draws"],
                      "losses": p["losses"], "score": score, "ci95": [lo, hi], "seconds": p["seconds"]})

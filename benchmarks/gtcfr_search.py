@@ -41,7 +41,6 @@ import argparse
 import json
 import math
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, write_json_atomic  # noqa: E402
+from common import RESULTS, ROOT, git_commit, write_json_atomic  # noqa: E402
 
 
 def _safe(name: str) -> str:
@@ -157,7 +156,7 @@ def phase_report(args, work: Path) -> dict:
         rows.append({"game": game, "spec": spec, "seeds": [r["seed"] for r in recs], "values": values,
                      "min": min(values), "mean": float(np.mean(values)), "max": max(values),
                      "unit": recs[0]["unit"], "seconds_per_seed": float(np.mean([r["seconds"] for r in recs]))})
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     for r in rows:
         r["commit"] = git[:10]
     h2h = [json.loads(p.read_text()) for p in sorted(work.glob("*/h2h_*.json"))]

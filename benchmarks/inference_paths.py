@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tinynet  # noqa: E402
-from timing import machine_info, write_results, summarize, time_interleaved  # noqa: E402
+from common import machine_info, write_results, summarize, time_interleaved  # noqa: E402
 
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402

@@ -42,7 +42,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from timing import write_results  # noqa: E402
+from common import write_results  # noqa: E402
 OLD_PATH = "polyzero/search/kernels.py"
 
 

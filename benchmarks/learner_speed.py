@@ -43,7 +43,7 @@ from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
 from polyzero.train.learner import Learner  # noqa: E402
 from polyzero.train.selfplay import SelfPlayActor  # noqa: E402
-from timing import machine_info, write_results  # noqa: E402
+from common import machine_info, write_results  # noqa: E402
 
 FILL = ["search.num_simulations=2", "selfplay.concurrent_games=64", "muzero.reanalyse_fraction=0"]
 SOG_TRUNK = ["net.kind=mlp", "net.width=256", "net.layers=3", "train.batch_size=128"]

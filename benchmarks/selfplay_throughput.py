@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import machine_info, write_results  # noqa: E402
+from common import machine_info, write_results  # noqa: E402
 
 PRESETS = {  # name -> (game, algo, overrides)
     "alphazero": ("connect_four", "alphazero", []),
