@@ -303,8 +303,14 @@ class MuZeroConfig:
     # K times): residual blocks of g's tower (resnet) or hidden layers (mlp); -1: the same
     # as h's (net.blocks or net.layers), as in the paper (Appendix F).
     dynamics_blocks: int = -1
+    # EfficientZero's value prefix (Ye et al. 2021, Section 4.2; single-agent games): g's
+    # reward head is an LSTM predicting the discounted reward sum since its last reset,
+    # every value_prefix_horizon steps; the search's edge reward is the sum's increment.
+    value_prefix: bool = False
+    value_prefix_horizon: int = 5  # H, the LSTM's reset period (5 in the paper)
 
     def validate(self):
+        _positive("muzero.value_prefix_horizon", self.value_prefix_horizon)
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
         if self.dynamics_blocks < -1:
             raise UsageError(f"muzero.dynamics_blocks must be -1 (as net.blocks) or >= 0, not {self.dynamics_blocks}")

@@ -10,7 +10,9 @@ a refreshed search policy or value (Reanalyze, Appendix H) is used at once:
   t+k; for single-agent environments the n-step return
   u_{t+k+1} + ... + gamma^(n-1) u_{t+k+n} + gamma^n v_{t+k+n}, bootstrapping
   from the search value stored at t+k+n (none past the episode's end);
-* reward u_{t+k}: the reward received after the action at t+k-1;
+* reward u_{t+k}: the reward received after the action at t+k-1 (with
+  `value_prefix_horizon` H, EfficientZero's value prefix instead: the discounted
+  sum of the rewards since the last multiple of H steps, nets/value_prefix.py);
 * policy pi_{t+k}: the search policy stored at t+k; for the first
   round(f * B) samples of a minibatch of B, with Reanalyze's fraction f, the
   fresh policy re-searched there where there is one (Appendix H: "this fresh
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..nets.value_prefix import value_prefix_targets
 from .segment_ring import SegmentRing
 
 _PRIORITY_EPS = 1e-6
@@ -62,7 +65,7 @@ class SequenceReplay(SegmentRing):
                  prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
                  reanalyse_fraction: float = 0.0, transform=None, next_observations: bool = False,
                  terminal_reward: bool = False, final_observations: bool = False,
-                 final_values: bool = False):
+                 final_values: bool = False, value_prefix_horizon: int = 0):
         """`transform(batch, rng)`, when given, changes each sampled batch of unroll
         targets (augmentation: polyzero.games.symmetry)."""
         c = capacity
@@ -99,6 +102,7 @@ class SequenceReplay(SegmentRing):
         self.next_observations = next_observations
         self.terminal_reward = terminal_reward
         self.final_values = final_values and final_observations
+        self.value_prefix_horizon = value_prefix_horizon  # > 0: reward targets are value prefixes
 
     # ------------------------------------------------------------ writing
     def _stored(self, slots: np.ndarray) -> None:
@@ -167,6 +171,8 @@ class SequenceReplay(SegmentRing):
                            rng.integers(0, self.num_actions, size=(len(slots), k_steps)))
         rewards = np.zeros((len(slots), k_steps + 1), np.float32)
         rewards[:, 1:] = np.where(inside[:, :-1], d["reward"][at[:, :-1]], 0.0)
+        if self.value_prefix_horizon:  # EfficientZero's value prefix P_k (nets/value_prefix.py)
+            rewards[:, 1:] = value_prefix_targets(rewards[:, 1:], self.value_prefix_horizon, self.discount)
         use_fresh = d["fresh"][at]
         use_fresh[fresh_rows:] = False
         policy = np.where(use_fresh[..., None], d["fresh_policy"][at], d["policy"][at])
