@@ -82,7 +82,7 @@ def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_g
     from polyzero.games import load_game
 
     torch.manual_seed(0)
-    cfg, algo = _cartpole_algo("muzero.value_prefix=true")
+    cfg, algo = _cartpole_algo("muzero.value_prefix=true", "search.num_simulations=8")
     net = algo.build_network()
     obs = np.random.default_rng(1).random((4, *algo.encoder.shape)).astype(np.float32)
     result = algo.search_observations(algo.make_evaluator(net, "cpu"), obs, np.ones((4, 2), bool),
@@ -108,7 +108,7 @@ def _batch(algo, n=12, **segment):
     return {k: torch.from_numpy(v) for k, v in batch.items() if k != "index"}
 
 
-def _train_steps(algo, net, batch, steps=60):
+def _train_steps(algo, net, batch, steps=40):
     """Adam steps on one batch: the loss parts at the first and the last step."""
     optimizer = torch.optim.Adam(net.parameters(), lr=3e-3)
     records = []
@@ -119,3 +119,63 @@ def _train_steps(algo, net, batch, steps=60):
         optimizer.step()
         records.append({"total": loss.item(), **{k[5:]: v.item() for k, v in parts.items() if k != "priority"}})
     return records[0], records[-1]
+
+
+# ------------------------------------------------------------------ off-policy correction (Section 4.3)
+def _aged_replay():
+    """n = 5, one step of horizon per 10 positions of age; 40 positions stored (one
+    episode), rewards 1, 2, 4, ... and root values 100 + position."""
+    replay = SequenceReplay(64, (1,), 3, unroll_steps=1, td_steps=5, discount=0.5, board_game=False,
+                            prioritized=False, horizon_decay_positions=10)
+    replay.add(_segment(40, rewards=2.0 ** (np.arange(40) % 4), values=100.0 + np.arange(40)))
+    return replay
+
+
+def test_off_policy_horizon_shrinks_one_step_per_decay_of_age_down_to_one():
+    replay = _aged_replay()
+    # l = clip(5 - floor((40 - t) / 10), 1, 5): age 5 -> 5, 15 -> 4, 28 -> 3, 31 -> 2, 40 -> 1 (clipped from 1)
+    assert replay.bootstrap_steps(np.array([35, 25, 12, 9, 0])).tolist() == [5, 4, 3, 2, 1]
+    replay.add(_segment(10))  # ten more positions age every sample by one step
+    assert replay.bootstrap_steps(np.array([35, 25, 12, 9, 0])).tolist() == [4, 3, 2, 1, 1]
+    plain = SequenceReplay(64, (1,), 3, unroll_steps=1, td_steps=5, discount=0.5, board_game=False,
+                           prioritized=False)
+    plain.add(_segment(40))
+    assert plain.bootstrap_steps(np.array([0, 35])).tolist() == [5, 5]
+
+
+def test_off_policy_value_targets_bootstrap_after_the_shortened_horizon():
+    replay = _aged_replay()
+    t = replay.unroll_targets(np.array([12, 0]), np.random.default_rng(0))
+    # t = 12, l = 3: u = 1, 2, 4 (positions 12..14), bootstrap v_15 = 115
+    #   z_12 = 1 + .5 * 2 + .25 * 4 + .125 * 115;  z_13 = 2 + .5 * 4 + .25 * 8 + .125 * 116
+    assert np.allclose(t["target_value"][0], [3 + 115 / 8, 6 + 116 / 8])
+    # t = 0, l = 1: z_0 = 1 + .5 * 101, z_1 = 2 + .5 * 102
+    assert np.allclose(t["target_value"][1], [1 + 101 / 2, 2 + 102 / 2])
+
+
+def test_reanalyse_plans_fresh_searches_where_the_shortened_horizon_ends():
+    from polyzero.train.reanalyse import plan
+
+    replay = _aged_replay()
+    work = plan(replay, np.array([12, 0]))
+    assert work["boot"].tolist() == [1, 2, 15, 16]  # t + k + l for k = 0, 1: l = 1 at t = 0, 3 at t = 12
+    assert work["boot_obs"][:, 0].tolist() == [1, 2, 15, 16]
+
+
+def test_off_policy_correction_trains_on_cartpole_and_needs_a_searched_bootstrap():
+    torch.manual_seed(0)
+    on = ["muzero.off_policy_correction=true", "muzero.reanalyse_fraction=0.8", "muzero.reanalyse_bootstrap=search"]
+    cfg, algo = _cartpole_algo(*on, "train.steps=1", "train.positions_per_step=10")
+    replay = algo.make_replay()
+    assert replay.horizon_decay_positions == pytest.approx(3.0)  # 0.3 * 1 step * 10 positions
+    first, last = _train_steps(algo, algo.build_network(), _batch(algo))
+    print("off-policy correction: first", first, "last", last)
+    assert last["value"] < 0.5 * first["value"] and last["total"] < 0.7 * first["total"]
+    with pytest.raises(UsageError, match="reanalyse_bootstrap"):
+        build_config("cartpole", "muzero", overrides=on[:2])
+    from polyzero.algos import make_algorithm
+    from polyzero.games import load_game
+
+    ttt = build_config("tic_tac_toe", "muzero", overrides=on)
+    with pytest.raises(UsageError, match="board game"):
+        make_algorithm(ttt, load_game("tic_tac_toe"))

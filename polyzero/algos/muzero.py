@@ -72,6 +72,9 @@ class MuZero:
         if self.mz.value_prefix and not self.single_agent:
             raise UsageError(f"muzero.value_prefix needs intermediate rewards; {cfg.game} is a "
                              "board game, rewarded only at its end (switch it off)")
+        if self.mz.off_policy_correction and not self.single_agent:
+            raise UsageError(f"muzero.off_policy_correction shortens n-step value targets; {cfg.game} is a "
+                             "board game, whose value targets are its final outcome (switch it off)")
         self.prefix_horizon = self.mz.value_prefix_horizon if self.mz.value_prefix else 0
         # Self-play keeps each finished game's final position (muzero.consistency_terminal,
         # muzero.terminal_value).
@@ -159,7 +162,16 @@ class MuZero:
                               reanalyse_fraction=mz.reanalyse_fraction, transform=transform,
                               next_observations=consistency, terminal_reward=mz.terminal_reward,
                               final_observations=self.records_final_observation,
-                              final_values=terminal_value, value_prefix_horizon=self.prefix_horizon)
+                              final_values=terminal_value, value_prefix_horizon=self.prefix_horizon,
+                              horizon_decay_positions=self._horizon_decay_positions())
+
+    def _horizon_decay_positions(self) -> float:
+        """The off-policy correction's age per step of horizon, in stored positions:
+        off_policy_age_ratio * train.steps learning steps of train.positions_per_step each."""
+        if not self.mz.off_policy_correction:
+            return 0.0
+        train = self.cfg.train
+        return self.mz.off_policy_age_ratio * train.steps * train.positions_per_step
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that
