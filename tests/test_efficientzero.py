@@ -10,7 +10,7 @@ from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.nets.support import support_to_scalar
 from polyzero.nets.value_prefix import value_prefix_targets
-from polyzero.train.sequence_replay import SequenceReplay
+from polyzero.replay import SequenceReplay
 
 from test_muzero import _segment
 

@@ -158,6 +158,11 @@ class MuZeroNet(nn.Module):
                          self.prefix_head and self.prefix_head.features):
                 if head is not None:
                     head.norm = nn.GroupNorm(1, head.norm.num_features)
+        self._consistency_and_head_init(spec)
+
+    def _consistency_and_head_init(self, spec: MuZeroSpec) -> None:
+        """EfficientZero's projection heads (with the consistency loss) and zero-initialised
+        value and reward heads."""
         if spec.consistency:
             # EfficientZero's heads (its Atari sizes, 256 and 64), on the flattened state.
             flat = int(np.prod(self.hidden_shape))
