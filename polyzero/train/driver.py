@@ -31,7 +31,7 @@ from . import rundir
 from .learner import Learner
 from .metrics import MetricsLog
 from .progress import Progress
-from .resume import apply_optimizer_settings, resume_config
+from .resume import apply_optimizer_settings, prepare_resume
 from .rundir import resume_command
 from .selfplay import SelfPlayActor
 
@@ -138,15 +138,8 @@ class RunDirectory:
                **driver):
         """The run in `run_dir` from its last checkpoint; `lock=False` for a Ray learner,
         whose supervisor holds the lock."""
-        run_dir = Path(run_dir)
-        if not run_dir.is_dir():
-            raise UsageError(f"no such run directory: {run_dir}")
-        if lock:
-            rundir.lock(run_dir)  # until the trainer holds it
+        cfg, latest = prepare_resume(run_dir, overrides, lock)  # locked until the trainer holds it
         try:
-            for note in ckpt.recover(run_dir):
-                print(f"{run_dir}: {note}", file=sys.stderr)
-            cfg, latest = resume_config(run_dir, list(overrides))
             trainer = cls(cfg, run_dir, progress, **driver)
             if lock:
                 rundir.hold(trainer, run_dir)

@@ -95,6 +95,29 @@ def resume_config(run_dir: Path, overrides: list[str]):
     return cfg, latest
 
 
+def prepare_resume(run_dir: Path, overrides: list[str], lock: bool = True):
+    """What every driver's resume does first: take the run directory's lock (`lock`;
+    a Ray learner's supervisor holds it for the learner), put back or clean what an
+    interrupted checkpoint write left (`checkpoint.recover`, said on stderr), and the
+    config and checkpoint the run continues from (`resume_config`). The caller unlocks."""
+    import sys
+
+    from . import checkpoint as ckpt
+    from . import rundir
+
+    run_dir = Path(run_dir)
+    if lock and run_dir.is_dir():
+        rundir.lock(run_dir)
+    try:
+        for note in ckpt.recover(run_dir):
+            print(f"{run_dir}: {note}", file=sys.stderr)
+        return resume_config(run_dir, list(overrides))
+    except BaseException:
+        if lock:
+            rundir.unlock(run_dir)
+        raise
+
+
 def apply_optimizer_settings(optimizer, train_cfg) -> None:
     """The config's learning rate (a constant schedule: a cosine one sets it at every
     update) and momentum into a restored optimizer, whose state_dict brought the old ones."""

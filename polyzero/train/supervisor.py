@@ -40,7 +40,7 @@ from . import checkpoint as ckpt
 from . import rundir
 from .driver import Interrupted
 from .progress import Progress
-from .resume import resume_config
+from .resume import prepare_resume
 
 LOG = "learner.log"
 
@@ -112,13 +112,8 @@ class SupervisedRun:
     @classmethod
     def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, workers: int = 2,
                ray_address: str | None = None):
-        run_dir = Path(run_dir)
-        if not run_dir.is_dir():
-            raise UsageError(f"no such run directory: {run_dir}")
-        rundir.lock(run_dir)  # for the life of this process: the learner actors write the directory
-        for note in ckpt.recover(run_dir):
-            print(f"{run_dir}: {note}", file=sys.stderr)
-        cfg, _ = resume_config(run_dir, list(overrides))
+        # Locked for the life of this process: the learner actors write the directory.
+        cfg, _ = prepare_resume(run_dir, overrides)
         return cls(cfg, run_dir, overrides, progress, workers, ray_address, fresh=False)
 
     # ------------------------------------------------------------ the run
