@@ -27,15 +27,16 @@ LAYERS: list[list[str]] = [
     ["search"],
     ["nets"],
     ["replay", "baselines"],
+    ["config"],
     ["algos"],
+    ["eval"],
     ["train"],
     ["goexploit", "sog"],
-    ["eval"],
     ["engines", "export"],
-    ["api", "web"],
+    ["api"],
+    ["web"],
     ["cli"],
 ]
-TOP_LEVEL_FREE = {"config", "plugins", "presets"}  # see architecture.md
 
 
 def layer_of(module: str) -> str | None:
@@ -92,8 +93,6 @@ def upward_imports() -> list[tuple[str, int, str, bool]]:
             if src is None or dst is None or src == dst:
                 continue
             if src in order and dst in order and order[dst] >= order[src]:
-                rows.append((f"{path.relative_to(ROOT.parent)}:{line}", line, target, in_function))
-            elif src in TOP_LEVEL_FREE and dst in order and dst not in ("errors", "games"):
                 rows.append((f"{path.relative_to(ROOT.parent)}:{line}", line, target, in_function))
     return rows
 

@@ -343,7 +343,7 @@ def _load(path: str | Path):
     from ..algos import make_algorithm
     from ..config import build_config, read_toml
     from ..games import load_game
-    from ..train.checkpoint import read_learner, resolve_checkpoint
+    from .checkpoint import read_learner, resolve_checkpoint
 
     ckpt = resolve_checkpoint(path)
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
@@ -362,7 +362,7 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
     """Probes the learned model of a MuZero or NDMZ run (see the module docstring) on games
     of `moves` = "random" (uniform) or "model" (sampled from the model's own prior); writes
     probe.json and probe.png to `out` (default RUN/probe) and returns the result."""
-    from ..train.checkpoint import atomic_write, read_state
+    from .checkpoint import atomic_write, read_state
 
     cfg, game, algo, net, ckpt = _load(path)
     if cfg.algo not in ("muzero", "ndmz"):
