@@ -205,7 +205,7 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     else:  # 12-5-6: ~10 million decisions, so games played live (the issue: sampled)
         rec["search"] = match_scores(game, player, {"optimal": games, "random": args.games}, args.seed)
     if method == "ndmz":
-        from polyzero.eval.probe import dynamics_tests
+        from polyzero.train.probe import dynamics_tests
 
         n, evaluations, backups = (float(sum(x)) for x in zip(*searches))
         rec["per_search"] = {"network_evaluations": evaluations / n, "backups": backups / n}

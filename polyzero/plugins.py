@@ -11,7 +11,17 @@ entry-point group `polyzero.player_loaders` (in their pyproject.toml:
 run time with `polyzero.eval.register_player_loader`.
 
 A loader is `fn(spec, game, seed) -> Player | None`; None means "not mine".
+
+Reference players that need no run come the same way from the packages above `eval`
+(Student of Games' solvers, external engines): `REFERENCE_PLAYER_LOADERS`, which
+`polyzero.eval.reference_player` tries after its own (random, optimal, mcts), so `eval`
+imports neither `sog` nor `engines`.
 """
+
+REFERENCE_PLAYER_LOADERS = (
+    "polyzero.sog.players:sog_reference_player",  # cfr:ITERS, ismcts:SIMS, sog:S,C
+    "polyzero.engines.players:external_player",  # gtp:, uci:, gnugo:, pachi:, stockfish:
+)
 
 PLAYER_LOADERS = (
     "polyzero.train.agents:load_search_player",  # a run directory, checkpoint, PATH@SIMS

@@ -6,8 +6,9 @@
 Reads every `import` statement in polyzero/ with `ast` (module level, inside
 functions, under `if TYPE_CHECKING`), maps each module to its layer and prints the
 imports that point from a lower layer to a higher one. The layer order is
-`LAYERS` below, the same order `[tool.importlinter]` in pyproject.toml enforces;
-packages on one line are siblings (independent of each other).
+the one `[tool.importlinter]` in pyproject.toml enforces (read from there);
+packages of one layer are siblings (independent of each other). Unlike
+`lint-imports`, this lists the ignored imports too: what is left to remove.
 """
 
 from __future__ import annotations
@@ -16,26 +17,21 @@ import argparse
 import ast
 import pathlib
 import sys
+import tomllib
 from collections import Counter
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "polyzero"
 
-# Lowest first; the sublists are sibling packages (neither may import the other).
-LAYERS: list[list[str]] = [
-    ["errors"],
-    ["games"],
-    ["search"],
-    ["nets"],
-    ["replay", "baselines"],
-    ["algos"],
-    ["train"],
-    ["goexploit", "sog"],
-    ["eval"],
-    ["engines", "export"],
-    ["api", "web"],
-    ["cli"],
-]
-TOP_LEVEL_FREE = {"config", "plugins", "presets"}  # see architecture.md
+
+def contract_layers() -> list[list[str]]:
+    """The layers of pyproject.toml's import contract, lowest first; each a list of
+    sibling packages (neither may import the other)."""
+    with open(ROOT.parent / "pyproject.toml", "rb") as f:
+        contract = tomllib.load(f)["tool"]["importlinter"]["contracts"][0]
+    return [[name.strip() for name in layer.split("|")] for layer in reversed(contract["layers"])]
+
+
+LAYERS = contract_layers()
 
 
 def layer_of(module: str) -> str | None:
@@ -93,30 +89,41 @@ def upward_imports() -> list[tuple[str, int, str, bool]]:
                 continue
             if src in order and dst in order and order[dst] >= order[src]:
                 rows.append((f"{path.relative_to(ROOT.parent)}:{line}", line, target, in_function))
-            elif src in TOP_LEVEL_FREE and dst in order and dst not in ("errors", "games"):
-                rows.append((f"{path.relative_to(ROOT.parent)}:{line}", line, target, in_function))
     return rows
 
 
+def upward_pairs(rows) -> Counter:
+    """How many upward imports go from each layer to each other."""
+    return Counter((layer_of(module_name(ROOT.parent / w.split(":")[0])), layer_of(t)) for w, _l, t, _f in rows)
+
+
 def draw(png: str) -> None:
+    """The layers as boxes, lowest at the bottom, and the upward imports still left (the
+    contract's ignore_imports) under them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 0.55 * len(LAYERS) + 0.6))
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(LAYERS) + 0.8))
+    centre = {}
     for i, group in enumerate(LAYERS):
-        width = 6.0 / len(group)
+        width = 5.6 / len(group)
         for j, pkg in enumerate(group):
             x = 0.5 + j * width
-            ax.add_patch(plt.Rectangle((x + 0.05, i + 0.1), width - 0.1, 0.8, fc="#dde8f5", ec="#2b5d8c"))
+            ax.add_patch(plt.Rectangle((x + 0.05, i + 0.12), width - 0.1, 0.76, fc="#dde8f5", ec="#2b5d8c"))
             ax.text(x + width / 2, i + 0.5, f"polyzero.{pkg}", ha="center", va="center", fontsize=9)
-        if i:
-            ax.annotate("", xy=(6.8, i - 0.1), xytext=(6.8, i + 0.1), arrowprops={"arrowstyle": "->"})
-    ax.text(6.95, len(LAYERS) / 2, "imports point down", rotation=90, va="center", fontsize=8)
-    ax.set_xlim(0.4, 7.2)
-    ax.set_ylim(0, len(LAYERS))
+            centre[pkg] = (x + width / 2, i + 0.5)
+    ax.annotate("", xy=(6.45, 0.3), xytext=(6.45, len(LAYERS) - 0.3),
+                arrowprops={"arrowstyle": "->", "color": "#2b5d8c", "lw": 1.5})
+    ax.text(6.6, len(LAYERS) / 2, "imports point down", rotation=90, va="center", fontsize=9, color="#2b5d8c")
+    left = ", ".join(f"{a} -> {b} ({n})" for (a, b), n in sorted(upward_pairs(upward_imports()).items()))
+    ax.text(0.5, -0.25, f"upward imports left (ignore_imports): {left or 'none'}", fontsize=8,
+            color="#c0392b", va="top", wrap=True)
+    ax.set_xlim(0.4, 6.9)
+    ax.set_ylim(-0.8, len(LAYERS))
     ax.axis("off")
+    ax.set_title("polyzero's layers (pyproject.toml [tool.importlinter])", fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
 
@@ -131,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = upward_imports()
     for where, _line, target, in_function in rows:
         print(f"{where:45s} -> {target}{'   (in a function)' if in_function else ''}")
-    pairs = Counter(
-        (layer_of(module_name(ROOT.parent / w.split(':')[0])), layer_of(t)) for w, _l, t, _f in rows
-    )
+    pairs = upward_pairs(rows)
     print(f"\n{len(rows)} upward imports; by layer pair:")
     for (a, b), n in sorted(pairs.items()):
         print(f"  {a} -> {b}: {n}")

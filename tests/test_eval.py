@@ -77,6 +77,18 @@ def test_reference_player_parsing(ttt):
         assert "\n" not in str(exc.value)
 
 
+def test_reference_players_of_sog_and_engines_come_through_the_plugin_loaders(ttt, monkeypatch):
+    monkeypatch.setattr(players_mod, "_REFERENCE_LOADERS", [])
+    monkeypatch.setattr(players_mod, "_REFERENCE_DISCOVERED", False)
+    kuhn = pyspiel.load_game("kuhn_poker")
+    assert reference_player("cfr:3", kuhn).name == "cfr:3"
+    from polyzero.engines.players import external_player
+    from polyzero.sog.players import sog_reference_player
+
+    assert players_mod._REFERENCE_LOADERS == [sog_reference_player, external_player]
+    assert reference_player("nothing:1", ttt) is None
+
+
 def test_make_player_loaders(ttt, monkeypatch):
     monkeypatch.setattr(players_mod, "_LOADERS", [])
     monkeypatch.setattr(players_mod, "_DISCOVERED", False)

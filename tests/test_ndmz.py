@@ -320,7 +320,7 @@ def test_search_invariants_on_nannon(nannon):
 
 
 def test_dynamics_tests_report_per_k(nannon):
-    from polyzero.eval.probe import dynamics_tests, record_games
+    from polyzero.train.probe import dynamics_tests, record_games
 
     game, algo = nannon
     steps = record_games(game, algo.encode, 20, seed=0, ndmz_layout=algo.layout)

@@ -36,7 +36,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..eval.probe import format_table, probe_run
+    from ..train.probe import format_table, probe_run
 
     result = probe_run(args.run_dir, baseline=args.baseline, games=args.games, seed=args.seed, unroll=args.unroll,
                        out=args.out, moves=args.moves)

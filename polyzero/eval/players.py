@@ -107,57 +107,62 @@ class OptimalPlayer:
 
 
 def reference_player(spec: str, game, seed: int = 0) -> Player | None:
-    """`random`, `optimal` (Nannon), `mcts:SIMS`, `mcts-solver:SIMS`, or the Student
-    of Games players `cfr:ITERS`, `ismcts:SIMS`, `sog:S,C` (polyzero.sog.players);
-    None otherwise."""
+    """`random`, `optimal` (Nannon), `mcts:SIMS`, `mcts-solver:SIMS`, else the reference
+    loaders `polyzero.plugins` names (Student of Games' `cfr:ITERS`, `ismcts:SIMS`,
+    `sog:S,C`; external engines' `gtp:`, `uci:`, ...); None otherwise."""
     if spec == "random":
         return RandomPlayer(seed)
     if spec == "optimal":
         return OptimalPlayer(game, seed)
-    if spec.partition(":")[0] in ("cfr", "ismcts", "sog"):
-        from ..sog.players import sog_reference_player
-
-        return sog_reference_player(spec, game, seed)
-    if spec.partition(":")[0] in ("gtp", "uci", "gnugo", "pachi", "stockfish"):  # external engines
-        from ..engines.players import external_player
-
-        return external_player(spec, game, seed)
     kind, sep, sims = spec.partition(":")
-    if not sep or kind not in ("mcts", "mcts-solver"):
-        return None
-    if not (sims.isdigit() and int(sims) > 0):
-        raise UsageError(f"bad player '{spec}': {kind}:SIMS needs a positive whole number of simulations")
-    return MCTSPlayer(game, int(sims), solve=(kind == "mcts-solver"), seed=seed)
+    if sep and kind in ("mcts", "mcts-solver"):
+        if not (sims.isdigit() and int(sims) > 0):
+            raise UsageError(f"bad player '{spec}': {kind}:SIMS needs a positive whole number of simulations")
+        return MCTSPlayer(game, int(sims), solve=(kind == "mcts-solver"), seed=seed)
+    for loader in _loaders(reference=True):
+        player = loader(spec, game, seed)
+        if player is not None:
+            return player
+    return None
 
 
 Loader = Callable[[str, object, int], "Player | None"]
 _LOADERS: list[Loader] = []
-_DISCOVERED = False
+_REFERENCE_LOADERS: list[Loader] = []
+_DISCOVERED = False  # the run loaders were imported
+_REFERENCE_DISCOVERED = False
 
 
-def register_player_loader(fn: Loader) -> None:
-    """Add `fn(spec, game, seed) -> Player | None`, tried after the reference players."""
-    if fn not in _LOADERS:  # registering twice is harmless
-        _LOADERS.append(fn)
+def register_player_loader(fn: Loader, reference: bool = False) -> None:
+    """Add `fn(spec, game, seed) -> Player | None`, tried after the reference players
+    (`reference=True`: a player that needs no run, which `reference_player` offers too)."""
+    loaders = _REFERENCE_LOADERS if reference else _LOADERS
+    if fn not in loaders:  # registering twice is harmless
+        loaders.append(fn)
 
 
-def _discover_loaders() -> None:
-    """Import the loaders `polyzero.plugins` names and those of installed packages'
-    entry points, once, on the first spec that is not a reference player."""
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    import importlib
-    from importlib.metadata import entry_points
+def _loaders(reference: bool) -> list[Loader]:
+    """The loaders `polyzero.plugins` names (and, for runs, those of installed packages'
+    entry points), each imported once, on the first spec that needs them."""
+    global _DISCOVERED, _REFERENCE_DISCOVERED
+    if not (_REFERENCE_DISCOVERED if reference else _DISCOVERED):
+        import importlib
 
-    from ..plugins import ENTRY_POINT_GROUP, PLAYER_LOADERS
+        from ..plugins import ENTRY_POINT_GROUP, PLAYER_LOADERS, REFERENCE_PLAYER_LOADERS
 
-    for target in PLAYER_LOADERS:
-        module, _, name = target.partition(":")
-        register_player_loader(getattr(importlib.import_module(module), name))
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        register_player_loader(ep.load())
-    _DISCOVERED = True
+        for target in REFERENCE_PLAYER_LOADERS if reference else PLAYER_LOADERS:
+            module, _, name = target.partition(":")
+            register_player_loader(getattr(importlib.import_module(module), name), reference)
+        if not reference:
+            from importlib.metadata import entry_points
+
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                register_player_loader(ep.load())
+        if reference:
+            _REFERENCE_DISCOVERED = True
+        else:
+            _DISCOVERED = True
+    return _REFERENCE_LOADERS if reference else _LOADERS
 
 
 def make_player(spec: str, game, seed: int = 0) -> Player:
@@ -166,8 +171,7 @@ def make_player(spec: str, game, seed: int = 0) -> Player:
     player = reference_player(spec, game, seed)
     if player is not None:
         return player
-    _discover_loaders()
-    for loader in _LOADERS:
+    for loader in _loaders(reference=False):
         player = loader(spec, game, seed)
         if player is not None:
             return player
