@@ -5,7 +5,7 @@ game's search on an engine's clock (:meth:`SearchPlayer.search`)."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

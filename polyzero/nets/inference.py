@@ -11,7 +11,6 @@ from torch import nn
 
 from .compiled import CompiledCall
 
-
 # The thread count this process chose (set_threads), None until one did.
 _chosen_threads: int | None = None
 

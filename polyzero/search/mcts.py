@@ -17,8 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from .gumbel import gumbel_search
-from .loop import (Expansion, RootActionFn, SearchHooks, SearchModel, SearchResult, finish,
-                   selection_scores, simulate, start_tree)
+from .loop import (
+    Expansion,
+    RootActionFn,
+    SearchHooks,
+    SearchModel,
+    SearchResult,
+    finish,
+    selection_scores,
+    simulate,
+    start_tree,
+)
 from .params import SearchParams
 
 
