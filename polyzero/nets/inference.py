@@ -24,7 +24,7 @@ def set_threads(threads: int) -> None:
     global _chosen_threads
     _chosen_threads = threads
     if threads:
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         torch.set_num_threads(threads)
 
 

@@ -14,6 +14,8 @@ other).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .gumbel import gumbel_search
@@ -41,7 +43,8 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
     return finish(tree, prior, calls)
 
 
-KINDS = {"puct": run_search, "gumbel": gumbel_search, "full_gumbel": gumbel_search}
+KINDS: dict[str, Callable[..., SearchResult]] = {"puct": run_search, "gumbel": gumbel_search,
+                                                 "full_gumbel": gumbel_search}
 
 
 def search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
