@@ -36,7 +36,7 @@ POLYZERO_SETS = ["threads=1", "eval.every=0", "train.steps=100000000", "train.ch
 
 # ----------------------------------------------------------------------------- records
 def utcnow() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -54,8 +54,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (ONE_THREAD, PY, RESULTS, ROOT, probe_median_ms, record_probe,  # noqa: E402
-                    run_phases, taskset, train_segments, utcnow, write_json_atomic)
+from common import (  # noqa: E402
+    ONE_THREAD,
+    PY,
+    RESULTS,
+    ROOT,
+    probe_median_ms,
+    record_probe,
+    run_phases,
+    taskset,
+    train_segments,
+    utcnow,
+    write_json_atomic,
+)
 from connect_four_results import AGENT_SIMS, LEVELS, checkpoints, phase_report  # noqa: E402
 
 NAME = "connect_four_alphazero"
@@ -184,6 +195,7 @@ def _task_file(work: Path, task) -> Path:
 def eval_worker(args, work: Path) -> None:
     """Claims chunks (an O_EXCL claim file) and plays them; stops at --deadline."""
     import pyspiel
+
     from polyzero.eval import make_player, play_match
 
     game = pyspiel.load_game("connect_four")
@@ -224,7 +236,7 @@ def parse_deadline(s: str | None) -> float | None:
     """'HH:MM' UTC, the next such time (past midnight when it is earlier than now), or None."""
     if not s:
         return None
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     h, m = map(int, s.split(":"))
     at = now.replace(hour=h, minute=m, second=0, microsecond=0)
     return (at + dt.timedelta(days=1) if at < now else at).timestamp()

@@ -102,8 +102,8 @@ def play_chunk(task: dict) -> dict:
     """One cached chunk of games (runs in a worker process)."""
     sys.path.insert(0, str(ROOT))
     from polyzero.eval import make_player, play_match
-    from polyzero.nets.inference import set_threads
     from polyzero.games import load_game
+    from polyzero.nets.inference import set_threads
     from polyzero.train.agents import load_search_player
 
     set_threads(1)  # torch's and numba's (numba's parallel kernels would reset torch's to every core)
@@ -232,7 +232,8 @@ def markdown(s: dict) -> str:
     for opp, why in s["missing_opponents"].items():
         lines.append(f"- not played: {opp} ({why})")
     lines += ["", "## Mean over seeds (t 95% interval)", "",
-              "| algorithm | board | mark (min) | opponent | seeds | mean score [95% CI] |", "|---|---|---|---|---|---|"]
+              "| algorithm | board | mark (min) | opponent | seeds | mean score [95% CI] |",
+              "|---|---|---|---|---|---|"]
     for p in s["pooled"]:
         ci = "" if math.isnan(p["t95"][0]) else f" [{p['t95'][0]:.3f}, {p['t95'][1]:.3f}]"
         lines.append(f"| {p['algo']} | {p['size']}x{p['size']} | {p['mark_min']:g} | {p['opponent']} | "

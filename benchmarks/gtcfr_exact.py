@@ -104,7 +104,8 @@ def main(argv=None) -> int:
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})"
     command = "python benchmarks/gtcfr_exact.py " + " ".join(argv if argv is not None else sys.argv[1:])
     result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
-              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine, "command": command, "mbb_per_hand": rows,
+              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine,
+              "command": command, "mbb_per_hand": rows,
               "tree_sizes": sizes, "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))

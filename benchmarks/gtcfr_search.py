@@ -6,9 +6,13 @@ IS-MCTS, seats swapped, with its 95% interval.
 
     python benchmarks/gtcfr_search.py all --game kuhn_poker --sims 10 30 100 --c 1 0.5 --seeds 10
     python benchmarks/gtcfr_search.py all --game leduc_poker --sims 10 30 100 --c 1 0.5 --seeds 3
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)" --sims 10 --c 1 --ismcts --seeds 1
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims 10 30 --c 1 0.5 --ismcts --seeds 3
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims --ismcts 100 --seeds 2
+    python benchmarks/gtcfr_search.py eval \\
+        --game "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)" --sims 10 --c 1 --ismcts --seeds 1
+    python benchmarks/gtcfr_search.py eval \\
+        --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" \\
+        --sims 10 30 --c 1 0.5 --ismcts --seeds 3
+    python benchmarks/gtcfr_search.py eval \\
+        --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims --ismcts 100 --seeds 2
 
 The spec's glasses game (5 rounds, reveal after round 3) is a forced win for the
 detectives (docs/scotland_yard.md): a detective search that finds the capture is

@@ -40,8 +40,20 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (ONE_THREAD, POLYZERO_SETS, RESULTS, ROOT, cached, git_commit, keep_mark,  # noqa: E402
-                    machine_line, read_jsonl, run_phases, taskset, train_segments)
+from common import (  # noqa: E402
+    ONE_THREAD,
+    POLYZERO_SETS,
+    RESULTS,
+    ROOT,
+    cached,
+    git_commit,
+    keep_mark,
+    machine_line,
+    read_jsonl,
+    run_phases,
+    taskset,
+    train_segments,
+)
 
 LEVELS = ("1x", "10x")
 
@@ -215,7 +227,7 @@ def phase_eval(args, work: Path) -> None:
             "--seed", str(args.seed), "--cores", str(args.cores), "--work", str(work)]
     procs = [subprocess.Popen(taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
              for i in range(args.cores)]
-    if any([p.wait() != 0 for p in procs]):  # a list: wait for every process
+    if any([p.wait() != 0 for p in procs]):  # noqa: C419 - a list: wait for every process
         raise SystemExit("an evaluation process failed (see above)")
 
 
@@ -223,12 +235,12 @@ def _score(recs: list[dict]) -> dict | None:
     from polyzero.eval import wilson_interval
 
     recs = [r for r in recs if r]
-    w, d, l = (sum(r[k] for r in recs) for k in ("wins", "draws", "losses"))
-    if w + d + l == 0:
+    w, d, lost = (sum(r[k] for r in recs) for k in ("wins", "draws", "losses"))
+    if w + d + lost == 0:
         return None
-    s = (w + 0.5 * d) / (w + d + l)
-    lo, hi = wilson_interval(s, w + d + l)
-    return {"score": round(s, 4), "ci95": [round(lo, 4), round(hi, 4)], "games": w + d + l}
+    s = (w + 0.5 * d) / (w + d + lost)
+    lo, hi = wilson_interval(s, w + d + lost)
+    return {"score": round(s, 4), "ci95": [round(lo, 4), round(hi, 4)], "games": w + d + lost}
 
 
 def _pooled(args, ledger: Path, pairs: dict) -> tuple[dict, dict, dict]:
@@ -332,7 +344,8 @@ def plot(result: dict, path: Path) -> None:
                     yerr=[[p["score"] - p["ci95"][0] for p in pts], [p["ci95"][1] - p["score"] for p in pts]], **kw)
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
-    colors = dict(zip(sorted({int(k.split("-n")[1]) for k in result["curves"]}), ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")))
+    colors = dict(zip(sorted({int(k.split("-n")[1]) for k in result["curves"]}),
+                      ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")))
     for ax, level in zip(axes, LEVELS):
         for key, pts in result["curves"].items():
             search, n = key.split("-n")

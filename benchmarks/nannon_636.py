@@ -44,7 +44,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, ROOT, cached, git_commit, run_phases, train_in_chunks  # noqa: E402
-
 from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
 
 METHODS = ("ndmz", "alphazero", "td")

@@ -157,8 +157,8 @@ def read_marks(run_dir) -> list[dict]:
 
 def load_model(run_dir: str | Path, checkpoint: str):
     """OpenSpiel's model class, restored from `run_dir/checkpoint`."""
-    from open_spiel.python.algorithms.alpha_zero import utils
     import pyspiel
+    from open_spiel.python.algorithms.alpha_zero import utils
 
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
     game = pyspiel.load_game(cfg["game"])
@@ -200,9 +200,9 @@ class OpenSpielAZPlayer:
     AlphaZeroEvaluator, `simulations` per move, no Dirichlet noise, most-visited move."""
 
     def __init__(self, run_dir, checkpoint: str, game, simulations: int = 100, jit: bool = True):
+        import numpy as np
         from open_spiel.python.algorithms import mcts
         from open_spiel.python.algorithms.alpha_zero import evaluator as evaluator_lib
-        import numpy as np
 
         self._mcts, self._np = mcts, np
         self.model, cfg = load_model(run_dir, checkpoint)

@@ -51,13 +51,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import search_throughput_alone  # noqa: E402
 import tinynet  # noqa: E402
 from common import machine_info, summarize, time_interleaved, write_results  # noqa: E402
-
-from search_throughput_gumbel import gumbel_section, render_gumbel_markdown  # noqa: E402
-from search_throughput_jobs import (MUZERO_PARAMS, SEED, PolyzeroMuZero, batch_inputs,  # noqa: E402
-                                    depth_from_parents, make_mctx, net_alone_fn)
-
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search.params import SearchParams  # noqa: E402
+from search_throughput_gumbel import gumbel_section, render_gumbel_markdown  # noqa: E402
+from search_throughput_jobs import (  # noqa: E402
+    MUZERO_PARAMS,
+    SEED,
+    PolyzeroMuZero,
+    batch_inputs,
+    depth_from_parents,
+    make_mctx,
+    net_alone_fn,
+)
+
 DEFAULT_OUT = "benchmarks/results/search_throughput.json"
 
 
@@ -349,7 +355,8 @@ def render_markdown(results) -> str:
     mach = m["machine"]
     lines = ["# Search throughput: polyzero vs mctx, interleaved in one process", "",
              f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
-             f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)}; JAX on {', '.join(m.get('jax_devices', ['-']))}",
+             f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)}; "
+             f"JAX on {', '.join(m.get('jax_devices', ['-']))}",
              f"- command: `{m['command']}`",
              f"- seed {m['seed']}; python {mach['python']}, torch {m['torch']}, numpy {m['numpy']}, "
              f"numba {m.get('numba')}, jax {m.get('jax', '-')}, jaxlib {m.get('jaxlib', '-')}, "

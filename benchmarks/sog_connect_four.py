@@ -24,8 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (RESULTS, ROOT, cached, git_commit, machine_line, run_jobs, run_phases,  # noqa: E402
-                    write_json_atomic)
+from common import RESULTS, ROOT, cached, git_commit, machine_line, run_jobs, run_phases, write_json_atomic  # noqa: E402
 from sog_leduc import checkpoints, chosen, phase_train  # noqa: E402
 
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
@@ -139,7 +138,8 @@ def phase_report(args, work: Path) -> dict:
               "targets": target}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
-    lines = ["# Benchmark `sog_connect_four`" + (f" ({args.out})" if args.out != "sog_connect_four" else ""), "", f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+    lines = ["# Benchmark `sog_connect_four`" + (f" ({args.out})" if args.out != "sog_connect_four" else ""), "",
+             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
              "", "The agent is SoG(100, 1) with the network at that step; `minutes` = training time of the checkpoint; "
              "the AlphaZero opponent is the `connect_four_alphazero` benchmark's polyzero checkpoint nearest "
              "the same training wall clock, searching 100 simulations.", "",

@@ -35,9 +35,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (RESULTS, ROOT, cached, git_commit, machine_line, run_jobs, run_phases,  # noqa: E402
-                    train_in_chunks, write_json_atomic)
-
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    cached,
+    git_commit,
+    machine_line,
+    run_jobs,
+    run_phases,
+    train_in_chunks,
+    write_json_atomic,
+)
 from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
 
 

@@ -30,11 +30,19 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (RESULTS, ROOT, git_commit, machine_line, run_jobs, run_phases, train_in_chunks,  # noqa: E402
-                    write_json_atomic, write_markdown)
-from sog_leduc import checkpoints, seed_value, sog_trainer  # noqa: E402
-
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    git_commit,
+    machine_line,
+    run_jobs,
+    run_phases,
+    train_in_chunks,
+    write_json_atomic,
+    write_markdown,
+)
 from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
+from sog_leduc import checkpoints, seed_value, sog_trainer  # noqa: E402
 
 
 def _seed_work(args, seed: int) -> Path:

@@ -79,8 +79,8 @@ def main() -> None:
     classes = {"PublicTreeCFR (anchor)": PublicTreeCFR, "PerfectInfoCFR": PerfectInfoCFR}
     rows = []
     for sims in args.sims:
-        seconds = {name: 0.0 for name in classes}
-        searches = {name: 0 for name in classes}
+        seconds = dict.fromkeys(classes, 0.0)
+        searches = dict.fromkeys(classes, 0)
         diff = 0.0
         for k, state in enumerate(states):
             policies = {}

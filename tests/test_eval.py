@@ -6,9 +6,22 @@ import pyspiel
 import pytest
 
 from polyzero.errors import UsageError
-from polyzero.eval import (LADDER_MULTIPLIERS, MatchResult, MCTSPlayer, RandomPlayer, ladder_specs,
-                           make_player, play_in_terminal, play_match, play_single_agent, plot_run,
-                           plot_runs, reference_player, register_player_loader, wilson_interval)
+from polyzero.eval import (
+    LADDER_MULTIPLIERS,
+    MatchResult,
+    MCTSPlayer,
+    RandomPlayer,
+    ladder_specs,
+    make_player,
+    play_in_terminal,
+    play_match,
+    play_single_agent,
+    plot_run,
+    plot_runs,
+    reference_player,
+    register_player_loader,
+    wilson_interval,
+)
 from polyzero.eval import players as players_mod
 
 

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import score_against_untrained
 from polyzero.config import build_config
 from polyzero.nets.inference import Evaluator
 from polyzero.search.policy import masked_softmax
 from polyzero.train.checkpoint import latest_checkpoint, read_learner
 from polyzero.train.driver import Interrupted, RunDirectory, Trainer
-
-from conftest import score_against_untrained
 from ttt_solver import optimal_actions, solved_positions
+
 
 def test_trained_agent_beats_untrained_at_equal_search(trained):
     trainer, untrained = trained

@@ -11,7 +11,6 @@ from torch import nn
 
 from .compiled import CompiledCall
 
-
 # The thread count this process chose (set_threads), None until one did.
 _chosen_threads: int | None = None
 
@@ -25,7 +24,7 @@ def set_threads(threads: int) -> None:
     global _chosen_threads
     _chosen_threads = threads
     if threads:
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         torch.set_num_threads(threads)
 
 

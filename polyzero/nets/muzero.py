@@ -30,9 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from .alphazero import NetSpec
 from .compiled import CompiledCall
 from .support import support_to_scalar
-from .alphazero import NetSpec
 from .towers import MLPTower, ResidualBlock
 from .value_prefix import ValuePrefixHead, ValuePrefixStep, pack_root
 

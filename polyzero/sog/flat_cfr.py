@@ -130,7 +130,7 @@ class FlatCFR:
     def _walk_up(self, policy: np.ndarray, best_response: int | None = None) -> None:
         values = self.values
         values[:] = self._returns
-        for worlds, up, decision, rows, cols, _, prob, uniq, inverse, above in reversed(self._levels):
+        for worlds, _up, decision, rows, cols, _, prob, uniq, inverse, above in reversed(self._levels):
             if best_response is not None:
                 self._best_respond(policy, above, best_response)
             weight = prob.copy()
