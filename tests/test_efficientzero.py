@@ -77,6 +77,28 @@ def test_search_edge_rewards_are_the_prefix_increments_with_the_lstm_reset_every
     assert not np.allclose(reward, 0.0)  # an untrained head: the comparison above meant something
 
 
+def test_every_inference_backend_steps_the_value_prefix_as_eager_pytorch():
+    from polyzero.nets.compiled import onnxruntime_available
+    from polyzero.nets.muzero import MuZeroInference
+
+    torch.manual_seed(0)
+    _, algo = _cartpole_algo("muzero.value_prefix=true", "muzero.value_prefix_horizon=2")
+    net = algo.build_network()
+    obs = np.random.default_rng(0).random((3, *algo.encoder.shape)).astype(np.float32)
+    paths = ["eager", "script"] + (["onnx"] if onnxruntime_available() else [])
+    outputs = {}
+    for path in paths:
+        evaluate = MuZeroInference(net, "cpu", path)
+        row, _, _ = evaluate.initial(obs)
+        rewards = []
+        for a in ([0, 1, 0], [1, 1, 0], [0, 0, 1]):  # across a reset (H = 2)
+            reward, _, _, row = evaluate.recurrent(row, np.array(a))
+            rewards.append(reward)
+        outputs[path] = np.concatenate([np.ravel(rewards), row.ravel()])
+    for path in paths[1:]:  # ONNX Runtime's kernels differ from PyTorch's by ~1e-4 after h^-1
+        assert np.allclose(outputs[path], outputs["eager"], atol=1e-3), path
+
+
 def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_games():
     from polyzero.algos import make_algorithm
     from polyzero.games import load_game
