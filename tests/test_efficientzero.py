@@ -99,7 +99,7 @@ def test_every_inference_backend_steps_the_value_prefix_as_eager_pytorch():
         assert np.allclose(outputs[path], outputs["eager"], atol=1e-3), path
 
 
-def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_games():
+def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_games(tmp_path):
     from polyzero.algos import make_algorithm
     from polyzero.games import load_game
 
@@ -113,6 +113,11 @@ def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_g
     first, last = _train_steps(algo, net, _batch(algo))
     print("value prefix: first", first, "last", last)
     assert last["reward"] < 0.5 * first["reward"] and last["total"] < 0.7 * first["total"]
+    from polyzero.export import export_network
+
+    with pytest.raises(UsageError, match="value-prefix"):
+        export_network("muzero", net, algo.encoder.shape, "onnx", tmp_path / "model.onnx", {})
+    assert not list(tmp_path.iterdir())  # no graph half-described
     ttt = build_config("tic_tac_toe", "muzero", overrides=["muzero.value_prefix=true"])
     with pytest.raises(UsageError, match="intermediate rewards"):
         make_algorithm(ttt, load_game("tic_tac_toe"))
