@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -132,6 +134,8 @@ def report(args, work: Path) -> None:
            "command": f"python benchmarks/efficientzero_cartpole.py all --seeds {','.join(map(str, args.seeds))} "
                       f"--steps {args.steps} --eval-every {args.eval_every} --eval-games {args.eval_games} "
                       f"--jobs {args.jobs}",
+           "machine": f"{os.cpu_count()}-core {platform.machine()} CPU, one torch thread per run, {args.jobs} runs "
+                      f"at once; load average {os.getloadavg()[1]:.1f} over the 5 minutes before the report",
            "settings": {"steps": args.steps, "eval_every": args.eval_every, "eval_games": args.eval_games,
                         "positions_per_step": 200}, "arms": arms}
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -151,7 +155,7 @@ def _markdown(out: dict) -> str:
     arms = out["arms"]
     steps = sorted({row["step"] for a in arms.values() for row in a["curve"]})
     head = "| arm | " + " | ".join(f"step {s}" for s in steps) + " | AUC, 95% interval | vs control | training s |"
-    lines = [f"# efficientzero_cartpole ({out['date']})", "", f"`{out['command']}`", "",
+    lines = [f"# efficientzero_cartpole ({out['date']})", "", f"`{out['command']}`", "", f"Machine: {out['machine']}.", "",
              "Mean evaluation return (CartPole-v1, cap 500) over the seeds at each evaluation step "
              f"({out['settings']['eval_games']} episodes each; {out['settings']['positions_per_step']} new "
              "positions per learning step); each seed's value in brackets. A smoke-level measurement.", "",
