@@ -128,7 +128,7 @@ def _batch(algo, n=12, **segment):
     rng = np.random.default_rng(0)
     replay = algo.make_replay()
     steps = 40
-    seg = _segment(steps, num_actions=2, rewards=np.ones(steps), values=np.linspace(20, 1, steps), **segment)
+    seg = _segment(steps, num_actions=algo.num_actions, rewards=np.ones(steps), values=np.linspace(20, 1, steps), **segment)
     seg["obs"] = rng.random((steps, *algo.encoder.shape)).astype(np.float32)
     replay.add(seg)
     batch = replay.sample(n, rng)
