@@ -17,13 +17,18 @@ Phases:
   train   every (arm, seed) not finished yet under WORK, `--jobs` processes at once
           (one torch thread each); an unfinished run directory is started over.
   report  benchmarks/results/OUT.{json,md} (--out): the mean evaluation return at each
-          evaluation step per arm, over the seeds, with each seed's value.
+          evaluation step per arm, over the seeds, with each seed's value; per seed the
+          area under the return curve over learning steps, normalised (the mean return
+          over training, Go-Exploit's AUC, polyzero.eval.auc), its mean over the seeds
+          with a 95% t interval, and Welch's one-sided p of each switch above its control.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -31,6 +36,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
+
+from polyzero.eval.auc import learning_curve_auc, welch_one_sided
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -42,6 +50,7 @@ ARMS = {
     "reanalyse_value": REANALYSE_VALUE,
     "off_policy": REANALYSE_VALUE + ["muzero.off_policy_correction=true"],
 }
+CONTROL = {"value_prefix": "plain", "off_policy": "reanalyse_value"}  # each switch against its control
 
 
 def _log(msg: str) -> None:
@@ -112,13 +121,21 @@ def report(args, work: Path) -> None:
             env = [p["env_steps"] for c in seeds.values() for p in c["points"] if p["step"] == step]
             table.append({"step": step, "env_steps_mean": float(np.mean(env)), "mean": float(np.mean(list(values.values()))),
                           "per_seed": {str(s): v for s, v in values.items()}})
+        auc = [learning_curve_auc([p["step"] for p in c["points"]], [p["return"] for p in c["points"]],
+                                  total_steps=args.steps, normalise=True) for c in seeds.values()]
         arms[arm] = {"overrides": ARMS[arm], "seeds": sorted(seeds), "curve": table,
-                     "mean_over_evaluations": float(np.mean([row["mean"] for row in table])),
+                     "auc_per_seed": auc, "auc": _mean_interval(auc),
                      "train_seconds_mean": float(np.mean([c["train_seconds"] for c in seeds.values()]))}
+    for arm, control in CONTROL.items():
+        if arm in arms and control in arms and min(len(arms[arm]["seeds"]), len(arms[control]["seeds"])) > 1:
+            _, p_value = welch_one_sided(arms[arm]["auc_per_seed"], arms[control]["auc_per_seed"])
+            arms[arm]["against_control"] = {"control": control, "welch_one_sided_p": p_value}
     out = {"benchmark": "efficientzero_cartpole", "date": time.strftime("%Y-%m-%d"),
            "command": f"python benchmarks/efficientzero_cartpole.py all --seeds {','.join(map(str, args.seeds))} "
                       f"--steps {args.steps} --eval-every {args.eval_every} --eval-games {args.eval_games} "
                       f"--jobs {args.jobs}",
+           "machine": f"{os.cpu_count()}-core {platform.machine()} CPU, one torch thread per run, {args.jobs} runs "
+                      f"at once; load average {os.getloadavg()[1]:.1f} over the 5 minutes before the report",
            "settings": {"steps": args.steps, "eval_every": args.eval_every, "eval_games": args.eval_games,
                         "positions_per_step": 200}, "arms": arms}
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -127,22 +144,34 @@ def report(args, work: Path) -> None:
     _log(f"wrote {RESULTS / args.out}.json and .md")
 
 
+def _mean_interval(values) -> dict:
+    """The mean of `values` with a 95% Student t interval (none for one value)."""
+    x = np.asarray(values, np.float64)
+    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+    return {"mean": float(x.mean()), "low": float(x.mean() - half), "high": float(x.mean() + half)}
+
+
 def _markdown(out: dict) -> str:
     arms = out["arms"]
     steps = sorted({row["step"] for a in arms.values() for row in a["curve"]})
-    head = "| arm | " + " | ".join(f"step {s}" for s in steps) + " | mean over evaluations | training s |"
-    lines = [f"# efficientzero_cartpole ({out['date']})", "", f"`{out['command']}`", "",
+    head = "| arm | " + " | ".join(f"step {s}" for s in steps) + " | AUC, 95% interval | vs control | training s |"
+    lines = [f"# efficientzero_cartpole ({out['date']})", "", f"`{out['command']}`", "", f"Machine: {out['machine']}.", "",
              "Mean evaluation return (CartPole-v1, cap 500) over the seeds at each evaluation step "
              f"({out['settings']['eval_games']} episodes each; {out['settings']['positions_per_step']} new "
              "positions per learning step); each seed's value in brackets. A smoke-level measurement.", "",
-             head, "|" + "---|" * (len(steps) + 3)]
+             "AUC: the mean return over the run's learning steps (the curve interpolated between "
+             "evaluations), per seed, then its mean over the seeds with a 95% t interval; vs control: "
+             "Welch's one-sided p of the switch's AUC above its control's.", "",
+             head, "|" + "---|" * (len(steps) + 4)]
     for name, a in arms.items():
         cells = []
         for s in steps:
             row = next((r for r in a["curve"] if r["step"] == s), None)
             cells.append("" if row is None else f"{row['mean']:.1f} ({', '.join(f'{v:.0f}' for v in row['per_seed'].values())})")
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {a['mean_over_evaluations']:.1f} | "
-                     f"{a['train_seconds_mean']:.0f} |")
+        auc, vs = a["auc"], a.get("against_control")
+        versus = f"p = {vs['welch_one_sided_p']:.2f} vs {vs['control']}" if vs else ""
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {auc['mean']:.1f} [{auc['low']:.1f}, {auc['high']:.1f}] | "
+                     f"{versus} | {a['train_seconds_mean']:.0f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -77,7 +77,29 @@ def test_search_edge_rewards_are_the_prefix_increments_with_the_lstm_reset_every
     assert not np.allclose(reward, 0.0)  # an untrained head: the comparison above meant something
 
 
-def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_games():
+def test_every_inference_backend_steps_the_value_prefix_as_eager_pytorch():
+    from polyzero.nets.compiled import onnxruntime_available
+    from polyzero.nets.muzero import MuZeroInference
+
+    torch.manual_seed(0)
+    _, algo = _cartpole_algo("muzero.value_prefix=true", "muzero.value_prefix_horizon=2")
+    net = algo.build_network()
+    obs = np.random.default_rng(0).random((3, *algo.encoder.shape)).astype(np.float32)
+    paths = ["eager", "script"] + (["onnx"] if onnxruntime_available() else [])
+    outputs = {}
+    for path in paths:
+        evaluate = MuZeroInference(net, "cpu", path)
+        row, _, _ = evaluate.initial(obs)
+        rewards = []
+        for a in ([0, 1, 0], [1, 1, 0], [0, 0, 1]):  # across a reset (H = 2)
+            reward, _, _, row = evaluate.recurrent(row, np.array(a))
+            rewards.append(reward)
+        outputs[path] = np.concatenate([np.ravel(rewards), row.ravel()])
+    for path in paths[1:]:  # ONNX Runtime's kernels differ from PyTorch's by ~1e-4 after h^-1
+        assert np.allclose(outputs[path], outputs["eager"], atol=1e-3), path
+
+
+def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_games(tmp_path):
     from polyzero.algos import make_algorithm
     from polyzero.games import load_game
 
@@ -91,6 +113,11 @@ def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_g
     first, last = _train_steps(algo, net, _batch(algo))
     print("value prefix: first", first, "last", last)
     assert last["reward"] < 0.5 * first["reward"] and last["total"] < 0.7 * first["total"]
+    from polyzero.export import export_network
+
+    with pytest.raises(UsageError, match="value-prefix"):
+        export_network("muzero", net, algo.encoder.shape, "onnx", tmp_path / "model.onnx", {})
+    assert not list(tmp_path.iterdir())  # no graph half-described
     ttt = build_config("tic_tac_toe", "muzero", overrides=["muzero.value_prefix=true"])
     with pytest.raises(UsageError, match="intermediate rewards"):
         make_algorithm(ttt, load_game("tic_tac_toe"))
@@ -101,7 +128,7 @@ def _batch(algo, n=12, **segment):
     rng = np.random.default_rng(0)
     replay = algo.make_replay()
     steps = 40
-    seg = _segment(steps, num_actions=2, rewards=np.ones(steps), values=np.linspace(20, 1, steps), **segment)
+    seg = _segment(steps, num_actions=algo.num_actions, rewards=np.ones(steps), values=np.linspace(20, 1, steps), **segment)
     seg["obs"] = rng.random((steps, *algo.encoder.shape)).astype(np.float32)
     replay.add(seg)
     batch = replay.sample(n, rng)
