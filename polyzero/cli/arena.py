@@ -37,6 +37,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..eval import make_player, play_match
     from ..games import load_game
+    from ..games.capabilities import check_match_game
     from ..train.agents import checkpoint_game
 
     if args.games < 1:
@@ -45,8 +46,7 @@ def run(args) -> int:
     if game_spec is None:
         raise UsageError("arena needs --game GAME when neither player is a run directory")
     game = load_game(game_spec)
-    if game.num_players() != 2:
-        raise UsageError(f"arena plays two-player games; '{game_spec}' has {game.num_players()} players")
+    check_match_game(game, "arena")
     a = make_player(args.player_a, game, seed=args.seed)
     b = make_player(args.player_b, game, seed=args.seed + 1)
     record = None
