@@ -26,7 +26,11 @@ def sample_action(rng: np.random.Generator, probs: dict[int, float]) -> int:
 
 
 class CFRPlayer:
-    """OpenSpiel's `CFRPlusSolver` run for ITERS iterations; plays its average policy."""
+    """OpenSpiel's `CFRPlusSolver` run for ITERS iterations; plays its average policy.
+    The policy does not depend on the seed (`deterministic_policy`: solved once)."""
+
+    reads_hidden_state = False  # a policy over information states
+    deterministic_policy = True
 
     def __init__(self, game: pyspiel.Game, iterations: int, seed: int = 0):
         from open_spiel.python.algorithms import cfr
@@ -54,6 +58,8 @@ class ISMCTSPlayer:
     whose C++ bot crashes on them in this build, with worlds resampled from the
     public state's worlds in the information state, weighted by chance reach).
     `policy(state)` is the final policy of one search (normalised visit counts)."""
+
+    reads_hidden_state = False  # worlds resampled from the information state
 
     def __init__(self, game: pyspiel.Game, simulations: int, uct_c: float = 2.0, seed: int = 0):
         self.game = game

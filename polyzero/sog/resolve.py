@@ -209,6 +209,8 @@ class SoGPlayer:
     policy at the state's information state (`settings.final = "argmax"`: takes its
     most probable action)."""
 
+    reads_hidden_state = False  # re-solves the public state from the information state
+
     def __init__(self, game: pyspiel.Game, settings: SoGSettings, value_fn: ValueFunction | None = None,
                  seed: int = 0, name: str | None = None):
         self.game = game
