@@ -77,6 +77,8 @@ def _train(args) -> int:
         raise UsageError("--workers must be 0 (in-process) or a positive number of Ray actors")
     if args.ray_address and not args.workers:
         raise UsageError("--ray-address needs --workers N")
+    if args.resume:
+        check_output_dir(args.resume, "--resume")  # before anything reads the directory
     _apply_preset(args)
     driver = {}
     if args.workers:  # the learner runs as a supervised Ray actor, self-play on N more
@@ -97,7 +99,6 @@ def _train(args) -> int:
             overrides.append(f'device="{args.device}"')
         if args.seed is not None:  # refused unless it is the run's own (polyzero.train.resume)
             overrides.append(f"seed={args.seed}")
-        check_output_dir(args.resume, "--resume")
         trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
         check_fits_machine(trainer.cfg, load_game(trainer.cfg.game))  # --set may have raised a size
     else:
