@@ -141,26 +141,29 @@ def descendants(pid: int) -> dict[int, str]:
     return out
 
 
-def kill_actor(launch: Launch, title: str) -> bool:
-    """SIGKILL one Ray actor process of this run whose title starts with `title`."""
-    for pid, cmd in descendants(launch.proc.pid).items():
-        if cmd.startswith(title):
-            os.kill(pid, signal.SIGKILL)
-            return True
+def kill_actor(launch: Launch, title: str, patience: float = 90.0) -> bool:
+    """SIGKILL one Ray actor process of this run whose title starts with `title`, once
+    there is one (an actor's process takes that title when it has been created)."""
+    deadline = time.time() + patience
+    while time.time() < deadline and launch.proc.poll() is None:
+        for pid, cmd in descendants(launch.proc.pid).items():
+            if cmd.startswith(title):
+                os.kill(pid, signal.SIGKILL)
+                return True
+        time.sleep(0.5)
     return False
 
 
 def ray_losses(launch: Launch, rng: random.Random, index: int) -> dict:
     """Under Ray: a self-play worker killed, and every other launch the learner too."""
     out = {"worker_kills": 0, "learner_kills": 0}
-    time.sleep(rng.uniform(3, 6))
-    if launch.proc.poll() is None and kill_actor(launch, "ray::SelfPlayWorker"):
+    if kill_actor(launch, "ray::SelfPlayWorker"):
         out["worker_kills"] += 1
     if index % 2 == 0:
-        time.sleep(rng.uniform(2, 4))
-        if launch.proc.poll() is None and kill_actor(launch, "ray::LearnerActor"):
+        time.sleep(rng.uniform(1, 3))
+        if kill_actor(launch, "ray::LearnerActor"):
             out["learner_kills"] += 1
-            time.sleep(rng.uniform(8, 15))  # the supervisor starts a new learner
+            time.sleep(rng.uniform(1, 3))
     return out
 
 
@@ -190,17 +193,16 @@ def apply_fault(kind: str, launch: Launch, rng: random.Random) -> bool:
     raise ValueError(kind)
 
 
-def clean_up_after(before: dict[int, str]) -> int:
-    """Ray processes a SIGKILLed supervisor left behind, 3 s on (Ray's fate sharing takes
-    them down): SIGKILLed, and counted."""
+def clean_up_after(before: dict[int, str]) -> list[str]:
+    """Ray processes a SIGKILLed supervisor left behind, 3 s on: SIGKILLed, and named."""
     time.sleep(3)
-    left = 0
+    left = []
     for pid, cmd in before.items():
         try:
             if Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace") != cmd:
                 continue
             os.kill(pid, signal.SIGKILL)
-            left += 1
+            left.append(cmd.split()[0].rsplit("/", 1)[-1])
         except (OSError, ProcessLookupError):
             continue
     return left
@@ -213,7 +215,7 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
     workers = SCENARIOS[name][3]
     res = {"planned": dict.fromkeys(("kill", "ckpt", "pair"), 0), "delivered": dict.fromkeys(("kill", "ckpt", "pair"), 0),
            "pair_outcomes": {"checkpointed": 0, "killed": 0}, "worker_kills": 0, "learner_kills": 0,
-           "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": 0, "failures": []}
+           "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
     for kind in plan:
         res["planned"][kind] += 1
     queue = list(plan)
@@ -314,9 +316,11 @@ def main() -> None:
             print(f"{name}: done earlier", flush=True)
             continue
         rng = random.Random(f"{args.seed}-{name}")
+        # Each kind dealt round-robin from its own first scenario, so a short run spreads them.
         kills = share(args.kills, names, i)
-        in_ckpt = min(kills, share(-(-args.kills // 3), names, i))  # a third of them inside checkpoint writes
-        plan = ["ckpt"] * in_ckpt + ["kill"] * (kills - in_ckpt) + ["pair"] * share(args.pairs, names, i)
+        in_ckpt = min(kills, share(-(-args.kills // 3), names, (i + 2) % len(names)))  # a third in writes
+        plan = ["ckpt"] * in_ckpt + ["kill"] * (kills - in_ckpt) + \
+            ["pair"] * share(args.pairs, names, (i + 4) % len(names))
         rng.shuffle(plan)
         t0 = time.time()
         ref = None if SCENARIOS[name][3] else reference(name, args.work)
@@ -335,7 +339,7 @@ def main() -> None:
 
 def totals(scenarios: dict) -> dict:
     t = {"sigkills_random": 0, "sigkills_in_checkpoint_writes": 0, "pairs": 0, "worker_kills": 0,
-         "learner_kills": 0, "resumes": 0, "resumes_ok": 0, "failures": 0}
+         "learner_kills": 0, "resumes": 0, "resumes_ok": 0, "failures": 0, "ray_processes_left": 0}
     for r in scenarios.values():
         t["sigkills_random"] += r["delivered"]["kill"]
         t["sigkills_in_checkpoint_writes"] += r["delivered"]["ckpt"]
@@ -343,6 +347,7 @@ def totals(scenarios: dict) -> dict:
         for k in ("worker_kills", "learner_kills", "resumes", "resumes_ok"):
             t[k] += r[k]
         t["failures"] += len(r["failures"])
+        t["ray_processes_left"] += len(r["ray_processes_left"])
     t["sigkills"] = t["sigkills_random"] + t["sigkills_in_checkpoint_writes"]
     t["all_finished"] = all(r["finished"] and r["one_record_per_step"] for r in scenarios.values())
     t["all_identical"] = all(r.get("weights_identical", True) and r.get("metrics_identical", True)
@@ -372,6 +377,9 @@ def markdown(results: dict, argv: str) -> str:
                   f"run identical to its uninterrupted twin: {mark(t['all_identical'])}.", ""]
     for name, r in results["scenarios"].items():
         lines += [f"- {name}: {f}" for f in r["failures"]]
+        if r["ray_processes_left"]:
+            lines.append(f"- {name}: Ray processes still alive 3 s after the supervisor's SIGKILL (then "
+                         f"killed by the soak): {', '.join(r['ray_processes_left'])}")
     return "\n".join(lines) + "\n"
 
 

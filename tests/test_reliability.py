@@ -206,6 +206,39 @@ def test_a_signal_at_each_point_of_a_tick_checkpoints_a_consistent_state(tmp_pat
     _assert_finished_like(run, reference[2])
 
 
+SOG = ["train.batch_size=16", "train.minibatches_per_step=2", "train.replay_size=512", "train.checkpoint_every=1",
+       "eval.every=0", "net.width=16", "net.layers=1", "sog.simulations=4", "sog.solve_simulations=4",
+       "sog.episodes_per_step=2", "sog.solves_per_step=2"]
+
+
+def test_student_of_games_checkpoints_an_interrupt_between_learning_steps(tmp_path, monkeypatch):
+    from polyzero.sog.trainer import SoGTrainer
+
+    def sog(name, steps):
+        return SoGTrainer.create(build_config("kuhn_poker", "sog", None, SOG + [f"train.steps={steps}"]),
+                                 tmp_path / name, progress=False)
+
+    straight = sog("straight", 2)
+    straight.run()
+    original, calls = SoGTrainer._add_game, {"n": 0}
+
+    def deliver(self, episode):  # the signal lands between a step's two self-play games
+        calls["n"] += 1
+        if calls["n"] == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(self, episode)
+
+    monkeypatch.setattr(SoGTrainer, "_add_game", deliver)
+    with pytest.raises(Interrupted, match="interrupted at learning step 1; checkpoint written"):
+        sog("split", 2).run()
+    monkeypatch.setattr(SoGTrainer, "_add_game", original)
+    resumed = SoGTrainer.resume(tmp_path / "split", progress=False)
+    assert resumed.step == 1 and resumed.counts["games"] == 2  # the step finished: its games, no half
+    resumed.run()
+    assert resumed.counts == straight.counts
+    assert all(torch.equal(v, resumed.learner.weights()[k]) for k, v in straight.learner.weights().items())
+
+
 # ------------------------------------------------------------------ the lock
 def test_a_second_process_is_refused_and_a_dead_ones_lock_is_taken_over(tmp_path, capsys):
     run = tmp_path / "run"
