@@ -87,3 +87,19 @@ def check_builds(game: pyspiel.Game, spec: str) -> None:
     except (pyspiel.SpielError, RuntimeError, ValueError, IndexError, TypeError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         raise UsageError(f"cannot play game {spec!r}: {msg}") from None
+
+
+def count_histories(game, limit: int) -> int | None:
+    """The number of histories (nodes of the game tree, chance included), or None once
+    it passes `limit`: a size check that stops early instead of enumerating a big game."""
+    count, stack = 0, [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        count += 1
+        if count > limit:
+            return None
+        if state.is_terminal():
+            continue
+        actions = [a for a, _ in state.chance_outcomes()] if state.is_chance_node() else state.legal_actions()
+        stack.extend(state.child(a) for a in actions)
+    return count

@@ -145,7 +145,10 @@ EXACT_LEAF_WORLDS = 100_000  # glasses: 27k; Leduc: 9.5k; connect_four, tic_tac_
 def _solvable(game_string: str) -> bool:
     from polyzero.games import load_game
     from polyzero.games.public_states import PublicTree, PublicTreeTooLarge
+    from polyzero.games.sanity import count_histories
 
+    if count_histories(load_game(game_string), EXACT_LEAF_WORLDS) is None:  # fast: no public tree built
+        return False
     try:
         PublicTree(load_game(game_string), max_worlds=EXACT_LEAF_WORLDS)
     except PublicTreeTooLarge:
