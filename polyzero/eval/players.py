@@ -132,9 +132,9 @@ def reference_player(spec: str, game, seed: int = 0) -> Player | None:
     kind, sep, sims = spec.partition(":")
     if not sep or kind not in ("mcts", "mcts-solver"):
         return None
-    if not (sims.isdigit() and int(sims) > 0):
-        raise UsageError(f"bad player '{spec}': {kind}:SIMS needs a positive whole number of simulations")
-    return MCTSPlayer(game, int(sims), solve=(kind == "mcts-solver"), seed=seed)
+    from ..validation import spec_count
+
+    return MCTSPlayer(game, spec_count(spec, sims, "simulations"), solve=(kind == "mcts-solver"), seed=seed)
 
 
 Loader = Callable[[str, object, int], "Player | None"]

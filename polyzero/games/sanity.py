@@ -8,6 +8,7 @@ subprocesses (docs/input_validation.md), and the rules that cover them.
 
 from __future__ import annotations
 
+import math
 import re
 
 import pyspiel
@@ -42,6 +43,8 @@ def check_parameters(name: str, params: dict, defaults: dict, game_type=None) ->
         ranges[(name, "players")] = (game_type.min_num_players, game_type.max_num_players)
     for key, value in params.items():
         default = defaults.get(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"game {name!r} parameter {key!r} must be a finite number, not {value}")
         if isinstance(value, bool) or not isinstance(value, int) or not isinstance(default, int) \
                 or "seed" in key:
             continue
