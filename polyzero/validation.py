@@ -71,6 +71,19 @@ def count_arg(text: str) -> int:
     return value
 
 
+# The largest simulation or iteration count a player spec takes: OpenSpiel's bots take a
+# C++ int, and at 10 million a single move already runs for hours.
+MAX_SPEC_COUNT = 10_000_000
+
+
+def spec_count(spec: str, text: str, what: str) -> int:
+    """The N of a player spec (`mcts:N`, `cfr:N`, `PATH@N`): a whole number in 1..MAX_SPEC_COUNT."""
+    if not (text.isdigit() and 0 < int(text) <= MAX_SPEC_COUNT):
+        raise UsageError(f"bad player '{spec}': needs a whole number of {what} in 1..{MAX_SPEC_COUNT:,}, "
+                         f"not {text!r}")
+    return int(text)
+
+
 # ---------------------------------------------------------------- memory
 def machine_memory_bytes() -> int:
     """Physical memory, or the cgroup's limit where that is smaller (containers)."""

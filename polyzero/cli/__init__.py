@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import sys
+import warnings
 
 from ..errors import RunStopped, UsageError
 
@@ -63,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # torch warns before refusing a foreign pickle in a checkpoint; the refusal is the one line.
+    warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
     args = _parser().parse_args(argv)
     try:
         return args.run(args)

@@ -123,9 +123,9 @@ def reference_player(spec: str, game, seed: int = 0) -> Player | None:
         return OptimalPlayer(game, seed)
     kind, sep, sims = spec.partition(":")
     if sep and kind in ("mcts", "mcts-solver"):
-        if not (sims.isdigit() and int(sims) > 0):
-            raise UsageError(f"bad player '{spec}': {kind}:SIMS needs a positive whole number of simulations")
-        return MCTSPlayer(game, int(sims), solve=(kind == "mcts-solver"), seed=seed)
+        from ..validation import spec_count
+
+        return MCTSPlayer(game, spec_count(spec, sims, "simulations"), solve=(kind == "mcts-solver"), seed=seed)
     for loader in _loaders(reference=True):
         player = loader(spec, game, seed)
         if player is not None:

@@ -8,6 +8,7 @@ subprocesses (docs/input_validation.md), and the rules that cover them.
 
 from __future__ import annotations
 
+import math
 import re
 
 import pyspiel
@@ -42,6 +43,8 @@ def check_parameters(name: str, params: dict, defaults: dict, game_type=None) ->
         ranges[(name, "players")] = (game_type.min_num_players, game_type.max_num_players)
     for key, value in params.items():
         default = defaults.get(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"game {name!r} parameter {key!r} must be a finite number, not {value}")
         if isinstance(value, bool) or not isinstance(value, int) or not isinstance(default, int) \
                 or "seed" in key:
             continue
@@ -87,3 +90,19 @@ def check_builds(game: pyspiel.Game, spec: str) -> None:
     except (pyspiel.SpielError, RuntimeError, ValueError, IndexError, TypeError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         raise UsageError(f"cannot play game {spec!r}: {msg}") from None
+
+
+def count_histories(game, limit: int) -> int | None:
+    """The number of histories (nodes of the game tree, chance included), or None once
+    it passes `limit`: a size check that stops early instead of enumerating a big game."""
+    count, stack = 0, [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        count += 1
+        if count > limit:
+            return None
+        if state.is_terminal():
+            continue
+        actions = [a for a, _ in state.chance_outcomes()] if state.is_chance_node() else state.legal_actions()
+        stack.extend(state.child(a) for a in actions)
+    return count

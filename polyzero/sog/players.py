@@ -112,12 +112,14 @@ def sog_reference_player(spec: str, game, seed: int = 0):
     """`cfr:ITERS`, `ismcts:SIMS` or `sog:S,C[,...][,net=RUN]`; None for other specs."""
     kind, sep, arg = spec.partition(":")
     if kind in ("cfr", "ismcts"):
-        if not (sep and arg.isdigit() and int(arg) > 0):
-            what = "iterations" if kind == "cfr" else "simulations"
-            raise UsageError(f"bad player '{spec}': {kind}:N needs a positive whole number of {what}")
+        from polyzero.validation import spec_count
+
+        count = spec_count(spec, arg, "iterations" if kind == "cfr" else "simulations")
         if game.num_players() != 2:
             raise UsageError(f"player '{spec}' needs a two-player game")
-        return CFRPlayer(game, int(arg), seed) if kind == "cfr" else ISMCTSPlayer(game, int(arg), seed=seed)
+        if not game.get_type().provides_information_state_string:  # what both key their tables by
+            raise UsageError(f"player '{spec}' needs information states, which {game} does not provide")
+        return CFRPlayer(game, count, seed) if kind == "cfr" else ISMCTSPlayer(game, count, seed=seed)
     if kind == "sog":
         from .resolve import SoGPlayer, parse_sog_spec
 
@@ -145,7 +147,10 @@ EXACT_LEAF_WORLDS = 100_000  # glasses: 27k; Leduc: 9.5k; connect_four, tic_tac_
 def _solvable(game_string: str) -> bool:
     from polyzero.games import load_game
     from polyzero.games.public_states import PublicTree, PublicTreeTooLarge
+    from polyzero.games.sanity import count_histories
 
+    if count_histories(load_game(game_string), EXACT_LEAF_WORLDS) is None:  # fast: no public tree built
+        return False
     try:
         PublicTree(load_game(game_string), max_worlds=EXACT_LEAF_WORLDS)
     except PublicTreeTooLarge:
