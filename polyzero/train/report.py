@@ -7,6 +7,8 @@ the command.
 
 from __future__ import annotations
 
+from ..plugins import own_runtime
+
 
 def final_report(trainer, summary: dict):
     cfg = trainer.cfg
@@ -14,7 +16,8 @@ def final_report(trainer, summary: dict):
     yield (f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
            f"({stats['games']} self-play games, {stats['positions']} positions)")
     if cfg.eval.final_games:
-        yield from _sog_evaluation(trainer) if cfg.algo == "sog" else _evaluation(trainer)
+        runtime = own_runtime(cfg.algo)  # an algorithm with its own runtime reports its own evaluation
+        yield from _evaluation(trainer) if runtime is None else runtime.final_evaluation(trainer)
     yield f"run directory: {trainer.run_dir}  (polyzero plot {trainer.run_dir})"
 
 
@@ -35,23 +38,3 @@ def _evaluation(trainer):
         res = play_match(game, agent, make_player(spec, game, seed=cfg.seed), cfg.eval.final_games, seed=cfg.seed)
         yield (f"  vs {spec:20s} score {res.score:.3f}  95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]  "
                f"(W {res.wins} D {res.draws} L {res.losses})")
-
-
-def _sog_evaluation(trainer):
-    cfg = trainer.cfg
-    sims = cfg.sog.eval_simulations
-    res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
-    if "eval/exploitability/mean" in res:
-        from ..sog.exploitability import unit_scale
-
-        unit = unit_scale(trainer.game)[1]
-        yield (f"final evaluation: exploitability of SoG({sims},1) with the trained network over "
-               f"{cfg.sog.eval_seeds} seeds: min {res['eval/exploitability/min']:.1f}  mean "
-               f"{res['eval/exploitability/mean']:.1f}  max {res['eval/exploitability/max']:.1f} {unit}")
-        return
-    yield (f"final evaluation: SoG({sims},1) with the trained network, {cfg.eval.final_games} games per "
-           "opponent, seats alternated")
-    for key in sorted(k for k in res if k.endswith("/score")):
-        name = key[len("eval/"):-len("/score")]
-        yield (f"  vs {name:20s} score {res[key]:.3f}  95% CI [{res[f'eval/{name}/ci_low']:.3f}, "
-               f"{res[f'eval/{name}/ci_high']:.3f}]")
