@@ -133,10 +133,11 @@ def _override_strings(overrides: dict | None) -> list[str]:
 
 
 def _trainer_class(algo: str):
-    if algo == "sog":
-        from .sog.trainer import SoGTrainer
+    from .plugins import own_runtime
 
-        return SoGTrainer
+    runtime = own_runtime(algo)  # an algorithm with its own runtime (Student of Games)
+    if runtime is not None:
+        return runtime.trainer_classes()[0]
     from .train.driver import Trainer
 
     return Trainer

@@ -23,6 +23,24 @@ REFERENCE_PLAYER_LOADERS = (
     "polyzero.engines.players:external_player",  # gtp:, uci:, gnugo:, pachi:, stockfish:
 )
 
+# Algorithms that train through a runtime of their own rather than `train.driver.Trainer`:
+# algo name -> a module with `trainer_classes()` (in-process, Ray), `run_player(ckpt, cfg,
+# game, simulations, seed, path)` (a run directory as a player) and `final_evaluation(trainer)`
+# (the report's lines). `polyzero.train` finds them here and imports no algorithm's package.
+RUNTIMES = {
+    "sog": "polyzero.sog.runtime",  # Student of Games
+}
+
+
+def own_runtime(algo: str):
+    """The runtime module `RUNTIMES` names for `algo`, imported; None for the common one."""
+    if algo not in RUNTIMES:
+        return None
+    import importlib
+
+    return importlib.import_module(RUNTIMES[algo])
+
+
 PLAYER_LOADERS = (
     "polyzero.train.agents:load_search_player",  # a run directory, checkpoint, PATH@SIMS
 )

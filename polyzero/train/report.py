@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 
+from ..plugins import own_runtime
 from .checkpoint import atomic_write
 from .metrics import MetricsLog
 
@@ -27,7 +28,8 @@ def final_report(trainer, summary: dict):
         started = time.perf_counter()
         res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed, progress=getattr(trainer, "show_progress", False))
         _keep(trainer, summary, res, time.perf_counter() - started)
-        yield from _sog_lines(trainer, res) if cfg.algo == "sog" else _lines(trainer, res)
+        runtime = own_runtime(cfg.algo)  # an algorithm with its own runtime words its own evaluation
+        yield from _lines(trainer, res) if runtime is None else runtime.final_evaluation_lines(trainer, res)
         yield f"final evaluation kept in {trainer.run_dir / FINAL_EVAL} and metrics.jsonl"
     yield f"run directory: {trainer.run_dir}  (polyzero plot {trainer.run_dir})"
 
@@ -55,22 +57,3 @@ def _lines(trainer, res: dict):
         r = {k: res[f"eval/{spec}/{k}"] for k in ("score", "ci_low", "ci_high", "wins", "draws", "losses")}
         yield (f"  vs {spec:20s} score {r['score']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
                f"(W {r['wins']} D {r['draws']} L {r['losses']})")
-
-
-def _sog_lines(trainer, res: dict):
-    cfg = trainer.cfg
-    sims = cfg.sog.eval_simulations
-    if "eval/exploitability/mean" in res:
-        from ..sog.exploitability import unit_scale
-
-        unit = unit_scale(trainer.game)[1]
-        yield (f"final evaluation: exploitability of SoG({sims},1) with the trained network over "
-               f"{cfg.sog.eval_seeds} seeds: min {res['eval/exploitability/min']:.1f}  mean "
-               f"{res['eval/exploitability/mean']:.1f}  max {res['eval/exploitability/max']:.1f} {unit}")
-        return
-    yield (f"final evaluation: SoG({sims},1) with the trained network, {cfg.eval.final_games} games per "
-           "opponent, seats alternated")
-    for key in sorted(k for k in res if k.endswith("/score")):
-        name = key[len("eval/"):-len("/score")]
-        yield (f"  vs {name:20s} score {res[key]:.3f}  95% CI [{res[f'eval/{name}/ci_low']:.3f}, "
-               f"{res[f'eval/{name}/ci_high']:.3f}]")
