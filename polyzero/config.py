@@ -149,6 +149,10 @@ class TrainConfig:
     momentum: float = 0.9  # for sgd
     checkpoint_every: int = 10
     keep_checkpoints: int = 3
+    # Only the newest checkpoint is resumed, so the older ones kept are weights only (the
+    # network, no optimizer state or replay: what arena, ladders and play read). K > 0
+    # keeps the full state of every checkpoint whose step is a multiple of K, to resume from.
+    keep_replay_every: int = 0
     # Each sampled example under a random board symmetry of its game (polyzero.games.symmetry;
     # AlphaGo Zero did this, AlphaZero did not): connect_four, tic_tac_toe and go know theirs.
     symmetries: bool = False
@@ -167,6 +171,7 @@ class TrainConfig:
         for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
                   "replay_size", "checkpoint_every", "keep_checkpoints"):
             _positive(f"train.{k}", getattr(self, k))
+        _positive("train.keep_replay_every", self.keep_replay_every, allow_zero=True)
         _positive("train.learning_rate", self.learning_rate)
         if self.learning_rate > 10:
             raise UsageError(f"train.learning_rate must be at most 10, not {self.learning_rate}")

@@ -144,7 +144,8 @@ class SoGTrainer(RunDirectory):
             "queries.npz": _npz_bytes(self.queries.to_arrays()),
             "state.json": json.dumps(state).encode(),
         }
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
+        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
+                                    self.cfg.train.keep_replay_every)
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - getattr(self, "_t0", time.perf_counter()))
