@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import score_against_untrained
 from polyzero.config import build_config
 from polyzero.nets.inference import Evaluator
 from polyzero.search.policy import masked_softmax
 from polyzero.train.checkpoint import latest_checkpoint, read_learner
 from polyzero.train.driver import Interrupted, RunDirectory, Trainer
-
-from conftest import score_against_untrained
 from ttt_solver import optimal_actions, solved_positions
+
 
 def test_trained_agent_beats_untrained_at_equal_search(trained):
     trainer, untrained = trained
@@ -194,3 +194,29 @@ def test_the_learner_applies_the_schedule_at_every_update(tmp_path):
     # 4 updates; the last one ran at lr (1 + cos(3 pi / 4)) / 2 and the optimizer keeps it
     lr = trainer.learner.optimizer.param_groups[0]["lr"]
     assert lr == pytest.approx(cfg.train.learning_rate * (1 - 2 ** -0.5) / 2)
+
+
+def test_final_evaluation_is_kept_and_a_finished_run_says_so_on_resume(tmp_path, capsys):
+    """The final evaluation printed at the end is also in final_eval.json and metrics.jsonl;
+    resuming the finished run says there is nothing to train (and discards nothing)."""
+    import json
+
+    from polyzero.train.metrics import read_metrics
+
+    run = tmp_path / "run"
+    cfg = build_config("tic_tac_toe", "alphazero",
+                       overrides=SMALL + ["train.steps=2", "eval.final_games=4", 'eval.opponents=["random"]'])
+    trainer = Trainer.create(cfg, run, progress=False)
+    lines = list(trainer.final_report(trainer.run()))
+    kept = json.loads((run / "final_eval.json").read_text())
+    assert kept["step"] == 2 and kept["games"] == 4
+    res = kept["results"]
+    assert res["eval/random/wins"] + res["eval/random/draws"] + res["eval/random/losses"] == 4
+    assert any(f"score {res['eval/random/score']:.3f}" in line for line in lines)
+    final = [r for r in read_metrics(run) if r["kind"] == "final_eval"]
+    assert len(final) == 1 and final[0]["eval/random/score"] == res["eval/random/score"]
+    capsys.readouterr()
+    Trainer.resume(run, [], progress=False)
+    err = capsys.readouterr().err
+    assert "the run already finished (train.steps = 2); nothing to train" in err
+    assert "discarded" not in err

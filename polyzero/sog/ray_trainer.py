@@ -25,7 +25,6 @@ from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start
 
 from .trainer import SoGTrainer
 
-
 RETRIES = 30  # tries (a second apart) of a dead actor's work while Ray restarts it
 
 

@@ -26,7 +26,7 @@ from polyzero.games import check_supported, game_spec_string, load_game
 from polyzero.games.capabilities import GameRequirements
 from polyzero.games.public_states import PublicTree
 from polyzero.train import checkpoint as ckpt
-from polyzero.train.driver import RunDirectory, _npz_bytes
+from polyzero.train.driver import RunDirectory, _npz_bytes, resume_message
 from polyzero.train.learner import Learner
 from polyzero.train.metrics import MetricsLog
 from polyzero.train.resume import apply_optimizer_settings
@@ -129,8 +129,7 @@ class SoGTrainer(RunDirectory):
         self._set_learning_rate()
         self._publish_weights()
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
-        print(f"resumed {self.run_dir} at learning step {self.step}; metrics after it were discarded"
-              + (f" ({dropped} records)" if dropped else ""), file=sys.stderr)
+        print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped), file=sys.stderr)
 
     def save(self) -> Path:
         learner = self.learner.state_dict()
@@ -266,7 +265,7 @@ class SoGTrainer(RunDirectory):
     def agent_player(self, simulations: int | None = None, seed: int = 0, **_):
         return sog_agent(self.game, self.cfg, self.value_function(), simulations, seed, suffix=f"@{self.step}")
 
-    def evaluate(self, games: int | None = None, seed: int | None = None) -> dict:
+    def evaluate(self, games: int | None = None, seed: int | None = None, progress: bool = False) -> dict:
         """Imperfect-information games: exploitability of SoG(s_eval, 1) over
         `sog.eval_seeds` seeds; perfect-information games: arena scores."""
         from polyzero.train.driver import evaluate_agent
@@ -276,7 +275,8 @@ class SoGTrainer(RunDirectory):
 
             from .value_error import equilibrium_beliefs, value_error
 
-            report = player_exploitability(self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds)
+            report = player_exploitability(self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds,
+                                           progress=progress)
             out = {"eval/exploitability/mean": report.mean, "eval/exploitability/min": report.min,
                    "eval/exploitability/max": report.max}
             if self._beliefs is None:  # the value error: for public trees of Kuhn's and Leduc's size
@@ -287,4 +287,5 @@ class SoGTrainer(RunDirectory):
                 out["eval/value_mae"] = value_error(self.value_function(), self._beliefs)
             return out
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed)
+        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed,
+                              progress=progress)

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
+from ..validation import read_text
 
 LATEST = "latest"
 BUFFERS = ("replay.npz", "queries.npz")  # read only when the run resumes
@@ -217,6 +218,11 @@ def resolve_checkpoint(path: str | Path) -> Path:
         return p
     latest = latest_checkpoint(p)
     if latest is None:
+        pointer = p / "checkpoints" / LATEST
+        if pointer.is_file():  # say what is wrong with it (read_text names a file that does not decode)
+            name = read_text(pointer, "checkpoint pointer").strip()
+            raise UsageError(f"{path} holds no checkpoint: {pointer} names {name!r}, which is not a checkpoint "
+                             f"(polyzero train --resume {path} repairs it from the newest complete one)")
         raise UsageError(f"{path} holds no checkpoint (no checkpoints/latest)")
     return latest
 

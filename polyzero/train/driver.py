@@ -211,11 +211,7 @@ class Trainer(RunDirectory):
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
         in_flight = (f"{len(state['actor']['slots'])} games in flight at that checkpoint continue"
                      if state["actor"]["slots"] else "games in flight were not in it and start anew")
-        msg = (f"resumed {self.run_dir} at learning step {self.step}; {in_flight}; "
-               f"any games and metrics after it were discarded")
-        if dropped:
-            msg += f" ({dropped} metric records)"
-        print(msg, file=sys.stderr)
+        print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped, in_flight), file=sys.stderr)
 
     def save(self) -> Path:
         meta, arrays = self._actor_state()
@@ -344,10 +340,24 @@ class Trainer(RunDirectory):
         return agent_player(self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed,
                             simulations, sample_moves)
 
-    def evaluate(self, games: int, seed: int | None = None, opponents: list[str] | None = None) -> dict:
+    def evaluate(self, games: int, seed: int | None = None, opponents: list[str] | None = None,
+                 progress: bool = False) -> dict:
         """Score the current network against each of `opponents` (the configured ones)."""
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents)
+        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents, progress)
+
+
+def resume_message(run_dir, step: int, steps: int, dropped: int, in_flight: str = "") -> str:
+    """What a resume says: where it continues, and only what it really discarded."""
+    msg = f"resumed {run_dir} at learning step {step}"
+    if step >= steps:
+        return (f"{msg}: the run already finished (train.steps = {steps}); nothing to train "
+                f"(--set train.steps=N with N > {step} trains on)")
+    if in_flight:
+        msg += f"; {in_flight}"
+    if dropped:
+        msg += f"; what ran after that checkpoint was discarded ({dropped} metric records)"
+    return msg
 
 
 def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, simulations: int | None = None,
@@ -361,21 +371,22 @@ def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, sim
                         name=f"agent#{step}", seed=seed, sample_moves=sample)
 
 
-def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None) -> dict:
+def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None,
+                   progress: bool = False) -> dict:
     """The agent's scores against each of `opponents` (the configured ones), with Wilson
-    95% intervals (one-player games: its mean return over `games` episodes)."""
+    95% intervals and the wins, draws and losses (one-player games: its mean return over
+    `games` episodes); `progress` shows a bar per match."""
     from ..eval import make_player, play_match, play_single_agent
 
     if game.num_players() == 1:
-        res = play_single_agent(game, agent, games, seed=seed)
+        res = play_single_agent(game, agent, games, seed=seed, progress=progress)
         return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
                 "eval/return/ci_high": res["ci_high"]}
     out = {}
     for spec in cfg.eval.opponent_specs() if opponents is None else opponents:
-        res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed)
-        out[f"eval/{spec}/score"] = res.score
-        out[f"eval/{spec}/ci_low"] = res.ci_low
-        out[f"eval/{spec}/ci_high"] = res.ci_high
+        res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed, progress=progress)
+        for key in ("score", "ci_low", "ci_high", "wins", "draws", "losses"):
+            out[f"eval/{spec}/{key}"] = getattr(res, key)
     return out
 
 

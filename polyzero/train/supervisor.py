@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..errors import RunStopped, UsageError
 from ..nets.inference import resolve_device, set_threads
+from ..plugins import own_runtime
 from . import checkpoint as ckpt
 from . import rundir
 from .driver import Interrupted
@@ -46,12 +47,10 @@ LOG = "learner.log"
 
 
 def _trainer_classes(algo: str) -> tuple[type, type]:
-    """(in-process trainer, Ray trainer) of an algorithm."""
-    if algo == "sog":
-        from ..sog.ray_trainer import RaySoGTrainer
-        from ..sog.trainer import SoGTrainer
-
-        return SoGTrainer, RaySoGTrainer
+    """(in-process trainer, Ray trainer) of an algorithm (its own, `polyzero.plugins.RUNTIMES`)."""
+    runtime = own_runtime(algo)
+    if runtime is not None:
+        return runtime.trainer_classes()
     from .driver import Trainer
     from .ray_driver import RayTrainer
 
