@@ -11,8 +11,9 @@ NDMZ on Nannon, Student of Games on Kuhn poker, in-process; AlphaZero under Ray
   test hook, POLYZERO_CHECKPOINT_FAULT=STAGE:kill:N, kills the process itself there:
   `polyzero.train.checkpoint._fault_hook`);
 * `pair`: SIGTERM, then SIGKILL 0-0.4 s later (racing the interrupt checkpoint);
-* under Ray, each launch also loses a self-play worker and then the learner actor (SIGKILL to the `ray::SelfPlayWorker` / `ray::LearnerActor` process
-  under this run's supervisor) before the fault above hits the supervisor.
+* under Ray, each launch also loses a self-play worker and then the learner actor
+  (SIGKILL to the `ray::SelfPlayWorker` / `ray::LearnerActor` process under this
+  run's supervisor) before the fault above hits the supervisor.
 
 A resume works when the next launch trains (or finishes) without a traceback or an
 error. A finished in-process run is compared with an uninterrupted one of the same
@@ -211,7 +212,8 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
     run = work / name
     shutil.rmtree(run, ignore_errors=True)
     workers = SCENARIOS[name][3]
-    res = {"planned": dict.fromkeys(("kill", "ckpt", "pair"), 0), "delivered": dict.fromkeys(("kill", "ckpt", "pair"), 0),
+    kinds = ("kill", "ckpt", "pair")
+    res = {"planned": dict.fromkeys(kinds, 0), "delivered": dict.fromkeys(kinds, 0),
            "pair_outcomes": {"checkpointed": 0, "killed": 0}, "worker_kills": 0, "learner_kills": 0,
            "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
     for kind in plan:
