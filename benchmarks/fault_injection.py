@@ -11,9 +11,9 @@ NDMZ on Nannon, Student of Games on Kuhn poker, in-process; AlphaZero under Ray
   test hook, POLYZERO_CHECKPOINT_FAULT=STAGE:kill:N, kills the process itself there:
   `polyzero.train.checkpoint._fault_hook`);
 * `pair`: SIGTERM, then SIGKILL 0-0.4 s later (racing the interrupt checkpoint);
-* under Ray, each launch also loses a self-play worker and, every other launch, the
-  learner actor (SIGKILL to the `ray::SelfPlayWorker` / `ray::LearnerActor` process
-  under this run's supervisor) before the fault above hits the supervisor.
+* under Ray, each launch also loses a self-play worker and then the learner actor
+  (SIGKILL to the `ray::SelfPlayWorker` / `ray::LearnerActor` process under this
+  run's supervisor) before the fault above hits the supervisor.
 
 A resume works when the next launch trains (or finishes) without a traceback or an
 error. A finished in-process run is compared with an uninterrupted one of the same
@@ -154,16 +154,15 @@ def kill_actor(launch: Launch, title: str, patience: float = 90.0) -> bool:
     return False
 
 
-def ray_losses(launch: Launch, rng: random.Random, index: int) -> dict:
-    """Under Ray: a self-play worker killed, and every other launch the learner too."""
+def ray_losses(launch: Launch, rng: random.Random) -> dict:
+    """Under Ray: a self-play worker killed, then the learner actor."""
     out = {"worker_kills": 0, "learner_kills": 0}
     if kill_actor(launch, "ray::SelfPlayWorker"):
         out["worker_kills"] += 1
-    if index % 2 == 0:
+    time.sleep(rng.uniform(1, 3))
+    if kill_actor(launch, "ray::LearnerActor"):
+        out["learner_kills"] += 1
         time.sleep(rng.uniform(1, 3))
-        if kill_actor(launch, "ray::LearnerActor"):
-            out["learner_kills"] += 1
-            time.sleep(rng.uniform(1, 3))
     return out
 
 
@@ -213,13 +212,14 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
     run = work / name
     shutil.rmtree(run, ignore_errors=True)
     workers = SCENARIOS[name][3]
-    res = {"planned": dict.fromkeys(("kill", "ckpt", "pair"), 0), "delivered": dict.fromkeys(("kill", "ckpt", "pair"), 0),
+    kinds = ("kill", "ckpt", "pair")
+    res = {"planned": dict.fromkeys(kinds, 0), "delivered": dict.fromkeys(kinds, 0),
            "pair_outcomes": {"checkpointed": 0, "killed": 0}, "worker_kills": 0, "learner_kills": 0,
            "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
     for kind in plan:
         res["planned"][kind] += 1
     queue = list(plan)
-    for index in range(3 * len(plan) + 5):
+    for _ in range(3 * len(plan) + 5):
         kind = queue.pop(0) if queue else None
         env = {}
         if kind == "ckpt":
@@ -230,7 +230,7 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
         if not fresh:
             res["resumes"] += 1
         if workers and kind is not None and launch.wait_training():
-            for k, v in ray_losses(launch, rng, index).items():
+            for k, v in ray_losses(launch, rng).items():
                 res[k] += v
         family = descendants(launch.proc.pid) if workers else {}
         hit = apply_fault(kind, launch, rng) if kind else False

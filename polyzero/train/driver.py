@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-from contextlib import contextmanager
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +194,8 @@ class Trainer(RunDirectory):
         except UsageError:
             raise
         except Exception as exc:
-            raise UsageError(f"checkpoint {path} does not match this run ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            raise UsageError(f"checkpoint {path} does not match this run ({why})") from None
         self.actor_evaluator.load_state_dict(self.learner.weights())
         self.sample_rng.bit_generator.state = state["sample_rng"]
         self.step, self.pending = state["step"], state["pending"]

@@ -27,7 +27,14 @@ import numpy as np
 from ..errors import UsageError
 from .driver import Trainer
 from .ray_actors import (  # noqa: F401 - their home was here; scripts import them from here
-    EvaluationWorker, ReanalyseWorker, SelfPlayWorker, _import_ray, check_cpus, cpu_demand, start_ray, wait_for,
+    EvaluationWorker,
+    ReanalyseWorker,
+    SelfPlayWorker,
+    _import_ray,
+    check_cpus,
+    cpu_demand,
+    start_ray,
+    wait_for,
 )
 from .selfplay import new_stats
 

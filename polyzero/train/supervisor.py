@@ -319,7 +319,7 @@ class _Display:
         self.step = rec["step"]
         if self.progress is None:
             self.progress = Progress(self.steps, self.step - 1, enabled=self.enabled)
-        loss = {k: math.nan for k in ("loss/total", "loss/value", "loss/policy")} | rec
+        loss = dict.fromkeys(("loss/total", "loss/value", "loss/policy"), math.nan) | rec
         stats = {"games": rec.get("selfplay/games", 0), "positions": rec.get("selfplay/positions", 0)}
         self.progress.update(self.step, loss, stats, rec.get("selfplay/positions_per_s", 0.0), self.last_eval)
 
