@@ -38,14 +38,13 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import RESULTS, ROOT, run_phases  # noqa: E402
-from sog_leduc import _cached, spread, train_in_chunks  # noqa: E402
+from common import RESULTS, ROOT, cached, git_commit, run_phases, train_in_chunks  # noqa: E402
+from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
 
 METHODS = ("ndmz", "alphazero", "td")
 
@@ -231,7 +230,7 @@ def phase_eval(args, work: Path) -> None:
         return max(args.games, args.final_games) if point is last[method] else args.games
 
     for name, method, point in (reversed(cells) if args.reverse else cells):
-        _cached(work, name, lambda: evaluate_checkpoint(args, method, point, games(method, point)), show)
+        cached(work, name, lambda: evaluate_checkpoint(args, method, point, games(method, point)), show)
 
 
 # ----------------------------------------------------------------------------- report
@@ -248,7 +247,7 @@ def phase_report(args, work: Path) -> dict:
                "ndmz_top_move_per_k_at_last_checkpoint": last_dyn,
                "ndmz_top_move_ge_0.95_every_k": last_dyn is not None and min(last_dyn) >= 0.95}
     command = "python benchmarks/nannon_636.py " + " ".join(sys.argv[1:])
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
               "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
                          f"{__import__('os').cpu_count()} CPUs", "rows": rows, "targets": targets}

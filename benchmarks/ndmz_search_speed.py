@@ -30,7 +30,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from timing import write_results  # noqa: E402
+from common import write_results  # noqa: E402
+
 OLD_PATH = "polyzero/search/ndmz.py"
 NUMPY_ENGINE_COMMIT = "fd464a8"  # "search: one tree engine ...": its parent holds the NumPy engine
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -29,8 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS  # noqa: E402
-from sog_leduc import machine  # noqa: E402
+from common import RESULTS, git_commit, machine_line  # noqa: E402
 
 
 def measure(games: int, every: int) -> list[dict]:
@@ -76,7 +74,7 @@ def main(argv=None) -> None:
 
     rows = measure(args.games, args.every)
     path_input = BeliefEncoding(load_game("scotland_yard(map=london,mrx_recall=path)")).input_size
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     command = "python benchmarks/sog_london_beliefs.py " + " ".join(sys.argv[1:])
     worlds = [r["worlds"] for r in rows]
     summary = {"measurements": len(rows), "worlds_max": max(worlds), "worlds_mean": float(np.mean(worlds)),
@@ -85,7 +83,7 @@ def main(argv=None) -> None:
                "input_s_mean": float(np.mean([r["input_s"] for r in rows])),
                "peak_mb_max": max(r["peak_mb"] for r in rows), "input_size": rows[0]["input_size"],
                "input_size_with_public_history": path_input}
-    result = {"command": command, "git": git, "machine": machine(), "summary": summary, "rows": rows}
+    result = {"command": command, "git": git, "machine": machine_line(), "summary": summary, "rows": rows}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sog_london_beliefs.json").write_text(json.dumps(result, indent=2))
     by_round = {}

@@ -120,7 +120,8 @@ def arena(a, b, game=None, games: int = 100, seed: int = 0, progress: bool = Fal
 
 def list_presets() -> list[dict]:
     """The shipped presets: [{'name', 'algo', 'game', 'about'}]."""
-    from .presets import list_presets as names, preset_summary
+    from .presets import list_presets as names
+    from .presets import preset_summary
 
     return [preset_summary(n) for n in names()]
 
@@ -144,7 +145,7 @@ def _trainer_class(algo: str):
 
 def train(game: str | None = None, algo: str | None = None, preset: str | None = None,
           config: str | None = None, overrides: dict | None = None, run_dir=None,
-          progress: bool = False) -> "Run":
+          progress: bool = False) -> Run:
     """Train by self-play in this process and return the finished Run. `preset` names a
     shipped preset (`list_presets()`), `config` a TOML file; `overrides` maps config keys to
     values, e.g. {"train.steps": 50, "search.num_simulations": 32}."""
@@ -161,8 +162,13 @@ def train(game: str | None = None, algo: str | None = None, preset: str | None =
     if game is None:
         raise UsageError("train needs a game (or a preset that names one)")
     cfg = build_config(game, algo, config, _override_strings(overrides))
-    run_dir = Path(run_dir) if run_dir is not None else \
-        Path("runs") / f"{game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    from .games import load_game
+    from .validation import check_fits_machine, check_output_dir
+
+    check_fits_machine(cfg, load_game(cfg.game))
+    run_dir = check_output_dir(Path(run_dir) if run_dir is not None else
+                               Path("runs") / f"{game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}",
+                               "run_dir")
     trainer = _trainer_class(cfg.algo).create(cfg, run_dir, progress=progress)
     run = Run(trainer.run_dir)
     run.summary = trainer.run()
@@ -170,7 +176,7 @@ def train(game: str | None = None, algo: str | None = None, preset: str | None =
     return run
 
 
-def open_run(run_dir) -> "Run":
+def open_run(run_dir) -> Run:
     """An existing run directory as a Run."""
     run = Run(Path(run_dir))
     if not (run.run_dir / "config.toml").is_file():
@@ -192,7 +198,7 @@ class Run:
 
         return build_config(base=read_toml(self.run_dir / "config.toml"))
 
-    def resume(self, steps: int | None = None, overrides: dict | None = None, progress: bool = False) -> "Run":
+    def resume(self, steps: int | None = None, overrides: dict | None = None, progress: bool = False) -> Run:
         """Continue from the last checkpoint (to `steps` learning steps in all, if given)."""
         extra = dict(overrides or {})
         if steps is not None:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_same_final_weights
 from polyzero.algos import make_algorithm
 from polyzero.algos.simulator import SimulatorModel
 from polyzero.config import build_config
@@ -13,8 +14,6 @@ from polyzero.games import ObservationEncoder, load_game
 from polyzero.search.mcts import search
 from polyzero.search.params import SearchParams
 from polyzero.train.driver import Trainer
-
-from conftest import assert_same_final_weights
 
 ROLL, STOP = 0, 1  # pig's actions
 

@@ -74,7 +74,7 @@ def reference_ndmz_loss(algo, net, batch):
     mask = batch["mask"]
     s = net.represent(batch["obs"])
     total = torch.zeros_like(mask[:, 0])
-    parts = {name: 0.0 for name in ("value", "policy", "chance", "identity", "reward")}
+    parts = dict.fromkeys(("value", "policy", "chance", "identity", "reward"), 0.0)
     for k in range(k_steps + 1):
         m = mask[:, k]
         if k > 0:

@@ -123,7 +123,7 @@ def test_forced_pass():
     assert (s.board, s.home, s.safe) == before and s.is_chance_node()
     s.apply_action(0)
     assert s.current_player() == 1
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="pass is illegal"):
         at(roll=2, mine=(1, mask(1)), theirs=(3, 0)).apply_action(7)  # a move is legal
 
 

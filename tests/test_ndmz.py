@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_same_final_weights
 from polyzero.algos import make_algorithm
 from polyzero.algos.base import Trajectory
 from polyzero.algos.ndmz import trajectory_steps
@@ -18,8 +19,6 @@ from polyzero.search.loop import start_tree
 from polyzero.search.ndmz import KIND_CHANCE, KIND_CHOICE, KIND_IDENTITY, KIND_TERMINAL, ndmz_search
 from polyzero.train.driver import Trainer
 from polyzero.train.selfplay import SelfPlayActor
-
-from conftest import assert_same_final_weights
 
 SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
          "train.replay_size=1024", "search.num_simulations=8", "selfplay.concurrent_games=8",

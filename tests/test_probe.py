@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import pytest
 
 from polyzero.cli import main
 from polyzero.train.probe import probe, record_games

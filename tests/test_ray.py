@@ -10,15 +10,13 @@ import time
 import pytest
 import ray
 
-from polyzero.errors import UsageError
-
+from conftest import score_against_untrained, train_tic_tac_toe
 from polyzero.config import build_config
+from polyzero.errors import UsageError
 from polyzero.train.checkpoint import latest_checkpoint
 from polyzero.train.driver import Interrupted, Trainer
 from polyzero.train.metrics import read_metrics
 from polyzero.train.ray_driver import RayTrainer
-
-from conftest import score_against_untrained, train_tic_tac_toe
 
 SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
          "train.replay_size=512", "search.num_simulations=6", "selfplay.concurrent_games=8",

@@ -11,8 +11,13 @@ from open_spiel.python.algorithms import exploitability as openspiel_exploitabil
 from polyzero.cli import main
 from polyzero.errors import UsageError
 from polyzero.games import load_game
-from polyzero.games.public_states import (DECISION, PublicTree, PublicTreeTooLarge, public_observation_function,
-                                          public_state_at)
+from polyzero.games.public_states import (
+    DECISION,
+    PublicTree,
+    PublicTreeTooLarge,
+    public_observation_function,
+    public_state_at,
+)
 from polyzero.sog.exploitability import player_exploitability, tabular_from
 from polyzero.sog.gtcfr import GTCFR, Gadget, SearchTree, SoGSettings
 from polyzero.sog.players import sog_reference_player

@@ -5,7 +5,7 @@ game's search on an engine's clock (:meth:`SearchPlayer.search`)."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,7 +21,10 @@ class SearchPlayer:
     visits (tau = 1) instead of playing the most visited action: two deterministic
     players would otherwise replay the same two games in a whole match.
     `move_seconds` plays on a clock: each state is searched alone for that long
-    (:meth:`search`; the params' num_simulations caps it), as an engine would."""
+    (:meth:`search`; the params' num_simulations caps it), as an engine would.
+    Its search starts from the true state, so it is refused on games with hidden information."""
+
+    reads_hidden_state = True
 
     def __init__(self, algo, evaluate, params: SearchParams, name: str, seed: int = 0,
                  sample_moves: int = 0, move_seconds: float | None = None):
@@ -86,7 +89,7 @@ class SearchPlayer:
 def principal_variation(tree, b: int, length: int, node: int = 0) -> list[int]:
     """The actions of the most visited path from `node` (the root by default) of tree b,
     up to the first chance node (its columns are outcomes, not actions) or unexpanded node."""
-    pv = []
+    pv: list[int] = []
     while len(pv) < length and tree.kind[b, node] != CHANCE:
         kids = tree.children[b, node]
         visits = np.where(kids >= 0, tree.visits[b, np.maximum(kids, 0)], -1)

@@ -36,6 +36,8 @@ def _ask(input_fn, prompt: str) -> str:
         return input_fn(prompt).strip()
     except EOFError:
         raise _Quit() from None
+    except UnicodeDecodeError:
+        raise UsageError("standard input is not UTF-8 text") from None
 
 
 def _show(state, seat: int, output_fn) -> None:

@@ -32,6 +32,8 @@ class Player(Protocol):
 class RandomPlayer:
     """Uniform over the legal actions."""
 
+    reads_hidden_state = False  # legal actions are part of the information state
+
     def __init__(self, seed: int = 0):
         self.name = "random"
         self.reset(seed)
@@ -53,7 +55,10 @@ class MCTSPlayer:
     The bot keeps no tree between moves, so one bot serves every concurrent game.
     Games written in Python (Nannon, Scotland Yard, ...) get OpenSpiel's Python
     MCTS with the same settings: its C++ bot crashes on them in this build.
+    It searches the true state, so it is refused on games with hidden information.
     """
+
+    reads_hidden_state = True
 
     def __init__(self, game, simulations: int, solve: bool, uct_c: float = 2.0,
                  rollouts: int = 1, seed: int = 0):
@@ -88,6 +93,8 @@ class OptimalPlayer:
     (polyzero.games.nannon_solver; the NDMZ paper's reference opponent, Section 4.1).
     Solved once per parameter set and cached on disk (`polyzero solve`)."""
 
+    reads_hidden_state = False  # Nannon has perfect information
+
     def __init__(self, game, seed: int = 0):
         import sys
 
@@ -116,9 +123,9 @@ def reference_player(spec: str, game, seed: int = 0) -> Player | None:
         return OptimalPlayer(game, seed)
     kind, sep, sims = spec.partition(":")
     if sep and kind in ("mcts", "mcts-solver"):
-        if not (sims.isdigit() and int(sims) > 0):
-            raise UsageError(f"bad player '{spec}': {kind}:SIMS needs a positive whole number of simulations")
-        return MCTSPlayer(game, int(sims), solve=(kind == "mcts-solver"), seed=seed)
+        from ..validation import spec_count
+
+        return MCTSPlayer(game, spec_count(spec, sims, "simulations"), solve=(kind == "mcts-solver"), seed=seed)
     for loader in _loaders(reference=True):
         player = loader(spec, game, seed)
         if player is not None:
@@ -167,14 +174,17 @@ def _loaders(reference: bool) -> list[Loader]:
 
 def make_player(spec: str, game, seed: int = 0) -> Player:
     """A reference player, else the first loader that accepts `spec` (the run-directory
-    loader needs no registration: see `polyzero.plugins`)."""
+    loader needs no registration: see `polyzero.plugins`). A player that reads the true
+    state is refused on a game with hidden information (`check_player_view`)."""
+    from ..games.capabilities import check_player_view
+
     player = reference_player(spec, game, seed)
+    if player is None:
+        player = next((p for p in (loader(spec, game, seed) for loader in _loaders(reference=False))
+                       if p is not None), None)
     if player is not None:
+        check_player_view(game, player)
         return player
-    for loader in _loaders(reference=False):
-        player = loader(spec, game, seed)
-        if player is not None:
-            return player
     raise UsageError(f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
                      "cfr:ITERS, ismcts:SIMS, sog:S,C, gtp:'CMD', uci:'CMD', gnugo:LEVEL, pachi:PLAYOUTS, "
                      "stockfish:SKILL[:NODES], or a run directory / checkpoint file")

@@ -45,7 +45,7 @@ def _advance_chance(s: pyspiel.State, rng: np.random.Generator) -> None:
 
 
 def check_game(game: pyspiel.Game, num_games: int = 3, seed: int = 0,
-               search_fn: SearchFn | None = None) -> "ConformanceReport":
+               search_fn: SearchFn | None = None) -> ConformanceReport:
     """Play `num_games` games side by side to the end, checking every step.
 
     Hook: `search_fn(states) -> actions`, if given, is called at each step with the

@@ -453,7 +453,7 @@ class GTCFR:
             out[name] = {a: (v / total if total > 0 else 1.0 / len(row)) for a, v in row.items()}
         return out
 
-    def summary(self) -> "Summary":
+    def summary(self) -> Summary:
         """Ranges and counterfactual values at every public state of the tree under
         the average policies: what a later re-solve reads. The counterfactual values
         are those of each player's best response inside the tree to the other's

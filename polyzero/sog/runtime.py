@@ -20,11 +20,11 @@ def run_player(ckpt, cfg, game, simulations: int | None, seed: int, path: str):
     return sog_agent(game, cfg, load_cvpn(ckpt)[0], simulations, seed, suffix=f" net={path}")
 
 
-def final_evaluation(trainer):
-    """The final evaluation's lines of `polyzero train`'s report (`train.report`)."""
+def final_evaluation_lines(trainer, res: dict):
+    """The final evaluation's lines of `polyzero train`'s report (`train.report`), from
+    the trainer's `evaluate` results."""
     cfg = trainer.cfg
     sims = cfg.sog.eval_simulations
-    res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed)
     if "eval/exploitability/mean" in res:
         from .exploitability import unit_scale
 

@@ -39,7 +39,6 @@ from .players import sample_action
 from .resolve import ResolvingSearcher, info_state_string
 from .values import Query
 
-
 # -- targets -----------------------------------------------------------------------
 
 def value_targets(encoding: BeliefEncoding, query: Query, cfv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -222,7 +221,7 @@ class SolveResult:
     queries_seen: int
 
 
-def play_game(actor: "SoundSelfPlay", seed: int, index: int, q_search: float) -> EpisodeResult:
+def play_game(actor: SoundSelfPlay, seed: int, index: int, q_search: float) -> EpisodeResult:
     """Game number `index` of a run: its randomness depends on (seed, index) only, so any
     driver (in-process or a Ray actor) plays the same game with the same weights."""
     collector = Collector(q_search, np.random.default_rng([seed, 3, index]))

@@ -8,6 +8,7 @@ from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import build_config, read_toml
 from ..errors import UsageError
+from ..validation import spec_count
 from ..eval.players import Player
 from ..games import game_spec_string, load_game
 from ..plugins import own_runtime
@@ -21,8 +22,8 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
     path, _, sims = spec.partition("@")
     if not Path(path).exists():
         return None
-    if sims and not (sims.isdigit() and int(sims) > 0):
-        raise UsageError(f"bad player '{spec}': the part after @ must be a positive number of simulations")
+    if sims:
+        spec_count(spec, sims, "simulations after @")
     ckpt = resolve_checkpoint(path)
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
     own_game = load_game(cfg.game)

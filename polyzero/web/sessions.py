@@ -227,7 +227,7 @@ class Session:
                 self._resolve_chance()
             self.version += 1
 
-    def analyse_position(self, spec, runs: "RunIndex") -> dict:
+    def analyse_position(self, spec, runs: RunIndex) -> dict:
         """A search's view of the current position for the person at the board: the
         session's first learned player, or the learned player `spec` names (perfect
         information only: a search reads the true state)."""
