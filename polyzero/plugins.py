@@ -46,3 +46,13 @@ PLAYER_LOADERS = (
 )
 
 ENTRY_POINT_GROUP = "polyzero.player_loaders"
+
+# Config sections owned by plug-ins (polyzero.config.ConfigSection), "module:NAME", in the
+# order a saved config.toml lists them.
+CONFIG_SECTIONS = (
+    "polyzero.algos.muzero_config:SECTION",
+    "polyzero.goexploit.config:START_SECTION",
+    "polyzero.goexploit.config:KATAGO_SECTION",
+    "polyzero.algos.ndmz_config:SECTION",
+    "polyzero.sog.config:SECTION",
+)

@@ -84,6 +84,22 @@ def spec_count(spec: str, text: str, what: str) -> int:
     return int(text)
 
 
+# ---------------------------------------------------------------- config value checks
+def positive(key, value, allow_zero=False):
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, not {value}")
+
+
+def fraction(key, value):
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{key} must lie in [0, 1], not {value}")
+
+
+def choice(key, value, choices):
+    if value not in choices:
+        raise UsageError(f"{key} must be one of {', '.join(sorted(choices))}, not {value!r}")
+
+
 # ---------------------------------------------------------------- memory
 def machine_memory_bytes() -> int:
     """Physical memory, or the cgroup's limit where that is smaller (containers)."""
@@ -149,24 +165,17 @@ def check_fits_machine(cfg, game) -> None:
 
 
 # ---------------------------------------------------------------- config sections
-# Sections read by some algorithms only; a value set in another algorithm's run would be
-# silently ignored, so it is refused (a section's default values are accepted: a copy of
-# a saved config.toml holds every section).
-SECTION_ALGOS = {
-    "muzero": ("muzero",),
-    "ndmz": ("ndmz",),
-    "sog": ("sog",),
-    "search": ("alphazero", "muzero", "ndmz"),
-    "selfplay": ("alphazero", "muzero", "ndmz"),
-    "start": ("alphazero", "muzero", "ndmz"),
-    "katago": ("alphazero", "muzero", "ndmz"),
-}
+# Core sections read by some algorithms only (plug-in sections say their own, see
+# polyzero.config.ConfigSection); a value set in another algorithm's run would be silently
+# ignored, so it is refused (a section's default values are accepted: a copy of a saved
+# config.toml holds every section).
+SECTION_ALGOS = {"search": ("alphazero", "muzero", "ndmz"), "selfplay": ("alphazero", "muzero", "ndmz")}
 
 
-def check_sections_of_algo(layer: dict, algo: str, defaults, source: str) -> None:
-    """Refuse a key of `layer` (one TOML file or --set) in a section `algo` does not read,
-    unless it holds the section's default."""
-    for section, algos in SECTION_ALGOS.items():
+def check_sections_of_algo(layer: dict, algo: str, defaults, source: str, owners: dict) -> None:
+    """Refuse a key of `layer` (one TOML file or --set) in a section `algo` does not read
+    (`owners`: section -> the algorithms that read it), unless it holds the section's default."""
+    for section, algos in owners.items():
         values = layer.get(section)
         if not isinstance(values, dict) or algo in algos:
             continue

@@ -111,21 +111,23 @@ TOML_BAD = {float: ["nan", "inf", "-inf", '"x"', "[]", "true", "1e400"],
 
 
 def _config_fields():
+    """(section or None, key, type) of every config key, plug-in sections included."""
     import dataclasses
     import typing
 
     from polyzero.config import RunConfig
 
+    cfg = RunConfig()
     out = []
-    for section in dataclasses.fields(RunConfig):
-        hints = typing.get_type_hints(RunConfig)
-        kind = hints[section.name]
-        if dataclasses.is_dataclass(kind):
-            sub = typing.get_type_hints(kind)
-            out += [(section.name, f.name, typing.get_origin(sub[f.name]) or sub[f.name])
-                    for f in dataclasses.fields(kind)]
+    for name in cfg.section_names():
+        value = getattr(cfg, name)
+        if dataclasses.is_dataclass(value):
+            hints = typing.get_type_hints(type(value))
+            out += [(name, f.name, typing.get_origin(hints[f.name]) or hints[f.name])
+                    for f in dataclasses.fields(value)]
         else:
-            out.append((None, section.name, typing.get_origin(kind) or kind))
+            kind = typing.get_type_hints(RunConfig)[name]
+            out.append((None, name, typing.get_origin(kind) or kind))
     return out
 
 
