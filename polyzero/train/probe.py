@@ -138,7 +138,8 @@ class _Accumulator:
         self.sums[metric][k] += values.sum()
         self.counts[metric][k] += values.size
 
-    def table(self) -> dict:
+    def table(self) -> tuple[dict, dict]:
+        """(mean per metric and k, None where nothing was counted; counts per metric and k)."""
         return {m: [None if c == 0 else float(s / c) for s, c in zip(self.sums[m], self.counts[m])]
                 for m in METRICS if self.counts[m].any()}, {
                 m: [int(c) for c in self.counts[m]] for m in METRICS if self.counts[m].any()}
