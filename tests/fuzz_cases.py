@@ -148,8 +148,9 @@ def _mutated_command(rng: random.Random, cid: int) -> Case:
         del argv[rng.randrange(1, len(argv))]
         expect = "any"  # dropping an optional flag's name or value may leave a valid command
     elif how == "unknown":
-        argv.insert(rng.randrange(1, len(argv) + 1), rng.choice(["--bogus", "-x", "--games=", "--", "-"]))
-        expect = "any" if argv[-1] == "--" else "error"
+        token = rng.choice(["--bogus", "-x", "--games=", "--", "-"])
+        argv.insert(rng.randrange(1, len(argv) + 1), token)
+        expect = "any" if token == "--" else "error"  # "--" before positionals is valid syntax
     else:
         pos = 1 if len(argv) > 1 else 0
         argv[pos] = rng.choice(["", "nosuch", "/dev/null", "{dir}/afile", "-1", "\u00e9" * 3, "x" * 3000])

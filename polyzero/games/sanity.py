@@ -8,8 +8,11 @@ subprocesses (docs/input_validation.md), and the rules that cover them.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
+import sys
 
 import pyspiel
 
@@ -56,6 +59,26 @@ def check_parameters(name: str, params: dict, defaults: dict, game_type=None) ->
         if not lo <= value <= hi:
             raise UsageError(f"game {name!r} parameter {key!r} must be in {lo}..{hi}, not {value} "
                              f"(its default is {default})")
+
+
+@contextlib.contextmanager
+def quiet_native_stderr():
+    """Silence what C++ writes to file descriptor 2 while OpenSpiel builds a game: it prints
+    "OpenSpiel exception: ..." before raising (the exception carries the message, which the
+    caller reports in one line) and warnings such as "implementation has known issues"."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (embedded): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as sink:
+            os.dup2(sink.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _first_decision(state: pyspiel.State, steps: int = 8) -> pyspiel.State:
