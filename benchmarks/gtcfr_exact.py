@@ -44,7 +44,7 @@ from polyzero.sog.values import ExactValueFunction
 RESULTS = Path(__file__).parent / "results"
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--game", default="leduc_poker")
     ap.add_argument("--checkpoints", default="10,30,100", help="CFR iterations at which to measure")
@@ -55,7 +55,11 @@ def main(argv=None) -> int:
                     help="keep solving a leaf until its subgame's exploitability (chips) is at most this")
     ap.add_argument("--seed", type=int, default=0, help="GT-CFR's expansion sampling")
     ap.add_argument("--out", default="gtcfr_exact")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     checkpoints = sorted(int(x) for x in args.checkpoints.split(","))
     game = load_game(args.game)
     scale = 1000.0
