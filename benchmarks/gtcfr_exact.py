@@ -44,7 +44,16 @@ from polyzero.sog.values import ExactValueFunction
 RESULTS = Path(__file__).parent / "results"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds) -> None:
+    result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
+              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine,
+              "command": command, "mbb_per_hand": rows, "tree_sizes": sizes,
+              "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--game", default="leduc_poker")
     ap.add_argument("--checkpoints", default="10,30,100", help="CFR iterations at which to measure")
@@ -55,11 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="keep solving a leaf until its subgame's exploitability (chips) is at most this")
     ap.add_argument("--seed", type=int, default=0, help="GT-CFR's expansion sampling")
     ap.add_argument("--out", default="gtcfr_exact")
-    return ap
-
-
-def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = ap.parse_args(argv)
     checkpoints = sorted(int(x) for x in args.checkpoints.split(","))
     game = load_game(args.game)
     scale = 1000.0
@@ -107,12 +112,7 @@ def main(argv=None) -> int:
 
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})"
     command = "python benchmarks/gtcfr_exact.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
-              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine,
-              "command": command, "mbb_per_hand": rows,
-              "tree_sizes": sizes, "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds)
     lines = [f"# GT-CFR with exact leaf values on {args.game}", "",
              f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
              f"{args.solve} CFR+ iterations per query ({'cold' if args.cold else 'warm'} start"

@@ -93,7 +93,7 @@ def phase_eval(args, work: Path) -> None:
 
 
 def play_hand(game, tables, rng) -> list[float]:
-    from polyzero.eval.arena import sample_chance
+    from polyzero.games import sample_chance
     from polyzero.sog.players import sample_action
 
     state = game.new_initial_state()

@@ -14,7 +14,7 @@ Phases (each resumable: re-running continues where it stopped):
           (`ndmz_nannon`, `alphazero_nannon`) through `Trainer` in chunks of
           --chunk-steps learning steps, a kept checkpoint after each, until
           --budget-min minutes of training time; TD(lambda)
-          (`polyzero.algos.td_lambda`) in chunks of --td-chunk rounds of 300 games.
+          (`polyzero.baselines.td_lambda`) in chunks of --td-chunk rounds of 300 games.
   eval    at the untrained network and --points checkpoints spread over the
           training time (within --budget-min): the raw policy (greedy move of the
           policy head; TD: the greedy afterstate move; tabulated at every
@@ -68,8 +68,8 @@ def _train_td(args, run: Path) -> None:
     """TD(lambda) in chunks of rounds; each chunk leaves WORK/td/checkpoints/step_R.pt."""
     import torch
 
-    from polyzero.algos.td_lambda import TDLambda
-    from polyzero.eval.nannon_solver import shared_solution
+    from polyzero.baselines.td_lambda import TDLambda
+    from polyzero.games.nannon_solver import shared_solution
     from polyzero.games import load_game
 
     sol = shared_solution(load_game(args.game), progress=True)
@@ -133,7 +133,7 @@ def score_table(sol, table, games: int, seed: int) -> dict:
     """Exact scores of a policy table and `games` sampled games against optimal and random."""
     import numpy as np
 
-    from polyzero.eval.nannon_solver import evaluate_policy, sample_games
+    from polyzero.games.nannon_policies import evaluate_policy, sample_games
     from polyzero.eval.stats import wilson_interval
 
     out = {}
@@ -162,14 +162,15 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     import torch
 
     from polyzero.algos.ndmz import nannon_raw_policy
-    from polyzero.eval.nannon_solver import shared_solution, tabulate_player
+    from polyzero.games.nannon_policies import tabulate_player
+    from polyzero.games.nannon_solver import shared_solution
     from polyzero.games import load_game
 
     game = load_game(args.game)
     sol = shared_solution(game, progress=True)
     rec = {"method": method, **point}
     if method == "td":
-        from polyzero.algos.td_lambda import TDLambda
+        from polyzero.baselines.td_lambda import TDLambda
 
         td = TDLambda(sol, seed=args.seed)
         td.net.load_state_dict(torch.load(point["path"], weights_only=True)["net"])
@@ -203,7 +204,7 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     else:  # 12-5-6: ~10 million decisions, so games played live (the issue: sampled)
         rec["search"] = match_scores(game, player, {"optimal": games, "random": args.games}, args.seed)
     if method == "ndmz":
-        from polyzero.eval.probe import dynamics_tests
+        from polyzero.train.probe import dynamics_tests
 
         n, evaluations, backups = (float(sum(x)) for x in zip(*searches))
         rec["per_search"] = {"network_evaluations": evaluations / n, "backups": backups / n}
@@ -343,7 +344,7 @@ def main(argv=None) -> None:
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
-    from polyzero.eval.nannon_solver import NannonParams
+    from polyzero.games.nannon_solver import NannonParams
     from polyzero.games import load_game
 
     prm = NannonParams.from_game(load_game(args.game))

@@ -52,13 +52,14 @@ def numpy_engine():
 
 
 def roots(game, count: int, seed: int):
+    from polyzero.games import sample_chance
+
     rng, states = np.random.default_rng(seed), []
     while len(states) < count:
         s = game.new_initial_state()
         while not s.is_terminal():
             if s.is_chance_node():
-                outs, probs = zip(*s.chance_outcomes())
-                s.apply_action(int(outs[rng.choice(len(outs), p=np.asarray(probs))]))
+                sample_chance(s, rng)
             elif rng.random() < 0.2:
                 states.append(s.clone())
                 break

@@ -32,7 +32,7 @@ from common import RESULTS, git_commit, machine_line  # noqa: E402
 
 
 def measure(games: int, every: int) -> list[dict]:
-    from polyzero.games import load_game
+    from polyzero.games import load_game, sample_chance
     from polyzero.games.public_states import public_state_at
     from polyzero.sog.cvpn import BeliefEncoding
 
@@ -44,8 +44,7 @@ def measure(games: int, every: int) -> list[dict]:
         state = game.new_initial_state()
         while not state.is_terminal():
             if state.is_chance_node():
-                actions, probs = zip(*state.chance_outcomes())
-                state.apply_action(int(rng.choice(actions, p=probs)))
+                sample_chance(state, rng)
                 continue
             if state.current_player() == 1 and state.turn == 1 and state.round() % every == 0:
                 t0 = time.perf_counter()

@@ -133,10 +133,11 @@ def _override_strings(overrides: dict | None) -> list[str]:
 
 
 def _trainer_class(algo: str):
-    if algo == "sog":
-        from .sog.trainer import SoGTrainer
+    from .plugins import own_runtime
 
-        return SoGTrainer
+    runtime = own_runtime(algo)  # an algorithm with its own runtime (Student of Games)
+    if runtime is not None:
+        return runtime.trainer_classes()[0]
     from .train.driver import Trainer
 
     return Trainer
@@ -161,8 +162,13 @@ def train(game: str | None = None, algo: str | None = None, preset: str | None =
     if game is None:
         raise UsageError("train needs a game (or a preset that names one)")
     cfg = build_config(game, algo, config, _override_strings(overrides))
-    run_dir = Path(run_dir) if run_dir is not None else \
-        Path("runs") / f"{game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    from .games import load_game
+    from .validation import check_fits_machine, check_output_dir
+
+    check_fits_machine(cfg, load_game(cfg.game))
+    run_dir = check_output_dir(Path(run_dir) if run_dir is not None else
+                               Path("runs") / f"{game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}",
+                               "run_dir")
     trainer = _trainer_class(cfg.algo).create(cfg, run_dir, progress=progress)
     run = Run(trainer.run_dir)
     run.summary = trainer.run()

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
+from .validation import check_finite, check_int_range, check_sections_of_algo, check_seed
 from .nets import INFERENCE_PATHS
 from .search.params import (CHANCE_BACKUPS, GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS,
                             Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
@@ -148,6 +149,10 @@ class TrainConfig:
     momentum: float = 0.9  # for sgd
     checkpoint_every: int = 10
     keep_checkpoints: int = 3
+    # Only the newest checkpoint is resumed, so the older ones kept are weights only (the
+    # network, no optimizer state or replay: what arena, ladders and play read). K > 0
+    # keeps the full state of every checkpoint whose step is a multiple of K, to resume from.
+    keep_replay_every: int = 0
     # Each sampled example under a random board symmetry of its game (polyzero.games.symmetry;
     # AlphaGo Zero did this, AlphaZero did not): connect_four, tic_tac_toe and go know theirs.
     symmetries: bool = False
@@ -166,7 +171,10 @@ class TrainConfig:
         for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
                   "replay_size", "checkpoint_every", "keep_checkpoints"):
             _positive(f"train.{k}", getattr(self, k))
+        _positive("train.keep_replay_every", self.keep_replay_every, allow_zero=True)
         _positive("train.learning_rate", self.learning_rate)
+        if self.learning_rate > 10:
+            raise UsageError(f"train.learning_rate must be at most 10, not {self.learning_rate}")
         _positive("train.l2", self.l2, allow_zero=True)
         _choice("train.optimizer", self.optimizer, ("adam", "sgd"))
         _choice("train.lr_schedule", self.lr_schedule, ("constant", "cosine"))
@@ -303,8 +311,26 @@ class MuZeroConfig:
     # K times): residual blocks of g's tower (resnet) or hidden layers (mlp); -1: the same
     # as h's (net.blocks or net.layers), as in the paper (Appendix F).
     dynamics_blocks: int = -1
+    # EfficientZero's value prefix (Ye et al. 2021, Section 4.2; single-agent games): g's
+    # reward head is an LSTM predicting the discounted reward sum since its last reset,
+    # every value_prefix_horizon steps; the search's edge reward is the sum's increment.
+    value_prefix: bool = False
+    value_prefix_horizon: int = 5  # H, the LSTM's reset period (5 in the paper)
+    # EfficientZero's off-policy correction (Section 4.3; single-agent games): the n-step
+    # horizon shrinks with a sample's age, one step per off_policy_age_ratio * train.steps
+    # learning steps (0.3, the authors' code), down to 1, and the bootstrap is the root value of
+    # a fresh search with the target network (needs Reanalyze with reanalyse_bootstrap "search").
+    off_policy_correction: bool = False
+    off_policy_age_ratio: float = 0.3
 
     def validate(self):
+        _positive("muzero.value_prefix_horizon", self.value_prefix_horizon)
+        _positive("muzero.off_policy_age_ratio", self.off_policy_age_ratio)
+        if self.off_policy_correction and not (self.reanalyse_fraction > 0 and self.reanalyse_bootstrap == "search"
+                                               and self.reanalyse_targets != "policy"):
+            raise UsageError("muzero.off_policy_correction bootstraps from a fresh search: it needs "
+                             "muzero.reanalyse_fraction > 0, muzero.reanalyse_bootstrap=\"search\" and "
+                             "muzero.reanalyse_targets \"both\" or \"value\"")
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
         if self.dynamics_blocks < -1:
             raise UsageError(f"muzero.dynamics_blocks must be -1 (as net.blocks) or >= 0, not {self.dynamics_blocks}")
@@ -464,6 +490,9 @@ class RunConfig:
     sog: SoGConfig = field(default_factory=SoGConfig)
 
     def validate(self):
+        if self.algo not in ALGOS:  # the message polyzero.algos.make_algorithm gives
+            raise UsageError(f"unknown algorithm '{self.algo}'; available: {', '.join(ALGOS)}")
+        check_seed("seed", self.seed)
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)
         for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray, self.muzero,
@@ -476,6 +505,9 @@ class RunConfig:
 
 
 # ---------------------------------------------------------------- validation helpers
+ALGOS = ("alphazero", "muzero", "ndmz", "sog")  # polyzero.algos.TRAINABLE (config sits below algos)
+
+
 def _positive(key, value, allow_zero=False):
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, not {value}")
@@ -509,7 +541,11 @@ def _check_type(key: str, value, annotation):
     }[annotation]
     if not ok:
         raise UsageError(f"{key} must be of type {annotation.__name__}, not {type(value).__name__} ({value!r})")
-    return float(value) if annotation is float else value
+    if annotation is float:
+        return check_finite(key, float(value))
+    if key == "seed":
+        return check_seed(key, value)
+    return check_int_range(key, value) if annotation is int else value
 
 
 def _merge(obj, data: dict, prefix: str = ""):
@@ -553,11 +589,10 @@ def parse_override(text: str) -> dict:
 
 
 def read_toml(path: str | Path) -> dict:
+    from .validation import read_text
+
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise UsageError(f"config file not found: {path}") from None
+        return tomllib.loads(read_text(path, "config file"))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
 
@@ -596,18 +631,41 @@ def build_config(game: str | None = None, algo: str | None = None, config_file: 
     if base is not None:
         layers.append(_as_saved(base))
     file_data = read_toml(config_file) if config_file else {}
+    sets = [parse_override(o) for o in overrides]
+    game = _one_value("game", game, file_data, sets, base)
+    algo = _one_value("algo", algo, file_data, sets, base)
     algo = algo or file_data.get("algo") or (base or {}).get("algo") or cfg.algo
     game = game or file_data.get("game") or (base or {}).get("game") or cfg.game
+    if not isinstance(game, str) or not isinstance(algo, str):
+        raise UsageError("game and algo must be strings")
     if base is None:
         preset = load_preset(algo, game)
         if preset is not None:
             layers.append(preset)
     layers.append(file_data)
-    layers.extend(parse_override(o) for o in overrides)
+    layers.extend(sets)
     layers.append({"game": game, "algo": algo})
     for layer in layers:
         _merge(cfg, layer)
-    return cfg.validate()
+    cfg.validate()
+    for source, layer in [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]:
+        check_sections_of_algo(layer, algo, RunConfig(), source)
+    return cfg
+
+
+def _one_value(key: str, given, file_data: dict, sets: list[dict], base: dict | None):
+    """`game` or `algo` from --set, applied where nothing else names another one: a --set
+    that disagrees with the command line, or tries to change a saved run's, is refused."""
+    values = [d[key] for d in sets if key in d]
+    if not values:
+        return given
+    value = values[-1]
+    if given is not None and value != given:
+        raise UsageError(f"--set {key}={value} disagrees with the {key} given as {given!r}; give it once")
+    if base is not None and value != base.get(key):
+        raise UsageError(f"--set {key}={value}: a resumed run keeps its {key} ({base.get(key)!r}); "
+                         "start a new run for another")
+    return value
 
 
 def to_toml(data: dict, prefix: str = "") -> str:

@@ -106,7 +106,7 @@ def test_self_play_through_dice(tmp_path, game):
     trainer = Trainer.create(cfg, tmp_path / game, progress=False)
     trainer.run()
     assert trainer.step == 2 and trainer.selfplay_stats["games"] > 0
-    assert np.isfinite(trainer.replay.data["value"][: len(trainer.replay)]).all()
+    assert np.isfinite(trainer.replay.data["outcome"][: len(trainer.replay)]).all()
 
 
 def test_resumed_run_with_dice_reaches_the_same_weights(tmp_path):

@@ -90,6 +90,18 @@ def test_reference_player_parsing(ttt):
         assert "\n" not in str(exc.value)
 
 
+def test_reference_players_of_sog_and_engines_come_through_the_plugin_loaders(ttt, monkeypatch):
+    monkeypatch.setattr(players_mod, "_REFERENCE_LOADERS", [])
+    monkeypatch.setattr(players_mod, "_REFERENCE_DISCOVERED", False)
+    kuhn = pyspiel.load_game("kuhn_poker")
+    assert reference_player("cfr:3", kuhn).name == "cfr:3"
+    from polyzero.engines.players import external_player
+    from polyzero.sog.players import sog_reference_player
+
+    assert players_mod._REFERENCE_LOADERS == [sog_reference_player, external_player]
+    assert reference_player("nothing:1", ttt) is None
+
+
 def test_make_player_loaders(ttt, monkeypatch):
     monkeypatch.setattr(players_mod, "_LOADERS", [])
     monkeypatch.setattr(players_mod, "_DISCOVERED", False)
@@ -251,3 +263,92 @@ def test_mcts_players_on_a_game_written_in_python():
     game = load_game("nannon")
     res = play_match(game, MCTSPlayer(game, 30, solve=True, seed=1), RandomPlayer(2), 20, seed=0)
     assert res.wins + res.draws + res.losses == 20 and res.score > 0.5
+
+
+# ------------------------------------------------------------------ sound evaluation
+@pytest.mark.parametrize("spec", ["mcts:10", "mcts-solver:10"])
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker", "dark_hex(board_size=2)", "liars_dice"])
+def test_players_that_read_the_true_state_are_refused_on_hidden_information(spec, game_name):
+    game = pyspiel.load_game(game_name)
+    with pytest.raises(UsageError, match="searches the true state.*imperfect information"):
+        make_player(spec, game)
+
+
+def test_information_state_players_are_accepted_on_hidden_information():
+    game = pyspiel.load_game("kuhn_poker")
+    for spec in ("random", "cfr:5", "ismcts:10"):
+        assert make_player(spec, game).reads_hidden_state is False
+    res = play_match(game, make_player("ismcts:10", game), make_player("cfr:5", game), 4)
+    assert res.wins + res.draws + res.losses == 4
+
+
+def test_unknown_plugin_players_are_assumed_to_read_the_true_state(monkeypatch):
+    """A loader's player that does not say it acts on the information state is refused."""
+    monkeypatch.setattr(players_mod, "_LOADERS", [lambda spec, game, seed: FirstLegal() if spec == "x" else None])
+    monkeypatch.setattr(players_mod, "_DISCOVERED", True)
+    with pytest.raises(UsageError, match="'first' searches the true state"):
+        make_player("x", pyspiel.load_game("kuhn_poker"))
+    assert make_player("x", pyspiel.load_game("tic_tac_toe")).name == "first"
+
+
+@pytest.mark.parametrize("game_name,reason", [
+    ("sheriff", "not zero-sum"), ("matrix_rps", "simultaneous moves"),
+    ("kuhn_poker(players=3)", "has 3 players"), ("hanabi", "has imperfect information"),
+])
+@pytest.mark.parametrize("command", [["arena", "random", "random"], ["play", "--agent", "random"],
+                                     ["exploitability", "cfr:1"]])
+def test_commands_refuse_games_that_are_not_two_player_zero_sum_sequential(command, game_name, reason, capsys):
+    from polyzero.cli import main
+
+    if game_name == "hanabi" and "hanabi" not in pyspiel.registered_names():
+        game_name, reason = "kuhn_poker(players=4)", "has 4 players"
+    args = ([command[0], game_name] + command[1:]) if command[0] == "play" else command + ["--game", game_name]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "needs a two-player zero-sum game" in err
+    if game_name != "hanabi":
+        assert reason in err
+
+
+def test_a_match_never_picks_a_joint_action():
+    with pytest.raises(UsageError, match="simultaneous"):
+        play_match(pyspiel.load_game("matrix_rps"), RandomPlayer(), RandomPlayer(), 2)
+
+
+def test_play_kuhn_shows_the_human_only_their_own_card():
+    """Every view line of the human is their own card then the betting; the agent's card never."""
+    game = pyspiel.load_game("kuhn_poker")
+    for seat in (0, 1):
+        lines, deals = [], []
+
+        class Recording(RandomPlayer):
+            def act(self, states):
+                deals.append(states[0].history()[:2])
+                return super().act(states)
+
+        inputs = iter(["0", "0", "y", "1", "1", "y", "0", "1", "n"])
+        play_in_terminal(game, Recording(), seat, input_fn=lambda _: next(inputs, "n"),
+                         output_fn=lambda *a: lines.append(" ".join(map(str, a))), seed=3)
+        views = [line.split(": ", 1)[1] for line in lines if line.startswith("your view")]
+        assert views and deals
+        own_cards = {str(d[seat]) for d in deals}
+        for view in views:
+            assert view[0] in own_cards and set(view[1:]) <= {"p", "b"}, view
+        assert not any(" plays " in line or "chance:" in line for line in lines)
+
+
+def test_exploitability_refuses_playerless_policies_big_games_and_solves_cfr_once(capsys, monkeypatch):
+    from polyzero.cli import main
+    from polyzero.sog import players as sog_players
+
+    assert main(["exploitability", "random", "--game", "kuhn_poker"]) == 2
+    assert "has no policy" in capsys.readouterr().err
+    assert main(["exploitability", "cfr:1", "--game", "tic_tac_toe"]) == 2  # refused before any solve
+    assert "more than 300,000 histories" in capsys.readouterr().err
+    solves = []
+    real = sog_players.CFRPlayer.__init__
+    monkeypatch.setattr(sog_players.CFRPlayer, "__init__",
+                        lambda self, *a, **k: (solves.append(1), real(self, *a, **k))[1])
+    assert main(["exploitability", "cfr:5", "--game", "kuhn_poker", "--seeds", "4", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert len(solves) == 1 and "over 1 seeds" in out and "deterministic solver" in out

@@ -208,7 +208,7 @@ def test_imperfect_information_seat_sees_only_its_own_view():
 
 def test_play_refuses_simultaneous_moves_and_ctrl_d_exits_quietly(capsys, monkeypatch):
     assert main(["play", "matrix_rps", "--agent", "random"]) == 2
-    assert "simultaneous-move game" in capsys.readouterr().err
+    assert "simultaneous moves" in capsys.readouterr().err
     monkeypatch.setattr("sys.stdin", io.StringIO("x(1,1)\n"))
     assert main(["play", "tic_tac_toe", "--agent", "random"]) == 0
 

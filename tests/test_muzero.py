@@ -12,7 +12,7 @@ from polyzero.algos.muzero import scale_gradient
 from polyzero.config import build_config
 from polyzero.nets.support import h, h_inverse, scalar_to_support, support_to_scalar, two_hot
 from polyzero.train.driver import Trainer
-from polyzero.train.sequence_replay import SequenceReplay
+from polyzero.replay import SequenceReplay
 
 
 # ------------------------------------------------------------------ value transform (Appendix F)

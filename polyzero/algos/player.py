@@ -21,7 +21,10 @@ class SearchPlayer:
     visits (tau = 1) instead of playing the most visited action: two deterministic
     players would otherwise replay the same two games in a whole match.
     `move_seconds` plays on a clock: each state is searched alone for that long
-    (:meth:`search`; the params' num_simulations caps it), as an engine would."""
+    (:meth:`search`; the params' num_simulations caps it), as an engine would.
+    Its search starts from the true state, so it is refused on games with hidden information."""
+
+    reads_hidden_state = True
 
     def __init__(self, algo, evaluate, params: SearchParams, name: str, seed: int = 0,
                  sample_moves: int = 0, move_seconds: float | None = None):

@@ -1,6 +1,8 @@
 """polyzero's command line: one module per subcommand, each with `register(sub)` and `run(args)`.
 
-User mistakes print one line `polyzero: error: ...` and exit with status 2.
+User mistakes print one line `polyzero: error: ...` and exit with status 2; so do files
+that cannot be decoded (not UTF-8, not JSON), naming the file. Operating-system errors
+(a full disk, a permission) print one line naming the path and exit with status 1.
 A new subcommand is one module here plus its name in `COMMANDS`.
 """
 
@@ -8,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
 import sys
+import warnings
 
 from ..errors import RunStopped, UsageError
 
@@ -37,8 +42,15 @@ Each command's --help explains its options and shows examples; docs/ has a page 
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """Command-line mistakes as one line (argparse's usage block stays in --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="polyzero", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="The Zero family of self-play learning and planning on OpenSpiel games.")
     from .. import __version__
@@ -52,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # torch warns before refusing a foreign pickle in a checkpoint; the refusal is the one line.
+    warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
@@ -64,6 +78,40 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("polyzero: interrupted", file=sys.stderr)
         return 130
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:  # a file the command read
+        what = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not valid JSON ({exc.msg})"
+        path = _path_of(exc)
+        where = (f"a file in {path}" if os.path.isdir(path) else path) if path else "a file it read"
+        print(f"polyzero: error: {where} is {what}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("polyzero: error: out of memory (lower the sizes: docs/input_validation.md)", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        path = exc.filename or _path_of(exc) or "a file"
+        print(f"polyzero: error: {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+_PATH_NAMES = ("path", "pointer", "file", "filename", "ckpt", "fh")
+
+
+def _path_of(exc: BaseException) -> str | None:
+    """The file an error came from, read off the innermost frame that names one
+    (`path`, `pointer`, ...): decoding errors do not carry it."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        for name in _PATH_NAMES:
+            value = local.get(name)
+            if isinstance(value, (str, os.PathLike)) and str(value):
+                found = str(value)
+                break
+            if hasattr(value, "name") and isinstance(getattr(value, "name"), str):
+                found = value.name
+                break
+        tb = tb.tb_next
+    return found
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UsageError
+from ..validation import check_output_dir, count_arg, path_arg, seed_arg
 
 
 def register(sub) -> None:
@@ -26,10 +27,10 @@ def register(sub) -> None:
                                     "gnugo:LEVEL, stockfish:SKILL[:NODES], ...")
     a.add_argument("player_b", help="the other player, the same kinds")
     a.add_argument("--game", help="the game (default: the game a run-directory player was trained on)")
-    a.add_argument("--games", type=int, default=100, help="number of games (default: 100)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the match and the players (default: 0)")
+    a.add_argument("--games", type=count_arg, default=100, help="number of games (default: 100)")
+    a.add_argument("--seed", type=seed_arg, default=0, help="seed of the match and the players (default: 0)")
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
-    a.add_argument("--record", type=Path, metavar="DIR",
+    a.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR",
                    help="write every game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
     a.set_defaults(run=run)
 
@@ -37,6 +38,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..eval import make_player, play_match
     from ..games import load_game
+    from ..games.capabilities import check_match_game
     from ..train.agents import checkpoint_game
 
     if args.games < 1:
@@ -45,8 +47,7 @@ def run(args) -> int:
     if game_spec is None:
         raise UsageError("arena needs --game GAME when neither player is a run directory")
     game = load_game(game_spec)
-    if game.num_players() != 2:
-        raise UsageError(f"arena plays two-player games; '{game_spec}' has {game.num_players()} players")
+    check_match_game(game, "arena")
     a = make_player(args.player_a, game, seed=args.seed)
     b = make_player(args.player_b, game, seed=args.seed + 1)
     record = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..validation import check_output_file, path_arg
+
 EXAMPLES = """examples:
   polyzero export runs/c4 --format onnx                  # runs/c4/export/model.onnx and model.json
   polyzero export runs/c4 --format torchscript --out c4.pt
@@ -21,7 +23,7 @@ def register(sub) -> None:
                                     "logits, value). MuZero: three graphs, h, g and f (docs/export.md).")
     ex.add_argument("run_path", type=Path, metavar="RUN", help="a run directory or checkpoint directory")
     ex.add_argument("--format", required=True, choices=["torchscript", "onnx"], help="the file format")
-    ex.add_argument("--out", type=Path, metavar="FILE",
+    ex.add_argument("--out", type=path_arg(check_output_file, "--out"), metavar="FILE",
                     help="output file (default: RUN/export/model.pt or model.onnx; MuZero adds -h, -g, -f "
                          "to its name)")
     ex.set_defaults(run=run)

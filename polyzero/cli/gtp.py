@@ -7,6 +7,7 @@ import contextlib
 import sys
 
 from ..errors import UsageError
+from ..validation import seed_arg
 
 DEFAULT_GAME = "go(board_size=9,komi=7.5)"
 
@@ -23,7 +24,7 @@ def add_engine_options(p, default_game: str) -> None:
     p.add_argument("--leaf-batch", type=int, default=16,
                    help="leaves of the one search tree a learned agent evaluates per network call, chosen "
                         "with virtual loss (default: 16; 1: the sequential search; pUCT agents only)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the agent (default: 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the agent (default: 0)")
 
 
 def build_engine_agent(args, default_game: str):

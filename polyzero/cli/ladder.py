@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UsageError
+from ..validation import check_output_dir, count_arg, path_arg, seed_arg
 
 
 def register(sub) -> None:
@@ -23,18 +24,18 @@ def register(sub) -> None:
                                     "what is new); the plot goes to RUN_DIR/plots/ladder.png. Keep enough "
                                     "checkpoints for a curve: train with --set train.keep_checkpoints=1000.")
     ld.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run whose checkpoints play")
-    ld.add_argument("--games", type=int, default=20, help="games per checkpoint and level (default: 20)")
+    ld.add_argument("--games", type=count_arg, default=20, help="games per checkpoint and level (default: 20)")
     ld.add_argument("--levels", default="1,10,100,1000",
                     help="multiples of the agent's evaluation simulations (default: 1,10,100,1000)")
     ld.add_argument("--high-every", type=int, default=10, metavar="K",
                     help="levels of 100x and more only at every K-th checkpoint and the last (default: 10)")
     ld.add_argument("--window", type=int, default=50, help="learning steps the win rate is averaged over (default: 50)")
-    ld.add_argument("--seed", type=int, default=0, help="seed of the matches (default: 0)")
+    ld.add_argument("--seed", type=seed_arg, default=0, help="seed of the matches (default: 0)")
     ld.add_argument("--from-metrics", action="store_true",
                     help="play nothing: use the evaluations against mcts-solver levels recorded in "
                          "RUN_DIR/metrics.jsonl during training")
     ld.add_argument("--no-progress", action="store_true", help="no progress display")
-    ld.add_argument("--record", type=Path, metavar="DIR", help="write every game played to DIR (SGF, PGN or JSON lines)")
+    ld.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR", help="write every game played to DIR (SGF, PGN or JSON lines)")
     ld.set_defaults(run=run)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..validation import check_output_dir, path_arg, seed_arg
+
 EXAMPLES = """examples:
   polyzero play tic_tac_toe --agent mcts-solver:1000
   polyzero play connect_four --agent runs/c4 --human-seat 1 --analyse
@@ -30,8 +32,8 @@ def register(sub) -> None:
     pl.add_argument("--analyse", action="store_true",
                     help="before each of its moves, show the agent's value and its most visited moves "
                          "(learned agents, perfect-information games)")
-    pl.add_argument("--seed", type=int, default=0, help="seed of the chance outcomes and the agent (default: 0)")
-    pl.add_argument("--record", metavar="DIR", help="write each game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
+    pl.add_argument("--seed", type=seed_arg, default=0, help="seed of the chance outcomes and the agent (default: 0)")
+    pl.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR", help="write each game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
     pl.set_defaults(run=run)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..validation import check_output_dir, path_arg
+
 
 EXAMPLES = """examples:
   polyzero plot runs/ttt                      # runs/ttt/plots/losses.png, scores.png, ...
@@ -23,7 +25,7 @@ def register(sub) -> None:
                                     "Several runs are overlaid, labelled by directory name. For live "
                                     "curves: tensorboard --logdir RUN_DIR/tensorboard")
     pt.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories to plot")
-    pt.add_argument("--out", type=Path, metavar="DIR",
+    pt.add_argument("--out", type=path_arg(check_output_dir, "--out"), metavar="DIR",
                     help="output directory (default: RUN_DIR/plots for one run; for several, plots/ "
                          "in the current directory)")
     pt.set_defaults(run=run)

@@ -24,7 +24,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..presets import list_presets, preset_summary, preset_text
 
-    if args.show:
+    if args.show is not None:
         print(preset_text(args.show), end="")
         return 0
     rows = [preset_summary(n) for n in list_presets()]

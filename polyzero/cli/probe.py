@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..validation import check_output_dir, count_arg, path_arg, seed_arg
+
 EXAMPLES = """examples:
   polyzero probe runs/c4-muzero
   polyzero probe runs/c4-muzero --baseline runs/c4-alphazero --games 500
@@ -25,18 +27,18 @@ def register(sub) -> None:
                                    "writes probe.json and probe.png.")
     p.add_argument("run_dir", type=Path, metavar="RUN", help="a muzero or ndmz run directory or checkpoint")
     p.add_argument("--baseline", type=Path, metavar="RUN", help="an alphazero run of the same game to compare with")
-    p.add_argument("--games", type=int, default=200, help="random games whose positions are probed (default: 200)")
+    p.add_argument("--games", type=count_arg, default=200, help="random games whose positions are probed (default: 200)")
     p.add_argument("--unroll", type=int, metavar="K", help="steps to unroll (default: the run's K)")
     p.add_argument("--moves", choices=["random", "model"], default="random",
                    help="how the probed games are played: uniform random moves (default), or moves sampled "
                         "from the model's own prior f(h(o)), closer to the positions its self-play reaches")
-    p.add_argument("--seed", type=int, default=0, help="seed of the probed games (default: 0)")
-    p.add_argument("--out", type=Path, help="output directory (default: RUN/probe)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the probed games (default: 0)")
+    p.add_argument("--out", type=path_arg(check_output_dir, "--out"), help="output directory (default: RUN/probe)")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from ..eval.probe import format_table, probe_run
+    from ..train.probe import format_table, probe_run
 
     result = probe_run(args.run_dir, baseline=args.baseline, games=args.games, seed=args.seed, unroll=args.unroll,
                        out=args.out, moves=args.moves)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
+from ..validation import check_fits_machine, check_output_dir, seed_arg
 
 EXAMPLES = """examples:
   polyzero train tic_tac_toe --run-dir runs/ttt            # the shipped tic-tac-toe preset, about a minute
@@ -41,7 +42,7 @@ def register(sub) -> None:
     t.add_argument("--run-dir", type=Path, help="where the run is written (default: runs/GAME-ALGO-TIME)")
     t.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR from its last checkpoint")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where the networks run (default: auto)")
-    t.add_argument("--seed", type=int, help="random seed (default: 0)")
+    t.add_argument("--seed", type=seed_arg, help="random seed (default: 0)")
     t.add_argument("--workers", type=int, default=0, metavar="N",
                    help="run self-play on N Ray actors (a local Ray instance on 127.0.0.1 unless "
                         "--ray-address is given); 0 (default) runs everything in this process")
@@ -52,13 +53,32 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """`polyzero train`; an OS error on the run directory (a full disk, a read-only or
+    forbidden directory) is one line naming the path and the remedy, exit code 1."""
+    from ..train.rundir import os_error_message
+
+    try:
+        return _train(args)
+    except OSError as exc:
+        run_dir = args.resume or args.run_dir
+        msg = os_error_message(exc, run_dir, args.workers)
+        if msg is None:
+            raise
+        print(f"polyzero: {msg}", file=sys.stderr)
+        return 1
+
+
+def _train(args) -> int:
     from ..config import build_config
+    from ..games import load_game
     from ..train.driver import Interrupted, Trainer
 
     if args.workers < 0:
         raise UsageError("--workers must be 0 (in-process) or a positive number of Ray actors")
     if args.ray_address and not args.workers:
         raise UsageError("--ray-address needs --workers N")
+    if args.resume:
+        check_output_dir(args.resume, "--resume")  # before anything reads the directory
     _apply_preset(args)
     driver = {}
     if args.workers:  # the learner runs as a supervised Ray actor, self-play on N more
@@ -77,9 +97,12 @@ def run(args) -> int:
         overrides = list(args.overrides)
         if args.device:
             overrides.append(f'device="{args.device}"')
+        if args.seed is not None:  # refused unless it is the run's own (polyzero.train.resume)
+            overrides.append(f"seed={args.seed}")
         trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
+        check_fits_machine(trainer.cfg, load_game(trainer.cfg.game))  # --set may have raised a size
     else:
-        if not args.game:
+        if not args.game and not _set_value(args, "game"):
             raise UsageError("train needs a GAME (or --resume DIR)")
         overrides = list(args.overrides)
         if args.search:
@@ -89,7 +112,10 @@ def run(args) -> int:
         if args.seed is not None:
             overrides.append(f"seed={args.seed}")
         cfg = build_config(args.game, args.algo, args.config, overrides)
-        run_dir = args.run_dir or Path("runs") / f"{args.game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+        check_fits_machine(cfg, load_game(cfg.game))
+        run_dir = args.run_dir or Path("runs") / f"{cfg.game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+        check_output_dir(run_dir, "--run-dir")
+        args.run_dir = run_dir  # for the message of an OS error on it
         trainer = Trainer.create(cfg, run_dir, progress=not args.no_progress, **driver)
     cfg = trainer.cfg
     where = f"{args.workers} Ray workers" if args.workers else "in-process"
@@ -121,6 +147,14 @@ def _apply_preset(args) -> None:
     args.algo = args.algo or info["algo"]
 
 
+def _set_value(args, key: str):
+    """The value a `--set KEY=...` gives a top-level key, if any (the last one wins)."""
+    from ..config import parse_override
+
+    values = [d[key] for d in map(parse_override, args.overrides) if key in d]
+    return values[-1] if values else None
+
+
 def _run_algo(args) -> str:
     """The algorithm a train command will run (a resumed run's own)."""
     if args.resume:
@@ -129,8 +163,8 @@ def _run_algo(args) -> str:
 
         latest = latest_checkpoint(args.resume)
         return read_toml(latest / "config.toml").get("algo", "alphazero") if latest else "alphazero"
-    if args.algo:
-        return args.algo
+    if args.algo or _set_value(args, "algo"):
+        return args.algo or _set_value(args, "algo")
     if args.config:
         from ..config import read_toml
 

@@ -8,6 +8,9 @@ import sys
 import numpy as np
 import pyspiel
 
+from ..errors import UsageError
+from ..games.capabilities import check_match_game
+from ..games.chance import sample_chance
 from .players import Player
 from .stats import MatchResult
 
@@ -25,13 +28,6 @@ class Forfeit:
 
 def _forfeit_returns(state: pyspiel.State, seat: int) -> list[float]:
     return [-1.0 if p == seat else 1.0 for p in range(state.num_players())]
-
-
-def sample_chance(state: pyspiel.State, rng: np.random.Generator) -> None:
-    """Apply a chance outcome drawn with its probability."""
-    actions, probs = zip(*state.chance_outcomes())
-    probs = np.asarray(probs, dtype=float)
-    state.apply_action(int(actions[rng.choice(len(actions), p=probs / probs.sum())]))
 
 
 def _progress_bar(total: int, enabled: bool, desc: str):
@@ -76,6 +72,8 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
             if state.is_terminal():
                 finish(i, list(state.returns()), None)
                 continue
+            if state.is_simultaneous_node():  # no seat's player may pick the joint action
+                raise UsageError(f"{game} reached a simultaneous-move node; matches need one mover at a time")
             groups.setdefault(seats_of(i)[state.current_player()], []).append(i)
         for p, ids in sorted(groups.items()):
             actions = players[p].act([live[i] for i in ids])
@@ -96,8 +94,7 @@ def play_match(game, player_a: Player, player_b: Player, num_games: int, seed: i
                max_concurrent: int = 256, progress: bool = False, on_game_end=None) -> MatchResult:
     """A two-player match; A takes seat `i % 2` in game i. Scored from A's view.
     `on_game_end(i, state, returns, reason)` sees each finished game (game records)."""
-    if game.num_players() != 2:
-        raise ValueError(f"play_match needs a two-player game, got {game.num_players()} players")
+    check_match_game(game, "a match")
     # Players are indexed by role, not identity, so a player may face itself.
     players = [player_a, player_b]
     player_a.reset(seed)

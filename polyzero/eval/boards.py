@@ -34,12 +34,9 @@ def perfect_information(game) -> bool:
 def check_playable(game, spec: str) -> None:
     """Refuse, with the reason, games a person cannot play against an agent here."""
     from ..errors import UsageError
+    from ..games.capabilities import check_match_game
 
-    if game.get_type().dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
-        raise UsageError(f"'{spec}' is a simultaneous-move game: both seats choose at once, and play "
-                         "handles only games where one player moves at a time")
-    if game.num_players() != 2:
-        raise UsageError(f"play needs a two-player game; '{spec}' has {game.num_players()} players")
+    check_match_game(game, "play")
     if not perfect_information(game) and not (game.get_type().provides_information_state_string
                                               or game.get_type().provides_observation_string):
         raise UsageError(f"'{spec}' gives no per-seat view (information state or observation string), "

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
+from polyzero.games.chance import sample_chance
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState, PublicTree, Transition
 
 from .cfr import PublicTreeCFR, average_of, others_reach, regret_matching, regret_matching_plus_update
@@ -335,9 +336,7 @@ class GTCFR:
                 break
             state = node.worlds[world].state
             if node.kind == CHANCE:
-                actions, probs = zip(*state.chance_outcomes())
-                probs = np.asarray(probs)
-                action = int(actions[self.rng.choice(len(actions), p=probs / probs.sum())])
+                action = sample_chance(state, self.rng, apply=False)
             else:
                 player = node.player
                 info = node.worlds[world].info_states[player]

@@ -26,7 +26,11 @@ def sample_action(rng: np.random.Generator, probs: dict[int, float]) -> int:
 
 
 class CFRPlayer:
-    """OpenSpiel's `CFRPlusSolver` run for ITERS iterations; plays its average policy."""
+    """OpenSpiel's `CFRPlusSolver` run for ITERS iterations; plays its average policy.
+    The policy does not depend on the seed (`deterministic_policy`: solved once)."""
+
+    reads_hidden_state = False  # a policy over information states
+    deterministic_policy = True
 
     def __init__(self, game: pyspiel.Game, iterations: int, seed: int = 0):
         from open_spiel.python.algorithms import cfr
@@ -54,6 +58,8 @@ class ISMCTSPlayer:
     whose C++ bot crashes on them in this build, with worlds resampled from the
     public state's worlds in the information state, weighted by chance reach).
     `policy(state)` is the final policy of one search (normalised visit counts)."""
+
+    reads_hidden_state = False  # worlds resampled from the information state
 
     def __init__(self, game: pyspiel.Game, simulations: int, uct_c: float = 2.0, seed: int = 0):
         self.game = game
@@ -106,12 +112,14 @@ def sog_reference_player(spec: str, game, seed: int = 0):
     """`cfr:ITERS`, `ismcts:SIMS` or `sog:S,C[,...][,net=RUN]`; None for other specs."""
     kind, sep, arg = spec.partition(":")
     if kind in ("cfr", "ismcts"):
-        if not (sep and arg.isdigit() and int(arg) > 0):
-            what = "iterations" if kind == "cfr" else "simulations"
-            raise UsageError(f"bad player '{spec}': {kind}:N needs a positive whole number of {what}")
+        from polyzero.validation import spec_count
+
+        count = spec_count(spec, arg, "iterations" if kind == "cfr" else "simulations")
         if game.num_players() != 2:
             raise UsageError(f"player '{spec}' needs a two-player game")
-        return CFRPlayer(game, int(arg), seed) if kind == "cfr" else ISMCTSPlayer(game, int(arg), seed=seed)
+        if not game.get_type().provides_information_state_string:  # what both key their tables by
+            raise UsageError(f"player '{spec}' needs information states, which {game} does not provide")
+        return CFRPlayer(game, count, seed) if kind == "cfr" else ISMCTSPlayer(game, count, seed=seed)
     if kind == "sog":
         from .resolve import SoGPlayer, parse_sog_spec
 
@@ -139,7 +147,10 @@ EXACT_LEAF_WORLDS = 100_000  # glasses: 27k; Leduc: 9.5k; connect_four, tic_tac_
 def _solvable(game_string: str) -> bool:
     from polyzero.games import load_game
     from polyzero.games.public_states import PublicTree, PublicTreeTooLarge
+    from polyzero.games.sanity import count_histories
 
+    if count_histories(load_game(game_string), EXACT_LEAF_WORLDS) is None:  # fast: no public tree built
+        return False
     try:
         PublicTree(load_game(game_string), max_worlds=EXACT_LEAF_WORLDS)
     except PublicTreeTooLarge:

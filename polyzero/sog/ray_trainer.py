@@ -68,8 +68,6 @@ class SoGWorker:
 
 
 class RaySoGTrainer(SoGTrainer):
-    raise_on_signal = False  # SIGTERM is flagged, checked while waiting (`wait_for`)
-
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         self.workers: list = []
         self.solvers: list = []
@@ -77,7 +75,6 @@ class RaySoGTrainer(SoGTrainer):
         self.ray = _import_ray()
         self.num_workers = workers
         self.ray_address = ray_address
-        self.failures = 0
         self._weights = None
         self._owns_ray = False
 

@@ -35,6 +35,8 @@ also how `polyzero exploitability` composes them breadth-first.
 
 from __future__ import annotations
 
+import math
+
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -190,6 +192,12 @@ def parse_sog_spec(spec: str) -> SoGSettings | None:
                          ",final=argmax, and last ,net=RUN for a trained CVPN") from None
     if settings.simulations < 0 or settings.expansions_per_update <= 0:
         raise UsageError(f"bad player '{spec}': S must be >= 0 and C > 0")
+    from polyzero.validation import MAX_SPEC_COUNT
+
+    numbers = (settings.simulations, settings.expansions_per_update, settings.puct_c, settings.alpha,
+               settings.max_depth or 0, settings.min_iterations, settings.top_k, settings.solve_iterations)
+    if not all(math.isfinite(x) and abs(x) <= MAX_SPEC_COUNT for x in numbers if isinstance(x, (int, float))):
+        raise UsageError(f"bad player '{spec}': its numbers must be finite and at most {MAX_SPEC_COUNT:,}")
     return settings
 
 
@@ -208,6 +216,8 @@ class SoGPlayer:
     exact CFR+ solver, for small games). `act` samples from the re-solved average
     policy at the state's information state (`settings.final = "argmax"`: takes its
     most probable action)."""
+
+    reads_hidden_state = False  # re-solves the public state from the information state
 
     def __init__(self, game: pyspiel.Game, settings: SoGSettings, value_fn: ValueFunction | None = None,
                  seed: int = 0, name: str | None = None):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyspiel
 
-from polyzero.eval.arena import sample_chance
+from polyzero.games.chance import sample_chance
 from polyzero.games.public_states import public_observation_function, public_state_at
 from polyzero.games.symmetry import augment
 

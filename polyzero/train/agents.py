@@ -8,8 +8,10 @@ from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import build_config, read_toml
 from ..errors import UsageError
+from ..validation import spec_count
 from ..eval.players import Player
 from ..games import game_spec_string, load_game
+from ..plugins import own_runtime
 from .checkpoint import read_learner, resolve_checkpoint
 
 
@@ -20,19 +22,17 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
     path, _, sims = spec.partition("@")
     if not Path(path).exists():
         return None
-    if sims and not (sims.isdigit() and int(sims) > 0):
-        raise UsageError(f"bad player '{spec}': the part after @ must be a positive number of simulations")
+    if sims:
+        spec_count(spec, sims, "simulations after @")
     ckpt = resolve_checkpoint(path)
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
     own_game = load_game(cfg.game)
     if game is not None and game_spec_string(game) != game_spec_string(own_game):
         raise UsageError(f"player {path} was trained on '{game_spec_string(own_game)}', "
                          f"not '{game_spec_string(game)}'")
-    if cfg.algo == "sog":  # Student of Games: SoG(SIMS, 1) with the run's CVPN at the leaves
-        from ..sog.trainer import load_cvpn, sog_agent
-
-        return sog_agent(own_game, cfg, load_cvpn(ckpt)[0], int(sims) if sims else None, seed,
-                         suffix=f" net={path}")
+    runtime = own_runtime(cfg.algo)  # Student of Games: SoG(SIMS, 1) with the run's CVPN at the leaves
+    if runtime is not None:
+        return runtime.run_player(ckpt, cfg, own_game, int(sims) if sims else None, seed, path)
     algo, net = checkpoint_network(ckpt, cfg, own_game)
     simulations = int(sims) if sims else cfg.eval.simulations
     return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(simulations),

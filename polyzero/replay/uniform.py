@@ -1,10 +1,13 @@
-"""A uniform experience replay buffer of fixed size |B| over named arrays."""
+"""A uniform experience replay buffer of fixed size |B| over named arrays (AlphaZero's
+positions; columns named by `polyzero.replay.schema`)."""
 
 from __future__ import annotations
 
 import io
 
 import numpy as np
+
+from .schema import stored_name
 
 
 class ReplayBuffer:
@@ -58,5 +61,5 @@ class ReplayBuffer:
             if size > self.capacity:
                 raise ValueError(f"checkpointed replay holds {size} examples, more than capacity {self.capacity}")
             for k, arr in self.data.items():
-                arr[:size] = f[k]
+                arr[:size] = f[stored_name(f.files, type(self).__name__, k) or k]
         self.size, self.next, self.total_added = size, nxt % self.capacity, total

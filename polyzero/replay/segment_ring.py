@@ -14,6 +14,8 @@ import io
 
 import numpy as np
 
+from .schema import stored_name
+
 
 class SegmentRing:
     # Per-position arrays a segment brings (besides "sampleable"), set by subclasses.
@@ -96,12 +98,14 @@ class SegmentRing:
             next_abs = int(f["_meta"][0])
             filled = min(next_abs, self.capacity)
             for k, arr in self.data.items():
-                if k not in f.files and k in self.OPTIONAL_KEYS:
+                name = stored_name(f.files, type(self).__name__, k)
+                if name is None and k in self.OPTIONAL_KEYS:
                     arr[:] = 0
                     continue
-                if f[k].shape[0] != filled or f[k].shape[1:] != arr.shape[1:]:
-                    raise ValueError(f"checkpointed replay array {k!r} has shape {f[k].shape}, "
+                saved = f[name or k]
+                if saved.shape[0] != filled or saved.shape[1:] != arr.shape[1:]:
+                    raise ValueError(f"checkpointed replay array {k!r} has shape {saved.shape}, "
                                      f"expected ({filled}, {', '.join(map(str, arr.shape[1:]))})")
-                arr[:filled] = f[k]
+                arr[:filled] = saved
             self._load_extra_state(f)
         self.next_abs = next_abs

@@ -1,0 +1,110 @@
+"""Validation at the door (issue 54 item 9): every bad value, path or game parameter is one
+line, exit 2 (1 for operating-system errors), before any work starts."""
+
+import pytest
+
+from polyzero.cli import main
+from polyzero.config import build_config
+from polyzero.errors import UsageError
+from polyzero.games import load_game
+from polyzero.validation import check_fits_machine, machine_memory_bytes
+
+
+def _run(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's own refusals
+        return exc.code
+
+
+def _error(capsys, argv, code=2) -> str:
+    assert _run(argv) == code
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("polyzero") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("selfplay.temperature=inf", "selfplay.temperature must be a finite number, not inf"),
+    ("train.learning_rate=nan", "train.learning_rate must be a finite number, not nan"),
+    ("search.c_puct=-inf", "search.c_puct must be a finite number"),
+    ("train.learning_rate=50.0", "train.learning_rate must be at most 10"),
+    ("selfplay.concurrent_games=100000000000", "out of range"),
+    ("seed=-1", "seed must be a whole number in 0..1073741823"),
+    ("seed=4294967296", "seed must be a whole number"),
+    ("muzero.unroll_steps=3", "algo alphazero does not read ([muzero] is for muzero)"),
+    ("sog.simulations=3", "[sog] is for sog"),
+    ("game=connect_four", "disagrees with the game given as 'tic_tac_toe'"),
+])
+def test_config_values_refused(capsys, tmp_path, override, expected):
+    err = _error(capsys, ["train", "tic_tac_toe", "--run-dir", str(tmp_path / "r"), "--set", override])
+    assert expected in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_section_default_and_set_game_algo_are_applied():
+    # A copy of a saved config.toml holds every section at its defaults: accepted.
+    assert build_config("tic_tac_toe", None, None, ["muzero.unroll_steps=5"]).algo == "alphazero"
+    cfg = build_config(None, None, None, ["game=kuhn_poker", "algo=sog"])
+    assert (cfg.game, cfg.algo) == ("kuhn_poker", "sog")
+    saved = build_config("tic_tac_toe").to_dict()
+    with pytest.raises(UsageError, match="a resumed run keeps its game"):
+        build_config(overrides=["game=connect_four"], base=saved)
+    assert build_config(overrides=["game=tic_tac_toe"], base=saved).game == "tic_tac_toe"
+
+
+def test_memory_sized_values_are_bounded_by_this_machine(capsys, tmp_path):
+    game = load_game("tic_tac_toe")
+    budget = 0.8 * machine_memory_bytes()
+    positions = int(budget // 100) + 1  # a tic-tac-toe position takes more than 100 bytes
+    cfg = build_config("tic_tac_toe", None, None, [f"train.replay_size={positions}"])
+    with pytest.raises(UsageError, match="train.replay_size .* more than the .* GiB a run may take"):
+        check_fits_machine(cfg, game)
+    check_fits_machine(build_config("tic_tac_toe"), game)  # the preset fits
+    err = _error(capsys, ["train", "tic_tac_toe", "--run-dir", str(tmp_path / "r"),
+                          "--set", "selfplay.concurrent_games=1000000000"])
+    assert "selfplay.concurrent_games = 1,000,000,000 search trees" in err and "GiB" in err
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("connect_four(rows=0)", "'rows' must be in 1..64, not 0"),  # segfaulted (exit 139)
+    ("go(board_size=1)", "'board_size' must be in 2..19"),
+    ("hex(board_size=0)", "'board_size' must be in 1..26"),
+    ("hex(board_size=100000)", "'board_size' must be in 1..26"),  # hung
+    ("pig(players=0)", "'players' must be in 2..10"),  # segfaulted
+    ("pig(winscore=-1)", "'winscore' must be in 0..400"),  # segfaulted
+    ("breakthrough(rows=1)", "cannot play game 'breakthrough(rows=1)'"),
+    ("scotland_yard(mrx_taxi=0)", "the game is over before anyone moves"),
+])
+def test_degenerate_game_parameters(spec, expected):
+    with pytest.raises(UsageError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        load_game(spec)
+
+
+def test_seeds_counts_and_output_paths_on_every_command(capsys, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for argv, expected in [
+        (["arena", "random", "random", "--game", "tic_tac_toe", "--seed", "-1"], "--seed must be a whole number"),
+        (["arena", "random", "random", "--game", "tic_tac_toe", "--games", "100000000000"], "1..10000000"),
+        (["arena", "random", "random", "--game", "tic_tac_toe", "--record", "/dev/null"], "special file"),
+        (["arena", "random", "random", "--game", "tic_tac_toe", "--record", str(afile / "x")], "is a file"),
+        (["tournament", str(tmp_path), "--out", str(afile)], "is a file"),
+        (["play", "tic_tac_toe", "--agent", "random", "--seed", "99999999999"], "--seed must be"),
+        (["export", str(tmp_path), "--out", str(tmp_path)], "is a directory, not a file"),
+        (["train", "tic_tac_toe", "--run-dir", "/dev/null"], "special file"),
+        (["train", "tic_tac_toe", "--run-dir", str(afile)], "is a file"),
+        (["train", "--resume", str(afile)], "is a file"),
+    ]:
+        assert expected in _error(capsys, argv), argv
+
+
+def test_files_that_do_not_decode_name_their_path(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(b'steps = "\xff\xfe"\n')
+    assert f"config file {bad} is not UTF-8 text" in _error(capsys, ["train", "tic_tac_toe", "--config", str(bad)])
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step_000001").mkdir(parents=True)
+    (run / "checkpoints" / "latest").write_bytes(b"\xff\xfe")
+    err = _error(capsys, ["arena", str(run), "random", "--games", "1"])
+    assert f"{run / 'checkpoints' / 'latest'} is not UTF-8 text" in err
