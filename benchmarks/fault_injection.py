@@ -213,7 +213,8 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
     run = work / name
     shutil.rmtree(run, ignore_errors=True)
     workers = SCENARIOS[name][3]
-    res = {"planned": dict.fromkeys(("kill", "ckpt", "pair"), 0), "delivered": dict.fromkeys(("kill", "ckpt", "pair"), 0),
+    res = {"planned": dict.fromkeys(("kill", "ckpt", "pair"), 0),
+           "delivered": dict.fromkeys(("kill", "ckpt", "pair"), 0),
            "pair_outcomes": {"checkpointed": 0, "killed": 0}, "worker_kills": 0, "learner_kills": 0,
            "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
     for kind in plan:
