@@ -11,9 +11,7 @@ import pytest
 from polyzero.cli import main
 from polyzero.errors import UsageError
 from polyzero.eval import make_player, play_match
-from polyzero.games import check_game, load_game
-from polyzero.games import nannon_policies as npol
-from polyzero.games import nannon_solver as ns
+from polyzero.games import check_game, load_game, nannon_policies as npol, nannon_solver as ns
 from polyzero.games.nannon import count_positions
 
 Z99 = 2.5758293035489004  # two-sided 99% normal quantile

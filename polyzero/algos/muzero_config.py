@@ -7,9 +7,7 @@ from dataclasses import dataclass
 
 from ..config import ConfigSection
 from ..errors import UsageError
-from ..validation import choice as _choice
-from ..validation import fraction as _fraction
-from ..validation import positive as _positive
+from ..validation import choice as _choice, fraction as _fraction, positive as _positive
 
 
 @dataclass
@@ -34,7 +32,8 @@ class MuZeroConfig:
     temperature_schedule: bool = True  # single-agent acting temperature 1, 0.5, 0.25 (Appendix D)
     reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
     target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
-    reanalyse_network: str = "latest"  # Reanalyze searches with the latest parameters (Appendix H) or the target network
+    # Reanalyze searches with the latest parameters (Appendix H) or the target network
+    reanalyse_network: str = "latest"
     # What Reanalyze refreshes: "both" (Appendix H), or only the "policy" targets or the
     # "value" bootstraps, to tell their effects apart.
     reanalyse_targets: str = "both"

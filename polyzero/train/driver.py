@@ -26,8 +26,7 @@ from ..config import RunConfig, to_toml
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
 from ..nets.inference import resolve_device, set_threads
-from . import checkpoint as ckpt
-from . import rundir
+from . import checkpoint as ckpt, rundir
 from .learner import Learner
 from .metrics import MetricsLog
 from .progress import Progress

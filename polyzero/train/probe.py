@@ -383,7 +383,8 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
                          baseline_encode=base_encode, policy=model_policy(net, ndmz) if moves == "model" else None)
     result = probe(net, steps, k_max, ndmz_layout=layout, baseline=base_eval)
     result.update(run=str(path), checkpoint=str(ckpt), algo=cfg.algo, game=cfg.game, games=games, seed=seed,
-                  learning_step=read_state(ckpt).get("step"), moves=moves, baseline=None if baseline is None else str(baseline),
+                  learning_step=read_state(ckpt).get("step"), moves=moves,
+                  baseline=None if baseline is None else str(baseline),
                   definitions={m: METRICS[m] for m in result["metrics"]})
     out = Path(out) if out is not None else ckpt.parent.parent / "probe"  # RUN/checkpoints/step_N -> RUN/probe
     try:

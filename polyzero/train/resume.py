@@ -102,8 +102,7 @@ def prepare_resume(run_dir: Path, overrides: list[str], lock: bool = True):
     config and checkpoint the run continues from (`resume_config`). The caller unlocks."""
     import sys
 
-    from . import checkpoint as ckpt
-    from . import rundir
+    from . import checkpoint as ckpt, rundir
 
     run_dir = Path(run_dir)
     if lock and run_dir.is_dir():
