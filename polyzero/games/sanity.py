@@ -115,14 +115,21 @@ def check_builds(game: pyspiel.Game, spec: str) -> None:
         raise UsageError(f"cannot play game {spec!r}: {msg}") from None
 
 
-def count_histories(game, limit: int) -> int | None:
-    """The number of histories (nodes of the game tree, chance included), or None once
-    it passes `limit`: a size check that stops early instead of enumerating a big game."""
+COUNT_SECONDS = 15.0  # a game written in Python (nannon) steps ~2,000 histories a second
+
+
+def count_histories(game, limit: int, seconds: float | None = COUNT_SECONDS) -> int | None:
+    """The number of histories (nodes of the game tree, chance included), or None once it
+    passes `limit` or takes longer than `seconds`: a size check that stops early instead
+    of enumerating a big game."""
+    import time
+
+    deadline = None if seconds is None else time.monotonic() + seconds
     count, stack = 0, [game.new_initial_state()]
     while stack:
         state = stack.pop()
         count += 1
-        if count > limit:
+        if count > limit or (deadline is not None and count % 1024 == 0 and time.monotonic() > deadline):
             return None
         if state.is_terminal():
             continue
