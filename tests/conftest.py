@@ -59,9 +59,12 @@ def trained(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def trained_muzero(tmp_path_factory):
-    """MuZero's tic-tac-toe preset after 100 learning steps, and its untrained weights."""
+    """MuZero's tic-tac-toe preset after 150 learning steps, and its untrained weights.
+    150, not 100: against its untrained network at equal search, seed 0 scored 0.640
+    [0.571, 0.703] after 100 steps on 2026-11-28 (eager and ONNX Runtime alike; the
+    test asks for 0.65) and 0.858 [0.802, 0.899] after 150."""
     return train_tic_tac_toe(tmp_path_factory.mktemp("ttt-mz") / "run", algo="muzero",
-                             overrides=["train.steps=100"])
+                             overrides=["train.steps=150"])
 
 
 def assert_same_final_weights(run_a, run_b):

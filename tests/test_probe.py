@@ -36,7 +36,7 @@ def test_the_probe_tells_a_trained_model_from_an_untrained_one(trained_muzero, t
     assert (tmp_path / "p" / "probe.png").stat().st_size > 10_000
     # k = 0 is f(h(o)) itself: agreement 1 and no drift, for any network
     assert after["metrics"]["agree_self"][0] == 1.0 and after["metrics"]["value_drift"][0] == 0.0
-    # after 100 learning steps the model keeps choosing legal moves several steps ahead,
+    # after 150 learning steps the model keeps choosing legal moves several steps ahead,
     # where the untrained one's top moves are legal only as often as chance makes them
     for k in range(1, 4):
         assert after["metrics"]["legal_top"][k] > before["legal_top"][k] + 0.2, (k, after, before)

@@ -74,11 +74,19 @@ def test_memory_sized_values_are_bounded_by_this_machine(capsys, tmp_path):
     ("pig(players=0)", "'players' must be in 2..10"),  # segfaulted
     ("pig(winscore=-1)", "'winscore' must be in 0..400"),  # segfaulted
     ("breakthrough(rows=1)", "cannot play game 'breakthrough(rows=1)'"),
-    ("scotland_yard(mrx_taxi=0)", "the game is over before anyone moves"),
 ])
 def test_degenerate_game_parameters(spec, expected):
     with pytest.raises(UsageError, match=expected.replace("(", r"\(").replace(")", r"\)")):
         load_game(spec)
+
+
+def test_a_game_over_before_anyone_moves_loads_but_commands_refuse_it(capsys):
+    """Mr X without a ticket has lost at the start: the library loads such a game (its
+    rules are tested), training and matches refuse it in one line."""
+    assert load_game("scotland_yard(mrx_taxi=0)").new_initial_state().is_terminal()
+    for argv in (["arena", "random", "random", "--game", "scotland_yard(mrx_taxi=0)", "--games", "1"],
+                 ["train", "scotland_yard(mrx_taxi=0)", "--algo", "sog"]):
+        assert "the game is over before anyone moves" in _error(capsys, argv)
 
 
 def test_seeds_counts_and_output_paths_on_every_command(capsys, tmp_path):

@@ -59,6 +59,10 @@ def _missing(game: pyspiel.Game, req: GameRequirements) -> list[str]:
 def check_supported(game: pyspiel.Game, req: GameRequirements, algo_name: str, why: str = "") -> None:
     """Raise UsageError, one line, naming what `game` needs that `algo_name` lacks
     (`why`, if given, is appended: what the command assumes)."""
+    from .sanity import over_before_anyone_moves
+
+    if over_before_anyone_moves(game):
+        raise UsageError(f"{algo_name} cannot use {game_spec_string(game)!r}: the game is over before anyone moves")
     missing = _missing(game, req)
     if not missing:
         return
