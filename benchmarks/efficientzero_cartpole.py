@@ -119,7 +119,8 @@ def report(args, work: Path) -> None:
         for step in steps:
             values = {s: p["return"] for s, c in seeds.items() for p in c["points"] if p["step"] == step}
             env = [p["env_steps"] for c in seeds.values() for p in c["points"] if p["step"] == step]
-            table.append({"step": step, "env_steps_mean": float(np.mean(env)), "mean": float(np.mean(list(values.values()))),
+            table.append({"step": step, "env_steps_mean": float(np.mean(env)),
+                          "mean": float(np.mean(list(values.values()))),
                           "per_seed": {str(s): v for s, v in values.items()}})
         auc = [learning_curve_auc([p["step"] for p in c["points"]], [p["return"] for p in c["points"]],
                                   total_steps=args.steps, normalise=True) for c in seeds.values()]
@@ -155,7 +156,8 @@ def _markdown(out: dict) -> str:
     arms = out["arms"]
     steps = sorted({row["step"] for a in arms.values() for row in a["curve"]})
     head = "| arm | " + " | ".join(f"step {s}" for s in steps) + " | AUC, 95% interval | vs control | training s |"
-    lines = [f"# efficientzero_cartpole ({out['date']})", "", f"`{out['command']}`", "", f"Machine: {out['machine']}.", "",
+    lines = [f"# efficientzero_cartpole ({out['date']})", "", f"`{out['command']}`", "",
+             f"Machine: {out['machine']}.", "",
              "Mean evaluation return (CartPole-v1, cap 500) over the seeds at each evaluation step "
              f"({out['settings']['eval_games']} episodes each; {out['settings']['positions_per_step']} new "
              "positions per learning step); each seed's value in brackets. A smoke-level measurement.", "",
@@ -167,10 +169,12 @@ def _markdown(out: dict) -> str:
         cells = []
         for s in steps:
             row = next((r for r in a["curve"] if r["step"] == s), None)
-            cells.append("" if row is None else f"{row['mean']:.1f} ({', '.join(f'{v:.0f}' for v in row['per_seed'].values())})")
+            per_seed = ", ".join(f"{v:.0f}" for v in row["per_seed"].values()) if row else ""
+            cells.append("" if row is None else f"{row['mean']:.1f} ({per_seed})")
         auc, vs = a["auc"], a.get("against_control")
         versus = f"p = {vs['welch_one_sided_p']:.2f} vs {vs['control']}" if vs else ""
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {auc['mean']:.1f} [{auc['low']:.1f}, {auc['high']:.1f}] | "
+        lines.append(f"| {name} | " + " | ".join(cells)
+                     + f" | {auc['mean']:.1f} [{auc['low']:.1f}, {auc['high']:.1f}] | "
                      f"{versus} | {a['train_seconds_mean']:.0f} |")
     return "\n".join(lines) + "\n"
 

@@ -32,8 +32,10 @@ from common import machine_info, summarize, time_interleaved, write_results  # n
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
-from polyzero.nets import muzero as muzero_nets  # noqa: E402
-from polyzero.nets import ndmz as ndmz_nets
+from polyzero.nets import (
+    muzero as muzero_nets,  # noqa: E402
+    ndmz as ndmz_nets,
+)
 from polyzero.nets.compiled import CompiledCall  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
 

@@ -69,8 +69,8 @@ def _train_td(args, run: Path) -> None:
     import torch
 
     from polyzero.baselines.td_lambda import TDLambda
-    from polyzero.games.nannon_solver import shared_solution
     from polyzero.games import load_game
+    from polyzero.games.nannon_solver import shared_solution
 
     sol = shared_solution(load_game(args.game), progress=True)
     td = TDLambda(sol, seed=args.seed)
@@ -133,8 +133,8 @@ def score_table(sol, table, games: int, seed: int) -> dict:
     """Exact scores of a policy table and `games` sampled games against optimal and random."""
     import numpy as np
 
-    from polyzero.games.nannon_policies import evaluate_policy, sample_games
     from polyzero.eval.stats import wilson_interval
+    from polyzero.games.nannon_policies import evaluate_policy, sample_games
 
     out = {}
     for opponent in ("optimal", "random"):
@@ -162,9 +162,9 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     import torch
 
     from polyzero.algos.ndmz import nannon_raw_policy
+    from polyzero.games import load_game
     from polyzero.games.nannon_policies import tabulate_player
     from polyzero.games.nannon_solver import shared_solution
-    from polyzero.games import load_game
 
     game = load_game(args.game)
     sol = shared_solution(game, progress=True)
@@ -344,8 +344,8 @@ def main(argv=None) -> None:
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
-    from polyzero.games.nannon_solver import NannonParams
     from polyzero.games import load_game
+    from polyzero.games.nannon_solver import NannonParams
 
     prm = NannonParams.from_game(load_game(args.game))
     args.out = args.out or f"nannon_{prm.points}{prm.checkers}{prm.die_sides}"

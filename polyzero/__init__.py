@@ -2,9 +2,9 @@
 
 Layers (imports point down only; pyproject.toml's [tool.importlinter] checks it):
 cli -> web -> api -> engines | export -> goexploit | sog -> train -> eval -> algos ->
-config -> replay | baselines -> nets -> search -> games -> errors. See docs/architecture.md.
-The Python API (docs/api.md) is re-exported here lazily, so `import polyzero` stays
-cheap: torch and OpenSpiel load on first use.
+config -> replay | baselines -> nets -> search -> games -> validation -> errors.
+See docs/architecture.md. The Python API (docs/api.md) is re-exported here lazily, so
+`import polyzero` stays cheap: torch and OpenSpiel load on first use.
 """
 
 __version__ = "0.1.0"

@@ -120,8 +120,7 @@ def arena(a, b, game=None, games: int = 100, seed: int = 0, progress: bool = Fal
 
 def list_presets() -> list[dict]:
     """The shipped presets: [{'name', 'algo', 'game', 'about'}]."""
-    from .presets import list_presets as names
-    from .presets import preset_summary
+    from .presets import list_presets as names, preset_summary
 
     return [preset_summary(n) for n in names()]
 

@@ -12,14 +12,31 @@ import difflib
 import tomllib
 import typing
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
-from .validation import check_finite, check_int_range, check_sections_of_algo, check_seed
 from .nets import INFERENCE_PATHS
-from .search.params import (CHANCE_BACKUPS, GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS,
-                            Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
+from .presets import load_preset
+from .search.params import (
+    CHANCE_BACKUPS,
+    GUMBEL_POLICY_LOSSES,
+    GUMBEL_Q_NORMALISATIONS,
+    Q_NORMALISATIONS,
+    SEARCH_KINDS,
+    SELECTION_RULES,
+    UNVISITED_Q,
+    SearchParams,
+)
+from .validation import (
+    SECTION_ALGOS,
+    check_finite,
+    check_int_range,
+    check_sections_of_algo,
+    check_seed,
+    choice as _choice,
+    fraction as _fraction,
+    positive as _positive,
+)
 
 
 @dataclass
@@ -149,6 +166,7 @@ class TrainConfig:
     momentum: float = 0.9  # for sgd
     checkpoint_every: int = 10
     keep_checkpoints: int = 3
+    keep_replay_every: int = 0  # K > 0: checkpoints at multiples of K stay whole, to resume from
     # Each sampled example under a random board symmetry of its game (polyzero.games.symmetry;
     # AlphaGo Zero did this, AlphaZero did not): connect_four, tic_tac_toe and go know theirs.
     symmetries: bool = False
@@ -167,6 +185,7 @@ class TrainConfig:
         for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
                   "replay_size", "checkpoint_every", "keep_checkpoints"):
             _positive(f"train.{k}", getattr(self, k))
+        _positive("train.keep_replay_every", self.keep_replay_every, allow_zero=True)
         _positive("train.learning_rate", self.learning_rate)
         if self.learning_rate > 10:
             raise UsageError(f"train.learning_rate must be at most 10, not {self.learning_rate}")
@@ -242,227 +261,49 @@ class RayConfig:
         _positive("ray.learner_restart_window", self.learner_restart_window, allow_zero=True)
 
 
-@dataclass
-class MuZeroConfig:
-    """MuZero's learned model and targets; defaults from the MuZero paper's appendices."""
-
-    unroll_steps: int = 5  # K (Appendix G)
-    td_steps: int = 10  # n of the n-step value target, single-agent (Appendix G; 5 with Reanalyze)
-    discount: float = 0.997  # gamma, single-agent (Appendix C); board games use 1
-    hidden_size: int = 64  # mlp models: size of the hidden state
-    scale_hidden: bool = True  # min-max scale hidden states to [0, 1] (Appendix G)
-    zero_init_heads: bool = False  # value and reward heads start at 0 (not in the paper)
-    support: int = 300  # categorical value/reward support -S..S, single-agent (Appendix F)
-    value_loss_weight: float = 1.0  # 0.25 with Reanalyze (Appendix H)
-    gradient_scaling: bool = True  # 1/K on unrolled steps, 1/2 into the dynamics (Appendix G)
-    prioritized: str = "auto"  # auto: prioritized for single-agent, uniform for board games
-    priority_alpha: float = 1.0  # alpha = beta = 1 (Appendix G)
-    priority_beta: float = 1.0
-    # p_i = |nu_i - z_i| with nu the value of the acting search at sample i (Appendix G);
-    # "network": the prediction function's value of the sample when it is trained instead.
-    priority_value: str = "search"
-    temperature_schedule: bool = True  # single-agent acting temperature 1, 0.5, 0.25 (Appendix D)
-    reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
-    target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
-    reanalyse_network: str = "latest"  # Reanalyze searches with the latest parameters (Appendix H) or the target network
-    # What Reanalyze refreshes: "both" (Appendix H), or only the "policy" targets or the
-    # "value" bootstraps, to tell their effects apart.
-    reanalyse_targets: str = "both"
-    # c_scale of the reanalysis searches alone (Gumbel root, sigma of the Gumbel paper's
-    # Eq. 8); 0: the search's own `search.c_scale`. A smaller one keeps a re-searched
-    # target from moving the logits it came from by sigma's whole range at every step.
-    reanalyse_c_scale: float = 0.0
-    # The n-step bootstrap v-_{t+n}: the target network's prediction f-(h-(o)) ("network",
-    # Appendix H), or the root value of a search with the target network ("search", as
-    # EfficientZero reanalyses values), which values the searched, improved policy.
-    reanalyse_bootstrap: str = "network"
-    chunk_length: int = 200  # single-agent episodes enter replay every 200 moves (Appendix D); 0: whole
-    downsample: str = "auto"  # Appendix F's stack for image inputs; auto: frames of 32 x 32 or more
-    # Normalisation inside g and in f's heads at unrolled steps k >= 1 (resnet models):
-    # "batch" (the paper's batch norm) or "layer" (per sample, the same in training and search).
-    unroll_norm: str = "batch"
-    # The plane each action gives the resnet dynamics (Appendix E): "game" where the games
-    # layer knows where actions act (Connect Four: the column), "cell" a one at the
-    # action's flat cell index (what runs saved before 2026-11-25 used).
-    action_planes: str = "game"
-    # Weight of EfficientZero's temporal consistency loss (Ye et al. 2021; 2 there): the
-    # dynamics' state s^k is pulled towards h(o_{t+k}) through SimSiam heads. Not in the
-    # MuZero paper; 0 (its default) leaves it out.
-    consistency_weight: float = 0.0
-    # Board games, with the consistency loss: the target at the step after a finished
-    # game's last move is h of the final position (kept with the game), where there is
-    # none otherwise -- the one transition whose result the final outcome decides.
-    consistency_terminal: bool = False
-    # Board games: the final outcome as the last move's reward, learned by a reward head,
-    # with value 0 past the end (the published pseudocode's treatment), instead of no
-    # reward loss (Appendix G) and the side to move past the end having lost.
-    terminal_reward: bool = False
-    # Board games: h and f also learn a finished game's final position (kept with the game,
-    # seen by the side that would move next) with the value the unroll gives the step after
-    # the last move (the loser's -1, 0 after a draw), at the weight of one unrolled step.
-    # Not in the MuZero paper.
-    terminal_value: bool = False
-    # The dynamics function's size, a lever on the learner's speed (a K-step unroll runs g
-    # K times): residual blocks of g's tower (resnet) or hidden layers (mlp); -1: the same
-    # as h's (net.blocks or net.layers), as in the paper (Appendix F).
-    dynamics_blocks: int = -1
-    # EfficientZero's value prefix (Ye et al. 2021, Section 4.2; single-agent games): g's
-    # reward head is an LSTM predicting the discounted reward sum since its last reset,
-    # every value_prefix_horizon steps; the search's edge reward is the sum's increment.
-    value_prefix: bool = False
-    value_prefix_horizon: int = 5  # H, the LSTM's reset period (5 in the paper)
-    # EfficientZero's off-policy correction (Section 4.3; single-agent games): the n-step
-    # horizon shrinks with a sample's age, one step per off_policy_age_ratio * train.steps
-    # learning steps (0.3, the authors' code), down to 1, and the bootstrap is the root value of
-    # a fresh search with the target network (needs Reanalyze with reanalyse_bootstrap "search").
-    off_policy_correction: bool = False
-    off_policy_age_ratio: float = 0.3
-
-    def validate(self):
-        _positive("muzero.value_prefix_horizon", self.value_prefix_horizon)
-        _positive("muzero.off_policy_age_ratio", self.off_policy_age_ratio)
-        if self.off_policy_correction and not (self.reanalyse_fraction > 0 and self.reanalyse_bootstrap == "search"
-                                               and self.reanalyse_targets != "policy"):
-            raise UsageError("muzero.off_policy_correction bootstraps from a fresh search: it needs "
-                             "muzero.reanalyse_fraction > 0, muzero.reanalyse_bootstrap=\"search\" and "
-                             "muzero.reanalyse_targets \"both\" or \"value\"")
-        _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
-        if self.dynamics_blocks < -1:
-            raise UsageError(f"muzero.dynamics_blocks must be -1 (as net.blocks) or >= 0, not {self.dynamics_blocks}")
-        if self.consistency_terminal and not self.consistency_weight:
-            raise UsageError("muzero.consistency_terminal needs the consistency loss (muzero.consistency_weight > 0)")
-        _positive("muzero.reanalyse_c_scale", self.reanalyse_c_scale, allow_zero=True)
-        _positive("muzero.chunk_length", self.chunk_length, allow_zero=True)
-        for k in ("unroll_steps", "td_steps", "hidden_size", "target_update_every"):
-            _positive(f"muzero.{k}", getattr(self, k))
-        _positive("muzero.support", self.support, allow_zero=True)
-        _fraction("muzero.discount", self.discount)
-        _positive("muzero.value_loss_weight", self.value_loss_weight)
-        _choice("muzero.prioritized", self.prioritized, ("auto", "on", "off"))
-        _choice("muzero.priority_value", self.priority_value, ("search", "network"))
-        _choice("muzero.downsample", self.downsample, ("auto", "on", "off"))
-        _choice("muzero.unroll_norm", self.unroll_norm, ("batch", "layer"))
-        _choice("muzero.action_planes", self.action_planes, ("game", "cell"))
-        _choice("muzero.reanalyse_network", self.reanalyse_network, ("latest", "target"))
-        _choice("muzero.reanalyse_targets", self.reanalyse_targets, ("both", "policy", "value"))
-        _choice("muzero.reanalyse_bootstrap", self.reanalyse_bootstrap, ("network", "search"))
-        _positive("muzero.priority_alpha", self.priority_alpha, allow_zero=True)
-        _positive("muzero.priority_beta", self.priority_beta, allow_zero=True)
-        _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)
+ALGOS = ("alphazero", "muzero", "ndmz", "sog")  # polyzero.algos.TRAINABLE (config sits below algos)
 
 
-@dataclass
-class NDMZConfig:
-    """Nondeterministic MuZero (docs/ndmz.md): defaults from the NDMZ paper, Section 4.2."""
+@dataclass(frozen=True)
+class ConfigSection:
+    """A plug-in's own config section: `[name]`, read by `algos` only (another
+    algorithm's run refuses its non-default keys). Plug-ins name theirs in
+    `polyzero.plugins.CONFIG_SECTIONS`; `register_section` adds one at run time."""
 
-    unroll_steps: int = 6  # K
-    hidden_size: int = 128  # size of the hidden state (MLP towers take net.width and net.layers)
-    c_puct: float = 1.25  # the constant of pUCT among result nodes (Appendix A)
-
-    def validate(self):
-        _positive("ndmz.unroll_steps", self.unroll_steps)
-        _positive("ndmz.hidden_size", self.hidden_size)
-        _positive("ndmz.c_puct", self.c_puct)
+    name: str
+    cls: type
+    algos: tuple[str, ...]
 
 
-@dataclass
-class SoGConfig:
-    """Student of Games training (docs/student_of_games.md, part 2). The paper's
-    Scotland Yard settings where they fit (the learning rate, the loss weights); the
-    per-step work is the in-process round-robin of actors, solvers and learner."""
-
-    simulations: int = 20  # s of the self-play searches, SoG(s, c)
-    expansions_per_update: float = 1.0  # c
-    max_depth: int = 0  # depth limit of every search (0: none)
-    solve_simulations: int = 20  # s_solve of the query solver
-    solve_expansions_per_update: float = 1.0  # c_solve
-    q_search: float = 0.3  # probability a search's network query enters the query buffer
-    q_recursive: float = 0.1  # the same for the solver's own queries
-    p_td: float = 0.5  # probability a main-line state's value target is the outcome (else solved)
-    episodes_per_step: int = 2  # self-play games per learning step (round-robin)
-    solves_per_step: int = 8  # queries solved per learning step
-    query_buffer: int = 10_000  # queries waiting; the oldest are dropped beyond it
-    max_updates: int = 5  # minibatches an example may be used in
-    value_weight: float = 1.0
-    policy_weight: float = 0.05  # the paper's policy loss weight
-    lr_halve_every: int = 0  # learning steps between halvings of the learning rate (0: never)
-    eval_simulations: int = 100  # s_eval of SoG(s_eval, 1) in periodic evaluation
-    eval_seeds: int = 3  # seeds of the exploitability evaluation
-
-    def validate(self):
-        for k in ("simulations", "solve_simulations", "max_depth", "episodes_per_step", "solves_per_step",
-                  "lr_halve_every", "eval_simulations"):
-            _positive(f"sog.{k}", getattr(self, k), allow_zero=True)
-        for k in ("expansions_per_update", "solve_expansions_per_update", "query_buffer", "max_updates",
-                  "eval_seeds", "value_weight"):
-            _positive(f"sog.{k}", getattr(self, k))
-        _positive("sog.policy_weight", self.policy_weight, allow_zero=True)
-        for k in ("q_search", "q_recursive", "p_td"):
-            _fraction(f"sog.{k}", getattr(self, k))
-
-    def search_settings(self, solver: bool = False):
-        from .sog.gtcfr import SoGSettings
-
-        return SoGSettings(simulations=self.solve_simulations if solver else self.simulations,
-                           expansions_per_update=(self.solve_expansions_per_update if solver
-                                                  else self.expansions_per_update),
-                           max_depth=self.max_depth or None)
+_SECTIONS: dict[str, ConfigSection] = {}
+_DISCOVERED = False
 
 
-@dataclass
-class StartConfig:
-    """Go-Exploit search control (Go-Exploit paper, Sections 3.1-3.2; Appendix A): where
-    self-play trajectories start. Defaults: Table 6 (Connect Four), GEVC/GESC columns."""
-
-    archive: str = "none"  # "none" (AlphaZero), "visited" (GEVE/GEVC) or "search" (GESR/GESC)
-    archive_type: str = "circular"  # "expanding", "circular" or "reservoir" (Algorithm 5)
-    archive_size: int = 1_000_000  # |A| of circular and reservoir archives (Table 6: 10^6)
-    initial_probability: float = 0.1  # lambda: start from s_0 with this probability (Table 6)
-    # Search states (Algorithm 3): complete games from s_0 played by archive actors that
-    # train nothing. In-process: this many archive games per learning step (Table 4's 50
-    # archive actors beside 700 training actors, about one archive game per 14 trajectories
-    # of a full-length game); under Ray, `archive_workers` extra workers do the same.
-    archive_games_per_step: int = 2
-    archive_workers: int = 1
-    track_unique_states: bool = False  # Section 6.1: count unique nonterminal states per depth
-
-    def validate(self):
-        _choice("start.archive", self.archive, ("none", "visited", "search"))
-        _choice("start.archive_type", self.archive_type, ("expanding", "circular", "reservoir"))
-        _positive("start.archive_size", self.archive_size)
-        _fraction("start.initial_probability", self.initial_probability)
-        _positive("start.archive_games_per_step", self.archive_games_per_step, allow_zero=True)
-        _positive("start.archive_workers", self.archive_workers, allow_zero=True)
-        if self.archive == "search" and self.archive_games_per_step == 0:
-            raise UsageError("start.archive = \"search\" needs start.archive_games_per_step > 0 "
-                             "(archive actors are what fill the archive)")
+def register_section(section: ConfigSection) -> None:
+    _SECTIONS[section.name] = section
 
 
-@dataclass
-class KataGoConfig:
-    """KataGo's self-play techniques (Wu 2019; Go-Exploit Section 5; docs/goexploit.md).
-    The defaults turn every technique off; KataGo's own values are in the comments."""
+def plugin_sections() -> dict[str, ConfigSection]:
+    """The registered sections, importing those `polyzero.plugins` names on first use (their
+    modules import this one, so not at import time)."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        import importlib
 
-    playout_cap_probability: float = 1.0  # p of a full search (KataGo: 0.25); 1: always full
-    cheap_simulations: int = 0  # n of a cheap search (KataGo: 100 of 600); 0: num_simulations // 6
-    cheap_value_samples: bool = False  # keep cheap positions as value-only samples (zero policy target)
-    forced_playouts: bool = False  # forced playouts at the root and policy target pruning (Wu 3.2)
-    forced_k: float = 2.0  # n_forced(c) = (k P(c) sum_c' N(c'))^(1/2)
-    init_moves: int = 0  # moves from s_0 sampled from the raw policy p before searching (trajectory init)
-    branch_probability: float = 0.0  # per move: start a side game from another action there
+        from .plugins import CONFIG_SECTIONS
 
-    def validate(self):
-        _fraction("katago.playout_cap_probability", self.playout_cap_probability)
-        if self.playout_cap_probability == 0.0:
-            raise UsageError("katago.playout_cap_probability must be positive (some searches must be full)")
-        _positive("katago.cheap_simulations", self.cheap_simulations, allow_zero=True)
-        _positive("katago.forced_k", self.forced_k)
-        _positive("katago.init_moves", self.init_moves, allow_zero=True)
-        _fraction("katago.branch_probability", self.branch_probability)
+        _DISCOVERED = True
+        for target in CONFIG_SECTIONS:
+            module, _, name = target.partition(":")
+            register_section(getattr(importlib.import_module(module), name))
+    return _SECTIONS
 
 
 @dataclass
 class RunConfig:
+    """The run's settings: the core sections below, and each registered plug-in section
+    (`muzero`, `start`, `katago`, `ndmz`, `sog`) as an attribute of the same name."""
+
     game: str = "connect_four"
     algo: str = "alphazero"
     seed: int = 0
@@ -478,11 +319,13 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     ray: RayConfig = field(default_factory=RayConfig)
-    muzero: MuZeroConfig = field(default_factory=MuZeroConfig)
-    start: StartConfig = field(default_factory=StartConfig)
-    katago: KataGoConfig = field(default_factory=KataGoConfig)
-    ndmz: NDMZConfig = field(default_factory=NDMZConfig)
-    sog: SoGConfig = field(default_factory=SoGConfig)
+
+    def __post_init__(self):
+        for name, section in plugin_sections().items():
+            setattr(self, name, section.cls())
+
+    def section_names(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self)] + list(plugin_sections())
 
     def validate(self):
         if self.algo not in ALGOS:  # the message polyzero.algos.make_algorithm gives
@@ -490,32 +333,14 @@ class RunConfig:
         check_seed("seed", self.seed)
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)
-        for section in (self.net, self.search, self.selfplay, self.train, self.eval, self.ray, self.muzero,
-                        self.start, self.katago, self.ndmz, self.sog):
-            section.validate()
+        for name in self.section_names():
+            if dataclasses.is_dataclass(section := getattr(self, name)):
+                section.validate()
         return self
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-# ---------------------------------------------------------------- validation helpers
-ALGOS = ("alphazero", "muzero", "ndmz", "sog")  # polyzero.algos.TRAINABLE (config sits below algos)
-
-
-def _positive(key, value, allow_zero=False):
-    if value < 0 or (value == 0 and not allow_zero):
-        raise UsageError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, not {value}")
-
-
-def _fraction(key, value):
-    if not 0.0 <= value <= 1.0:
-        raise UsageError(f"{key} must lie in [0, 1], not {value}")
-
-
-def _choice(key, value, choices):
-    if value not in choices:
-        raise UsageError(f"{key} must be one of {', '.join(sorted(choices))}, not {value!r}")
+        return {**dataclasses.asdict(self),
+                **{name: dataclasses.asdict(getattr(self, name)) for name in plugin_sections()}}
 
 
 # ---------------------------------------------------------------- loading
@@ -546,7 +371,7 @@ def _check_type(key: str, value, annotation):
 def _merge(obj, data: dict, prefix: str = ""):
     """Write `data` (nested dicts) into the dataclass `obj`, checking keys and types."""
     hints = typing.get_type_hints(type(obj))
-    names = [f.name for f in dataclasses.fields(obj)]
+    names = obj.section_names() if isinstance(obj, RunConfig) else [f.name for f in dataclasses.fields(obj)]
     for key, value in data.items():
         full = prefix + key
         if key not in names:
@@ -592,19 +417,6 @@ def read_toml(path: str | Path) -> dict:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def preset_name(algo: str, game: str) -> str:
-    base = game.split("(")[0]
-    return f"{algo}_{base}.toml"
-
-
-def load_preset(algo: str, game: str) -> dict | None:
-    """The shipped preset for this algorithm and game, if there is one."""
-    res = resources.files("polyzero.presets").joinpath(preset_name(algo, game))
-    if not res.is_file():
-        return None
-    return tomllib.loads(res.read_text())
-
-
 # Settings added after runs had been saved, whose defaults changed what a run does:
 # a saved config without them ran with these values.
 _SAVED_BEFORE = {("net", "perspective"): "raw", ("muzero", "priority_value"): "network",
@@ -633,18 +445,15 @@ def build_config(game: str | None = None, algo: str | None = None, config_file: 
     game = game or file_data.get("game") or (base or {}).get("game") or cfg.game
     if not isinstance(game, str) or not isinstance(algo, str):
         raise UsageError("game and algo must be strings")
-    if base is None:
-        preset = load_preset(algo, game)
-        if preset is not None:
-            layers.append(preset)
-    layers.append(file_data)
-    layers.extend(sets)
-    layers.append({"game": game, "algo": algo})
+    preset = load_preset(algo, game) if base is None else None  # a saved run's config already holds it
+    layers += [preset or {}, file_data, *sets, {"game": game, "algo": algo}]
     for layer in layers:
         _merge(cfg, layer)
     cfg.validate()
-    for source, layer in [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]:
-        check_sections_of_algo(layer, algo, RunConfig(), source)
+    owners = {**SECTION_ALGOS, **{name: section.algos for name, section in plugin_sections().items()}}
+    sources = [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]
+    for source, layer in sources:
+        check_sections_of_algo(layer, algo, RunConfig(), source, owners)
     return cfg
 
 

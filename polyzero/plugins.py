@@ -25,8 +25,9 @@ REFERENCE_PLAYER_LOADERS = (
 
 # Algorithms that train through a runtime of their own rather than `train.driver.Trainer`:
 # algo name -> a module with `trainer_classes()` (in-process, Ray), `run_player(ckpt, cfg,
-# game, simulations, seed, path)` (a run directory as a player) and `final_evaluation(trainer)`
-# (the report's lines). `polyzero.train` finds them here and imports no algorithm's package.
+# game, simulations, seed, path)` (a run directory as a player) and
+# `final_evaluation_lines(trainer, results)` (the report's lines from the trainer's `evaluate`
+# results). `polyzero.train` finds them here and imports no algorithm's package.
 RUNTIMES = {
     "sog": "polyzero.sog.runtime",  # Student of Games
 }
@@ -46,3 +47,13 @@ PLAYER_LOADERS = (
 )
 
 ENTRY_POINT_GROUP = "polyzero.player_loaders"
+
+# Config sections owned by plug-ins (polyzero.config.ConfigSection), "module:NAME", in the
+# order a saved config.toml lists them.
+CONFIG_SECTIONS = (
+    "polyzero.algos.muzero_config:SECTION",
+    "polyzero.goexploit.config:START_SECTION",
+    "polyzero.goexploit.config:KATAGO_SECTION",
+    "polyzero.algos.ndmz_config:SECTION",
+    "polyzero.sog.config:SECTION",
+)

@@ -43,7 +43,8 @@ def check_int_range(key: str, value: int) -> int:
 
 def check_seed(key: str, value: int) -> int:
     if not 0 <= value <= SEED_LIMIT:
-        raise UsageError(f"{key} must be a whole number in 0..{SEED_LIMIT} (the seed range numpy and OpenSpiel share, with room for derived seeds), not {value}")
+        raise UsageError(f"{key} must be a whole number in 0..{SEED_LIMIT} (the seed range numpy and OpenSpiel "
+                         f"share, with room for derived seeds), not {value}")
     return value
 
 
@@ -82,6 +83,22 @@ def spec_count(spec: str, text: str, what: str) -> int:
         raise UsageError(f"bad player '{spec}': needs a whole number of {what} in 1..{MAX_SPEC_COUNT:,}, "
                          f"not {text!r}")
     return int(text)
+
+
+# ---------------------------------------------------------------- config value checks
+def positive(key, value, allow_zero=False):
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, not {value}")
+
+
+def fraction(key, value):
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{key} must lie in [0, 1], not {value}")
+
+
+def choice(key, value, choices):
+    if value not in choices:
+        raise UsageError(f"{key} must be one of {', '.join(sorted(choices))}, not {value!r}")
 
 
 # ---------------------------------------------------------------- memory
@@ -149,24 +166,17 @@ def check_fits_machine(cfg, game) -> None:
 
 
 # ---------------------------------------------------------------- config sections
-# Sections read by some algorithms only; a value set in another algorithm's run would be
-# silently ignored, so it is refused (a section's default values are accepted: a copy of
-# a saved config.toml holds every section).
-SECTION_ALGOS = {
-    "muzero": ("muzero",),
-    "ndmz": ("ndmz",),
-    "sog": ("sog",),
-    "search": ("alphazero", "muzero", "ndmz"),
-    "selfplay": ("alphazero", "muzero", "ndmz"),
-    "start": ("alphazero", "muzero", "ndmz"),
-    "katago": ("alphazero", "muzero", "ndmz"),
-}
+# Core sections read by some algorithms only (plug-in sections say their own, see
+# polyzero.config.ConfigSection); a value set in another algorithm's run would be silently
+# ignored, so it is refused (a section's default values are accepted: a copy of a saved
+# config.toml holds every section).
+SECTION_ALGOS = {"search": ("alphazero", "muzero", "ndmz"), "selfplay": ("alphazero", "muzero", "ndmz")}
 
 
-def check_sections_of_algo(layer: dict, algo: str, defaults, source: str) -> None:
-    """Refuse a key of `layer` (one TOML file or --set) in a section `algo` does not read,
-    unless it holds the section's default."""
-    for section, algos in SECTION_ALGOS.items():
+def check_sections_of_algo(layer: dict, algo: str, defaults, source: str, owners: dict) -> None:
+    """Refuse a key of `layer` (one TOML file or --set) in a section `algo` does not read
+    (`owners`: section -> the algorithms that read it), unless it holds the section's default."""
+    for section, algos in owners.items():
         values = layer.get(section)
         if not isinstance(values, dict) or algo in algos:
             continue

@@ -19,8 +19,8 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 CHECKED = ("polyzero", "benchmarks")
 # Files being rewritten by other work in progress (issue 55: plug-ins own their
-# config sections; the Nannon solver leaves the algorithm layer; one runtime replaces
-# the Ray driver): exempt until that work is merged, then removed from this list.
+# config sections; one runtime replaces the Ray driver): exempt until that work is
+# merged, then removed from this list.
 ALLOWED = {
     "polyzero/config.py",
     "polyzero/train/ray_driver.py",

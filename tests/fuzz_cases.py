@@ -111,21 +111,23 @@ TOML_BAD = {float: ["nan", "inf", "-inf", '"x"', "[]", "true", "1e400"],
 
 
 def _config_fields():
+    """(section or None, key, type) of every config key, plug-in sections included."""
     import dataclasses
     import typing
 
     from polyzero.config import RunConfig
 
+    cfg = RunConfig()
     out = []
-    for section in dataclasses.fields(RunConfig):
-        hints = typing.get_type_hints(RunConfig)
-        kind = hints[section.name]
-        if dataclasses.is_dataclass(kind):
-            sub = typing.get_type_hints(kind)
-            out += [(section.name, f.name, typing.get_origin(sub[f.name]) or sub[f.name])
-                    for f in dataclasses.fields(kind)]
+    for name in cfg.section_names():
+        value = getattr(cfg, name)
+        if dataclasses.is_dataclass(value):
+            hints = typing.get_type_hints(type(value))
+            out += [(name, f.name, typing.get_origin(hints[f.name]) or hints[f.name])
+                    for f in dataclasses.fields(value)]
         else:
-            out.append((None, section.name, typing.get_origin(kind) or kind))
+            kind = typing.get_type_hints(RunConfig)[name]
+            out.append((None, name, typing.get_origin(kind) or kind))
     return out
 
 
@@ -146,8 +148,9 @@ def _mutated_command(rng: random.Random, cid: int) -> Case:
         del argv[rng.randrange(1, len(argv))]
         expect = "any"  # dropping an optional flag's name or value may leave a valid command
     elif how == "unknown":
-        argv.insert(rng.randrange(1, len(argv) + 1), rng.choice(["--bogus", "-x", "--games=", "--", "-"]))
-        expect = "any" if argv[-1] == "--" else "error"
+        token = rng.choice(["--bogus", "-x", "--games=", "--", "-"])
+        argv.insert(rng.randrange(1, len(argv) + 1), token)
+        expect = "any" if token == "--" else "error"  # "--" before positionals is valid syntax
     else:
         pos = 1 if len(argv) > 1 else 0
         argv[pos] = rng.choice(["", "nosuch", "/dev/null", "{dir}/afile", "-1", "\u00e9" * 3, "x" * 3000])

@@ -11,7 +11,6 @@ from polyzero.errors import UsageError
 from polyzero.nets.support import support_to_scalar
 from polyzero.nets.value_prefix import value_prefix_targets
 from polyzero.replay import SequenceReplay
-
 from test_muzero import _segment
 
 
@@ -128,7 +127,8 @@ def _batch(algo, n=12, **segment):
     rng = np.random.default_rng(0)
     replay = algo.make_replay()
     steps = 40
-    seg = _segment(steps, num_actions=algo.num_actions, rewards=np.ones(steps), values=np.linspace(20, 1, steps), **segment)
+    seg = _segment(steps, num_actions=algo.num_actions, rewards=np.ones(steps), values=np.linspace(20, 1, steps),
+                   **segment)
     seg["obs"] = rng.random((steps, *algo.encoder.shape)).astype(np.float32)
     replay.add(seg)
     batch = replay.sample(n, rng)

@@ -16,13 +16,13 @@ from polyzero.eval import (
     play_in_terminal,
     play_match,
     play_single_agent,
+    players as players_mod,
     plot_run,
     plot_runs,
     reference_player,
     register_player_loader,
     wilson_interval,
 )
-from polyzero.eval import players as players_mod
 
 
 @pytest.fixture(scope="module")

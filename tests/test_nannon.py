@@ -11,9 +11,7 @@ import pytest
 from polyzero.cli import main
 from polyzero.errors import UsageError
 from polyzero.eval import make_player, play_match
-from polyzero.games import nannon_policies as npol
-from polyzero.games import nannon_solver as ns
-from polyzero.games import check_game, load_game
+from polyzero.games import check_game, load_game, nannon_policies as npol, nannon_solver as ns
 from polyzero.games.nannon import count_positions
 
 Z99 = 2.5758293035489004  # two-sided 99% normal quantile
@@ -318,8 +316,8 @@ def test_td_lambda_returns_by_hand_and_learning_beats_random():
     """TD(lambda) baseline (NDMZ paper, Section 4.2): lambda-returns by hand, then a few
     rounds of self-play raise the greedy policy's exact score against random play."""
     from polyzero.baselines.td_lambda import TDLambda
-    from polyzero.games.nannon_solver import shared_solution
     from polyzero.games import load_game
+    from polyzero.games.nannon_solver import shared_solution
 
     sol = shared_solution(load_game("nannon"))
     td = TDLambda(sol, width=64, games_per_round=300, learning_rate=1e-2, seed=0)

@@ -4,8 +4,7 @@ iterations and against OpenSpiel's simultaneous-update solver."""
 import numpy as np
 import pyspiel
 import pytest
-from open_spiel.python.algorithms import cfr as openspiel_cfr
-from open_spiel.python.algorithms import exploitability
+from open_spiel.python.algorithms import cfr as openspiel_cfr, exploitability
 
 from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree

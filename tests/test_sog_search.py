@@ -4,9 +4,11 @@ re-solving"; "Performance guarantees for continual re-solving")."""
 
 import numpy as np
 import pytest
-from open_spiel.python.algorithms import cfr as openspiel_cfr
-from open_spiel.python.algorithms import expected_game_score
-from open_spiel.python.algorithms import exploitability as openspiel_exploitability
+from open_spiel.python.algorithms import (
+    cfr as openspiel_cfr,
+    expected_game_score,
+    exploitability as openspiel_exploitability,
+)
 
 from polyzero.cli import main
 from polyzero.errors import UsageError

@@ -220,3 +220,20 @@ def test_final_evaluation_is_kept_and_a_finished_run_says_so_on_resume(tmp_path,
     err = capsys.readouterr().err
     assert "the run already finished (train.steps = 2); nothing to train" in err
     assert "discarded" not in err
+
+
+def test_older_checkpoints_are_weights_only_unless_kept_for_resuming(tmp_path):
+    """Checkpoints behind the newest keep the network only (no replay, no optimizer state);
+    train.keep_replay_every=K keeps everything at steps that are multiples of K."""
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.keep_checkpoints=4",
+                                                                      "train.keep_replay_every=4"])
+    Trainer.create(cfg, tmp_path / "run", progress=False).run()
+    kept = sorted((tmp_path / "run" / "checkpoints").glob("step_*"))
+    assert [p.name for p in kept] == ["step_000002", "step_000004", "step_000006", "step_000008"]
+    full = {p.name for p in kept if (p / "replay.npz").is_file()}
+    assert full == {"step_000004", "step_000008"}
+    for p in kept:
+        keys = set(read_learner(p))
+        assert ("optimizer" in keys) == (p.name in full) and "net" in keys, p.name
+        assert p.name in full or keys == {"net"}
+

@@ -11,9 +11,10 @@ KL(pi', p) up to a constant (Eq. 12), or -log p(A_{n+1}) with
 """
 
 from __future__ import annotations
+
 import dataclasses
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -24,9 +25,9 @@ from ..games import GameRequirements, ObservationEncoder
 from ..games.symmetry import augment, board_symmetries
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
+from ..replay import ReplayBuffer
 from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
-from ..replay import ReplayBuffer
 from .base import Trajectory
 from .simulator import SimulatorModel
 

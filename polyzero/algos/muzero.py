@@ -23,7 +23,7 @@ stop-gradient target, scaled like the other unrolled terms.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -36,10 +36,10 @@ from ..games.symmetry import action_planes, augment, board_symmetries
 from ..nets.alphazero import NetSpec
 from ..nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
 from ..nets.support import scalar_to_support
+from ..replay import SequenceReplay
 from ..search.learned import LearnedModel
 from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
-from ..replay import SequenceReplay
 from .base import Trajectory
 
 

@@ -18,20 +18,20 @@ the step past a terminal state takes the terminal player's end action.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..config import RunConfig
+from ..errors import UsageError
 from ..games import GameRequirements, ObservationEncoder, legal_action_mask
 from ..nets.ndmz import CHANCE, TERMINAL, ActionLayout, NDMZInference, NDMZNet, NDMZSpec
-from ..errors import UsageError
+from ..replay import NDMZReplay
 from ..search.mcts import SearchHooks
 from ..search.ndmz import ndmz_search
 from ..search.params import SearchParams
-from ..replay import NDMZReplay
 from .base import Trajectory
 
 

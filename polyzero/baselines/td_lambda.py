@@ -89,9 +89,9 @@ class TDLambda:
         n, D = self.games_per_round, prm.die_sides
         rows = np.full(n, pos.initial)
         if prm.opening == "difference":
-            outcome = self.rng.choice(2 * (D - 1), size=n,
+            rolloff = self.rng.choice(2 * (D - 1), size=n,
                                       p=[(D - d) / (D * (D - 1)) for _ in range(2) for d in range(1, D)])
-            rolls = outcome % (D - 1) + 1
+            rolls = rolloff % (D - 1) + 1
         else:
             rolls = self.rng.integers(1, D + 1, n)
         history = [[int(r)] for r in rows]

@@ -27,7 +27,8 @@ def register(sub) -> None:
                                    "writes probe.json and probe.png.")
     p.add_argument("run_dir", type=Path, metavar="RUN", help="a muzero or ndmz run directory or checkpoint")
     p.add_argument("--baseline", type=Path, metavar="RUN", help="an alphazero run of the same game to compare with")
-    p.add_argument("--games", type=count_arg, default=200, help="random games whose positions are probed (default: 200)")
+    p.add_argument("--games", type=count_arg, default=200,
+                   help="random games whose positions are probed (default: 200)")
     p.add_argument("--unroll", type=int, metavar="K", help="steps to unroll (default: the run's K)")
     p.add_argument("--moves", choices=["random", "model"], default="random",
                    help="how the probed games are played: uniform random moves (default), or moves sampled "

@@ -7,7 +7,8 @@ added with `register_player_loader`, so this layer does not import the training 
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 import pyspiel

@@ -12,8 +12,8 @@ def sample_chance(state: pyspiel.State, rng: np.random.Generator, apply: bool = 
     """An outcome of the chance node `state`, drawn with its probability (normalised, so
     OpenSpiel's rounding never trips `choice`); applied to `state` unless `apply` is False."""
     outcomes, probs = zip(*state.chance_outcomes())
-    probs = np.asarray(probs, dtype=np.float64)
-    outcome = int(outcomes[rng.choice(len(outcomes), p=probs / probs.sum())])
+    p = np.asarray(probs, dtype=np.float64)
+    outcome = int(outcomes[rng.choice(len(outcomes), p=p / p.sum())])
     if apply:
         state.apply_action(outcome)
     return outcome

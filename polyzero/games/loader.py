@@ -9,7 +9,7 @@ import pyspiel
 
 from polyzero.errors import UsageError
 from polyzero.games.registry import register_polyzero_games
-from polyzero.games.sanity import check_builds, check_parameters
+from polyzero.games.sanity import check_builds, check_parameters, quiet_native_stderr
 
 _SPEC = re.compile(r"^\s*([A-Za-z0-9_]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -136,12 +136,13 @@ def load_game(spec: str) -> pyspiel.Game:
             raise UsageError(f"game {name!r} has no parameter {key!r}; its parameters are: {valid}")
         params[key] = _coerce(name, key, value, spec_defaults.get(key))
     check_parameters(name, params, spec_defaults, gt)  # before pyspiel: some values crash it
-    try:
-        game = pyspiel.load_game(name, params)
-    except (pyspiel.SpielError, RuntimeError, ValueError, TypeError) as e:
-        msg = " ".join(str(e).split()) or type(e).__name__
-        raise UsageError(f"cannot load game {spec.strip()!r}: {msg}") from None
-    check_builds(game, spec.strip())
+    with quiet_native_stderr():  # OpenSpiel prints its errors (and warnings) before raising them
+        try:
+            game = pyspiel.load_game(name, params)
+        except (pyspiel.SpielError, RuntimeError, ValueError, TypeError) as e:
+            msg = " ".join(str(e).split()) or type(e).__name__
+            raise UsageError(f"cannot load game {spec.strip()!r}: {msg}") from None
+        check_builds(game, spec.strip())
     return game
 
 

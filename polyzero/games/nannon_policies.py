@@ -15,6 +15,7 @@ import numpy as np
 
 from .nannon_solver import Positions, Solution, Tables, position_chunks
 
+
 class _Policy:
     """A policy as weights over the move slots of `Tables`, one chunk at a time."""
 
@@ -50,6 +51,7 @@ class _Policy:
         vals = -ext[tb.succ[a:b]]
         if self.kind == "random":
             return np.where(tb.legal[a:b], vals, 0.0).sum(axis=2) / tb.num_legal[a:b]
+        assert self.probs is not None  # a mixed policy
         return (np.where(tb.legal[a:b], vals, 0.0) * self.probs[a:b]).sum(axis=2)
 
     def sample(self, rows: np.ndarray, rolls: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -59,6 +61,7 @@ class _Policy:
             return self.slots[rows, rolls - 1].astype(np.int64)
         if self.kind == "random":
             return (rng.random(len(rows)) * tb.num_legal[rows, rolls - 1]).astype(np.int64)
+        assert self.probs is not None  # a mixed policy
         cdf = np.cumsum(self.probs[rows, rolls - 1], axis=1)
         u = rng.random(len(rows))[:, None] * cdf[:, -1:]
         return np.minimum((u >= cdf).sum(axis=1), tb.num_legal[rows, rolls - 1] - 1)

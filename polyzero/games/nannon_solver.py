@@ -48,7 +48,7 @@ class NannonParams:
     opening: str = "difference"  # changes only the opening, not the tables
 
     @classmethod
-    def from_game(cls, game) -> "NannonParams":
+    def from_game(cls, game) -> NannonParams:
         if game.get_type().short_name != "nannon":
             raise UsageError(f"the Nannon solver needs a nannon game, got {game.get_type().short_name!r}")
         p = game.get_parameters()
@@ -241,7 +241,7 @@ def value_iteration(pos: Positions, tables: Tables, tol: float = 1e-13, max_swee
     terminal, term_value = pos.terminal_values()
     ext = np.append(term_value, np.inf)  # padding slots read -inf after the sign flip
     bar = _bar(progress, None, f"Nannon {pos.params.tag} value iteration", "sweep")
-    for sweep in range(1, max_sweeps + 1):
+    for sweep in range(1, max_sweeps + 1):  # noqa: B007 - the count is returned
         delta = 0.0
         for a, b in position_chunks(pos.size):
             new = (-ext[tables.succ[a:b]]).max(axis=2).mean(axis=1)

@@ -8,8 +8,11 @@ subprocesses (docs/input_validation.md), and the rules that cover them.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
+import sys
 
 import pyspiel
 
@@ -58,6 +61,26 @@ def check_parameters(name: str, params: dict, defaults: dict, game_type=None) ->
                              f"(its default is {default})")
 
 
+@contextlib.contextmanager
+def quiet_native_stderr():
+    """Silence what C++ writes to file descriptor 2 while OpenSpiel builds a game: it prints
+    "OpenSpiel exception: ..." before raising (the exception carries the message, which the
+    caller reports in one line) and warnings such as "implementation has known issues"."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (embedded): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as sink:
+            os.dup2(sink.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _first_decision(state: pyspiel.State, steps: int = 8) -> pyspiel.State:
     """The state after resolving the first chance outcomes (their first outcome each)."""
     for _ in range(steps):
@@ -92,14 +115,21 @@ def check_builds(game: pyspiel.Game, spec: str) -> None:
         raise UsageError(f"cannot play game {spec!r}: {msg}") from None
 
 
-def count_histories(game, limit: int) -> int | None:
-    """The number of histories (nodes of the game tree, chance included), or None once
-    it passes `limit`: a size check that stops early instead of enumerating a big game."""
+COUNT_SECONDS = 15.0  # a game written in Python (nannon) steps ~2,000 histories a second
+
+
+def count_histories(game, limit: int, seconds: float | None = COUNT_SECONDS) -> int | None:
+    """The number of histories (nodes of the game tree, chance included), or None once it
+    passes `limit` or takes longer than `seconds`: a size check that stops early instead
+    of enumerating a big game."""
+    import time
+
+    deadline = None if seconds is None else time.monotonic() + seconds
     count, stack = 0, [game.new_initial_state()]
     while stack:
         state = stack.pop()
         count += 1
-        if count > limit:
+        if count > limit or (deadline is not None and count % 1024 == 0 and time.monotonic() > deadline):
             return None
         if state.is_terminal():
             continue

@@ -38,9 +38,13 @@ import torch
 from torch import nn
 
 # N's codes are the search's (polyzero.search.ndmz), which plans over them.
-from ..search.ndmz import CHANCE_EDGE as CHANCE  # noqa: F401
-from ..search.ndmz import NUM_IDENTITIES, PLAYER_0, PLAYER_1  # noqa: F401
-from ..search.ndmz import TERMINAL_EDGE as TERMINAL  # noqa: F401
+from ..search.ndmz import (  # noqa: F401
+    CHANCE_EDGE as CHANCE,  # noqa: F401
+    NUM_IDENTITIES,
+    PLAYER_0,
+    PLAYER_1,
+    TERMINAL_EDGE as TERMINAL,  # noqa: F401
+)
 from .compiled import CompiledCall
 
 

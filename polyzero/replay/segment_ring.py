@@ -11,6 +11,7 @@ overwrite the oldest slots first, never the ones after a live position).
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 
@@ -89,8 +90,8 @@ class SegmentRing:
     def to_bytes(self) -> bytes:
         buf = io.BytesIO()
         filled = len(self)
-        np.savez(buf, _meta=np.array([self.next_abs], np.int64), **self._extra_state(),
-                 **{k: v[:filled] for k, v in self.data.items()})
+        arrays: dict[str, Any] = {**self._extra_state(), **{k: v[:filled] for k, v in self.data.items()}}
+        np.savez(buf, _meta=np.array([self.next_abs], np.int64), **arrays)
         return buf.getvalue()
 
     def load_bytes(self, raw: bytes) -> None:

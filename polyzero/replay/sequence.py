@@ -58,8 +58,8 @@ _PRIORITY_EPS = 1e-6
 
 
 class SequenceReplay(SegmentRing):
-    STEP_KEYS = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
-    OPTIONAL_KEYS = ("fresh_policy", "fresh")  # added with Reanalyze's separate fresh policies
+    STEP_KEYS: tuple[str, ...] = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
+    OPTIONAL_KEYS: tuple[str, ...] = ("fresh_policy", "fresh")  # added with Reanalyze's separate fresh policies
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
@@ -204,6 +204,7 @@ class SequenceReplay(SegmentRing):
             out["next_obs"] = next_obs.astype(np.float32)
             out["next_obs_mask"] = stored.astype(np.float32)
         if self.final_values:  # each sample's game's final position and the value past its end
+            assert last is not None  # final values come with final observations
             out["final_obs"] = d["final_obs"][last].astype(np.float32)
             out["final_value"] = self._after_end(last, 1).astype(np.float32)
             out["final_mask"] = d["has_final"][last].astype(np.float32)  # kept for finished games only

@@ -4,6 +4,7 @@ positions; columns named by `polyzero.replay.schema`)."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,8 @@ class ReplayBuffer:
         """`transform(batch, rng)`, when given, changes each sampled batch (augmentation)."""
         self.capacity = capacity
         self.transform = transform
-        self.data = {k: np.zeros((capacity,) + tuple(shape), dtype) for k, (shape, dtype) in specs.items()}
+        self.data: dict[str, np.ndarray] = {k: np.zeros((capacity, *shape), dtype)
+                                            for k, (shape, dtype) in specs.items()}
         self.size = 0
         self.next = 0  # slot the next example goes to
         self.total_added = 0
@@ -52,7 +54,8 @@ class ReplayBuffer:
     def to_bytes(self) -> bytes:
         buf = io.BytesIO()
         meta = np.array([self.size, self.next, self.total_added], np.int64)
-        np.savez(buf, _meta=meta, **{k: v[: self.size] for k, v in self.data.items()})
+        arrays: dict[str, Any] = {k: v[: self.size] for k, v in self.data.items()}
+        np.savez(buf, _meta=meta, **arrays)
         return buf.getvalue()
 
     def load_bytes(self, raw: bytes) -> None:

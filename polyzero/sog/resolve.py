@@ -36,7 +36,6 @@ also how `polyzero exploitability` composes them breadth-first.
 from __future__ import annotations
 
 import math
-
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence

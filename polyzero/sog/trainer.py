@@ -120,7 +120,8 @@ class SoGTrainer(RunDirectory):
         except UsageError:
             raise
         except Exception as exc:
-            raise UsageError(f"checkpoint {path} does not match this run ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+            msg = f"checkpoint {path} does not match this run ({type(exc).__name__}: {exc})"
+            raise UsageError(msg.splitlines()[0]) from None
         self.sample_rng.bit_generator.state = state["sample_rng"]
         self.step, self.counts = state["step"], state["counts"]
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
@@ -144,7 +145,8 @@ class SoGTrainer(RunDirectory):
             "queries.npz": _npz_bytes(self.queries.to_arrays()),
             "state.json": json.dumps(state).encode(),
         }
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
+        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
+                                    self.cfg.train.keep_replay_every)
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - getattr(self, "_t0", time.perf_counter()))
@@ -272,7 +274,6 @@ class SoGTrainer(RunDirectory):
 
         if not is_perfect_information(self.game):
             from .exploitability import player_exploitability
-
             from .value_error import equilibrium_beliefs, value_error
 
             report = player_exploitability(self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds,

@@ -8,10 +8,10 @@ from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import build_config, read_toml
 from ..errors import UsageError
-from ..validation import spec_count
 from ..eval.players import Player
 from ..games import game_spec_string, load_game
 from ..plugins import own_runtime
+from ..validation import spec_count
 from .checkpoint import read_learner, resolve_checkpoint
 
 

@@ -18,8 +18,11 @@ back or cleans what a kill at any of those points left; `latest_checkpoint`
 reads through the same leftovers without changing them.
 
 Only the newest checkpoint is resumed, so the older ones it keeps
-(`train.keep_checkpoints`) drop their replay buffers, which are most of a
-checkpoint's size: the rest is what `arena`, `play` and evaluation read.
+(`train.keep_checkpoints`) become weights only: their replay buffers (most of a
+checkpoint's size) go, and `learner.pt` keeps the network without the optimizer's
+state, which is what `arena`, `play`, ladders and evaluation read. With
+`train.keep_replay_every = K` the checkpoints of steps that are multiples of K
+keep everything, so a run can be resumed from them too.
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ def torch_bytes(obj) -> bytes:
     return buf.getvalue()
 
 
-def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int) -> Path:
+def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int, keep_replay_every: int = 0) -> Path:
     """Write checkpoint `step`; at no instant is the run without a resumable checkpoint.
     An OSError (full disk, read-only directory) leaves the previous one as it was."""
     root = Path(run_dir) / "checkpoints"
@@ -130,7 +133,7 @@ def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int
     atomic_write(root / LATEST, name.encode(), stage="pointer")
     _fault_hook("switched")
     shutil.rmtree(aside, ignore_errors=True)
-    _prune(root, keep, name)
+    _prune(root, keep, name, keep_replay_every)
     _fault_hook("pruned")
     return final
 
@@ -139,19 +142,35 @@ def _steps(root: Path) -> list[Path]:
     return sorted(p for p in root.glob("step_*") if p.is_dir())
 
 
-def _prune(root: Path, keep: int, current: str | None = None) -> None:
-    """Keep the `keep` newest checkpoints up to `current` (what `latest` names), only
-    `current` with its buffers; delete the others and any leftovers of earlier writes."""
+def _prune(root: Path, keep: int, current: str | None = None, keep_replay_every: int = 0) -> None:
+    """Keep the `keep` newest checkpoints up to `current` (what `latest` names); the older
+    ones weights only, except those of steps that are multiples of `keep_replay_every`;
+    delete the others and any leftovers of earlier writes."""
     current = current or _pointer(root)
     done = [p for p in _steps(root) if current is None or p.name <= current]
     for old in done[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
         _fault_hook("pruning")
     for older in done[-keep:-1]:
-        for name in BUFFERS:
-            (older / name).unlink(missing_ok=True)
+        if keep_replay_every and int(older.name[5:]) % keep_replay_every == 0:
+            continue
+        _weights_only(older)
     for stale in list(root.glob(f"{TMP}*")) + list(root.glob(f"{ASIDE}*")):
         shutil.rmtree(stale, ignore_errors=True)
+
+
+def _weights_only(ckpt: Path) -> None:
+    """Drop what only a resume reads: the buffers, Reanalyze's target network and the
+    optimizer's state."""
+    for name in (*BUFFERS, "reanalyser.pt"):
+        (ckpt / name).unlink(missing_ok=True)
+    learner = ckpt / "learner.pt"
+    try:
+        state = torch.load(learner, map_location="cpu", weights_only=True)
+    except Exception:  # noqa: BLE001 - unreadable: left for the reader to report
+        return
+    if isinstance(state, dict) and "net" in state and set(state) != {"net"}:
+        atomic_write(learner, torch_bytes({"net": state["net"]}))
 
 
 def _pointer(root: Path) -> str | None:

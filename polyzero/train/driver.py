@@ -26,8 +26,7 @@ from ..config import RunConfig, to_toml
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
 from ..nets.inference import resolve_device, set_threads
-from . import checkpoint as ckpt
-from . import rundir
+from . import checkpoint as ckpt, rundir
 from .learner import Learner
 from .metrics import MetricsLog
 from .progress import Progress
@@ -236,7 +235,8 @@ class Trainer(RunDirectory):
             files["reanalyser.pt"] = ckpt.torch_bytes(self.reanalyser.state_dict())
         if self.search_control is not None:  # the archive and the archive actor
             files["goexploit.npz"] = self.search_control.to_bytes()
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
+        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
+                                    self.cfg.train.keep_replay_every)
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - self._t0)

@@ -138,7 +138,8 @@ class _Accumulator:
         self.sums[metric][k] += values.sum()
         self.counts[metric][k] += values.size
 
-    def table(self) -> dict:
+    def table(self) -> tuple[dict, dict]:
+        """(mean per metric and k, None where nothing was counted; counts per metric and k)."""
         return {m: [None if c == 0 else float(s / c) for s, c in zip(self.sums[m], self.counts[m])]
                 for m in METRICS if self.counts[m].any()}, {
                 m: [int(c) for c in self.counts[m]] for m in METRICS if self.counts[m].any()}
@@ -382,7 +383,8 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
                          baseline_encode=base_encode, policy=model_policy(net, ndmz) if moves == "model" else None)
     result = probe(net, steps, k_max, ndmz_layout=layout, baseline=base_eval)
     result.update(run=str(path), checkpoint=str(ckpt), algo=cfg.algo, game=cfg.game, games=games, seed=seed,
-                  learning_step=read_state(ckpt).get("step"), moves=moves, baseline=None if baseline is None else str(baseline),
+                  learning_step=read_state(ckpt).get("step"), moves=moves,
+                  baseline=None if baseline is None else str(baseline),
                   definitions={m: METRICS[m] for m in result["metrics"]})
     out = Path(out) if out is not None else ckpt.parent.parent / "probe"  # RUN/checkpoints/step_N -> RUN/probe
     try:

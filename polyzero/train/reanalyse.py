@@ -21,8 +21,8 @@ import dataclasses
 
 import numpy as np
 
-from ..search.policy import policy_targets
 from ..replay import SequenceReplay
+from ..search.policy import policy_targets
 
 
 class Reanalyser:

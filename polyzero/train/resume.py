@@ -24,7 +24,7 @@ APPLIED = frozenset({
     "selfplay.temperature", "selfplay.sample_moves", "selfplay.max_moves",
     "train.steps", "train.positions_per_step", "train.minibatches_per_step", "train.batch_size",
     "train.learning_rate", "train.lr_schedule", "train.l2", "train.momentum", "train.checkpoint_every",
-    "train.keep_checkpoints", "train.compile",
+    "train.keep_checkpoints", "train.keep_replay_every", "train.compile",
     "sog.simulations", "sog.solve_simulations", "sog.episodes_per_step", "sog.solves_per_step",
     "sog.lr_halve_every", "sog.eval_simulations", "sog.eval_seeds",
 })
@@ -102,8 +102,7 @@ def prepare_resume(run_dir: Path, overrides: list[str], lock: bool = True):
     config and checkpoint the run continues from (`resume_config`). The caller unlocks."""
     import sys
 
-    from . import checkpoint as ckpt
-    from . import rundir
+    from . import checkpoint as ckpt, rundir
 
     run_dir = Path(run_dir)
     if lock and run_dir.is_dir():

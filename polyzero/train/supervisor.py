@@ -37,8 +37,7 @@ from pathlib import Path
 from ..errors import RunStopped, UsageError
 from ..nets.inference import resolve_device, set_threads
 from ..plugins import own_runtime
-from . import checkpoint as ckpt
-from . import rundir
+from . import checkpoint as ckpt, rundir
 from .driver import Interrupted
 from .progress import Progress
 from .resume import prepare_resume

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
-from ..games.chance import sample_chance
 from ..eval.boards import board_of, check_playable, describe, perfect_information, seat_text, side_name
+from ..games.chance import sample_chance
 
 __all__ = ["RequestError", "Session", "SessionStore", "RunIndex", "MAX_COUNT"]
 

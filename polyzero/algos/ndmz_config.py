@@ -1,0 +1,26 @@
+"""Nondeterministic MuZero's config section `[ndmz]` (registered on the run config through
+`polyzero.plugins.CONFIG_SECTIONS`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import ConfigSection
+from ..validation import positive as _positive
+
+
+@dataclass
+class NDMZConfig:
+    """Nondeterministic MuZero (docs/ndmz.md): defaults from the NDMZ paper, Section 4.2."""
+
+    unroll_steps: int = 6  # K
+    hidden_size: int = 128  # size of the hidden state (MLP towers take net.width and net.layers)
+    c_puct: float = 1.25  # the constant of pUCT among result nodes (Appendix A)
+
+    def validate(self):
+        _positive("ndmz.unroll_steps", self.unroll_steps)
+        _positive("ndmz.hidden_size", self.hidden_size)
+        _positive("ndmz.c_puct", self.c_puct)
+
+
+SECTION = ConfigSection("ndmz", NDMZConfig, algos=('ndmz',))
