@@ -416,7 +416,8 @@ def test_sog_probe_measures_network_and_targets_against_exact_values(tmp_path, c
     assert main(["sog-probe", str(run), "--points", "2", "--iterations", "200", "--queries", "3",
                  "--exact-iterations", "200", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert [c["step"] for c in result["checkpoints"]] == [1, 2]
+    # The first checkpoint is step 0, written when the run is accepted: the untrained baseline.
+    assert [c["step"] for c in result["checkpoints"]] == [0, 1, 2]
     assert all(set(c["by_depth"]) == {"1", "2"} for c in result["checkpoints"])
     targets = result["targets"]
     assert targets["target"]["all"] < 0.02 < targets["network"]["all"]
