@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
+from ..plugins import algorithm_names
 from ..validation import check_fits_machine, check_output_dir, seed_arg
 
 EXAMPLES = """examples:
@@ -28,7 +29,9 @@ def register(sub) -> None:
                        description="Train an agent by self-play. A run directory receives the resolved "
                                    "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
     t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
-    t.add_argument("--algo", default=None, help="alphazero (default), muzero, ndmz or sog (Student of Games)")
+    t.add_argument("--algo", default=None,
+                   help=f"one of {', '.join(algorithm_names(discover=False))} (default alphazero; sog: Student of Games), "
+                        "or one a plug-in registers (docs/adding_an_algorithm.md)")
     t.add_argument("--search", default=None, metavar="KIND",
                    help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
                         "full_gumbel (Gumbel root and deterministic non-root selection); "
