@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .nets import INFERENCE_PATHS
-from .plugins import RUNTIMES, algorithm_names
+from .plugins import RUNTIMES, algorithm_names, unknown_algorithm
 from .presets import load_preset
 from .search.params import (
     CHANCE_BACKUPS,
@@ -326,8 +326,8 @@ class RunConfig:
         return [f.name for f in dataclasses.fields(self)] + list(plugin_sections())
 
     def validate(self):
-        if self.algo not in (names := algorithm_names()):  # the message polyzero.algos.make_algorithm gives
-            raise UsageError(f"unknown algorithm '{self.algo}'; available: {', '.join(names)}")
+        if self.algo not in algorithm_names():
+            raise UsageError(unknown_algorithm(self.algo))
         check_seed("seed", self.seed)
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)

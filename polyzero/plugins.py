@@ -119,3 +119,9 @@ def algorithm_class(name: str):
         module, _, attr = target.partition(":")
         target = ALGORITHMS[name] = getattr(importlib.import_module(module), attr)
     return target
+
+
+def unknown_algorithm(name: str) -> str:
+    """The one line for an algorithm name nothing registered."""
+    return (f"unknown algorithm '{name}'; available: {', '.join(algorithm_names())} (one of your own "
+            f"is named in {ALGORITHMS_ENV}: docs/adding_an_algorithm.md)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import UsageError
 from ..games import check_supported
 from ..nets.inference import default_threads
-from ..plugins import algorithm_class, algorithm_names
+from ..plugins import algorithm_class, unknown_algorithm
 from .base import Algorithm, Trajectory
 
 
@@ -14,7 +14,7 @@ def make_algorithm(cfg, game) -> Algorithm:
     class; the process takes the config's ``threads`` unless it chose some already."""
     cls = algorithm_class(cfg.algo)  # the registry of polyzero.plugins (docs/adding_an_algorithm.md)
     if cls is None:
-        raise UsageError(f"unknown algorithm '{cfg.algo}'; available: {', '.join(algorithm_names())}")
+        raise UsageError(unknown_algorithm(cfg.algo))
     check_supported(game, cls.requirements, cls.name)
     default_threads(cfg.threads)
     return cls(cfg, game)

@@ -105,7 +105,7 @@ def _train(args) -> int:
         trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
         check_fits_machine(trainer.cfg, load_game(trainer.cfg.game))  # --set may have raised a size
     else:
-        if not args.game and not _set_value(args, "game"):
+        if not (args.game or _set_value(args, "game") or _config_value(args, "game")):
             raise UsageError("train needs a GAME (or --resume DIR)")
         overrides = list(args.overrides)
         if args.search:
@@ -168,8 +168,13 @@ def _run_algo(args) -> str:
         return read_toml(latest / "config.toml").get("algo", "alphazero") if latest else "alphazero"
     if args.algo or _set_value(args, "algo"):
         return args.algo or _set_value(args, "algo")
-    if args.config:
-        from ..config import read_toml
+    return _config_value(args, "algo") or "alphazero"
 
-        return read_toml(args.config).get("algo", "alphazero")
-    return "alphazero"
+
+def _config_value(args, key: str):
+    """The value the --config file gives a top-level key, if any."""
+    if not args.config:
+        return None
+    from ..config import read_toml
+
+    return read_toml(args.config).get(key)
