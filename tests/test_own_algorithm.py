@@ -14,8 +14,7 @@ from polyzero import plugins
 from polyzero.algos import Trajectory, make_algorithm
 from polyzero.cli import main
 from polyzero.config import build_config
-from polyzero.games import load_game
-from polyzero.games import registry
+from polyzero.games import load_game, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("qz_alphazero.py", "qz_alphazero.toml")  # the module and its preset: the whole algorithm

@@ -30,8 +30,8 @@ def register(sub) -> None:
                                    "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
     t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
     t.add_argument("--algo", default=None,
-                   help=f"one of {', '.join(algorithm_names(discover=False))} (default alphazero; sog: Student of Games), "
-                        "or one a plug-in registers (docs/adding_an_algorithm.md)")
+                   help=f"one of {', '.join(algorithm_names(discover=False))} (default alphazero; "
+                        "sog: Student of Games), or one a plug-in registers (docs/adding_an_algorithm.md)")
     t.add_argument("--search", default=None, metavar="KIND",
                    help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
                         "full_gumbel (Gumbel root and deterministic non-root selection); "
