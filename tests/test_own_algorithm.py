@@ -88,3 +88,16 @@ def test_the_tutorial_shows_the_example_as_it_is():
     assert blocks
     for block in blocks:
         assert block.strip() in module, block
+
+
+def test_an_installed_package_registers_by_entry_point(monkeypatch):
+    """An entry point in the group polyzero.algorithms: its name is known without importing it."""
+    import importlib.metadata as md
+
+    ep = md.EntryPoint("az_installed", "polyzero.algos.alphazero:AlphaZero", plugins.ALGORITHMS_ENTRY_POINT_GROUP)
+    monkeypatch.setattr(md, "entry_points", lambda group: [ep] if group == ep.group else [])
+    monkeypatch.setattr(plugins, "ALGORITHMS", dict(plugins.ALGORITHMS))
+    monkeypatch.setattr(plugins, "_ALGORITHMS_DISCOVERED", False)
+    assert "az_installed" in plugins.algorithm_names()
+    assert plugins.ALGORITHMS["az_installed"] == ep.value  # not imported yet
+    assert plugins.algorithm_class("az_installed").__name__ == "AlphaZero"
