@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .nets import INFERENCE_PATHS
+from .plugins import RUNTIMES, algorithm_names, unknown_algorithm
 from .presets import load_preset
 from .search.params import (
     CHANCE_BACKUPS,
@@ -28,7 +29,7 @@ from .search.params import (
     SearchParams,
 )
 from .validation import (
-    SECTION_ALGOS,
+    COMMON_RUNTIME_SECTIONS,
     check_finite,
     check_int_range,
     check_sections_of_algo,
@@ -261,9 +262,6 @@ class RayConfig:
         _positive("ray.learner_restart_window", self.learner_restart_window, allow_zero=True)
 
 
-ALGOS = ("alphazero", "muzero", "ndmz", "sog")  # polyzero.algos.TRAINABLE (config sits below algos)
-
-
 @dataclass(frozen=True)
 class ConfigSection:
     """A plug-in's own config section: `[name]`, read by `algos` only (another
@@ -328,8 +326,8 @@ class RunConfig:
         return [f.name for f in dataclasses.fields(self)] + list(plugin_sections())
 
     def validate(self):
-        if self.algo not in ALGOS:  # the message polyzero.algos.make_algorithm gives
-            raise UsageError(f"unknown algorithm '{self.algo}'; available: {', '.join(ALGOS)}")
+        if self.algo not in algorithm_names():
+            raise UsageError(unknown_algorithm(self.algo))
         check_seed("seed", self.seed)
         _choice("device", self.device, ("auto", "cpu", "cuda"))
         _positive("threads", self.threads, allow_zero=True)
@@ -450,7 +448,9 @@ def build_config(game: str | None = None, algo: str | None = None, config_file: 
     for layer in layers:
         _merge(cfg, layer)
     cfg.validate()
-    owners = {**SECTION_ALGOS, **{name: section.algos for name, section in plugin_sections().items()}}
+    common = tuple(name for name in algorithm_names() if name not in RUNTIMES)  # those searching by self-play
+    owners = {**dict.fromkeys(COMMON_RUNTIME_SECTIONS, common),
+              **{name: section.algos for name, section in plugin_sections().items()}}
     sources = [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]
     for source, layer in sources:
         check_sections_of_algo(layer, algo, RunConfig(), source, owners)

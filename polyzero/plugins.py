@@ -57,3 +57,71 @@ CONFIG_SECTIONS = (
     "polyzero.algos.ndmz_config:SECTION",
     "polyzero.sog.config:SECTION",
 )
+
+# Algorithms that train through the common runtime (`train.driver.Trainer`), name ->
+# "module:Class" (an `polyzero.algos.base.Algorithm`), imported by `algorithm_class` on first
+# use. The names are the `algo` a config and `polyzero train --algo` accept, together with
+# those of `RUNTIMES`; config validation, presets, the CLI and `polyzero.algos.make_algorithm`
+# all read them here (docs/adding_an_algorithm.md). Other packages add theirs through the
+# entry-point group `polyzero.algorithms` (`[project.entry-points."polyzero.algorithms"]
+# name = "pkg.module:Class"`); a module or .py file named in the environment variable
+# POLYZERO_ALGORITHMS (comma-separated) is imported first and may call
+# `register_algorithm`, which a notebook or test may also call itself.
+ALGORITHMS: dict[str, object] = {
+    "alphazero": "polyzero.algos.alphazero:AlphaZero",
+    "muzero": "polyzero.algos.muzero:MuZero",
+    "ndmz": "polyzero.algos.ndmz:NDMZ",
+}
+ALGORITHMS_ENV = "POLYZERO_ALGORITHMS"
+ALGORITHMS_ENTRY_POINT_GROUP = "polyzero.algorithms"
+_ALGORITHMS_DISCOVERED = False
+
+
+def register_algorithm(name: str, target) -> None:
+    """Add (or replace) algorithm `name`: its class, or a "module:Class" string."""
+    ALGORITHMS[name] = target
+
+
+def _discover_algorithms() -> None:
+    """Installed packages' entry points (once), then the modules POLYZERO_ALGORITHMS names
+    (again whenever it changes; `polyzero.games.registry` imports them)."""
+    global _ALGORITHMS_DISCOVERED
+    if not _ALGORITHMS_DISCOVERED:
+        from importlib.metadata import entry_points
+
+        _ALGORITHMS_DISCOVERED = True
+        for ep in entry_points(group=ALGORITHMS_ENTRY_POINT_GROUP):
+            ALGORITHMS.setdefault(ep.name, ep.value)
+    import os
+
+    if os.environ.get(ALGORITHMS_ENV):
+        from .games.registry import import_named_modules
+
+        import_named_modules(ALGORITHMS_ENV, "algorithm")
+
+
+def algorithm_names(discover: bool = True) -> list[str]:
+    """Every algorithm a run may name, sorted: those of the common runtime and of `RUNTIMES`
+    (`discover=False`: without looking for plug-ins, e.g. for the CLI's help)."""
+    if discover:
+        _discover_algorithms()
+    return sorted({*ALGORITHMS, *RUNTIMES})
+
+
+def algorithm_class(name: str):
+    """The class registered as `name` (imported if named by a string); None if there is none
+    (an unknown name, or one of `RUNTIMES`, which trains through its own runtime)."""
+    _discover_algorithms()
+    target = ALGORITHMS.get(name)
+    if isinstance(target, str):
+        import importlib
+
+        module, _, attr = target.partition(":")
+        target = ALGORITHMS[name] = getattr(importlib.import_module(module), attr)
+    return target
+
+
+def unknown_algorithm(name: str) -> str:
+    """The one line for an algorithm name nothing registered."""
+    return (f"unknown algorithm '{name}'; available: {', '.join(algorithm_names())} (one of your own "
+            f"is named in {ALGORITHMS_ENV}: docs/adding_an_algorithm.md)")

@@ -166,11 +166,12 @@ def check_fits_machine(cfg, game) -> None:
 
 
 # ---------------------------------------------------------------- config sections
-# Core sections read by some algorithms only (plug-in sections say their own, see
+# Core sections read only by the algorithms of the common runtime (not by those with a runtime
+# of their own, polyzero.plugins.RUNTIMES; plug-in sections say their own, see
 # polyzero.config.ConfigSection); a value set in another algorithm's run would be silently
 # ignored, so it is refused (a section's default values are accepted: a copy of a saved
 # config.toml holds every section).
-SECTION_ALGOS = {"search": ("alphazero", "muzero", "ndmz"), "selfplay": ("alphazero", "muzero", "ndmz")}
+COMMON_RUNTIME_SECTIONS = ("search", "selfplay")
 
 
 def check_sections_of_algo(layer: dict, algo: str, defaults, source: str, owners: dict) -> None:

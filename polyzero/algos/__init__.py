@@ -5,25 +5,19 @@ from __future__ import annotations
 from ..errors import UsageError
 from ..games import check_supported
 from ..nets.inference import default_threads
-from .alphazero import AlphaZero
+from ..plugins import algorithm_class, unknown_algorithm
 from .base import Algorithm, Trajectory
-from .muzero import MuZero
-from .ndmz import NDMZ
-
-ALGORITHMS = {"alphazero": AlphaZero, "muzero": MuZero, "ndmz": NDMZ}
-TRAINABLE = (*ALGORITHMS, "sog")  # Student of Games trains by its own loop (polyzero/sog/trainer.py)
 
 
 def make_algorithm(cfg, game) -> Algorithm:
     """The configured algorithm for `game`, refused up front if the game is outside its
     class; the process takes the config's ``threads`` unless it chose some already."""
-    try:
-        cls = ALGORITHMS[cfg.algo]
-    except KeyError:
-        raise UsageError(f"unknown algorithm '{cfg.algo}'; available: {', '.join(TRAINABLE)}") from None
+    cls = algorithm_class(cfg.algo)  # the registry of polyzero.plugins (docs/adding_an_algorithm.md)
+    if cls is None:
+        raise UsageError(unknown_algorithm(cfg.algo))
     check_supported(game, cls.requirements, cls.name)
     default_threads(cfg.threads)
     return cls(cfg, game)
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "Trajectory", "make_algorithm"]
+__all__ = ["Algorithm", "Trajectory", "make_algorithm"]

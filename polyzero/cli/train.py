@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
+from ..plugins import algorithm_names
 from ..validation import check_fits_machine, check_output_dir, seed_arg
 
 EXAMPLES = """examples:
@@ -28,7 +29,9 @@ def register(sub) -> None:
                        description="Train an agent by self-play. A run directory receives the resolved "
                                    "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
     t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
-    t.add_argument("--algo", default=None, help="alphazero (default), muzero, ndmz or sog (Student of Games)")
+    t.add_argument("--algo", default=None,
+                   help=f"one of {', '.join(algorithm_names(discover=False))} (default alphazero; "
+                        "sog: Student of Games), or one a plug-in registers (docs/adding_an_algorithm.md)")
     t.add_argument("--search", default=None, metavar="KIND",
                    help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
                         "full_gumbel (Gumbel root and deterministic non-root selection); "
@@ -102,7 +105,7 @@ def _train(args) -> int:
         trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
         check_fits_machine(trainer.cfg, load_game(trainer.cfg.game))  # --set may have raised a size
     else:
-        if not args.game and not _set_value(args, "game"):
+        if not (args.game or _set_value(args, "game") or _config_value(args, "game")):
             raise UsageError("train needs a GAME (or --resume DIR)")
         overrides = list(args.overrides)
         if args.search:
@@ -165,8 +168,13 @@ def _run_algo(args) -> str:
         return read_toml(latest / "config.toml").get("algo", "alphazero") if latest else "alphazero"
     if args.algo or _set_value(args, "algo"):
         return args.algo or _set_value(args, "algo")
-    if args.config:
-        from ..config import read_toml
+    return _config_value(args, "algo") or "alphazero"
 
-        return read_toml(args.config).get("algo", "alphazero")
-    return "alphazero"
+
+def _config_value(args, key: str):
+    """The value the --config file gives a top-level key, if any."""
+    if not args.config:
+        return None
+    from ..config import read_toml
+
+    return read_toml(args.config).get(key)

@@ -23,7 +23,7 @@ ENTRY_POINT_GROUP = "polyzero.games"
 
 _registered = False
 _user_imported: set[str] = set()
-_named_done = ""  # the POLYZERO_GAMES value already imported (after resolving)
+_named_done: dict[str, str] = {}  # env var -> the value already imported (after resolving)
 
 
 def register_polyzero_games() -> None:
@@ -34,7 +34,7 @@ def register_polyzero_games() -> None:
     module is imported once; repeated calls (every `load_game`) only look for
     modules newly named in POLYZERO_GAMES.
     """
-    global _registered, _named_done
+    global _registered
     if not _registered:
         # Importing a game module calls pyspiel.register_game as a side effect.
         import polyzero.games.envs  # noqa: F401  (Gymnasium, MinAtar, Atari as one-player games)
@@ -43,14 +43,21 @@ def register_polyzero_games() -> None:
         for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             _import_user_game(entry.value, f"entry point {entry.name!r}")
         _registered = True
-    named = os.environ.get(GAMES_ENV, "")
-    if named and named != _named_done:
-        resolved = [_import_user_game(item.strip(), GAMES_ENV) for item in named.split(",") if item.strip()]
+    import_named_modules(GAMES_ENV, "game")
+
+
+def import_named_modules(env_var: str, kind: str) -> None:
+    """Import each module or .py file the environment variable `env_var` names (comma-
+    separated), once; POLYZERO_GAMES for games, POLYZERO_ALGORITHMS (polyzero.plugins)
+    for algorithms. `kind` words the errors."""
+    named = os.environ.get(env_var, "")
+    if named and named != _named_done.get(env_var):
+        resolved = [_import_user_game(item.strip(), env_var, kind) for item in named.split(",") if item.strip()]
         # Absolute paths from here on: Ray workers inherit the environment, not the cwd.
-        _named_done = os.environ[GAMES_ENV] = ",".join(resolved)
+        _named_done[env_var] = os.environ[env_var] = ",".join(resolved)
 
 
-def _import_user_game(item: str, source: str) -> str:
+def _import_user_game(item: str, source: str, kind: str = "game") -> str:
     """Import a module name or a .py file once; returns how to name it from anywhere."""
     is_file = item.endswith(".py") or os.sep in item
     key = str(Path(item).resolve()) if is_file else item
@@ -60,8 +67,8 @@ def _import_user_game(item: str, source: str) -> str:
         if is_file:
             path = Path(key)
             if not path.is_file():
-                raise UsageError(f"{source}: no such game file {item!r}")
-            name = f"polyzero_user_game_{path.stem}"
+                raise UsageError(f"{source}: no such {kind} file {item!r}")
+            name = f"polyzero_user_{kind}_{path.stem}"
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
@@ -76,6 +83,6 @@ def _import_user_game(item: str, source: str) -> str:
         raise
     except Exception as e:  # the user's code: any error, named in one line
         msg = " ".join(str(e).split()) or type(e).__name__
-        raise UsageError(f"{source}: cannot import game module {item!r}: {msg}") from None
+        raise UsageError(f"{source}: cannot import {kind} module {item!r}: {msg}") from None
     _user_imported.add(key)
     return key

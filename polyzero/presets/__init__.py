@@ -12,8 +12,7 @@ import tomllib
 from importlib import resources
 
 from ..errors import UsageError
-
-ALGOS = ("alphazero", "muzero", "ndmz", "sog")
+from ..plugins import algorithm_names
 
 
 def load_preset(algo: str, game: str) -> dict | None:
@@ -52,5 +51,5 @@ def preset_summary(name: str) -> dict:
     data = tomllib.loads(text)
     algo, _, game = name.partition("_")
     comments = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")]
-    return {"name": name, "algo": data.get("algo", algo if algo in ALGOS else "alphazero"),
+    return {"name": name, "algo": data.get("algo", algo if algo in algorithm_names() else "alphazero"),
             "game": data.get("game", game), "about": comments[0] if comments else ""}
