@@ -183,7 +183,8 @@ def main(argv=None) -> None:
     lo, hi = wilson_interval(score, n)
     plies = sum(lengths)
     summary = {
-        "benchmark": "chess_stockfish", "command": "python benchmarks/chess_stockfish.py " + " ".join(argv or sys.argv[1:]),
+        "benchmark": "chess_stockfish",
+        "command": "python benchmarks/chess_stockfish.py " + " ".join(argv or sys.argv[1:]),
         "machine": f"{platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs), "
                    f"load average {os.getloadavg()[0]:.1f} at the end",
         "referee": f"python-chess {chess.__version__} chess.engine", "polyzero": names[0], "stockfish": names[1],

@@ -51,7 +51,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from timing import machine_info, probe_ms, write_results  # noqa: E402
+from common import machine_info, probe_ms, write_results  # noqa: E402
+
 DEFAULT_OUT = "benchmarks/results/engine_search_speed.json"
 ANCHOR_PYTHON = HERE / ".venv-anchor" / "bin" / "python"
 SEARCH = dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min", c1=1.25, c2=19652.0,
@@ -83,6 +84,7 @@ def worker_main() -> None:
     import jax.numpy as jnp
     import jaxlib
     import mctx
+
     import tinynet
 
     params = jax.tree_util.tree_map(jnp.asarray, tinynet.make_params())
@@ -169,7 +171,7 @@ def time_moves(anchor: Anchor | None, net, sims: int, args) -> dict:
     jobs = {"sequential": PolyzeroMove(net, sims, 1), f"leaf_batch_{args.leaf_batch}":
             PolyzeroMove(net, sims, args.leaf_batch)}
     row = {"simulations": sims}
-    for name, move in jobs.items():
+    for move in jobs.values():
         move(0)  # compile and warm up
     if anchor is not None:
         row["mctx_first_call_s"] = anchor.ask(op="prepare", sims=sims)["first_call_s"]
@@ -362,8 +364,8 @@ def main(argv=None):
         return worker_main()
     import numba
     import torch
-    import tinynet
 
+    import tinynet
     from polyzero.nets.inference import set_threads
 
     set_threads(args.threads)

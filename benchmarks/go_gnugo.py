@@ -47,7 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ONE_THREAD, RESULTS, ROOT, machine, read_jsonl, train_segments  # noqa: E402
+from common import ONE_THREAD, RESULTS, ROOT, machine, read_jsonl, train_segments, wilson  # noqa: E402
 
 sys.path.insert(0, str(ROOT))  # this checkout's polyzero, whatever the venv holds
 
@@ -102,8 +102,8 @@ def play_chunk(task: dict) -> dict:
     """One cached chunk of games (runs in a worker process)."""
     sys.path.insert(0, str(ROOT))
     from polyzero.eval import make_player, play_match
-    from polyzero.nets.inference import set_threads
     from polyzero.games import load_game
+    from polyzero.nets.inference import set_threads
     from polyzero.train.agents import load_search_player
 
     set_threads(1)  # torch's and numba's (numba's parallel kernels would reset torch's to every core)
@@ -170,12 +170,6 @@ def evaluate(args, work: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- report
-def _wilson(score: float, n: int) -> tuple[float, float]:
-    from polyzero.eval.stats import wilson_interval
-
-    return wilson_interval(score, n)
-
-
 def _t_interval(values: list[float]) -> tuple[float, float, float]:
     from scipy import stats
 
@@ -201,7 +195,7 @@ def report(args, work: Path) -> dict:
     for (algo, size, seed, mark_s, opp), p in sorted(points.items()):
         n = p["wins"] + p["draws"] + p["losses"]
         score = (p["wins"] + p["draws"] / 2) / n
-        lo, hi = _wilson(score, n)
+        lo, hi = wilson(score, n)
         rows.append({"algo": algo, "size": size, "seed": seed, "mark_min": mark_s / 60, "opponent": opp,
                      "spec": p["spec"], "games": n, "wins": p["wins"], "draws": p["draws"],
                      "losses": p["losses"], "score": score, "ci95": [lo, hi], "seconds": p["seconds"]})
@@ -238,7 +232,8 @@ def markdown(s: dict) -> str:
     for opp, why in s["missing_opponents"].items():
         lines.append(f"- not played: {opp} ({why})")
     lines += ["", "## Mean over seeds (t 95% interval)", "",
-              "| algorithm | board | mark (min) | opponent | seeds | mean score [95% CI] |", "|---|---|---|---|---|---|"]
+              "| algorithm | board | mark (min) | opponent | seeds | mean score [95% CI] |",
+              "|---|---|---|---|---|---|"]
     for p in s["pooled"]:
         ci = "" if math.isnan(p["t95"][0]) else f" [{p['t95'][0]:.3f}, {p['t95'][1]:.3f}]"
         lines.append(f"| {p['algo']} | {p['size']}x{p['size']} | {p['mark_min']:g} | {p['opponent']} | "

@@ -44,6 +44,15 @@ from polyzero.sog.values import ExactValueFunction
 RESULTS = Path(__file__).parent / "results"
 
 
+def _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds) -> None:
+    result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
+              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine,
+              "command": command, "mbb_per_hand": rows, "tree_sizes": sizes,
+              "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--game", default="leduc_poker")
@@ -103,11 +112,7 @@ def main(argv=None) -> int:
 
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})"
     command = "python benchmarks/gtcfr_exact.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
-              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine, "command": command, "mbb_per_hand": rows,
-              "tree_sizes": sizes, "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds)
     lines = [f"# GT-CFR with exact leaf values on {args.game}", "",
              f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
              f"{args.solve} CFR+ iterations per query ({'cold' if args.cold else 'warm'} start"

@@ -6,9 +6,13 @@ IS-MCTS, seats swapped, with its 95% interval.
 
     python benchmarks/gtcfr_search.py all --game kuhn_poker --sims 10 30 100 --c 1 0.5 --seeds 10
     python benchmarks/gtcfr_search.py all --game leduc_poker --sims 10 30 100 --c 1 0.5 --seeds 3
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)" --sims 10 --c 1 --ismcts --seeds 1
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims 10 30 --c 1 0.5 --ismcts --seeds 3
-    python benchmarks/gtcfr_search.py eval --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims --ismcts 100 --seeds 2
+    python benchmarks/gtcfr_search.py eval \\
+        --game "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)" --sims 10 --c 1 --ismcts --seeds 1
+    python benchmarks/gtcfr_search.py eval \\
+        --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" \\
+        --sims 10 30 --c 1 0.5 --ismcts --seeds 3
+    python benchmarks/gtcfr_search.py eval \\
+        --game "scotland_yard(rounds=5,reveal_rounds=none,mrx_taxi=5,detective_taxi=5)" --sims --ismcts 100 --seeds 2
 
 The spec's glasses game (5 rounds, reveal after round 3) is a forced win for the
 detectives (docs/scotland_yard.md): a detective search that finds the capture is
@@ -41,7 +45,6 @@ import argparse
 import json
 import math
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, write_json_atomic  # noqa: E402
+from common import RESULTS, ROOT, git_commit, write_json_atomic  # noqa: E402
 
 
 def _safe(name: str) -> str:
@@ -90,7 +93,7 @@ def phase_eval(args, work: Path) -> None:
 
 
 def play_hand(game, tables, rng) -> list[float]:
-    from polyzero.eval.arena import sample_chance
+    from polyzero.games import sample_chance
     from polyzero.sog.players import sample_action
 
     state = game.new_initial_state()
@@ -157,7 +160,7 @@ def phase_report(args, work: Path) -> dict:
         rows.append({"game": game, "spec": spec, "seeds": [r["seed"] for r in recs], "values": values,
                      "min": min(values), "mean": float(np.mean(values)), "max": max(values),
                      "unit": recs[0]["unit"], "seconds_per_seed": float(np.mean([r["seconds"] for r in recs]))})
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     for r in rows:
         r["commit"] = git[:10]
     h2h = [json.loads(p.read_text()) for p in sorted(work.glob("*/h2h_*.json"))]

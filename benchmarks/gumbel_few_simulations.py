@@ -40,9 +40,20 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import (ONE_THREAD, POLYZERO_SETS, RESULTS, ROOT, _keep_mark,  # noqa: E402
-                                    _taskset, read_jsonl, run_phases, train_segments)
-from sog_leduc import _cached  # noqa: E402
+from common import (  # noqa: E402
+    ONE_THREAD,
+    POLYZERO_SETS,
+    RESULTS,
+    ROOT,
+    cached,
+    git_commit,
+    keep_mark,
+    machine_line,
+    read_jsonl,
+    run_phases,
+    taskset,
+    train_segments,
+)
 
 LEVELS = ("1x", "10x")
 
@@ -135,7 +146,7 @@ def untrained_mark(args, work: Path, name: str, n: int, seed: int) -> dict:
         shutil.rmtree(run, ignore_errors=True)
         cfg = build_config(args.game, args.algo, None, [f"seed={seed}", f"search.kind={search}",
                                                         f"search.num_simulations={n}", *POLYZERO_SETS])
-        _keep_mark(Trainer.create(cfg, run, progress=False).save(), dest)
+        keep_mark(Trainer.create(cfg, run, progress=False).save(), dest)
         shutil.rmtree(run)
     return {"mark_s": 0.0, "path": str(dest), "step": 0}
 
@@ -203,20 +214,20 @@ def phase_eval(args, work: Path) -> None:
     jobs = ready
     if args.shard is not None:
         for key, _, fn in jobs[args.shard::args.cores]:
-            _cached(ledger, key, fn)
+            cached(ledger, key, fn)
         return
     if len(jobs) < 2 or args.cores == 1:
         for key, _, fn in jobs:
-            _cached(ledger, key, fn)
+            cached(ledger, key, fn)
         return
     base = [sys.executable, str(Path(__file__).resolve()), "eval", "--game", args.game, "--algo", args.algo,
             "--sims", *map(str, args.sims), "--seeds", *map(str, args.seeds), "--budget-min", str(args.budget_min),
             "--mark-min", str(args.mark_min), "--eval-sims", str(args.eval_sims), "--games", str(args.games),
             "--duel-sample-moves", str(args.duel_sample_moves),
             "--seed", str(args.seed), "--cores", str(args.cores), "--work", str(work)]
-    procs = [subprocess.Popen(_taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
+    procs = [subprocess.Popen(taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
              for i in range(args.cores)]
-    if any([p.wait() != 0 for p in procs]):  # a list: wait for every process
+    if any([p.wait() != 0 for p in procs]):  # noqa: C419 - a list: wait for every process
         raise SystemExit("an evaluation process failed (see above)")
 
 
@@ -224,25 +235,22 @@ def _score(recs: list[dict]) -> dict | None:
     from polyzero.eval import wilson_interval
 
     recs = [r for r in recs if r]
-    w, d, l = (sum(r[k] for r in recs) for k in ("wins", "draws", "losses"))
-    if w + d + l == 0:
+    w, d, lost = (sum(r[k] for r in recs) for k in ("wins", "draws", "losses"))
+    if w + d + lost == 0:
         return None
-    s = (w + 0.5 * d) / (w + d + l)
-    lo, hi = wilson_interval(s, w + d + l)
-    return {"score": round(s, 4), "ci95": [round(lo, 4), round(hi, 4)], "games": w + d + l}
+    s = (w + 0.5 * d) / (w + d + lost)
+    lo, hi = wilson_interval(s, w + d + lost)
+    return {"score": round(s, 4), "ci95": [round(lo, 4), round(hi, 4)], "games": w + d + lost}
 
 
-def phase_report(args, work: Path) -> dict:
-    """Pools the ledger's evaluations over seeds, per (search, n, mark)."""
-    from sog_leduc import machine
-
-    ledger = ledger_dir(args)
+def _pooled(args, ledger: Path, pairs: dict) -> tuple[dict, dict, dict]:
+    """(curves, each curve's last point, head-to-head scores) with the evaluations of
+    the seeds in `pairs` pooled per (search, n, mark)."""
 
     def rec(key):
         p = ledger / "eval" / f"{key}.json"
         return json.loads(p.read_text()) if p.exists() else None
 
-    pairs = {f"n{n}": [s for s in args.seeds if pair_evaluated(args, ledger, n, s)] for n in args.sims}
     curves, final, duels = {}, {}, {}
     for n in args.sims:
         for search in ("puct", "gumbel"):
@@ -259,21 +267,29 @@ def phase_report(args, work: Path) -> dict:
             curves[f"{search}-n{n}"] = pts
             if pts:
                 final[f"{search}-n{n}"] = pts[-1]
-        by_mark = {}
+        duel_marks: dict[float, list] = {}
         for seed in pairs[f"n{n}"]:
             for mark in marks(ledger, arm_name(args.algo, "gumbel", n, seed)):
-                by_mark.setdefault(mark["mark_s"], []).append(
+                duel_marks.setdefault(mark["mark_s"], []).append(
                     rec(f"duel-{args.algo}-n{n}-s{seed}-{int(mark['mark_s']):06d}"))
-        duels[f"n{n}"] = [{"minutes": m / 60, "seeds": len(rs), **_score(rs)} for m, rs in sorted(by_mark.items())]
+        duels[f"n{n}"] = [{"minutes": m / 60, "seeds": len(rs), **_score(rs)} for m, rs in sorted(duel_marks.items())]
+    return curves, final, duels
+
+
+def phase_report(args, work: Path) -> dict:
+    """Pools the ledger's evaluations over seeds, per (search, n, mark)."""
+    ledger = ledger_dir(args)
+    pairs = {f"n{n}": [s for s in args.seeds if pair_evaluated(args, ledger, n, s)] for n in args.sims}
+    curves, final, duels = _pooled(args, ledger, pairs)
     targets = {}
     for n in args.sims:
         g, p = final.get(f"gumbel-n{n}", {}).get("1x"), final.get(f"puct-n{n}", {}).get("1x")
         if g and p:
             targets[f"n{n}_gumbel_ahead_beyond_ci"] = g["ci95"][0] > p["ci95"][1]
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     command = "python benchmarks/gumbel_few_simulations.py " + shlex.join(sys.argv[1:])
     name = ledger.name
-    result = {"game": args.game, "algo": args.algo, "command": command, "git": git, "machine": machine(),
+    result = {"game": args.game, "algo": args.algo, "command": command, "git": git, "machine": machine_line(),
               "seeds": args.seeds, "pairs_evaluated": pairs, "budget_min": args.budget_min,
               "eval_sims": args.eval_sims, "games_per_eval": args.games, "curves": curves, "duels": duels,
               "targets": targets}
@@ -282,7 +298,7 @@ def phase_report(args, work: Path) -> dict:
     lines = [f"# Benchmark `gumbel_few_simulations`: {args.algo} on {args.game}", "",
              f"- command: `{command}` (report at commit {git[:10]}); one torch thread per run, the two runs of a "
              f"pair (same n and seed) side by side on the two cores",
-             f"- machine: {machine()}",
+             f"- machine: {machine_line()}",
              f"- {args.budget_min:g} min of training per run; agents play at {args.eval_sims} simulations, "
              f"{args.games} games per (run, mark, opponent), seats alternated, the first {args.duel_sample_moves} "
              "plies of the head-to-head games sampled from the visits; scores pooled over the seeds "
@@ -328,7 +344,8 @@ def plot(result: dict, path: Path) -> None:
                     yerr=[[p["score"] - p["ci95"][0] for p in pts], [p["ci95"][1] - p["score"] for p in pts]], **kw)
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
-    colors = dict(zip(sorted({int(k.split("-n")[1]) for k in result["curves"]}), ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")))
+    colors = dict(zip(sorted({int(k.split("-n")[1]) for k in result["curves"]}),
+                      ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")))
     for ax, level in zip(axes, LEVELS):
         for key, pts in result["curves"].items():
             search, n = key.split("-n")

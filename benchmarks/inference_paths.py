@@ -28,12 +28,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tinynet  # noqa: E402
-from timing import machine_info, write_results, summarize, time_interleaved  # noqa: E402
-
+from common import machine_info, summarize, time_interleaved, write_results  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
-from polyzero.nets import muzero as muzero_nets, ndmz as ndmz_nets  # noqa: E402
+from polyzero.nets import (
+    muzero as muzero_nets,  # noqa: E402
+    ndmz as ndmz_nets,
+)
 from polyzero.nets.compiled import CompiledCall  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
 
@@ -74,7 +76,9 @@ def entry_points(names):
         add(f"{label}_recurrent", lambda m=make: muzero_nets._Recurrent(m()), (np.float32, np.int64),
             lambda b, r, h=hid, a=net.num_actions: (r.random((b, h), np.float32), r.integers(0, a, b)))
     nd = _preset_net("nannon", "ndmz")
-    add("ndmz_nannon_recurrent", lambda s=nd.state_dict(): ndmz_nets._Recurrent(_loaded(_preset_net("nannon", "ndmz"), s)),
+    nd_state = nd.state_dict()
+    add("ndmz_nannon_recurrent",
+        lambda s=nd_state: ndmz_nets._Recurrent(_loaded(_preset_net("nannon", "ndmz"), s)),
         (np.float32, np.int64),
         lambda b, r: (r.standard_normal((b, nd.spec.hidden_size), np.float32), r.integers(0, nd.num_actions, b)))
     return out
@@ -163,7 +167,8 @@ def render_markdown(result) -> str:
             lines.append(f"| {r['B']} | " + " | ".join(
                 f"{r[p]['median_s']*1e3:.3f} ({eager / r[p]['median_s']:.2f}x, err {r[p]['max_abs_err_vs_eager']:.0e})"
                 if p in r else "failed" for p in paths) + f" | {r['probe_ms']:.2f} |")
-        lines += ["", "first build (and first call at each batch size) s: " + ", ".join(f"{p} {v:.2f}" for p, v in e["build_s"].items()),
+        lines += ["", "first build (and first call at each batch size) s: "
+                  + ", ".join(f"{p} {v:.2f}" for p, v in e["build_s"].items()),
                   "", "weight refresh ms (load_state_dict + rebuild at the next call, less a plain call): "
                   + ", ".join(f"{p} {v:.1f}" for p, v in e["refresh_ms"].items()), ""]
         lines += [f"{p} failed: `{why}`" for p, why in e["failed"].items()] + ([""] if e["failed"] else [])

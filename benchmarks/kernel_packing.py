@@ -42,7 +42,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from timing import write_results  # noqa: E402
+from common import write_results  # noqa: E402
+
 OLD_PATH = "polyzero/search/kernels.py"
 
 
@@ -62,7 +63,6 @@ def package_before():
 
 def searched_tree(net, batch: int, sims: int):
     import tinynet
-
     from polyzero.search.learned import LearnedModel
     from polyzero.search.mcts import run_search
     from polyzero.search.params import SearchParams
@@ -132,7 +132,6 @@ def search_calls(net, batch: int, sims: int) -> dict:
     """{"search_old": call, "search_new": call}: a root forward and a pUCT search of `sims`
     simulations over B trees, as search_throughput's polyzero job (mctx's settings)."""
     import tinynet
-
     from polyzero.search import learned, mcts, params
 
     old_learned = importlib.import_module("polyzero_before.search.learned")
@@ -205,7 +204,6 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/kernel_packing.json")
     args = ap.parse_args(argv)
     import tinynet
-
     from polyzero.nets.inference import set_threads
 
     set_threads(1)

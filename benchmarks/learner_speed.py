@@ -38,12 +38,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine_info, write_results  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
 from polyzero.train.learner import Learner  # noqa: E402
 from polyzero.train.selfplay import SelfPlayActor  # noqa: E402
-from timing import machine_info, write_results  # noqa: E402
 
 FILL = ["search.num_simulations=2", "selfplay.concurrent_games=64", "muzero.reanalyse_fraction=0"]
 SOG_TRUNK = ["net.kind=mlp", "net.width=256", "net.layers=3", "train.batch_size=128"]
@@ -251,7 +251,8 @@ def render(result) -> str:
              "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
              "on one batch, timed in the same rounds; medians of "
              f"{result['steps']} rounds after {result['warmup']} warm-up rounds", "",
-             "| arm | game | batch | device | steps / s | floor steps / s | learner / floor | vs AlphaZero at the same trunk |",
+             "| arm | game | batch | device | steps / s | floor steps / s | learner / floor "
+             "| vs AlphaZero at the same trunk |",
              "|---|---|---:|---|---:|---:|---:|---:|"]
     rows = result["rows"]
     for r in rows:

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import POLYZERO, write_json_atomic  # noqa: E402
+from common import POLYZERO, write_json_atomic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -215,7 +215,8 @@ def _markdown(r: dict) -> str:
     lines = ["# Benchmark `minatar_muzero`", "",
              f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset, {r['search']} root search), "
              f"{r['budget_min']:g} minutes of training wall clock per arm, one core each, the other core "
-             f"busy (two arms, or an arm and probes), seed {r['seed']}. Arms: `muzero` the preset (4.0 samples per stored "
+             f"busy (two arms, or an arm and probes), seed {r['seed']}. "
+             "Arms: `muzero` the preset (4.0 samples per stored "
              "state); `reanalyze` Appendix H (re-searched policy targets for 0.8 of the samples, target "
              "network, n = 5, value weight 0.25, 2.0 samples per stored state); `muzero_paper_ratio` "
              "plain MuZero at Appendix H's 0.1 samples per stored state; `muzero_reanalyze_ratio` the "

@@ -52,7 +52,8 @@ def examples(algo, game, n: int, positives: float, rng: np.random.Generator):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--positives", type=float, default=0.4, help="share of winning (position, column) pairs in the training set")
+    ap.add_argument("--positives", type=float, default=0.4,
+                    help="share of winning (position, column) pairs in the training set")
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from polyzero.eval.probe import probe_run  # noqa: E402
+from polyzero.train.probe import probe_run  # noqa: E402
 
 SUMMARY = ("legal_top", "agree_self", "value_drift", "agree_baseline", "value_vs_baseline")
 

@@ -14,7 +14,7 @@ Phases (each resumable: re-running continues where it stopped):
           (`ndmz_nannon`, `alphazero_nannon`) through `Trainer` in chunks of
           --chunk-steps learning steps, a kept checkpoint after each, until
           --budget-min minutes of training time; TD(lambda)
-          (`polyzero.algos.td_lambda`) in chunks of --td-chunk rounds of 300 games.
+          (`polyzero.baselines.td_lambda`) in chunks of --td-chunk rounds of 300 games.
   eval    at the untrained network and --points checkpoints spread over the
           training time (within --budget-min): the raw policy (greedy move of the
           policy head; TD: the greedy afterstate move; tabulated at every
@@ -38,14 +38,13 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import RESULTS, ROOT, run_phases  # noqa: E402
-from sog_leduc import _cached, spread, train_in_chunks  # noqa: E402
+from common import RESULTS, ROOT, cached, git_commit, run_phases, train_in_chunks  # noqa: E402
+from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
 
 METHODS = ("ndmz", "alphazero", "td")
 
@@ -69,9 +68,9 @@ def _train_td(args, run: Path) -> None:
     """TD(lambda) in chunks of rounds; each chunk leaves WORK/td/checkpoints/step_R.pt."""
     import torch
 
-    from polyzero.algos.td_lambda import TDLambda
-    from polyzero.eval.nannon_solver import shared_solution
+    from polyzero.baselines.td_lambda import TDLambda
     from polyzero.games import load_game
+    from polyzero.games.nannon_solver import shared_solution
 
     sol = shared_solution(load_game(args.game), progress=True)
     td = TDLambda(sol, seed=args.seed)
@@ -134,8 +133,8 @@ def score_table(sol, table, games: int, seed: int) -> dict:
     """Exact scores of a policy table and `games` sampled games against optimal and random."""
     import numpy as np
 
-    from polyzero.eval.nannon_solver import evaluate_policy, sample_games
     from polyzero.eval.stats import wilson_interval
+    from polyzero.games.nannon_policies import evaluate_policy, sample_games
 
     out = {}
     for opponent in ("optimal", "random"):
@@ -163,14 +162,15 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     import torch
 
     from polyzero.algos.ndmz import nannon_raw_policy
-    from polyzero.eval.nannon_solver import shared_solution, tabulate_player
     from polyzero.games import load_game
+    from polyzero.games.nannon_policies import tabulate_player
+    from polyzero.games.nannon_solver import shared_solution
 
     game = load_game(args.game)
     sol = shared_solution(game, progress=True)
     rec = {"method": method, **point}
     if method == "td":
-        from polyzero.algos.td_lambda import TDLambda
+        from polyzero.baselines.td_lambda import TDLambda
 
         td = TDLambda(sol, seed=args.seed)
         td.net.load_state_dict(torch.load(point["path"], weights_only=True)["net"])
@@ -204,7 +204,7 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
     else:  # 12-5-6: ~10 million decisions, so games played live (the issue: sampled)
         rec["search"] = match_scores(game, player, {"optimal": games, "random": args.games}, args.seed)
     if method == "ndmz":
-        from polyzero.eval.probe import dynamics_tests
+        from polyzero.train.probe import dynamics_tests
 
         n, evaluations, backups = (float(sum(x)) for x in zip(*searches))
         rec["per_search"] = {"network_evaluations": evaluations / n, "backups": backups / n}
@@ -230,7 +230,7 @@ def phase_eval(args, work: Path) -> None:
         return max(args.games, args.final_games) if point is last[method] else args.games
 
     for name, method, point in (reversed(cells) if args.reverse else cells):
-        _cached(work, name, lambda: evaluate_checkpoint(args, method, point, games(method, point)), show)
+        cached(work, name, lambda: evaluate_checkpoint(args, method, point, games(method, point)), show)
 
 
 # ----------------------------------------------------------------------------- report
@@ -247,7 +247,7 @@ def phase_report(args, work: Path) -> dict:
                "ndmz_top_move_per_k_at_last_checkpoint": last_dyn,
                "ndmz_top_move_ge_0.95_every_k": last_dyn is not None and min(last_dyn) >= 0.95}
     command = "python benchmarks/nannon_636.py " + " ".join(sys.argv[1:])
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
               "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
                          f"{__import__('os').cpu_count()} CPUs", "rows": rows, "targets": targets}
@@ -344,8 +344,8 @@ def main(argv=None) -> None:
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
-    from polyzero.eval.nannon_solver import NannonParams
     from polyzero.games import load_game
+    from polyzero.games.nannon_solver import NannonParams
 
     prm = NannonParams.from_game(load_game(args.game))
     args.out = args.out or f"nannon_{prm.points}{prm.checkers}{prm.die_sides}"

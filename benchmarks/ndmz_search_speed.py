@@ -30,7 +30,8 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from timing import write_results  # noqa: E402
+from common import write_results  # noqa: E402
+
 OLD_PATH = "polyzero/search/ndmz.py"
 NUMPY_ENGINE_COMMIT = "fd464a8"  # "search: one tree engine ...": its parent holds the NumPy engine
 
@@ -51,13 +52,14 @@ def numpy_engine():
 
 
 def roots(game, count: int, seed: int):
+    from polyzero.games import sample_chance
+
     rng, states = np.random.default_rng(seed), []
     while len(states) < count:
         s = game.new_initial_state()
         while not s.is_terminal():
             if s.is_chance_node():
-                outs, probs = zip(*s.chance_outcomes())
-                s.apply_action(int(outs[rng.choice(len(outs), p=np.asarray(probs))]))
+                sample_chance(s, rng)
             elif rng.random() < 0.2:
                 states.append(s.clone())
                 break

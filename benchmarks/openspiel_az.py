@@ -58,8 +58,23 @@ OPENSPIEL_CONFIG = dict(
 )
 
 
-def _train(args) -> None:
+def _copy_latest(run_dir: Path, name: str, learned) -> None:
+    """The learner's latest weights copied to RUN_DIR/NAME: its rolling checkpoint, or
+    the initial one until `learned()`; retried while the learner rewrites them."""
     import shutil
+
+    for _ in range(100):
+        src = run_dir / "checkpoint--1"
+        if not src.exists() or not learned():
+            src = run_dir / "checkpoint-0"
+        try:
+            shutil.copytree(src, run_dir / name, dirs_exist_ok=True)
+            break
+        except (OSError, shutil.Error):
+            time.sleep(0.5)
+
+
+def _train(args) -> None:
     import signal
     import threading
 
@@ -105,15 +120,7 @@ def _train(args) -> None:
             mark = min(k * mark_s, budget)
             time.sleep(max(0.0, t0 + mark - time.time()))
             name = f"checkpoint-wc{int(round(mark)):06d}"
-            for _ in range(100):
-                src = run_dir / "checkpoint--1"
-                if not src.exists() or state["step"] == steps0:
-                    src = run_dir / "checkpoint-0"
-                try:
-                    shutil.copytree(src, run_dir / name, dirs_exist_ok=True)
-                    break
-                except (OSError, shutil.Error):
-                    time.sleep(0.5)
+            _copy_latest(run_dir, name, lambda: state["step"] != steps0)
             with open(marks_file, "a") as f:
                 f.write(json.dumps({"mark_s": mark, "elapsed": time.time() - t0, "learning_step": state["step"],
                                     "checkpoint": name, "wall_time": time.time()}) + "\n")
@@ -150,8 +157,8 @@ def read_marks(run_dir) -> list[dict]:
 
 def load_model(run_dir: str | Path, checkpoint: str):
     """OpenSpiel's model class, restored from `run_dir/checkpoint`."""
-    from open_spiel.python.algorithms.alpha_zero import utils
     import pyspiel
+    from open_spiel.python.algorithms.alpha_zero import utils
 
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
     game = pyspiel.load_game(cfg["game"])
@@ -193,9 +200,9 @@ class OpenSpielAZPlayer:
     AlphaZeroEvaluator, `simulations` per move, no Dirichlet noise, most-visited move."""
 
     def __init__(self, run_dir, checkpoint: str, game, simulations: int = 100, jit: bool = True):
+        import numpy as np
         from open_spiel.python.algorithms import mcts
         from open_spiel.python.algorithms.alpha_zero import evaluator as evaluator_lib
-        import numpy as np
 
         self._mcts, self._np = mcts, np
         self.model, cfg = load_model(run_dir, checkpoint)

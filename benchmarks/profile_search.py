@@ -25,12 +25,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tinynet  # noqa: E402
-from search_throughput import GUMBEL_PARAMS, MUZERO_PARAMS  # noqa: E402
-
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search import gumbel, kernels, learned, mcts  # noqa: E402
 from polyzero.search.learned import LearnedModel  # noqa: E402
 from polyzero.search.params import SearchParams  # noqa: E402
+from search_throughput_gumbel import GUMBEL_PARAMS  # noqa: E402
+from search_throughput_jobs import MUZERO_PARAMS  # noqa: E402
 
 NETWORK = "network (recurrent_fn, NumPy<->torch included)"
 STAGES = {  # (module, attribute) -> stage name

@@ -25,14 +25,14 @@ import tempfile
 import numpy as np
 
 import tinynet
-from timing import summarize, time_interleaved
+from common import summarize, time_interleaved
 
 LIBRARIES = ("polyzero", "mctx")
 
 
 def child(args) -> None:
     """Time one library's jobs for every (B, sims); write them to args.child_out."""
-    import search_throughput as st
+    import search_throughput_jobs as st
 
     net = tinynet.TinyNetNumpy(args.net_mode) if args.library == "polyzero" else None
     rows = []

@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import machine_info, write_results  # noqa: E402
+from common import machine_info, write_results  # noqa: E402
 
 PRESETS = {  # name -> (game, algo, overrides)
     "alphazero": ("connect_four", "alphazero", []),
@@ -217,7 +217,8 @@ def render_interleaved(result) -> str:
     paths = list(result["interleaved"][0]["positions_per_s"])
     lines = ["# Self-play throughput, net.inference paths interleaved in one process", "",
              f"- command: `{m['command']}`",
-             f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; torch {m['torch']}; "
+             f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; "
+             f"torch {m['torch']}; "
              f"{m['threads']} torch thread(s)",
              f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
              "- one actor per path, the same seed; each round one move (one search over every live game) "
@@ -276,7 +277,8 @@ def main(argv=None):
                     rows.append(r)
                     print(f"{preset} games={games} actors={actors} {device} {inference}: "
                           f"{r['positions_per_s']:.0f} positions/s, "
-                          f"{r['simulations_per_s']:.0f} simulations/s, ceiling {r['network_ceiling_positions_per_s']:.0f} "
+                          f"{r['simulations_per_s']:.0f} simulations/s, "
+                          f"ceiling {r['network_ceiling_positions_per_s']:.0f} "
                           f"({r['share_of_ceiling']:.2f})", flush=True)
     meta["loadavg_end"] = os.getloadavg()
     result = {"meta": meta, "rows": rows}

@@ -20,13 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import write_json_atomic  # noqa: E402
-from sog_leduc import ROOT, RESULTS, _cached, checkpoints, chosen, machine, phase_train, run_jobs, run_phases  # noqa: E402
+from common import RESULTS, ROOT, cached, git_commit, machine_line, run_jobs, run_phases, write_json_atomic  # noqa: E402
+from sog_leduc import checkpoints, chosen, phase_train  # noqa: E402
 
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
 
@@ -73,7 +72,7 @@ def _chunk(agent_spec: str, opponent_spec: str, games: int, seed: int) -> dict:
     game = load_game("connect_four")
     agent = make_player(agent_spec, game, seed=seed)
     res = play_match(game, agent, make_player(opponent_spec, game, seed=seed + 1), games, seed=seed)
-    return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine()}
+    return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine_line()}
 
 
 def points_to_evaluate(args, work: Path) -> list[dict]:
@@ -122,7 +121,7 @@ def phase_eval(args, work: Path) -> None:
         if all(p.exists() for p in parts):
             recs = [json.loads(p.read_text()) for p in parts]
             res = MatchResult(*(sum(r[k] for r in recs) for k in ("wins", "draws", "losses")))
-            _cached(work, name, lambda: {
+            cached(work, name, lambda: {
                 "spec": agent, "opponent": opponent,
                 "values": [res.score], "wins": res.wins, "draws": res.draws, "losses": res.losses,
                 "ci": [res.ci_low, res.ci_high], "machines": sorted({r["machine"] for r in recs}), **point})
@@ -131,15 +130,16 @@ def phase_eval(args, work: Path) -> None:
 def phase_report(args, work: Path) -> dict:
     rows = [json.loads(p.read_text()) for p in sorted((work / "eval").glob("*.json"))]
     rows.sort(key=lambda r: (r["step"], r["opponent"], r["spec"]))
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     command = "python benchmarks/sog_connect_four.py " + " ".join(sys.argv[1:])
     solver = [r for r in rows if r["opponent"].startswith("mcts-solver")]
     target = {"vs_mcts_solver_1x_50pct": bool(solver and max(r["values"][0] for r in solver) >= 0.5)}
-    result = {"command": command, "git": git, "seed": args.seed, "machine": machine(), "rows": rows,
+    result = {"command": command, "git": git, "seed": args.seed, "machine": machine_line(), "rows": rows,
               "targets": target}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
-    lines = ["# Benchmark `sog_connect_four`" + (f" ({args.out})" if args.out != "sog_connect_four" else ""), "", f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+    lines = ["# Benchmark `sog_connect_four`" + (f" ({args.out})" if args.out != "sog_connect_four" else ""), "",
+             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
              "", "The agent is SoG(100, 1) with the network at that step; `minutes` = training time of the checkpoint; "
              "the AlphaZero opponent is the `connect_four_alphazero` benchmark's polyzero checkpoint nearest "
              "the same training wall clock, searching 100 simulations.", "",

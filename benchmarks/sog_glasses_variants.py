@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, write_json_atomic  # noqa: E402
-from sog_leduc import machine  # noqa: E402
+from common import RESULTS, ROOT, git_commit, machine_line, write_json_atomic  # noqa: E402
 
 
 def variant_spec(rounds: int, reveal: str, detectives_first: bool, detective_taxi: int | None = None) -> str:
@@ -105,9 +103,9 @@ def label(spec: str) -> str:
 
 
 def report(rows: list[dict], args) -> None:
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     command = "python benchmarks/sog_glasses_variants.py " + " ".join(sys.argv[1:])
-    result = {"command": command, "git": git, "machine": machine(), "tolerance": args.tolerance, "variants": rows}
+    result = {"command": command, "git": git, "machine": machine_line(), "tolerance": args.tolerance, "variants": rows}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sog_glasses_variants.json").write_text(json.dumps(result, indent=2))
     lines = ["# Benchmark `sog_glasses_variants`: Scotland Yard's glasses map, solved exactly", "",

@@ -30,20 +30,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, run_phases, write_json_atomic  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    cached,
+    git_commit,
+    machine_line,
+    run_jobs,
+    run_phases,
+    train_in_chunks,
+    write_json_atomic,
+)
+from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
 
-from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402  (nannon_636 imports it from here)
 
-
-def _trainer(args, work: Path):
+def sog_trainer(args, work: Path):
     from polyzero.config import build_config
     from polyzero.sog.trainer import SoGTrainer
     from polyzero.train.checkpoint import latest_checkpoint
@@ -59,17 +65,7 @@ def _trainer(args, work: Path):
 
 
 def phase_train(args, work: Path) -> None:
-    train_in_chunks(_trainer(args, work), args.budget_min, args.chunk_steps, "train")
-
-
-def train_in_chunks(trainer, budget_min: float, chunk_steps: int, label: str) -> None:
-    """Run `trainer` in chunks of `chunk_steps` learning steps, a kept checkpoint after
-    each, until `budget_min` minutes of training time (evaluation excluded)."""
-    while trainer.train_time < budget_min * 60:
-        trainer.cfg.train.steps = trainer.step + chunk_steps
-        trainer.cfg.train.checkpoint_every = chunk_steps
-        trainer.run()
-        print(f"[{label}] step {trainer.step}, {trainer.train_time / 60:.1f} min of training", flush=True)
+    train_in_chunks(sog_trainer(args, work), args.budget_min, args.chunk_steps, "train")
 
 
 def checkpoints(work: Path) -> list[dict]:
@@ -83,50 +79,6 @@ def checkpoints(work: Path) -> list[dict]:
 def chosen(args, work: Path) -> list[dict]:
     """The untrained network and `--points` checkpoints spread evenly over the training time."""
     return spread(checkpoints(work), args.points)
-
-
-def write_markdown(name: str, lines: list[str]) -> None:
-    """benchmarks/results/NAME.md from `lines`, also printed."""
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-
-
-def machine() -> str:
-    return f"{platform.node()} ({platform.processor() or platform.machine()}), {os.cpu_count()} CPUs"
-
-
-def run_jobs(tasks: list, jobs: int, save) -> None:
-    """`tasks`: (key, fn, args); calls save(key, fn(*args)) for each as it finishes, in
-    `jobs` spawned processes when jobs > 1 (fn must be a module-level function)."""
-    if jobs <= 1:
-        for key, fn, fn_args in tasks:
-            save(key, fn(*fn_args))
-        return
-    import concurrent.futures as cf
-    import multiprocessing
-
-    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        running = {pool.submit(fn, *fn_args): key for key, fn, fn_args in tasks}
-        for done in cf.as_completed(running):
-            save(running[done], done.result())
-
-
-def _cached(work: Path, name: str, compute, show=None) -> dict:
-    """WORK/eval/NAME.json, computed once (every benchmark's evaluation resumes from these);
-    `show(record)` is the line printed when it is computed."""
-    path = work / "eval" / f"{name}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    t0 = time.time()
-    rec = compute()
-    rec["seconds"] = time.time() - t0
-    write_json_atomic(path, rec)  # whole or absent, if the run is stopped
-    if show is None:
-        shown = rec["values"] if "values" in rec else f"W{rec['wins']} D{rec['draws']} L{rec['losses']}"
-    else:
-        shown = show(rec)
-    print(f"[eval] {name}: {shown} ({rec['seconds']:.0f} s)", flush=True)
-    return rec
 
 
 def phase_eval(args, work: Path) -> None:
@@ -143,13 +95,13 @@ def phase_eval(args, work: Path) -> None:
             if not (work / "eval" / f"{name}.json").exists()
             for seed in range(seeds) if not _seed_path(work, name, seed).exists()]
     todo.sort(key=lambda t: -t[2])  # the biggest searches first, so that in parallel the small ones fill the end
-    run_jobs([((name, seed), _seed_value, (args.game, spec, seed)) for name, spec, _, seed in todo], args.jobs,
+    run_jobs([((name, seed), seed_value, (args.game, spec, seed)) for name, spec, _, seed in todo], args.jobs,
              lambda key, rec: _save_seed(work, *key, rec))
     for name, spec, _, seeds, point in cells:  # a cell is complete when every seed of it is
         parts = [_seed_path(work, name, seed) for seed in range(seeds)]
         if parts and all(path.exists() for path in parts):
             recs = [json.loads(path.read_text()) for path in parts]
-            _cached(work, name, lambda: {"spec": spec, "values": [r["value"] for r in recs], "unit": recs[0]["unit"],
+            cached(work, name, lambda: {"spec": spec, "values": [r["value"] for r in recs], "unit": recs[0]["unit"],
                                          "seed_seconds": sum(r["seconds"] for r in recs),
                                          "machines": sorted({r["machine"] for r in recs}), **point})
 
@@ -158,7 +110,7 @@ def _seed_path(work: Path, name: str, seed: int) -> Path:
     return work / "eval" / "seeds" / f"{name}.seed{seed}.json"
 
 
-def _seed_value(game_string: str, spec: str, seed: int) -> dict:
+def seed_value(game_string: str, spec: str, seed: int) -> dict:
     """The exploitability of player `spec` built with `seed` (one of a cell's seeds)."""
     import torch
 
@@ -171,7 +123,7 @@ def _seed_value(game_string: str, spec: str, seed: int) -> dict:
     t0 = time.time()
     report = player_exploitability(game, lambda _: sog_reference_player(spec, game, seed=seed), 1)
     return {"spec": spec, "seed": seed, "value": report.values[0], "unit": report.unit,
-            "seconds": time.time() - t0, "machine": machine()}
+            "seconds": time.time() - t0, "machine": machine_line()}
 
 
 def _save_seed(work: Path, name: str, seed: int, rec: dict) -> None:
@@ -203,9 +155,9 @@ def phase_report(args, work: Path) -> dict:
               "sog100_below_200_within_6h": first_below(200.0, 360) is not None,
               "sog100_first_below_200_at_min": first_below(200.0, 360)}
     command = "python benchmarks/sog_leduc.py " + " ".join(sys.argv[1:])
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
-              "machine": machine(),
+              "machine": machine_line(),
               "anchors": anchors, "sog": sog, "targets": target}
     RESULTS.mkdir(exist_ok=True)
     name = args.out

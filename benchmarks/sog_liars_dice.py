@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,9 +30,19 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, run_phases, write_json_atomic  # noqa: E402
-from sog_leduc import (_seed_value, _trainer, checkpoints, machine, run_jobs, spread,  # noqa: E402
-                       train_in_chunks, write_markdown)
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    git_commit,
+    machine_line,
+    run_jobs,
+    run_phases,
+    train_in_chunks,
+    write_json_atomic,
+    write_markdown,
+)
+from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
+from sog_leduc import checkpoints, seed_value, sog_trainer  # noqa: E402
 
 
 def _seed_work(args, seed: int) -> Path:
@@ -43,7 +52,7 @@ def _seed_work(args, seed: int) -> Path:
 def phase_train(args, work: Path) -> None:
     for seed in range(args.seeds):
         seed_args = argparse.Namespace(**{**vars(args), "seed": seed})
-        train_in_chunks(_trainer(seed_args, _seed_work(args, seed)), args.budget_min, args.chunk_steps,
+        train_in_chunks(sog_trainer(seed_args, _seed_work(args, seed)), args.budget_min, args.chunk_steps,
                         f"train seed {seed}")
 
 
@@ -58,7 +67,7 @@ def phase_eval(args, work: Path) -> None:
                         spec = f"sog:{s},1,net={point['path']}"
                         key = (path, {"step": point["step"], "minutes": point["minutes"], "mark": mark,
                                       "training_seed": seed})
-                        tasks.append((key, _seed_value, (args.game, spec, search_seed)))
+                        tasks.append((key, seed_value, (args.game, spec, search_seed)))
     run_jobs(tasks, args.jobs, lambda key, rec: _save(key, rec))
     cfr_path = work / "eval" / "cfr.json"
     if not cfr_path.exists():
@@ -90,7 +99,7 @@ def cfr_curve(game_string: str, seconds: float) -> dict:
             if elapsed > seconds:
                 break
             mark *= 2
-    return {"setup_seconds": setup, "points": points, "machine": machine()}
+    return {"setup_seconds": setup, "points": points, "machine": machine_line()}
 
 
 def cfr_at(curve: dict, seconds: float) -> dict:
@@ -127,12 +136,12 @@ def phase_report(args, work: Path) -> dict:
                       "search_seeds": len(next(iter(by_seed.values()))), "per_seed": per_seed,
                       "mean": mean, "low": low, "high": high, "cfr_plus": cfr,
                       "ratio_to_cfr_plus": mean / cfr["exploitability"] if cfr["exploitability"] > 0 else None})
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     command = "python benchmarks/sog_liars_dice.py " + " ".join(sys.argv[1:])
     final = [t for t in table if t["sims"] == 100 and t["mark"] == max(x["mark"] for x in table)]
     target = {"sog100_within_2x_of_cfr_plus_at_the_end": bool(final and final[0]["ratio_to_cfr_plus"] is not None
                                                               and final[0]["ratio_to_cfr_plus"] <= 2.0)}
-    result = {"game": args.game, "command": command, "git": git, "machine": machine(), "rows": table,
+    result = {"game": args.game, "command": command, "git": git, "machine": machine_line(), "rows": table,
               "cfr_plus": curve, "targets": target}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -29,12 +28,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS  # noqa: E402
-from sog_leduc import machine  # noqa: E402
+from common import RESULTS, git_commit, machine_line  # noqa: E402
 
 
 def measure(games: int, every: int) -> list[dict]:
-    from polyzero.games import load_game
+    from polyzero.games import load_game, sample_chance
     from polyzero.games.public_states import public_state_at
     from polyzero.sog.cvpn import BeliefEncoding
 
@@ -46,8 +44,7 @@ def measure(games: int, every: int) -> list[dict]:
         state = game.new_initial_state()
         while not state.is_terminal():
             if state.is_chance_node():
-                actions, probs = zip(*state.chance_outcomes())
-                state.apply_action(int(rng.choice(actions, p=probs)))
+                sample_chance(state, rng)
                 continue
             if state.current_player() == 1 and state.turn == 1 and state.round() % every == 0:
                 t0 = time.perf_counter()
@@ -77,7 +74,7 @@ def main(argv=None) -> None:
 
     rows = measure(args.games, args.every)
     path_input = BeliefEncoding(load_game("scotland_yard(map=london,mrx_recall=path)")).input_size
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     command = "python benchmarks/sog_london_beliefs.py " + " ".join(sys.argv[1:])
     worlds = [r["worlds"] for r in rows]
     summary = {"measurements": len(rows), "worlds_max": max(worlds), "worlds_mean": float(np.mean(worlds)),
@@ -86,7 +83,7 @@ def main(argv=None) -> None:
                "input_s_mean": float(np.mean([r["input_s"] for r in rows])),
                "peak_mb_max": max(r["peak_mb"] for r in rows), "input_size": rows[0]["input_size"],
                "input_size_with_public_history": path_input}
-    result = {"command": command, "git": git, "machine": machine(), "summary": summary, "rows": rows}
+    result = {"command": command, "git": git, "machine": machine_line(), "summary": summary, "rows": rows}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sog_london_beliefs.json").write_text(json.dumps(result, indent=2))
     by_round = {}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,8 +26,7 @@ import numpy as np
 from polyzero.sog.values import Evaluation, ValueFunction
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import write_json_atomic  # noqa: E402
-from sog_leduc import ROOT, RESULTS, machine, run_jobs  # noqa: E402
+from common import RESULTS, ROOT, git_commit, machine_line, run_jobs, write_json_atomic  # noqa: E402
 
 MARK = ROOT / "benchmarks" / "results" / "connect_four_alphazero_3h" / "polyzero_marks" / "wc002400"
 
@@ -116,7 +114,7 @@ def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int, cvpn: 
         settings = SoGSettings(simulations=sims, expansions_per_update=1.0, final=final)
         player = SoGPlayer(game, settings, leaves, seed=seed, name=f"sog:{sims},1,final={agent}")
     res = play_match(game, player, make_player(f"mcts-solver:{sims}", game, seed=seed + 1), games, seed=seed)
-    return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine()}
+    return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine_line()}
 
 
 def main() -> None:
@@ -156,10 +154,10 @@ def main() -> None:
         res = MatchResult(*(sum(r[k] for r in recs) for k in ("wins", "draws", "losses")))
         rows.append({"agent": a, "score": res.score, "ci": [res.ci_low, res.ci_high], "wins": res.wins,
                      "draws": res.draws, "losses": res.losses})
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = git_commit()
     command = "python benchmarks/sog_search_quality.py " + " ".join(sys.argv[1:])
     checkpoint = str(args.checkpoint.resolve()).replace(f"{ROOT}/", "")
-    out = {"command": command, "git": git, "machine": machine(), "checkpoint": checkpoint, "cvpn": args.cvpn,
+    out = {"command": command, "git": git, "machine": machine_line(), "checkpoint": checkpoint, "cvpn": args.cvpn,
            "sims": args.sims,
            "seed": args.seed, "rows": rows}
     names = {"argmax": f"SoG({args.sims}, 1), most probable move", "sample": f"SoG({args.sims}, 1), sampled move",

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,8 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_alphazero import ROOT, RESULTS, write_json_atomic  # noqa: E402
-from sog_leduc import machine  # noqa: E402
+from common import RESULTS, ROOT, git_commit, machine_line, write_json_atomic  # noqa: E402
 from sog_search_quality import MARK, AlphaZeroLeaves  # noqa: E402
 
 
@@ -81,8 +79,8 @@ def main() -> None:
     classes = {"PublicTreeCFR (anchor)": PublicTreeCFR, "PerfectInfoCFR": PerfectInfoCFR}
     rows = []
     for sims in args.sims:
-        seconds = {name: 0.0 for name in classes}
-        searches = {name: 0 for name in classes}
+        seconds = dict.fromkeys(classes, 0.0)
+        searches = dict.fromkeys(classes, 0)
         diff = 0.0
         for k, state in enumerate(states):
             policies = {}
@@ -104,8 +102,8 @@ def main() -> None:
               f"at most {diff:.1e}", flush=True)
     gtcfr.PerfectInfoCFR = PerfectInfoCFR
     command = "python benchmarks/sog_search_speed.py " + " ".join(sys.argv[1:])
-    git = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    result = {"command": command, "git": git, "machine": machine(), "leaves": leaves_name,
+    git = git_commit()
+    result = {"command": command, "git": git, "machine": machine_line(), "leaves": leaves_name,
               "positions": len(states), "seed": args.seed, "rows": rows}
     write_json_atomic(RESULTS / f"{args.out}.json", result)
     lines = ["# Benchmark `sog_search_speed`: GT-CFR's regret updates on Connect Four", "",

@@ -1,6 +1,8 @@
 """polyzero: the Zero family of self-play learning and planning in one library.
 
-Layers (arrows point down only): cli, api -> train / eval -> algos -> search, nets -> games.
+Layers (imports point down only; pyproject.toml's [tool.importlinter] checks it):
+cli -> web -> api -> engines | export -> goexploit | sog -> train -> eval -> algos ->
+config -> replay | baselines -> nets -> search -> games -> validation -> errors.
 See docs/architecture.md. The Python API (docs/api.md) is re-exported here lazily, so
 `import polyzero` stays cheap: torch and OpenSpiel load on first use.
 """

@@ -132,10 +132,11 @@ def _override_strings(overrides: dict | None) -> list[str]:
 
 
 def _trainer_class(algo: str):
-    if algo == "sog":
-        from .sog.trainer import SoGTrainer
+    from .plugins import own_runtime
 
-        return SoGTrainer
+    runtime = own_runtime(algo)  # an algorithm with its own runtime (Student of Games)
+    if runtime is not None:
+        return runtime.trainer_classes()[0]
     from .train.driver import Trainer
 
     return Trainer
@@ -143,7 +144,7 @@ def _trainer_class(algo: str):
 
 def train(game: str | None = None, algo: str | None = None, preset: str | None = None,
           config: str | None = None, overrides: dict | None = None, run_dir=None,
-          progress: bool = False) -> "Run":
+          progress: bool = False) -> Run:
     """Train by self-play in this process and return the finished Run. `preset` names a
     shipped preset (`list_presets()`), `config` a TOML file; `overrides` maps config keys to
     values, e.g. {"train.steps": 50, "search.num_simulations": 32}."""
@@ -174,7 +175,7 @@ def train(game: str | None = None, algo: str | None = None, preset: str | None =
     return run
 
 
-def open_run(run_dir) -> "Run":
+def open_run(run_dir) -> Run:
     """An existing run directory as a Run."""
     run = Run(Path(run_dir))
     if not (run.run_dir / "config.toml").is_file():
@@ -196,7 +197,7 @@ class Run:
 
         return build_config(base=read_toml(self.run_dir / "config.toml"))
 
-    def resume(self, steps: int | None = None, overrides: dict | None = None, progress: bool = False) -> "Run":
+    def resume(self, steps: int | None = None, overrides: dict | None = None, progress: bool = False) -> Run:
         """Continue from the last checkpoint (to `steps` learning steps in all, if given)."""
         extra = dict(overrides or {})
         if steps is not None:

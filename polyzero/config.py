@@ -12,17 +12,31 @@ import difflib
 import tomllib
 import typing
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from .errors import UsageError
 from .nets import INFERENCE_PATHS
-from .search.params import (CHANCE_BACKUPS, GUMBEL_POLICY_LOSSES, GUMBEL_Q_NORMALISATIONS,
-                            Q_NORMALISATIONS, SEARCH_KINDS, SELECTION_RULES, UNVISITED_Q, SearchParams)
-from .validation import SECTION_ALGOS, check_finite, check_int_range, check_sections_of_algo, check_seed
-from .validation import choice as _choice
-from .validation import fraction as _fraction
-from .validation import positive as _positive
+from .presets import load_preset
+from .search.params import (
+    CHANCE_BACKUPS,
+    GUMBEL_POLICY_LOSSES,
+    GUMBEL_Q_NORMALISATIONS,
+    Q_NORMALISATIONS,
+    SEARCH_KINDS,
+    SELECTION_RULES,
+    UNVISITED_Q,
+    SearchParams,
+)
+from .validation import (
+    SECTION_ALGOS,
+    check_finite,
+    check_int_range,
+    check_sections_of_algo,
+    check_seed,
+    choice as _choice,
+    fraction as _fraction,
+    positive as _positive,
+)
 
 
 @dataclass
@@ -152,6 +166,7 @@ class TrainConfig:
     momentum: float = 0.9  # for sgd
     checkpoint_every: int = 10
     keep_checkpoints: int = 3
+    keep_replay_every: int = 0  # K > 0: checkpoints at multiples of K stay whole, to resume from
     # Each sampled example under a random board symmetry of its game (polyzero.games.symmetry;
     # AlphaGo Zero did this, AlphaZero did not): connect_four, tic_tac_toe and go know theirs.
     symmetries: bool = False
@@ -170,6 +185,7 @@ class TrainConfig:
         for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
                   "replay_size", "checkpoint_every", "keep_checkpoints"):
             _positive(f"train.{k}", getattr(self, k))
+        _positive("train.keep_replay_every", self.keep_replay_every, allow_zero=True)
         _positive("train.learning_rate", self.learning_rate)
         if self.learning_rate > 10:
             raise UsageError(f"train.learning_rate must be at most 10, not {self.learning_rate}")
@@ -401,19 +417,6 @@ def read_toml(path: str | Path) -> dict:
         raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def preset_name(algo: str, game: str) -> str:
-    base = game.split("(")[0]
-    return f"{algo}_{base}.toml"
-
-
-def load_preset(algo: str, game: str) -> dict | None:
-    """The shipped preset for this algorithm and game, if there is one."""
-    res = resources.files("polyzero.presets").joinpath(preset_name(algo, game))
-    if not res.is_file():
-        return None
-    return tomllib.loads(res.read_text())
-
-
 # Settings added after runs had been saved, whose defaults changed what a run does:
 # a saved config without them ran with these values.
 _SAVED_BEFORE = {("net", "perspective"): "raw", ("muzero", "priority_value"): "network",
@@ -442,18 +445,14 @@ def build_config(game: str | None = None, algo: str | None = None, config_file: 
     game = game or file_data.get("game") or (base or {}).get("game") or cfg.game
     if not isinstance(game, str) or not isinstance(algo, str):
         raise UsageError("game and algo must be strings")
-    if base is None:
-        preset = load_preset(algo, game)
-        if preset is not None:
-            layers.append(preset)
-    layers.append(file_data)
-    layers.extend(sets)
-    layers.append({"game": game, "algo": algo})
+    preset = load_preset(algo, game) if base is None else None  # a saved run's config already holds it
+    layers += [preset or {}, file_data, *sets, {"game": game, "algo": algo}]
     for layer in layers:
         _merge(cfg, layer)
     cfg.validate()
     owners = {**SECTION_ALGOS, **{name: section.algos for name, section in plugin_sections().items()}}
-    for source, layer in [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]:
+    sources = [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]
+    for source, layer in sources:
         check_sections_of_algo(layer, algo, RunConfig(), source, owners)
     return cfg
 

@@ -62,6 +62,9 @@ def _graphs(algo: str, net, obs_shape) -> list[tuple[str, nn.Module, tuple, list
     if algo == "alphazero":
         return [("", net, (obs,), ["observation"], ["policy_logits", "value"])]
     if algo == "muzero":
+        if net.prefix_head is not None:
+            raise UsageError("export does not describe a value-prefix network (muzero.value_prefix): its g "
+                             "carries an LSTM state between steps that these graphs have no input for")
         with torch.no_grad():
             hidden = net.represent(obs)
         action = torch.zeros(2, dtype=torch.int64)

@@ -43,7 +43,8 @@ def check_int_range(key: str, value: int) -> int:
 
 def check_seed(key: str, value: int) -> int:
     if not 0 <= value <= SEED_LIMIT:
-        raise UsageError(f"{key} must be a whole number in 0..{SEED_LIMIT} (the seed range numpy and OpenSpiel share, with room for derived seeds), not {value}")
+        raise UsageError(f"{key} must be a whole number in 0..{SEED_LIMIT} (the seed range numpy and OpenSpiel "
+                         f"share, with room for derived seeds), not {value}")
     return value
 
 

@@ -39,9 +39,7 @@ def tiny_search_player(game_spec: str, simulations: int = 16, seed: int = 0):
     from polyzero.algos.player import SearchPlayer
     from polyzero.config import build_config
     from polyzero.games import load_game
-    from polyzero.nets.inference import set_threads
 
-    set_threads(1)  # numba's too: its parallel kernels would raise torch's OpenMP threads to every core
     cfg = build_config(game_spec, "alphazero", overrides=TINY_NET)
     algo = make_algorithm(cfg, load_game(cfg.game))
     net = algo.build_network()

@@ -36,7 +36,7 @@ def test_value_targets_are_for_the_player_to_move():
                       actions=[0, 1, 2], root_values=[0, 0, 0], returns_before=[0.0, 0.0, 0.0],
                       returns=np.array([1.0, -1.0]))
     ex = algo.trajectory_examples(traj)
-    np.testing.assert_array_equal(ex["value"], [1, -1, 1])
+    np.testing.assert_array_equal(ex["outcome"], [1, -1, 1])
 
 
 def test_intermediate_rewards_give_returns_to_go():
@@ -45,7 +45,7 @@ def test_intermediate_rewards_give_returns_to_go():
     traj = Trajectory(observations=[np.zeros(algo.encoder.shape)] * 3, policies=[np.zeros(4)] * 3,
                       players=[0, 0, 0], actions=[0, 0, 0], root_values=[0, 0, 0],
                       returns_before=[0.0, -1.0, -2.0], returns=np.array([-3.0]))
-    np.testing.assert_array_equal(algo.trajectory_examples(traj)["value"], [-3, -2, -1])
+    np.testing.assert_array_equal(algo.trajectory_examples(traj)["outcome"], [-3, -2, -1])
 
 
 def test_search_finds_the_winning_move_and_the_block():

@@ -22,7 +22,8 @@ def test_atari_breakout_trains_and_resumes_on_ale_frames(tmp_path, capsys):
     assert algo.encoder.shape[1:] == (96, 96) and algo.encoder.shape[0] >= 4  # 4 frames and their actions
     assert cfg.muzero.support == 300 and cfg.muzero.downsample == "on"  # Appendix F's network
     run = tmp_path / "atari"
-    assert main(["train", "atari-breakout", "--algo", "muzero", "--run-dir", str(run), *TINY, "--set", "train.steps=1"]) == 0
+    assert main(["train", "atari-breakout", "--algo", "muzero", "--run-dir", str(run), *TINY,
+                 "--set", "train.steps=1"]) == 0
     assert main(["train", "--resume", str(run), "--set", "train.steps=2", "--no-progress"]) == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "selfplay/positions" in r]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_same_final_weights
 from polyzero.algos import make_algorithm
 from polyzero.algos.simulator import SimulatorModel
 from polyzero.config import build_config
@@ -13,8 +14,6 @@ from polyzero.games import ObservationEncoder, load_game
 from polyzero.search.mcts import search
 from polyzero.search.params import SearchParams
 from polyzero.train.driver import Trainer
-
-from conftest import assert_same_final_weights
 
 ROLL, STOP = 0, 1  # pig's actions
 
@@ -107,7 +106,7 @@ def test_self_play_through_dice(tmp_path, game):
     trainer = Trainer.create(cfg, tmp_path / game, progress=False)
     trainer.run()
     assert trainer.step == 2 and trainer.selfplay_stats["games"] > 0
-    assert np.isfinite(trainer.replay.data["value"][: len(trainer.replay)]).all()
+    assert np.isfinite(trainer.replay.data["outcome"][: len(trainer.replay)]).all()
 
 
 def test_resumed_run_with_dice_reaches_the_same_weights(tmp_path):

@@ -7,7 +7,6 @@ import math
 import re
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest

@@ -16,7 +16,7 @@ from polyzero.engines.agent import EngineAgent
 from polyzero.engines.gtp import GtpEngine
 from polyzero.engines.uci import UciEngine, _go_limits
 from polyzero.eval import make_player
-from polyzero.eval.records import read_record, record_text, replay_lines, write_record
+from polyzero.eval.records import read_record, replay_lines, write_record
 from polyzero.games import load_game
 from polyzero.nets.inference import set_threads
 

@@ -6,10 +6,23 @@ import pyspiel
 import pytest
 
 from polyzero.errors import UsageError
-from polyzero.eval import (LADDER_MULTIPLIERS, MatchResult, MCTSPlayer, RandomPlayer, ladder_specs,
-                           make_player, play_in_terminal, play_match, play_single_agent, plot_run,
-                           plot_runs, reference_player, register_player_loader, wilson_interval)
-from polyzero.eval import players as players_mod
+from polyzero.eval import (
+    LADDER_MULTIPLIERS,
+    MatchResult,
+    MCTSPlayer,
+    RandomPlayer,
+    ladder_specs,
+    make_player,
+    play_in_terminal,
+    play_match,
+    play_single_agent,
+    players as players_mod,
+    plot_run,
+    plot_runs,
+    reference_player,
+    register_player_loader,
+    wilson_interval,
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +88,18 @@ def test_reference_player_parsing(ttt):
         with pytest.raises(UsageError) as exc:
             reference_player(bad, ttt)
         assert "\n" not in str(exc.value)
+
+
+def test_reference_players_of_sog_and_engines_come_through_the_plugin_loaders(ttt, monkeypatch):
+    monkeypatch.setattr(players_mod, "_REFERENCE_LOADERS", [])
+    monkeypatch.setattr(players_mod, "_REFERENCE_DISCOVERED", False)
+    kuhn = pyspiel.load_game("kuhn_poker")
+    assert reference_player("cfr:3", kuhn).name == "cfr:3"
+    from polyzero.engines.players import external_player
+    from polyzero.sog.players import sog_reference_player
+
+    assert players_mod._REFERENCE_LOADERS == [sog_reference_player, external_player]
+    assert reference_player("nothing:1", ttt) is None
 
 
 def test_make_player_loaders(ttt, monkeypatch):

@@ -5,9 +5,18 @@ import pyspiel
 import pytest
 
 from polyzero.errors import UsageError
-from polyzero.games import (GameRequirements, ObservationEncoder, check_game, check_supported,
-                            describe_game, game_spec_string, legal_action_mask, load_game,
-                            parse_game_spec, register_polyzero_games)
+from polyzero.games import (
+    GameRequirements,
+    ObservationEncoder,
+    check_game,
+    check_supported,
+    describe_game,
+    game_spec_string,
+    legal_action_mask,
+    load_game,
+    parse_game_spec,
+    register_polyzero_games,
+)
 
 # --- spec parsing -----------------------------------------------------------------------
 
@@ -97,7 +106,7 @@ def test_register_is_idempotent():
 # --- capabilities -----------------------------------------------------------------------
 
 
-def _refusal(spec, req=GameRequirements()):
+def _refusal(spec, req=GameRequirements()):  # noqa: B008 - frozen, never changed
     with pytest.raises(UsageError) as e:
         check_supported(load_game(spec), req, "alphazero")
     msg = str(e.value)
@@ -209,9 +218,10 @@ def test_games_without_interchangeable_colours_get_a_mover_plane():
 
 
 def test_runs_saved_before_the_perspective_setting_keep_the_raw_tensor():
-    from polyzero.config import build_config, to_toml
     import dataclasses
     import tomllib
+
+    from polyzero.config import build_config, to_toml
 
     saved = tomllib.loads(to_toml(dataclasses.asdict(build_config("connect_four", "alphazero"))))
     assert build_config(base=saved).net.perspective == "mover"
@@ -223,7 +233,7 @@ def test_encoder_batch_out_and_fallback():
     game = load_game("othello")
     enc = ObservationEncoder(game)
     states = [game.new_initial_state()]
-    for a in (19, 18, 17):
+    for _ in range(3):
         states.append(states[-1].clone())
         states[-1].apply_action(states[-1].legal_actions()[0])
     out = np.full((8, *enc.shape), -1, np.float32)  # bigger than the batch: first rows used

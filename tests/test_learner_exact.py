@@ -74,7 +74,7 @@ def reference_ndmz_loss(algo, net, batch):
     mask = batch["mask"]
     s = net.represent(batch["obs"])
     total = torch.zeros_like(mask[:, 0])
-    parts = {name: 0.0 for name in ("value", "policy", "chance", "identity", "reward")}
+    parts = dict.fromkeys(("value", "policy", "chance", "identity", "reward"), 0.0)
     for k in range(k_steps + 1):
         m = mask[:, k]
         if k > 0:
@@ -86,7 +86,7 @@ def reference_ndmz_loss(algo, net, batch):
             parts["reward"] += l_r.mean()
         p, c, v = net.predict(s)
         l_v = (v - batch["target_value"][:, k]) ** 2 * m
-        l_p = -(batch["target_choice"][:, k] * F.log_softmax(p, -1)).sum(-1) * m
+        l_p = -(batch["target_policy"][:, k] * F.log_softmax(p, -1)).sum(-1) * m
         l_c = -(batch["target_chance"][:, k] * F.log_softmax(c, -1)).sum(-1) * m
         total = total + l_v + l_p + l_c
         parts["value"] += l_v.mean()
@@ -152,7 +152,7 @@ def ndmz_batch(algo, batch=6, seed=0):
             "target_identity": rng.integers(0, 4, (batch, k + 1)),
             "target_reward": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
             "target_value": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
-            "target_choice": _policy(rng, (batch, k + 1, a)),
+            "target_policy": _policy(rng, (batch, k + 1, a)),
             "target_chance": _policy(rng, (batch, k + 1, a)),
             "weight": np.ones(batch, np.float32)}
 

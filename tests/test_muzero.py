@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_same_final_weights, score_against_untrained
 from polyzero.algos.muzero import scale_gradient
 from polyzero.config import build_config
 from polyzero.nets.support import h, h_inverse, scalar_to_support, support_to_scalar, two_hot
+from polyzero.replay import SequenceReplay
 from polyzero.train.driver import Trainer
-from polyzero.train.sequence_replay import SequenceReplay
-
-from conftest import assert_same_final_weights, score_against_untrained, train_tic_tac_toe
 
 
 # ------------------------------------------------------------------ value transform (Appendix F)

@@ -11,8 +11,7 @@ import pytest
 from polyzero.cli import main
 from polyzero.errors import UsageError
 from polyzero.eval import make_player, play_match
-from polyzero.eval import nannon_solver as ns
-from polyzero.games import check_game, load_game
+from polyzero.games import check_game, load_game, nannon_policies as npol, nannon_solver as ns
 from polyzero.games.nannon import count_positions
 
 Z99 = 2.5758293035489004  # two-sided 99% normal quantile
@@ -122,7 +121,7 @@ def test_forced_pass():
     assert (s.board, s.home, s.safe) == before and s.is_chance_node()
     s.apply_action(0)
     assert s.current_player() == 1
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="pass is illegal"):
         at(roll=2, mine=(1, mask(1)), theirs=(3, 0)).apply_action(7)  # a move is legal
 
 
@@ -214,7 +213,7 @@ def test_no_single_deviation_helps(sol):
     tb, pos = sol.tables, sol.positions
     ext = np.append(sol.value, np.inf)
     q = -ext[tb.succ]  # [S, D, M]
-    chosen = np.take_along_axis(q, ns._slots_of_actions(tb, sol.policy, pos)[..., None].astype(np.int64), 2)
+    chosen = np.take_along_axis(q, npol._slots_of_actions(tb, sol.policy, pos)[..., None].astype(np.int64), 2)
     assert (q <= chosen + 1e-12).all()  # the one-step deviation check, every decision
     # Whole-game check: a policy that deviates at one decision never scores above 0.5.
     rng = np.random.default_rng(0)
@@ -223,24 +222,24 @@ def test_no_single_deviation_helps(sol):
         dev = sol.policy.copy()
         others = [a for a in tb.source[s, d] if a >= 0 and a != sol.policy[s, d]]
         dev[s, d] = others[0]
-        assert ns.evaluate_policy(sol, dev, "optimal").points <= 1e-12
-        pi, sigma = ns._Policy(sol, dev), ns._Policy(sol, "optimal")
-        A, _ = ns._policy_values(sol, pi, sigma, "points")
+        assert npol.evaluate_policy(sol, dev, "optimal").points <= 1e-12
+        pi, sigma = npol._Policy(sol, dev), npol._Policy(sol, "optimal")
+        A, _ = npol._policy_values(sol, pi, sigma, "points")
         assert (A[:-1] <= sol.value + 1e-10).all()
 
 
 def test_exact_scores(sol):
-    self_play = ns.evaluate_policy(sol, "optimal", "optimal")
+    self_play = npol.evaluate_policy(sol, "optimal", "optimal")
     assert abs(self_play.score - 0.5) < 1e-12
-    vs_random = ns.evaluate_policy(sol, "optimal", "random")
+    vs_random = npol.evaluate_policy(sol, "optimal", "random")
     assert vs_random.score > 0.65 and abs(vs_random.seat_scores[0] - vs_random.seat_scores[1]) < 1e-12
-    assert abs(ns.evaluate_policy(sol, "random", "optimal").score - (1 - vs_random.score)) < 1e-12
+    assert abs(npol.evaluate_policy(sol, "random", "optimal").score - (1 - vs_random.score)) < 1e-12
     # An action table, and the same as probabilities, score exactly like "optimal".
     probs = np.zeros((2530, 6, 8))
     np.put_along_axis(probs, sol.policy[..., None].astype(np.int64), 1.0, axis=2)
-    assert abs(ns.evaluate_policy(sol, probs, "random").score - vs_random.score) < 1e-12
+    assert abs(npol.evaluate_policy(sol, probs, "random").score - vs_random.score) < 1e-12
     with pytest.raises(ValueError, match="illegal action"):
-        ns.evaluate_policy(sol, np.full((2530, 6), 7, np.int8))
+        npol.evaluate_policy(sol, np.full((2530, 6), 7, np.int8))
 
 
 @pytest.mark.parametrize("params", [ns.NannonParams(), ns.NannonParams(opening="single_die"),
@@ -248,8 +247,8 @@ def test_exact_scores(sol):
 def test_exact_evaluator_matches_sampled_games(params):
     solution = ns.solve(params, use_cache=False)
     for policy, opponent in (("optimal", "random"), ("random", "optimal")):
-        exact = ns.evaluate_policy(solution, policy, opponent)
-        points = ns.sample_games(solution, policy, opponent, 100_000, seed=7)
+        exact = npol.evaluate_policy(solution, policy, opponent)
+        points = npol.sample_games(solution, policy, opponent, 100_000, seed=7)
         wins = (points > 0).mean()
         assert abs(wins - exact.score) <= Z99 * math.sqrt(exact.score * (1 - exact.score) / len(points))
         assert abs(points.mean() - exact.points) <= Z99 * points.std() / math.sqrt(len(points))
@@ -259,10 +258,10 @@ def test_optimal_player_in_the_engine(sol):
     """The pyspiel game, the optimal player and the arena agree with the exact score."""
     game = load_game("nannon")
     player = make_player("optimal", game)
-    table = ns.tabulate_player(sol, game, player)
+    table = npol.tabulate_player(sol, game, player)
     decisions = (sol.tables.num_legal >= 2) & sol.positions.decision[:, None]
     assert (table[decisions] == sol.policy[decisions]).all()
-    exact = ns.evaluate_policy(sol, "optimal", "random").score
+    exact = npol.evaluate_policy(sol, "optimal", "random").score
     res = play_match(game, player, make_player("random", game), 2000, seed=3)
     assert abs(res.score - exact) <= Z99 * math.sqrt(exact * (1 - exact) / 2000)
     with pytest.raises(UsageError, match="needs a nannon game"):
@@ -316,9 +315,9 @@ def test_cli_solve_refuses_other_games(capsys):
 def test_td_lambda_returns_by_hand_and_learning_beats_random():
     """TD(lambda) baseline (NDMZ paper, Section 4.2): lambda-returns by hand, then a few
     rounds of self-play raise the greedy policy's exact score against random play."""
-    from polyzero.algos.td_lambda import TDLambda
-    from polyzero.eval.nannon_solver import shared_solution
+    from polyzero.baselines.td_lambda import TDLambda
     from polyzero.games import load_game
+    from polyzero.games.nannon_solver import shared_solution
 
     sol = shared_solution(load_game("nannon"))
     td = TDLambda(sol, width=64, games_per_round=300, learning_rate=1e-2, seed=0)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_same_final_weights
 from polyzero.algos import make_algorithm
 from polyzero.algos.base import Trajectory
 from polyzero.algos.ndmz import trajectory_steps
@@ -18,8 +19,6 @@ from polyzero.search.loop import start_tree
 from polyzero.search.ndmz import KIND_CHANCE, KIND_CHOICE, KIND_IDENTITY, KIND_TERMINAL, ndmz_search
 from polyzero.train.driver import Trainer
 from polyzero.train.selfplay import SelfPlayActor
-
-from conftest import assert_same_final_weights
 
 SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
          "train.replay_size=1024", "search.num_simulations=8", "selfplay.concurrent_games=8",
@@ -61,15 +60,15 @@ def test_targets_of_a_hand_made_trajectory(nannon):
     assert list(steps["identity"]) == [0, CHANCE, 1, TERMINAL]
     assert list(steps["action"]) == [3, 10, 7, 25]
     assert list(steps["sampleable"]) == [True, False, True, False]
-    assert np.allclose(steps["value"], [1, 1, -1, -1])  # last choice player's view at chance/terminal
+    assert np.allclose(steps["outcome"], [1, 1, -1, -1])  # last choice player's view at chance/terminal
     assert np.allclose(steps["reward"], [0, 0, 0, -1])
     noop = np.eye(26)[24]
-    assert np.allclose(steps["choice_target"][0, :8], pi0) and steps["choice_target"][0, 8:].sum() == 0
-    assert np.allclose(steps["chance_target"][0], noop)
-    assert np.allclose(steps["choice_target"][1], noop)
-    assert np.allclose(steps["chance_target"][1, 8:14], 1 / 6) and steps["chance_target"][1].sum() == pytest.approx(1)
-    assert np.allclose(steps["choice_target"][2, 7], 1.0) and np.allclose(steps["chance_target"][2], noop)
-    assert np.allclose(steps["choice_target"][3], noop) and np.allclose(steps["chance_target"][3], noop)
+    assert np.allclose(steps["policy"][0, :8], pi0) and steps["policy"][0, 8:].sum() == 0
+    assert np.allclose(steps["chance_policy"][0], noop)
+    assert np.allclose(steps["policy"][1], noop)
+    assert np.allclose(steps["chance_policy"][1, 8:14], 1 / 6) and steps["chance_policy"][1].sum() == pytest.approx(1)
+    assert np.allclose(steps["policy"][2, 7], 1.0) and np.allclose(steps["chance_policy"][2], noop)
+    assert np.allclose(steps["policy"][3], noop) and np.allclose(steps["chance_policy"][3], noop)
     assert np.array_equal(steps["obs"][2], 2 * np.ones(35))
 
     replay = algo.make_replay()  # K = 6
@@ -81,7 +80,7 @@ def test_targets_of_a_hand_made_trajectory(nannon):
     assert np.allclose(batch["target_value"], [[1, 1, -1, -1, -1, -1, -1], [-1] * 7])
     assert np.allclose(batch["target_reward"], [[0, 0, 0, -1, 0, 0, 0], [0, -1, 0, 0, 0, 0, 0]])
     assert np.allclose(batch["mask"], 1.0)
-    assert np.allclose(batch["target_choice"][0, 4:], noop) and np.allclose(batch["target_chance"][1, 1:], noop)
+    assert np.allclose(batch["target_policy"][0, 4:], noop) and np.allclose(batch["target_chance"][1, 1:], noop)
     assert np.allclose(batch["target_chance"][0, 1, 8:14], 1 / 6)
 
 
@@ -155,7 +154,7 @@ def test_recorded_self_play_trajectory_replays_the_game(nannon):
         ident, a = steps["identity"][i], steps["action"][i]
         if ident in (0, 1):
             assert ident == traj.players[t] and a == traj.actions[t] < lay.choice
-            assert steps["value"][i] == traj.returns[ident]
+            assert steps["outcome"][i] == traj.returns[ident]
             t += 1
         else:
             assert ident == CHANCE and lay.choice <= a < lay.noop
@@ -320,7 +319,7 @@ def test_search_invariants_on_nannon(nannon):
 
 
 def test_dynamics_tests_report_per_k(nannon):
-    from polyzero.eval.probe import dynamics_tests, record_games
+    from polyzero.train.probe import dynamics_tests, record_games
 
     game, algo = nannon
     steps = record_games(game, algo.encode, 20, seed=0, ndmz_layout=algo.layout)
@@ -375,7 +374,8 @@ def test_short_ndmz_run_raises_the_search_agents_exact_score_against_random(tmp_
     network at the same search. A narrower net than the preset (128 units), for time,
     and a replay of 32,768 steps, which a run this short fills (the preset's 196,608
     suits an hour); seeds 0, 1 and 2 gained 0.088, 0.052 and 0.058 after 70 steps."""
-    from polyzero.eval.nannon_solver import evaluate_policy, shared_solution, tabulate_player
+    from polyzero.games.nannon_policies import evaluate_policy, tabulate_player
+    from polyzero.games.nannon_solver import shared_solution
     from polyzero.train.driver import agent_player
 
     cfg = build_config("nannon", "ndmz", overrides=[

@@ -14,7 +14,6 @@ from polyzero.games import load_game
 from polyzero.nets.ndmz import ActionLayout
 from polyzero.search.ndmz import ndmz_search
 
-
 # The NDMZ search moved from its own NumPy loop (search/ndmz.py's NDMZTrees, replaced in
 # the one-engine change) into the compiled core. These tests pin what the NumPy engine
 # returned, recorded from it before it was replaced.

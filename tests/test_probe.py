@@ -3,10 +3,9 @@
 import json
 
 import numpy as np
-import pytest
 
 from polyzero.cli import main
-from polyzero.eval.probe import probe, record_games
+from polyzero.train.probe import probe, record_games
 
 
 def test_terminal_reward_is_the_last_movers_outcome_and_zero_before():

@@ -18,7 +18,8 @@ PUBLIC_RECALL = pyspiel.IIGObservationType(
 
 @pytest.fixture(scope="module")
 def trees():
-    specs = ["kuhn_poker", "leduc_poker", "liars_dice(numdice=1,dice_sides=3)", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"]
+    specs = ["kuhn_poker", "leduc_poker", "liars_dice(numdice=1,dice_sides=3)",
+             "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"]
     return {spec: PublicTree(load_game(spec)) for spec in specs}
 
 

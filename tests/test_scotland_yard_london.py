@@ -163,7 +163,7 @@ def test_the_board_drawn_in_the_terminal(london):
     grid = [line for line in theirs.splitlines() if line.startswith("|")]
     assert len(grid) == 38 and all(len(line) == 102 for line in grid)
     assert "X" not in "".join(grid) and "?" in "".join(grid) and "Mr X may be at" in theirs
-    assert f"Mr X at {state.mrx}" in mine and "X" in "".join(l for l in mine.splitlines() if l.startswith("|"))
+    assert f"Mr X at {state.mrx}" in mine and "X" in "".join(row for row in mine.splitlines() if row.startswith("|"))
     for k, station in enumerate(state.detectives):
         assert f"D{k + 1} at {station}" in theirs and str(k + 1) in "".join(grid)
     assert f"Mr X at {state.mrx}" in str(state)  # str(state): the full (debugging) view

@@ -4,12 +4,10 @@ iterations and against OpenSpiel's simultaneous-update solver."""
 import numpy as np
 import pyspiel
 import pytest
-from open_spiel.python.algorithms import cfr as openspiel_cfr
-from open_spiel.python.algorithms import exploitability
+from open_spiel.python.algorithms import cfr as openspiel_cfr, exploitability
 
 from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree
-from polyzero.sog.exploitability import tabular_from
 from polyzero.sog.cfr import (
     PublicTreeCFR,
     average_of,
@@ -17,6 +15,7 @@ from polyzero.sog.cfr import (
     regret_matching,
     regret_matching_plus_update,
 )
+from polyzero.sog.exploitability import tabular_from
 
 
 def test_regret_matching():
@@ -84,7 +83,8 @@ def test_kuhn_equals_openspiel_simultaneous_cfr_plus_for_100_iterations():
     assert_matches_openspiel("kuhn_poker", 100)
 
 
-@pytest.mark.parametrize("spec", ["leduc_poker", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)", "liars_dice(numdice=1,dice_sides=3)"])
+@pytest.mark.parametrize("spec", ["leduc_poker", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)",
+                                  "liars_dice(numdice=1,dice_sides=3)"])
 def test_other_games_equal_openspiel_for_a_few_iterations(spec):
     assert_matches_openspiel(spec, 5)
 
@@ -101,7 +101,8 @@ def test_kuhn_converges_to_the_game_value():
     assert policy_value(game.new_initial_state(), [policy, policy])[0] == pytest.approx(-1 / 18, abs=5e-3)
 
 
-@pytest.mark.parametrize("spec", ["kuhn_poker", "leduc_poker", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"])
+@pytest.mark.parametrize("spec", ["kuhn_poker", "leduc_poker",
+                                  "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"])
 def test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges(spec):
     """The vectorised solver of leafless trees is the same algorithm: average policy,
     ranges and counterfactual values agree at every iteration, from random root ranges."""

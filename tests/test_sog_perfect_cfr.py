@@ -32,7 +32,7 @@ class HashedValues(ValueFunction):
     def evaluate(self, queries):
         out = []
         for q in queries:
-            node, rng = q.public_state, self._rng(q.public_state)
+            rng = self._rng(q.public_state)
             v = rng.uniform(-1, 1)
             prior = rng.dirichlet(np.ones(self.num_actions))[None, :]
             out.append(Evaluation([np.array([v]), np.array([-v])], prior))

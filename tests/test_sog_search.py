@@ -4,15 +4,22 @@ re-solving"; "Performance guarantees for continual re-solving")."""
 
 import numpy as np
 import pytest
-from open_spiel.python.algorithms import cfr as openspiel_cfr
-from open_spiel.python.algorithms import expected_game_score
-from open_spiel.python.algorithms import exploitability as openspiel_exploitability
+from open_spiel.python.algorithms import (
+    cfr as openspiel_cfr,
+    expected_game_score,
+    exploitability as openspiel_exploitability,
+)
 
 from polyzero.cli import main
 from polyzero.errors import UsageError
 from polyzero.games import load_game
-from polyzero.games.public_states import (DECISION, PublicTree, PublicTreeTooLarge, public_observation_function,
-                                          public_state_at)
+from polyzero.games.public_states import (
+    DECISION,
+    PublicTree,
+    PublicTreeTooLarge,
+    public_observation_function,
+    public_state_at,
+)
 from polyzero.sog.exploitability import player_exploitability, tabular_from
 from polyzero.sog.gtcfr import GTCFR, Gadget, SearchTree, SoGSettings
 from polyzero.sog.players import sog_reference_player

@@ -224,6 +224,7 @@ def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
     assert main(cmd) == 0
     assert "exploitability of SoG(2,1)" in capsys.readouterr().out
     assert (run / "checkpoints" / "latest").is_file()
+    assert "eval/exploitability/mean" in json.loads((run / "final_eval.json").read_text())["results"]
     evals = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("eval/value_mae" in r for r in evals if r["kind"] == "eval")
     assert main(["plot", str(run)]) == 0

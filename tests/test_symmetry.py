@@ -6,7 +6,7 @@ import pytest
 
 from polyzero.games import ObservationEncoder, load_game
 from polyzero.games.symmetry import apply_symmetries, augment, board_symmetries
-from polyzero.train.sequence_replay import SequenceReplay
+from polyzero.replay import SequenceReplay
 
 
 @pytest.mark.parametrize("name,count", [("connect_four", 1), ("tic_tac_toe", 7), ("go(board_size=5)", 7),

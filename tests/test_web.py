@@ -108,7 +108,7 @@ def test_play_connect_four_in_a_browser(server, tmp_path):
             page.wait_for_function(f"() => document.querySelectorAll('#log li').length > {before}")
         status = page.text_content("#status")
         assert status.startswith("Game over"), status
-        log = [t for t in page.locator("#log li").all_text_contents()]
+        log = list(page.locator("#log li").all_text_contents())
         assert any(t.startswith("seat 1:") for t in log), "the agent never answered"
         assert len(log) >= 7  # the shortest Connect Four game
         if os.environ.get("POLYZERO_SCREENSHOT"):
@@ -234,14 +234,15 @@ def test_fuzz_a_thousand_random_requests(server):
               "mcts:5", "mcts:-1", "mcts:1e9", "connect_four", "go(board_size=1)", "../../etc", "tic_tac_toe"]
     keys = ["game", "players", "action", "seed", "delay", "x"]
     statuses = []
-    for i in range(1000):
+    for _ in range(1000):
         method = ["GET", "POST", "PUT", "DELETE"][rng.integers(4)]
         path = paths[rng.integers(len(paths))]
         kind = rng.integers(4)
         if kind == 0:
             raw = bytes(rng.integers(0, 256, rng.integers(0, 40), dtype=np.uint8))
         elif kind == 1:
-            raw = json.dumps({k: values[rng.integers(len(values))] for k in rng.choice(keys, rng.integers(0, 4))}).encode()
+            fields = rng.choice(keys, rng.integers(0, 4))
+            raw = json.dumps({k: values[rng.integers(len(values))] for k in fields}).encode()
         elif kind == 2:
             raw = json.dumps({"game": "tic_tac_toe", "players": [values[rng.integers(len(values))], "random"],
                               "action": int(rng.integers(-2, 12))}).encode()

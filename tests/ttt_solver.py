@@ -1,6 +1,6 @@
 """Exact minimax values of tic-tac-toe positions, for learning tests."""
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pyspiel
@@ -8,7 +8,7 @@ import pyspiel
 GAME = pyspiel.load_game("tic_tac_toe")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _value(history: tuple) -> float:
     """Game value for the player to move (+1 win, 0 draw, -1 loss) under perfect play."""
     state = GAME.new_initial_state()

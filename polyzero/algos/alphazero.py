@@ -11,9 +11,10 @@ KL(pi', p) up to a constant (Eq. 12), or -log p(A_{n+1}) with
 """
 
 from __future__ import annotations
+
 import dataclasses
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -24,9 +25,9 @@ from ..games import GameRequirements, ObservationEncoder
 from ..games.symmetry import augment, board_symmetries
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
+from ..replay import ReplayBuffer
 from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
-from ..train.replay import ReplayBuffer
 from .base import Trajectory
 from .simulator import SimulatorModel
 
@@ -74,7 +75,7 @@ class AlphaZero:
         return {
             "obs": (tuple(self.encoder.shape), np.float32),
             "policy": ((self.num_actions,), np.float32),
-            "value": ((), np.float32),
+            "outcome": ((), np.float32),
         }
 
     def make_replay(self) -> ReplayBuffer:
@@ -92,12 +93,12 @@ class AlphaZero:
         return {
             "obs": np.asarray(traj.observations, np.float32),
             "policy": np.asarray(traj.policies, np.float32),
-            "value": z,
+            "outcome": z,
         }
 
     def loss(self, net: torch.nn.Module, batch: dict[str, torch.Tensor]):
         """(z - v)^2 - pi^T log p (the L2 term c ||theta||^2 is added by the learner)."""
         logits, value = net(batch["obs"])
-        value_loss = F.mse_loss(value, batch["value"])
+        value_loss = F.mse_loss(value, batch["outcome"])
         policy_loss = -(batch["policy"] * F.log_softmax(logits, dim=-1)).sum(-1).mean()
         return value_loss + policy_loss, {"loss/value": value_loss, "loss/policy": policy_loss}

@@ -7,8 +7,9 @@ algorithm.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -43,7 +44,7 @@ class Trajectory:
 
     _FIELDS = ("observations", "policies", "players", "actions", "legal", "root_values", "returns_before")
 
-    def split_chunk(self, length: int, overlap: int) -> "Trajectory":
+    def split_chunk(self, length: int, overlap: int) -> Trajectory:
         """An unfinished episode's first `length` positions as a chunk (MuZero Appendix D),
         with `overlap` more positions of look-ahead for its targets; the chunk's
         positions are then dropped from this trajectory."""

@@ -23,22 +23,23 @@ stop-gradient target, scaled like the other unrolled terms.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..config import RunConfig
+from ..errors import UsageError
 from ..games import GameRequirements, ObservationEncoder, legal_action_mask
 from ..games.symmetry import action_planes, augment, board_symmetries
 from ..nets.alphazero import NetSpec
 from ..nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec
 from ..nets.support import scalar_to_support
+from ..replay import SequenceReplay
 from ..search.learned import LearnedModel
 from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
-from ..train.sequence_replay import SequenceReplay
 from .base import Trajectory
 
 
@@ -68,6 +69,13 @@ class MuZero:
         self.chunk_length = self.mz.chunk_length if self.single_agent else 0
         self.chunk_overlap = self.mz.unroll_steps + self.mz.td_steps
         self._hidden_store = None  # the last search's hidden states, reused by the next
+        if self.mz.value_prefix and not self.single_agent:
+            raise UsageError(f"muzero.value_prefix needs intermediate rewards; {cfg.game} is a "
+                             "board game, rewarded only at its end (switch it off)")
+        if self.mz.off_policy_correction and not self.single_agent:
+            raise UsageError(f"muzero.off_policy_correction shortens n-step value targets; {cfg.game} is a "
+                             "board game, whose value targets are its final outcome (switch it off)")
+        self.prefix_horizon = self.mz.value_prefix_horizon if self.mz.value_prefix else 0
         # Self-play keeps each finished game's final position (muzero.consistency_terminal,
         # muzero.terminal_value).
         self.records_final_observation = (self.mz.consistency_terminal or self.mz.terminal_value) \
@@ -82,7 +90,8 @@ class MuZero:
                           zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm,
                           consistency=self.mz.consistency_weight > 0,
                           terminal_reward=self.mz.terminal_reward and not self.single_agent,
-                          dynamics_blocks=self.mz.dynamics_blocks)
+                          dynamics_blocks=self.mz.dynamics_blocks,
+                          value_prefix_horizon=self.prefix_horizon, prefix_discount=self.mz.discount)
         spatial = self.mz.action_planes == "game" and not spec.downsample  # planes at the board's size
         planes = action_planes(self.game, self.encoder.shape) if spatial else None
         return MuZeroNet(self.encoder.shape, self.num_actions, spec, planes)
@@ -153,7 +162,16 @@ class MuZero:
                               reanalyse_fraction=mz.reanalyse_fraction, transform=transform,
                               next_observations=consistency, terminal_reward=mz.terminal_reward,
                               final_observations=self.records_final_observation,
-                              final_values=terminal_value)
+                              final_values=terminal_value, value_prefix_horizon=self.prefix_horizon,
+                              horizon_decay_positions=self._horizon_decay_positions())
+
+    def _horizon_decay_positions(self) -> float:
+        """The off-policy correction's age per step of horizon, in stored positions:
+        off_policy_age_ratio * train.steps learning steps of train.positions_per_step each."""
+        if not self.mz.off_policy_correction:
+            return 0.0
+        train = self.cfg.train
+        return self.mz.off_policy_age_ratio * train.steps * train.positions_per_step
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """One replay segment: per position the observation, action, the reward that
@@ -237,13 +255,17 @@ class MuZero:
     def _unroll(self, net: MuZeroNet, obs: torch.Tensor, actions: torch.Tensor):
         """s^0 = h(o), then s^k, r^k = g(s^(k-1), a^k) for k = 1..K, the gradient into g
         halved (Appendix G): the K + 1 states and the K reward outputs stacked (None
-        for board games without a reward head)."""
+        for board games without a reward head). With the value prefix, the outputs are
+        the prefixes P_k of an LSTM whose state restarts after every H-th step."""
         s = net.represent(obs)
-        states, rewards = [s], []
+        states, rewards, lstm = [s], [], None
         for k in range(actions.shape[1]):
             if self.mz.gradient_scaling:
                 s = scale_gradient(s, 0.5)
             s, reward_out = net.dynamics(s, actions[:, k])
+            if self.prefix_horizon:
+                reward_out, lstm = net.value_prefix(s, lstm)
+                lstm = None if (k + 1) % self.prefix_horizon == 0 else lstm
             states.append(s)
             rewards.append(reward_out)
         return states, None if rewards[0] is None else torch.stack(rewards)

@@ -7,9 +7,7 @@ from dataclasses import dataclass
 
 from ..config import ConfigSection
 from ..errors import UsageError
-from ..validation import choice as _choice
-from ..validation import fraction as _fraction
-from ..validation import positive as _positive
+from ..validation import choice as _choice, fraction as _fraction, positive as _positive
 
 
 @dataclass
@@ -34,7 +32,8 @@ class MuZeroConfig:
     temperature_schedule: bool = True  # single-agent acting temperature 1, 0.5, 0.25 (Appendix D)
     reanalyse_fraction: float = 0.0  # share of samples whose policy targets are re-searched (0.8, Appendix H)
     target_update_every: int = 100  # training steps between target-network refreshes (Reanalyze)
-    reanalyse_network: str = "latest"  # Reanalyze searches with the latest parameters (Appendix H) or the target network
+    # Reanalyze searches with the latest parameters (Appendix H) or the target network
+    reanalyse_network: str = "latest"
     # What Reanalyze refreshes: "both" (Appendix H), or only the "policy" targets or the
     # "value" bootstraps, to tell their effects apart.
     reanalyse_targets: str = "both"
@@ -76,8 +75,26 @@ class MuZeroConfig:
     # K times): residual blocks of g's tower (resnet) or hidden layers (mlp); -1: the same
     # as h's (net.blocks or net.layers), as in the paper (Appendix F).
     dynamics_blocks: int = -1
+    # EfficientZero's value prefix (Ye et al. 2021, Section 4.2; single-agent games): g's
+    # reward head is an LSTM predicting the discounted reward sum since its last reset,
+    # every value_prefix_horizon steps; the search's edge reward is the sum's increment.
+    value_prefix: bool = False
+    value_prefix_horizon: int = 5  # H, the LSTM's reset period (5 in the paper)
+    # EfficientZero's off-policy correction (Section 4.3; single-agent games): the n-step
+    # horizon shrinks with a sample's age, one step per off_policy_age_ratio * train.steps
+    # learning steps (0.3, the authors' code), down to 1, and the bootstrap is the root value of
+    # a fresh search with the target network (needs Reanalyze with reanalyse_bootstrap "search").
+    off_policy_correction: bool = False
+    off_policy_age_ratio: float = 0.3
 
     def validate(self):
+        _positive("muzero.value_prefix_horizon", self.value_prefix_horizon)
+        _positive("muzero.off_policy_age_ratio", self.off_policy_age_ratio)
+        if self.off_policy_correction and not (self.reanalyse_fraction > 0 and self.reanalyse_bootstrap == "search"
+                                               and self.reanalyse_targets != "policy"):
+            raise UsageError("muzero.off_policy_correction bootstraps from a fresh search: it needs "
+                             "muzero.reanalyse_fraction > 0, muzero.reanalyse_bootstrap=\"search\" and "
+                             "muzero.reanalyse_targets \"both\" or \"value\"")
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
         if self.dynamics_blocks < -1:
             raise UsageError(f"muzero.dynamics_blocks must be -1 (as net.blocks) or >= 0, not {self.dynamics_blocks}")

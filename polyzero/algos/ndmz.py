@@ -18,20 +18,20 @@ the step past a terminal state takes the terminal player's end action.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..config import RunConfig
+from ..errors import UsageError
 from ..games import GameRequirements, ObservationEncoder, legal_action_mask
 from ..nets.ndmz import CHANCE, TERMINAL, ActionLayout, NDMZInference, NDMZNet, NDMZSpec
-from ..errors import UsageError
+from ..replay import NDMZReplay
 from ..search.mcts import SearchHooks
 from ..search.ndmz import ndmz_search
 from ..search.params import SearchParams
-from ..train.ndmz_replay import NDMZReplay
 from .base import Trajectory
 
 
@@ -50,16 +50,16 @@ def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 
              else np.full(num_players, returns_before[-1] if n else 0.0))
     obs_shape = np.asarray(traj.observations[0]).shape if n else (0,)
     chance = traj.chance if len(traj.chance) == n else [[] for _ in range(n)]
-    rows = {k: [] for k in ("obs", "action", "identity", "choice_target", "chance_target", "value",
+    rows = {k: [] for k in ("obs", "action", "identity", "policy", "chance_policy", "outcome",
                             "reward", "sampleable")}
 
     def push(obs, action, identity, choice, chance_t, value, reward, sampleable):
         rows["obs"].append(obs)
         rows["action"].append(action)
         rows["identity"].append(identity)
-        rows["choice_target"].append(choice)
-        rows["chance_target"].append(chance_t)
-        rows["value"].append(value)
+        rows["policy"].append(choice)
+        rows["chance_policy"].append(chance_t)
+        rows["outcome"].append(value)
         rows["reward"].append(reward)
         rows["sampleable"].append(sampleable)
 
@@ -83,9 +83,9 @@ def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 
              float(final[last] - returns_before[-1]), False)
     out = {k: np.asarray(v) for k, v in rows.items()}
     out["obs"] = out["obs"].astype(np.float32)
-    out["choice_target"] = out["choice_target"].astype(np.float32).reshape(-1, a)
-    out["chance_target"] = out["chance_target"].astype(np.float32).reshape(-1, a)
-    out["value"] = out["value"].astype(np.float32)
+    out["policy"] = out["policy"].astype(np.float32).reshape(-1, a)
+    out["chance_policy"] = out["chance_policy"].astype(np.float32).reshape(-1, a)
+    out["outcome"] = out["outcome"].astype(np.float32)
     out["reward"] = out["reward"].astype(np.float32)
     out["done"] = np.array([done])
     return out
@@ -125,7 +125,7 @@ class NDMZ:
         """Appendix A's search (`search.kind` is not read: NDMZ's root is pUCT's, with
         `ndmz.c_puct`)."""
         legal = legal_action_mask(states, self.num_actions)
-        # Identities are relative to the root's player (polyzero.train.ndmz_replay): it is player 0.
+        # Identities are relative to the root's player (polyzero.replay.ndmz): it is player 0.
         players = np.zeros(len(states), np.int32)
         result = ndmz_search(evaluate, self.encode(states), legal, players, self.layout,
                              params.num_simulations, self.nd.c_puct, rng,
@@ -168,7 +168,7 @@ class NDMZ:
                               reduction="none").view(k_steps, -1) * mask[1:]
         l_r = (torch.stack(rewards) - by_step(batch["target_reward"])[1:]) ** 2 * mask[1:]
         l_v = (v - by_step(batch["target_value"])) ** 2 * mask
-        l_p = -(by_step(batch["target_choice"]) * F.log_softmax(p, -1)).sum(-1) * mask
+        l_p = -(by_step(batch["target_policy"]) * F.log_softmax(p, -1)).sum(-1) * mask
         l_c = -(by_step(batch["target_chance"]) * F.log_softmax(c, -1)).sum(-1) * mask
         total = (l_v + l_p + l_c).sum(0) + (l_i + l_r).sum(0)
         parts = {"value": l_v, "policy": l_p, "chance": l_c, "identity": l_i, "reward": l_r}
@@ -178,8 +178,8 @@ class NDMZ:
 
 def nannon_raw_policy(sol, net: NDMZNet) -> np.ndarray:
     """int [S, D]: the move the raw choice policy f(h(o)) ranks first among the legal ones,
-    at every Nannon position and roll, for `polyzero.eval.nannon_solver.evaluate_policy`."""
-    from ..eval.nannon_solver import observations
+    at every Nannon position and roll, for `polyzero.games.nannon_policies.evaluate_policy`."""
+    from ..games.nannon_solver import observations
 
     pos, tb = sol.positions, sol.tables
     table = tb.source[:, :, 0].astype(np.int8).copy()

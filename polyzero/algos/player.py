@@ -5,7 +5,7 @@ game's search on an engine's clock (:meth:`SearchPlayer.search`)."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class SearchPlayer:
 def principal_variation(tree, b: int, length: int, node: int = 0) -> list[int]:
     """The actions of the most visited path from `node` (the root by default) of tree b,
     up to the first chance node (its columns are outcomes, not actions) or unexpanded node."""
-    pv = []
+    pv: list[int] = []
     while len(pv) < length and tree.kind[b, node] != CHANCE:
         kids = tree.children[b, node]
         visits = np.where(kids >= 0, tree.visits[b, np.maximum(kids, 0)], -1)

@@ -16,10 +16,11 @@ are never training positions).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..games.chance import sample_chance
 from ..search.loop import Expansion
 
 EvaluateFn = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -145,8 +146,7 @@ class SimulatorModel:
         after = state.clone()
         outcomes = dict(after.chance_outcomes())
         while after.is_chance_node():
-            sampled, probs = zip(*after.chance_outcomes())
-            after.apply_action(int(sampled[self.rng.choice(len(sampled), p=np.asarray(probs))]))
+            sample_chance(after, self.rng)
         return after, outcomes
 
     def _expansion(self) -> Expansion:

@@ -107,7 +107,7 @@ def _path_of(exc: BaseException) -> str | None:
             if isinstance(value, (str, os.PathLike)) and str(value):
                 found = str(value)
                 break
-            if hasattr(value, "name") and isinstance(getattr(value, "name"), str):
+            if hasattr(value, "name") and isinstance(value.name, str):
                 found = value.name
                 break
         tb = tb.tb_next

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..errors import UsageError
 from ..validation import check_output_dir, count_arg, path_arg, seed_arg

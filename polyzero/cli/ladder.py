@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 from pathlib import Path
 
 from ..errors import UsageError
@@ -35,7 +34,8 @@ def register(sub) -> None:
                     help="play nothing: use the evaluations against mcts-solver levels recorded in "
                          "RUN_DIR/metrics.jsonl during training")
     ld.add_argument("--no-progress", action="store_true", help="no progress display")
-    ld.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR", help="write every game played to DIR (SGF, PGN or JSON lines)")
+    ld.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR",
+                    help="write every game played to DIR (SGF, PGN or JSON lines)")
     ld.set_defaults(run=run)
 
 

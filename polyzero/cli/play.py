@@ -33,7 +33,8 @@ def register(sub) -> None:
                     help="before each of its moves, show the agent's value and its most visited moves "
                          "(learned agents, perfect-information games)")
     pl.add_argument("--seed", type=seed_arg, default=0, help="seed of the chance outcomes and the agent (default: 0)")
-    pl.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR", help="write each game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
+    pl.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR",
+                    help="write each game to DIR (SGF for Go, PGN for chess, JSON lines otherwise)")
     pl.set_defaults(run=run)
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 from ..validation import check_output_dir, path_arg
 
-
 EXAMPLES = """examples:
   polyzero plot runs/ttt                      # runs/ttt/plots/losses.png, scores.png, ...
   polyzero plot runs/a runs/b --out compare   # both runs overlaid, into compare/

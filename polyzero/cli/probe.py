@@ -27,7 +27,8 @@ def register(sub) -> None:
                                    "writes probe.json and probe.png.")
     p.add_argument("run_dir", type=Path, metavar="RUN", help="a muzero or ndmz run directory or checkpoint")
     p.add_argument("--baseline", type=Path, metavar="RUN", help="an alphazero run of the same game to compare with")
-    p.add_argument("--games", type=count_arg, default=200, help="random games whose positions are probed (default: 200)")
+    p.add_argument("--games", type=count_arg, default=200,
+                   help="random games whose positions are probed (default: 200)")
     p.add_argument("--unroll", type=int, metavar="K", help="steps to unroll (default: the run's K)")
     p.add_argument("--moves", choices=["random", "model"], default="random",
                    help="how the probed games are played: uniform random moves (default), or moves sampled "
@@ -38,7 +39,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..eval.probe import format_table, probe_run
+    from ..train.probe import format_table, probe_run
 
     result = probe_run(args.run_dir, baseline=args.baseline, games=args.games, seed=args.seed, unroll=args.unroll,
                        out=args.out, moves=args.moves)

@@ -38,8 +38,10 @@ def register(sub) -> None:
     p.add_argument("--iterations", type=int, default=1000, help="CFR+ iterations of the whole-game solve")
     p.add_argument("--queries", type=int, default=30, help="buffer queries solved three ways (0: skip)")
     p.add_argument("--exact-iterations", type=int, default=1000, help="CFR+ iterations of each exact re-solve")
-    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the buffer queries drawn and their solves (default: 0)")
-    p.add_argument("--json", type=path_arg(check_output_file, "--json"), default=None, help="also write the results here")
+    p.add_argument("--seed", type=seed_arg, default=0,
+                   help="seed of the buffer queries drawn and their solves (default: 0)")
+    p.add_argument("--json", type=path_arg(check_output_file, "--json"), default=None,
+                   help="also write the results here")
     p.set_defaults(run=run)
 
 

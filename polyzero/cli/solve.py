@@ -29,7 +29,7 @@ def run(args) -> int:
     game = load_game(args.game)
     if game.get_type().short_name != "nannon":
         raise UsageError(f"solve knows only nannon games (exact value iteration); got '{args.game}'")
-    from ..eval.nannon_solver import NannonParams, solve
+    from ..games.nannon_solver import NannonParams, solve
 
     params = NannonParams.from_game(game)
     sol = solve(params, progress=not args.no_progress, force=args.force)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 from pathlib import Path
 
 from ..errors import UsageError
@@ -31,10 +30,12 @@ Checkpoints are labelled RUN#STEP (RUN's checkpoint at learning step STEP).
     tn.add_argument("--checkpoints", default="last", help="last (default), all, or learning steps like 300,600")
     tn.add_argument("--games", type=count_arg, default=20, help="games per pair (default: 20)")
     tn.add_argument("--prior", type=float, default=2.0, help="virtual draws between players who met (default: 2)")
-    tn.add_argument("--out", type=path_arg(check_output_dir, "--out"), default=Path("tournament"), help="output directory (default: tournament)")
+    tn.add_argument("--out", type=path_arg(check_output_dir, "--out"), default=Path("tournament"),
+                    help="output directory (default: tournament)")
     tn.add_argument("--seed", type=seed_arg, default=0, help="seed of the matches (default: 0)")
     tn.add_argument("--no-progress", action="store_true", help="no progress display")
-    tn.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR", help="write every game played to DIR (SGF, PGN or JSON lines)")
+    tn.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR",
+                    help="write every game played to DIR (SGF, PGN or JSON lines)")
     tn.set_defaults(run=run)
 
 

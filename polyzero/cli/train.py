@@ -53,6 +53,22 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """`polyzero train`; an OS error on the run directory (a full disk, a read-only or
+    forbidden directory) is one line naming the path and the remedy, exit code 1."""
+    from ..train.rundir import os_error_message
+
+    try:
+        return _train(args)
+    except OSError as exc:
+        run_dir = args.resume or args.run_dir
+        msg = os_error_message(exc, run_dir, args.workers)
+        if msg is None:
+            raise
+        print(f"polyzero: {msg}", file=sys.stderr)
+        return 1
+
+
+def _train(args) -> int:
     from ..config import build_config
     from ..games import load_game
     from ..train.driver import Interrupted, Trainer
@@ -61,6 +77,8 @@ def run(args) -> int:
         raise UsageError("--workers must be 0 (in-process) or a positive number of Ray actors")
     if args.ray_address and not args.workers:
         raise UsageError("--ray-address needs --workers N")
+    if args.resume:
+        check_output_dir(args.resume, "--resume")  # before anything reads the directory
     _apply_preset(args)
     driver = {}
     if args.workers:  # the learner runs as a supervised Ray actor, self-play on N more
@@ -79,7 +97,8 @@ def run(args) -> int:
         overrides = list(args.overrides)
         if args.device:
             overrides.append(f'device="{args.device}"')
-        check_output_dir(args.resume, "--resume")
+        if args.seed is not None:  # refused unless it is the run's own (polyzero.train.resume)
+            overrides.append(f"seed={args.seed}")
         trainer = Trainer.resume(args.resume, overrides, progress=not args.no_progress, **driver)
         check_fits_machine(trainer.cfg, load_game(trainer.cfg.game))  # --set may have raised a size
     else:
@@ -96,6 +115,7 @@ def run(args) -> int:
         check_fits_machine(cfg, load_game(cfg.game))
         run_dir = args.run_dir or Path("runs") / f"{cfg.game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
         check_output_dir(run_dir, "--run-dir")
+        args.run_dir = run_dir  # for the message of an OS error on it
         trainer = Trainer.create(cfg, run_dir, progress=not args.no_progress, **driver)
     cfg = trainer.cfg
     where = f"{args.workers} Ray workers" if args.workers else "in-process"

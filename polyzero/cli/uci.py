@@ -22,7 +22,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..engines.uci import UciEngine, serve_uci
-
     from ..games import game_spec_string
 
     agent, game, _ = build_engine_agent(args, "chess")

@@ -53,7 +53,7 @@ class GtpBoard:
             self._vertex[action] = "pass" if text.upper() == "PASS" else text.lower()
         self._action = {v: a for a, v in self._vertex.items()}
 
-    def resized(self, size: int, komi: float | None = None) -> "GtpBoard":
+    def resized(self, size: int, komi: float | None = None) -> GtpBoard:
         """The same game at another size (and komi, for Go)."""
         params = dict(self.game.get_parameters())
         if self.kind == "go":

@@ -18,14 +18,14 @@ import re
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pyspiel
 
 from .. import __version__
 from ..errors import UsageError
 from .agent import Analysis, EngineAgent
-from .boards import COLOURS, MAX_GTP_SIZE, GtpBoard, colour_name
+from .boards import COLOURS, MAX_GTP_SIZE, GtpBoard
 from .clock import GtpClock
 
 __all__ = ["GtpEngine", "GtpError", "serve_gtp", "parse_line"]

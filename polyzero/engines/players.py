@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import UsageError
 from ..eval.arena import Forfeit

@@ -24,7 +24,7 @@ class EngineFailure(Exception):
     """The engine died, hung past its deadline or broke its protocol; the message says which."""
 
 
-_LIVE: "weakref.WeakSet[EngineProcess]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[EngineProcess] = weakref.WeakSet()
 
 
 def _close_all() -> None:

@@ -10,6 +10,7 @@ import pyspiel
 
 from ..errors import UsageError
 from ..games.capabilities import check_match_game
+from ..games.chance import sample_chance
 from .players import Player
 from .stats import MatchResult
 
@@ -27,13 +28,6 @@ class Forfeit:
 
 def _forfeit_returns(state: pyspiel.State, seat: int) -> list[float]:
     return [-1.0 if p == seat else 1.0 for p in range(state.num_players())]
-
-
-def sample_chance(state: pyspiel.State, rng: np.random.Generator) -> None:
-    """Apply a chance outcome drawn with its probability."""
-    actions, probs = zip(*state.chance_outcomes())
-    probs = np.asarray(probs, dtype=float)
-    state.apply_action(int(actions[rng.choice(len(actions), p=probs / probs.sum())]))
 
 
 def _progress_bar(total: int, enabled: bool, desc: str):

@@ -203,7 +203,7 @@ def _go(state) -> Board:
     rows = [line for line in str(state).split("\n") if re.match(r"^\s*\d+ ", line)]
     cells = [[{"+": "."}.get(ch, ch) for ch in line.split()[1]] for line in rows]
     n = len(cells)
-    cols = [c for c in "abcdefghjklmnopqrst"[:n]]  # Go skips i
+    cols = list("abcdefghjklmnopqrst"[:n])  # Go skips i
     return Board("go", cells, [str(n - r) for r in range(n)], cols,
                  _placement_targets(state, n, lambda a: ((n - 1 - a // n), a % n) if a < n * n else None))
 
@@ -264,7 +264,7 @@ class MoveNames:
         for n, acts in names.items():
             lower.setdefault(n.lower(), set()).update(acts)
         self.lower = {n: next(iter(acts)) for n, acts in lower.items() if len(acts) == 1}
-        self.taken = {n for n in names} | set(lower)
+        self.taken = set(names) | set(lower)
 
     def parse(self, typed: str) -> int | None:
         """The action `typed` names, or None."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UsageError
+from ..games.chance import sample_chance
 from .arena import Forfeit
 from .boards import MoveNames, board_of, check_playable, describe, perfect_information, seat_text, side_name
 from .players import Player
@@ -100,9 +101,7 @@ def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse:
     state = game.new_initial_state()
     while not state.is_terminal():
         if state.is_chance_node():
-            actions, probs = zip(*state.chance_outcomes())
-            probs = np.asarray(probs, dtype=float)
-            action = int(actions[rng.choice(len(actions), p=probs / probs.sum())])
+            action = sample_chance(state, rng, apply=False)
             if open_view:
                 output_fn(f"chance: {state.action_to_string(state.current_player(), action)}")
         elif state.current_player() == seat:

@@ -7,7 +7,8 @@ added with `register_player_loader`, so this layer does not import the training 
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 import pyspiel
@@ -90,7 +91,7 @@ class MCTSPlayer:
 
 class OptimalPlayer:
     """Nannon's optimal player: the policy of exact value iteration
-    (polyzero.eval.nannon_solver; the NDMZ paper's reference opponent, Section 4.1).
+    (polyzero.games.nannon_solver; the NDMZ paper's reference opponent, Section 4.1).
     Solved once per parameter set and cached on disk (`polyzero solve`)."""
 
     reads_hidden_state = False  # Nannon has perfect information
@@ -98,7 +99,7 @@ class OptimalPlayer:
     def __init__(self, game, seed: int = 0):
         import sys
 
-        from .nannon_solver import shared_solution
+        from ..games.nannon_solver import shared_solution
 
         if game.get_type().short_name != "nannon":
             raise UsageError(f"player 'optimal' needs a nannon game (an exact solution); "
@@ -114,57 +115,62 @@ class OptimalPlayer:
 
 
 def reference_player(spec: str, game, seed: int = 0) -> Player | None:
-    """`random`, `optimal` (Nannon), `mcts:SIMS`, `mcts-solver:SIMS`, or the Student
-    of Games players `cfr:ITERS`, `ismcts:SIMS`, `sog:S,C` (polyzero.sog.players);
-    None otherwise."""
+    """`random`, `optimal` (Nannon), `mcts:SIMS`, `mcts-solver:SIMS`, else the reference
+    loaders `polyzero.plugins` names (Student of Games' `cfr:ITERS`, `ismcts:SIMS`,
+    `sog:S,C`; external engines' `gtp:`, `uci:`, ...); None otherwise."""
     if spec == "random":
         return RandomPlayer(seed)
     if spec == "optimal":
         return OptimalPlayer(game, seed)
-    if spec.partition(":")[0] in ("cfr", "ismcts", "sog"):
-        from ..sog.players import sog_reference_player
-
-        return sog_reference_player(spec, game, seed)
-    if spec.partition(":")[0] in ("gtp", "uci", "gnugo", "pachi", "stockfish"):  # external engines
-        from ..engines.players import external_player
-
-        return external_player(spec, game, seed)
     kind, sep, sims = spec.partition(":")
-    if not sep or kind not in ("mcts", "mcts-solver"):
-        return None
-    from ..validation import spec_count
+    if sep and kind in ("mcts", "mcts-solver"):
+        from ..validation import spec_count
 
-    return MCTSPlayer(game, spec_count(spec, sims, "simulations"), solve=(kind == "mcts-solver"), seed=seed)
+        return MCTSPlayer(game, spec_count(spec, sims, "simulations"), solve=(kind == "mcts-solver"), seed=seed)
+    for loader in _loaders(reference=True):
+        player = loader(spec, game, seed)
+        if player is not None:
+            return player
+    return None
 
 
 Loader = Callable[[str, object, int], "Player | None"]
 _LOADERS: list[Loader] = []
-_DISCOVERED = False
+_REFERENCE_LOADERS: list[Loader] = []
+_DISCOVERED = False  # the run loaders were imported
+_REFERENCE_DISCOVERED = False
 
 
-def register_player_loader(fn: Loader) -> None:
-    """Add `fn(spec, game, seed) -> Player | None`, tried after the reference players."""
-    if fn not in _LOADERS:  # registering twice is harmless
-        _LOADERS.append(fn)
+def register_player_loader(fn: Loader, reference: bool = False) -> None:
+    """Add `fn(spec, game, seed) -> Player | None`, tried after the reference players
+    (`reference=True`: a player that needs no run, which `reference_player` offers too)."""
+    loaders = _REFERENCE_LOADERS if reference else _LOADERS
+    if fn not in loaders:  # registering twice is harmless
+        loaders.append(fn)
 
 
-def _discover_loaders() -> None:
-    """Import the loaders `polyzero.plugins` names and those of installed packages'
-    entry points, once, on the first spec that is not a reference player."""
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    import importlib
-    from importlib.metadata import entry_points
+def _loaders(reference: bool) -> list[Loader]:
+    """The loaders `polyzero.plugins` names (and, for runs, those of installed packages'
+    entry points), each imported once, on the first spec that needs them."""
+    global _DISCOVERED, _REFERENCE_DISCOVERED
+    if not (_REFERENCE_DISCOVERED if reference else _DISCOVERED):
+        import importlib
 
-    from ..plugins import ENTRY_POINT_GROUP, PLAYER_LOADERS
+        from ..plugins import ENTRY_POINT_GROUP, PLAYER_LOADERS, REFERENCE_PLAYER_LOADERS
 
-    for target in PLAYER_LOADERS:
-        module, _, name = target.partition(":")
-        register_player_loader(getattr(importlib.import_module(module), name))
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        register_player_loader(ep.load())
-    _DISCOVERED = True
+        for target in REFERENCE_PLAYER_LOADERS if reference else PLAYER_LOADERS:
+            module, _, name = target.partition(":")
+            register_player_loader(getattr(importlib.import_module(module), name), reference)
+        if not reference:
+            from importlib.metadata import entry_points
+
+            for ep in entry_points(group=ENTRY_POINT_GROUP):
+                register_player_loader(ep.load())
+        if reference:
+            _REFERENCE_DISCOVERED = True
+        else:
+            _DISCOVERED = True
+    return _REFERENCE_LOADERS if reference else _LOADERS
 
 
 def make_player(spec: str, game, seed: int = 0) -> Player:
@@ -175,8 +181,8 @@ def make_player(spec: str, game, seed: int = 0) -> Player:
 
     player = reference_player(spec, game, seed)
     if player is None:
-        _discover_loaders()
-        player = next((p for p in (loader(spec, game, seed) for loader in _LOADERS) if p is not None), None)
+        player = next((p for p in (loader(spec, game, seed) for loader in _loaders(reference=False))
+                       if p is not None), None)
     if player is not None:
         check_player_view(game, player)
         return player

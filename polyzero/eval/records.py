@@ -247,8 +247,9 @@ def _sgf_actions(path):
 
 
 def _pgn_actions(path):
-    import chess.pgn
     import io
+
+    import chess.pgn
 
     record = chess.pgn.read_game(io.StringIO(_read_bytes(path).decode("utf-8", "replace")))
     if record is None or record.errors:

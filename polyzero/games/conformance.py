@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
+from polyzero.games.chance import sample_chance
 from polyzero.games.encoders import ObservationEncoder, legal_action_mask
 from polyzero.games.loader import game_spec_string
 
@@ -40,12 +41,11 @@ def _check_decision(name: str, s: pyspiel.State, obs: np.ndarray, mask: np.ndarr
 
 def _advance_chance(s: pyspiel.State, rng: np.random.Generator) -> None:
     while s.is_chance_node():
-        actions, probs = zip(*s.chance_outcomes())
-        s.apply_action(int(rng.choice(actions, p=np.asarray(probs) / sum(probs))))
+        sample_chance(s, rng)
 
 
 def check_game(game: pyspiel.Game, num_games: int = 3, seed: int = 0,
-               search_fn: SearchFn | None = None) -> "ConformanceReport":
+               search_fn: SearchFn | None = None) -> ConformanceReport:
     """Play `num_games` games side by side to the end, checking every step.
 
     Hook: `search_fn(states) -> actions`, if given, is called at each step with the

@@ -54,13 +54,15 @@ class ObservationEncoder:
             raise ValueError(f"perspective must be one of {PERSPECTIVES}, not {perspective!r}")
         raw = tuple(game.observation_tensor_shape())
         self.size = math.prod(raw)
+        self.shape: tuple[int, ...]
         if len(raw) == 3:
             self.shape = raw
         elif len(raw) == 2:
             self.shape = (1, *raw)
         else:
             self.shape = (self.size,)
-        self.swap, self.mover_entry = None, False
+        self.swap: tuple[int, int] | None = None
+        self.mover_entry = False
         name = game.get_type().short_name
         if perspective == "mover" and name not in MOVER_IN_OBSERVATION and _shared_view(game):
             if name in COLOUR_PLANES and len(self.shape) == 3:
@@ -102,7 +104,7 @@ class ObservationEncoder:
             second = np.array(players, np.int64) == 1
             if self.mover_entry:
                 rows[:, self.size:] = second[:, None]
-            elif second.any():
+            elif second.any() and self.swap is not None:
                 a, b = self.swap
                 out[second, a], out[second, b] = out[second, b], out[second, a]
         return out

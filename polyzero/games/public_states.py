@@ -277,7 +277,7 @@ class PublicTree:
             raise AssertionError(f"public state {key} mixes node kinds/players {sorted(kinds)}: "
                                  "the public observation must show who acts")
         kind, player = kinds.pop()
-        info_index = [dict() for _ in range(self.num_players)]
+        info_index: list[dict] = [{} for _ in range(self.num_players)]
         worlds = []
         for state, reach in pairs:
             ids = []

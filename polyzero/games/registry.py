@@ -37,9 +37,9 @@ def register_polyzero_games() -> None:
     global _registered, _named_done
     if not _registered:
         # Importing a game module calls pyspiel.register_game as a side effect.
-        import polyzero.games.scotland_yard  # noqa: F401
-        import polyzero.games.nannon  # noqa: F401  (Nannon, docs/nannon.md)
         import polyzero.games.envs  # noqa: F401  (Gymnasium, MinAtar, Atari as one-player games)
+        import polyzero.games.nannon  # noqa: F401  (Nannon, docs/nannon.md)
+        import polyzero.games.scotland_yard  # noqa: F401
         for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             _import_user_game(entry.value, f"entry point {entry.name!r}")
         _registered = True

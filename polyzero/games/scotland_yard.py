@@ -130,7 +130,8 @@ class _Rules:
         self.num_detectives = int(p["num_detectives"])
         self.mrx_start = int(p["mrx_start"])
         self.deal_detectives = str(p["detective_starts"]).strip() == "deal"
-        self.detective_starts = [] if self.deal_detectives else _parse_ints(str(p["detective_starts"]), "detective_starts")
+        self.detective_starts = ([] if self.deal_detectives
+                                 else _parse_ints(str(p["detective_starts"]), "detective_starts"))
         self.start_cards = _parse_ints(str(p["start_cards"]), "start_cards")
         self.rounds = int(p["rounds"])
         self.reveal_rounds = frozenset(_parse_ints(str(p["reveal_rounds"]), "reveal_rounds"))

@@ -144,7 +144,7 @@ def london_cells() -> dict[int, tuple[int, int]]:
 @functools.lru_cache(maxsize=1)
 def _london_stops() -> dict[int, str]:
     """Each station's mark by the best transport stopping there."""
-    mark = {}
+    mark: dict[int, str] = {}
     for a, b, transport in parse_map("london")[1]:
         for s in (a, b):
             if transport != FERRY:

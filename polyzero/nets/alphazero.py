@@ -26,7 +26,7 @@ class NetSpec:
     broadcast_every: int = 8
 
     @classmethod
-    def from_config(cls, net_cfg, obs_shape: tuple[int, ...]) -> "NetSpec":
+    def from_config(cls, net_cfg, obs_shape: tuple[int, ...]) -> NetSpec:
         """The config's `net` section for these observations: a resnet needs planes
         (C, H, W), so flat observations get the MLP."""
         fields = {f.name: getattr(net_cfg, f.name) for f in dataclasses.fields(cls)}

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -219,7 +219,7 @@ class _OnnxGraph:
 
 
 def _state(module: nn.Module) -> dict[str, torch.Tensor]:
-    state = dict(module.named_parameters())
+    state: dict[str, torch.Tensor] = dict(module.named_parameters())
     state.update(module.named_buffers())
     return state
 

@@ -11,14 +11,30 @@ from torch import nn
 
 from .compiled import CompiledCall
 
+# The thread count this process chose (set_threads), None until one did.
+_chosen_threads: int | None = None
+
 
 def set_threads(threads: int) -> None:
     """Threads for torch's intra-op work and for the search's tree kernels (numba's
     parallel twins, :mod:`polyzero.search.kernels`); 0 leaves both at their
-    defaults (all cores)."""
+    defaults (all cores). Numba's threading layer, once started (by the first
+    parallel kernel or thread call), sets OpenMP's count, torch's pool included, to
+    every core: it is started first here, so torch's count set after it stays."""
+    global _chosen_threads
+    _chosen_threads = threads
     if threads:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         torch.set_num_threads(threads)
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def default_threads(threads: int) -> None:
+    """:func:`set_threads` with `threads` unless this process chose its threads
+    already (a trainer's config, an engine's ``--threads``): the first algorithm a
+    process builds brings its config's ``threads`` (the agents of arena, play, a
+    ladder, an engine), which the first search would otherwise leave at every core."""
+    if _chosen_threads is None:
+        set_threads(threads)
 
 
 def resolve_device(name: str) -> torch.device:

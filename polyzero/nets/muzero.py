@@ -30,10 +30,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from .alphazero import NetSpec
 from .compiled import CompiledCall
 from .support import support_to_scalar
-from .alphazero import NetSpec
 from .towers import MLPTower, ResidualBlock
+from .value_prefix import ValuePrefixHead, ValuePrefixStep, pack_root
 
 _EPS = 1e-5
 
@@ -52,6 +53,10 @@ class MuZeroSpec:
     consistency: bool = False  # SimSiam projector and predictor for EfficientZero's consistency loss
     terminal_reward: bool = False  # scalar values: a tanh reward head as well (the pseudocode's board games)
     dynamics_blocks: int = -1  # g's residual blocks (resnet) or hidden layers (mlp); -1: as h's
+    # EfficientZero's value prefix (nets/value_prefix.py): an LSTM reward head reset every
+    # H steps predicts the discounted reward sum since the run's start; 0: per-step rewards.
+    value_prefix_horizon: int = 0
+    prefix_discount: float = 1.0  # gamma of the value prefix's sum
 
 
 class DownsampleStack(nn.Module):
@@ -121,6 +126,7 @@ class MuZeroNet(nn.Module):
             self.value_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out))
             self.reward_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out),
                                         root_norm=False) if self._has_reward else None
+            prefix_features, prefix_in = ConvHead(ch, 1, nn.Identity(), root_norm=False), cells
         elif net.kind == "mlp":
             in_dim = int(np.prod(obs_shape))
             hs = spec.hidden_size
@@ -135,8 +141,12 @@ class MuZeroNet(nn.Module):
                                             nn.Linear(net.value_hidden, out))
             self.reward_head = nn.Sequential(
                 MLPTower(hs, net.width, 1), nn.Linear(net.width, out)) if self._has_reward else None
+            prefix_features, prefix_in = MLPTower(hs, net.width, 1), net.width
         else:
             raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {net.kind!r}")
+        # the LSTM has net.value_hidden units (EfficientZero's lstm_hidden_size)
+        self.prefix_head = ValuePrefixHead(prefix_features, prefix_in, net.value_hidden, out) \
+            if spec.value_prefix_horizon else None
         if net.kind == "resnet" and spec.unroll_norm == "layer":
             # Batch norm inside the unroll trains on each depth k's own batch statistics
             # but searches with running statistics averaged over k = 1..K, and the
@@ -144,9 +154,15 @@ class MuZeroNet(nn.Module):
             # 0.13-0.22 at k = 1-3 against 0.01 at k = 0); a per-sample norm is the
             # same function in both. h and f's root norm keep batch norm (one depth).
             _per_sample_norms(self.dynamics_tower)
-            for head in (self.policy_head, self.value_head, self.reward_head):
+            for head in (self.policy_head, self.value_head, self.reward_head,
+                         self.prefix_head and self.prefix_head.features):
                 if head is not None:
                     head.norm = nn.GroupNorm(1, head.norm.num_features)
+        self._consistency_and_head_init(spec)
+
+    def _consistency_and_head_init(self, spec: MuZeroSpec) -> None:
+        """EfficientZero's projection heads (with the consistency loss) and zero-initialised
+        value and reward heads."""
         if spec.consistency:
             # EfficientZero's heads (its Atari sizes, 256 and 64), on the flattened state.
             flat = int(np.prod(self.hidden_shape))
@@ -158,7 +174,7 @@ class MuZeroNet(nn.Module):
             # Every value and reward then starts at 0 (a uniform distribution over
             # the symmetric support, or tanh(0)), not at a random offset that n-step
             # bootstraps with gamma^n near 1 carry along for hundreds of steps.
-            for head in (self.value_head, self.reward_head):
+            for head in (self.value_head, self.reward_head, self.prefix_head and self.prefix_head.out):
                 if head is not None:
                     nn.init.zeros_(last_layer(head).weight)
                     nn.init.zeros_(last_layer(head).bias)
@@ -184,6 +200,12 @@ class MuZeroNet(nn.Module):
             return s2, None
         reward = self.reward_head(s2)
         return s2, (reward if self.spec.support else torch.tanh(reward).squeeze(-1))
+
+    def value_prefix(self, s: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None):
+        """The value prefix head on g's state s^k and the LSTM state of s^(k-1) (None at a
+        run's start): (prefix output, like a reward output; the LSTM state of s^k)."""
+        out, state = self.prefix_head(s, state)
+        return (out if self.spec.support else out.squeeze(-1)), state
 
     def predict(self, s: torch.Tensor, root: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """f: s^k -> (policy logits [B, A], value output: tanh scalar [B] or logits [B, 2S+1]);
@@ -224,7 +246,7 @@ class MuZeroNet(nn.Module):
 
     @property
     def _has_reward(self) -> bool:
-        return bool(self.spec.support) or self.spec.terminal_reward
+        return (bool(self.spec.support) or self.spec.terminal_reward) and not self.spec.value_prefix_horizon
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Initial inference's policy and scalar value (the AlphaZero-shaped view of f(h(o)))."""
@@ -286,6 +308,8 @@ def _per_sample_norms(module: nn.Module) -> None:
 
 def last_layer(head: nn.Module) -> nn.Module:
     """A value or reward head's output layer."""
+    if isinstance(head, nn.Linear):
+        return head
     return (head.tail if isinstance(head, ConvHead) else head)[-1]
 
 
@@ -303,7 +327,10 @@ class _Initial(nn.Module):
     def forward(self, obs: torch.Tensor):
         s = self.net.represent(obs)
         logits, value = self.net.predict(s, root=True)
-        return s.flatten(1), logits, self.net.value_scalar(value)
+        row = s.flatten(1)
+        if self.net.prefix_head is not None:  # the search's row carries the LSTM state too
+            row = pack_root(row, self.net.prefix_head.cell.size)
+        return row, logits, self.net.value_scalar(value)
 
 
 class _Recurrent(nn.Module):
@@ -326,15 +353,18 @@ class MuZeroInference:
     each one compiled entry point (`net.inference`, :mod:`polyzero.nets.compiled`).
 
     Hidden states travel as flat float32 rows [M, prod(hidden_shape)] (the
-    search's node-indexed store is 2-D) and are reshaped here.
+    search's node-indexed store is 2-D) and are reshaped here; with a value prefix
+    a row also carries the node's LSTM state, prefix and depth (nets/value_prefix.py).
     """
 
     def __init__(self, net: MuZeroNet, device: torch.device | str = "cpu", inference: str = "auto"):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
         self._initial = CompiledCall(_Initial(self.net), (np.float32,), inference, self.device)
-        self._recurrent = CompiledCall(_Recurrent(self.net), (np.float32, np.int64), inference,
-                                       self.device)
+        spec = net.spec
+        step = ValuePrefixStep(self.net, spec.value_prefix_horizon, spec.prefix_discount) \
+            if spec.value_prefix_horizon else _Recurrent(self.net)
+        self._recurrent = CompiledCall(step, (np.float32, np.int64), inference, self.device)
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)

@@ -37,11 +37,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .compiled import CompiledCall
 # N's codes are the search's (polyzero.search.ndmz), which plans over them.
-from ..search.ndmz import CHANCE_EDGE as CHANCE  # noqa: F401
-from ..search.ndmz import NUM_IDENTITIES, PLAYER_0, PLAYER_1  # noqa: F401
-from ..search.ndmz import TERMINAL_EDGE as TERMINAL  # noqa: F401
+from ..search.ndmz import (  # noqa: F401
+    CHANCE_EDGE as CHANCE,  # noqa: F401
+    NUM_IDENTITIES,
+    PLAYER_0,
+    PLAYER_1,
+    TERMINAL_EDGE as TERMINAL,  # noqa: F401
+)
+from .compiled import CompiledCall
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class ActionLayout:
         return self.choice + int(outcome)
 
     @classmethod
-    def of(cls, game) -> "ActionLayout":
+    def of(cls, game) -> ActionLayout:
         return cls(game.num_distinct_actions(), max(game.max_chance_outcomes(), 0))
 
 

@@ -16,6 +16,13 @@ from ..errors import UsageError
 ALGOS = ("alphazero", "muzero", "ndmz", "sog")
 
 
+def load_preset(algo: str, game: str) -> dict | None:
+    """The shipped preset `{algo}_{game}` (the game's name without parameters), if any:
+    applied by itself when that algorithm trains that game."""
+    res = resources.files(__name__).joinpath(f"{algo}_{game.split('(')[0]}.toml")
+    return tomllib.loads(res.read_text()) if res.is_file() else None
+
+
 def list_presets() -> list[str]:
     """The names of the shipped presets, sorted."""
     return sorted(p.name[:-len(".toml")] for p in resources.files(__name__).iterdir()

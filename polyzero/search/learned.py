@@ -13,7 +13,7 @@ NumPy in, NumPy out; the network behind ``recurrent_fn`` is the caller's.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -108,7 +109,7 @@ class SearchHooks:
     stop: Callable[[], bool] | None = None
 
     @classmethod
-    def within(cls, seconds: float, **kwargs) -> "SearchHooks":
+    def within(cls, seconds: float, **kwargs) -> SearchHooks:
         """Hooks whose deadline is `seconds` from now."""
         return cls(deadline=time.monotonic() + seconds, **kwargs)
 

@@ -14,11 +14,22 @@ other).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .gumbel import gumbel_search
-from .loop import (Expansion, RootActionFn, SearchHooks, SearchModel, SearchResult, finish,
-                   selection_scores, simulate, start_tree)
+from .loop import (
+    Expansion,
+    RootActionFn,
+    SearchHooks,
+    SearchModel,
+    SearchResult,
+    finish,
+    selection_scores,
+    simulate,
+    start_tree,
+)
 from .params import SearchParams
 
 
@@ -32,7 +43,8 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
     return finish(tree, prior, calls)
 
 
-KINDS = {"puct": run_search, "gumbel": gumbel_search, "full_gumbel": gumbel_search}
+KINDS: dict[str, Callable[..., SearchResult]] = {"puct": run_search, "gumbel": gumbel_search,
+                                                 "full_gumbel": gumbel_search}
 
 
 def search(model: SearchModel, params: SearchParams, rng: np.random.Generator,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import UsageError
 
@@ -152,7 +152,7 @@ class SearchParams:
     def __post_init__(self):
         self.validate()
 
-    def validate(self) -> "SearchParams":
+    def validate(self) -> SearchParams:
         """Raise UsageError naming the first bad key (`search.KEY ...`)."""
         _positive("num_simulations", self.num_simulations)
         _positive("leaf_batch", self.leaf_batch)
@@ -187,10 +187,10 @@ class SearchParams:
                 "the simulations before it")
         return self
 
-    def params(self, num_simulations: int | None = None, discount: float | None = None) -> "SearchParams":
+    def params(self, num_simulations: int | None = None, discount: float | None = None) -> SearchParams:
         """These settings with another simulation budget or discount (what a config
         section's `params()` gives the actors)."""
-        changes = {}
+        changes: dict[str, Any] = {}
         if num_simulations is not None:
             changes["num_simulations"] = num_simulations
         if discount is not None:

@@ -71,7 +71,7 @@ class Tree:
     q_max: np.ndarray  # float64 [B]
 
     @classmethod
-    def allocate(cls, batch: int, num_nodes: int, num_actions: int) -> "Tree":
+    def allocate(cls, batch: int, num_nodes: int, num_actions: int) -> Tree:
         shape = (batch, num_nodes)
         return cls(
             children=np.full(shape + (num_actions,), -1, np.int32),

@@ -155,7 +155,8 @@ class PublicTreeCFR:
                         new.cumulative_regret[:, j] = old.cumulative_regret[:, k]
                         new.cumulative_policy[:, j] = old.cumulative_policy[:, k]
                     new.policy = regret_matching(new.cumulative_regret, new.legal)
-                elif self.initial_regrets is not None and (start := self.initial_regrets(index, new.actions)) is not None:
+                elif (self.initial_regrets is not None
+                      and (start := self.initial_regrets(index, new.actions)) is not None):
                     new.cumulative_regret = np.where(new.legal, start, 0.0)
                     new.policy = regret_matching(new.cumulative_regret, new.legal)
                 self.decisions[index] = new
@@ -213,7 +214,7 @@ class PublicTreeCFR:
         nodes = self.tree.nodes
         root = np.ones((len(nodes[0].worlds), self.num_players))
         self.reach[0] = root if self.root_reach is None else root * self.root_reach
-        for index, node in enumerate(nodes):  # breadth-first order: parents first
+        for index in range(len(nodes)):  # breadth-first order: parents first
             reach = self.reach[index]
             if index in self.decisions:
                 d = self.decisions[index]

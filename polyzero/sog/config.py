@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config import ConfigSection
-from ..validation import fraction as _fraction
-from ..validation import positive as _positive
+from ..validation import fraction as _fraction, positive as _positive
 
 
 @dataclass

@@ -91,9 +91,20 @@ class FlatCFR:
                 if c is not None:
                     self._dw_child[k, col] = c
                     self.legal[self._dw_row[k], col] = True
-        world_level = np.repeat(level, np.diff(offset))
-        # Per level below the root: its worlds, their parents, the decision edges among them.
-        self._levels = []
+        self._levels = self._index_levels(level, np.diff(offset), parent, edge_col, edge_prob, row_of_world,
+                                          decision_worlds)
+        self.cumulative_regret = np.zeros((rows, width))
+        self.cumulative_policy = np.zeros((rows, width))
+        self.policy = regret_matching(self.cumulative_regret, self.legal)
+        self.reach = np.zeros((n, players))
+        self.values = np.zeros((n + 1, players))
+
+    def _index_levels(self, level, worlds_per_node, parent, edge_col, edge_prob, row_of_world,
+                      decision_worlds) -> list:
+        """Per level below the root (`level`: each node's depth): its worlds, their
+        parents, the decision edges among them."""
+        world_level = np.repeat(level, worlds_per_node)
+        levels = []
         for depth in range(1, int(level.max()) + 1):
             worlds = np.flatnonzero(world_level == depth)
             up = parent[worlds]
@@ -101,14 +112,10 @@ class FlatCFR:
             uniq, inverse = np.unique(up, return_inverse=True)
             # decision worlds at the level above (best responses are chosen there, bottom-up)
             above = np.flatnonzero(np.isin(decision_worlds, uniq))
-            self._levels.append((worlds, up, decision, row_of_world[up[decision]], edge_col[worlds[decision]],
-                                 self._row_player[row_of_world[up[decision]]], edge_prob[worlds], uniq, inverse,
-                                 above))
-        self.cumulative_regret = np.zeros((rows, width))
-        self.cumulative_policy = np.zeros((rows, width))
-        self.policy = regret_matching(self.cumulative_regret, self.legal)
-        self.reach = np.zeros((n, players))
-        self.values = np.zeros((n + 1, players))
+            levels.append((worlds, up, decision, row_of_world[up[decision]], edge_col[worlds[decision]],
+                           self._row_player[row_of_world[up[decision]]], edge_prob[worlds], uniq, inverse,
+                           above))
+        return levels
 
     # -- walks ---------------------------------------------------------------------
 
@@ -123,7 +130,7 @@ class FlatCFR:
     def _walk_up(self, policy: np.ndarray, best_response: int | None = None) -> None:
         values = self.values
         values[:] = self._returns
-        for worlds, up, decision, rows, cols, _, prob, uniq, inverse, above in reversed(self._levels):
+        for worlds, _up, decision, rows, cols, _, prob, uniq, inverse, above in reversed(self._levels):
             if best_response is not None:
                 self._best_respond(policy, above, best_response)
             weight = prob.copy()

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
+from polyzero.games.chance import sample_chance
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState, PublicTree, Transition
 
 from .cfr import PublicTreeCFR, average_of, others_reach, regret_matching, regret_matching_plus_update
@@ -335,9 +336,7 @@ class GTCFR:
                 break
             state = node.worlds[world].state
             if node.kind == CHANCE:
-                actions, probs = zip(*state.chance_outcomes())
-                probs = np.asarray(probs)
-                action = int(actions[self.rng.choice(len(actions), p=probs / probs.sum())])
+                action = sample_chance(state, self.rng, apply=False)
             else:
                 player = node.player
                 info = node.worlds[world].info_states[player]
@@ -454,7 +453,7 @@ class GTCFR:
             out[name] = {a: (v / total if total > 0 else 1.0 / len(row)) for a, v in row.items()}
         return out
 
-    def summary(self) -> "Summary":
+    def summary(self) -> Summary:
         """Ranges and counterfactual values at every public state of the tree under
         the average policies: what a later re-solve reads. The counterfactual values
         are those of each player's best response inside the tree to the other's

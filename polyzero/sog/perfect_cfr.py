@@ -260,15 +260,15 @@ class PerfectInfoCFR(PublicTreeCFR):
     # -- what GT-CFR reads -------------------------------------------------------------
 
     @property
-    def reach(self) -> "_Rows":
+    def reach(self) -> _Rows:
         return _Rows(self._reach)
 
     @property
-    def values(self) -> "_Rows":
+    def values(self) -> _Rows:
         return _Rows(self._values)
 
     @property
-    def decisions(self) -> "_Decisions":
+    def decisions(self) -> _Decisions:
         return _Decisions(self)
 
     def decision(self, index: int) -> _Decision | None:

@@ -10,7 +10,7 @@ tabulates) and the batched `act(states)` of the Player protocol.
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyspiel

@@ -25,7 +25,6 @@ from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start
 
 from .trainer import SoGTrainer
 
-
 RETRIES = 30  # tries (a second apart) of a dead actor's work while Ray restarts it
 
 
@@ -69,8 +68,6 @@ class SoGWorker:
 
 
 class RaySoGTrainer(SoGTrainer):
-    raise_on_signal = False  # SIGTERM is flagged, checked while waiting (`wait_for`)
-
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         self.workers: list = []
         self.solvers: list = []
@@ -78,7 +75,6 @@ class RaySoGTrainer(SoGTrainer):
         self.ray = _import_ray()
         self.num_workers = workers
         self.ray_address = ray_address
-        self.failures = 0
         self._weights = None
         self._owns_ray = False
 

@@ -36,11 +36,10 @@ also how `polyzero exploitability` composes them breadth-first.
 from __future__ import annotations
 
 import math
-
 import zlib
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pyspiel
@@ -188,8 +187,8 @@ def parse_sog_spec(spec: str) -> SoGSettings | None:
                 raise ValueError
     except ValueError:
         raise UsageError(f"bad player '{spec}': expected sog:S,C with S expansion simulations and C "
-                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N ,final=argmax, "
-                         "and last ,net=RUN for a trained CVPN")
+                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N "
+                         ",final=argmax, and last ,net=RUN for a trained CVPN") from None
     if settings.simulations < 0 or settings.expansions_per_update <= 0:
         raise UsageError(f"bad player '{spec}': S must be >= 0 and C > 0")
     from polyzero.validation import MAX_SPEC_COUNT

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyspiel
 
-from polyzero.eval.arena import sample_chance
+from polyzero.games.chance import sample_chance
 from polyzero.games.public_states import public_observation_function, public_state_at
 from polyzero.games.symmetry import augment
 
@@ -38,7 +38,6 @@ from .gtcfr import GTCFR, SearchTree, SoGSettings
 from .players import sample_action
 from .resolve import ResolvingSearcher, info_state_string
 from .values import Query
-
 
 # -- targets -----------------------------------------------------------------------
 
@@ -222,7 +221,7 @@ class SolveResult:
     queries_seen: int
 
 
-def play_game(actor: "SoundSelfPlay", seed: int, index: int, q_search: float) -> EpisodeResult:
+def play_game(actor: SoundSelfPlay, seed: int, index: int, q_search: float) -> EpisodeResult:
     """Game number `index` of a run: its randomness depends on (seed, index) only, so any
     driver (in-process or a Ray actor) plays the same game with the same weights."""
     collector = Collector(q_search, np.random.default_rng([seed, 3, index]))

@@ -26,9 +26,10 @@ from polyzero.games import check_supported, game_spec_string, load_game
 from polyzero.games.capabilities import GameRequirements
 from polyzero.games.public_states import PublicTree
 from polyzero.train import checkpoint as ckpt
-from polyzero.train.driver import RunDirectory, _npz_bytes
+from polyzero.train.driver import RunDirectory, _npz_bytes, resume_message
 from polyzero.train.learner import Learner
 from polyzero.train.metrics import MetricsLog
+from polyzero.train.resume import apply_optimizer_settings
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
@@ -112,29 +113,31 @@ class SoGTrainer(RunDirectory):
         learner = ckpt.read_learner(path)
         try:
             self.learner.load_state_dict(learner)
+            apply_optimizer_settings(self.learner.optimizer, self.cfg.train)  # then the halvings
             torch.set_rng_state(learner["torch_rng"])
             self.replay.load_arrays(ckpt.read_npz(path, "replay.npz"))
             self.queries.load_arrays(ckpt.read_npz(path, "queries.npz"))
         except UsageError:
             raise
         except Exception as exc:
-            raise UsageError(f"checkpoint {path} does not match this run ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+            msg = f"checkpoint {path} does not match this run ({type(exc).__name__}: {exc})"
+            raise UsageError(msg.splitlines()[0]) from None
         self.sample_rng.bit_generator.state = state["sample_rng"]
         self.step, self.counts = state["step"], state["counts"]
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
         self.last_eval = state.get("last_eval", {})
+        self.failures = state.get("faults", {}).get("worker_failures", 0)
         self._set_learning_rate()
         self._publish_weights()
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
-        print(f"resumed {self.run_dir} at learning step {self.step}; metrics after it were discarded"
-              + (f" ({dropped} records)" if dropped else ""), file=sys.stderr)
+        print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped), file=sys.stderr)
 
     def save(self) -> Path:
         learner = self.learner.state_dict()
         learner["torch_rng"] = torch.get_rng_state()
         state = {"step": self.step, "counts": self.counts, "elapsed": self._now(), "train_time": self.train_time,
                  "sample_rng": self.sample_rng.bit_generator.state, "last_eval": self.last_eval,
-                 "game": game_spec_string(self.game)}
+                 "game": game_spec_string(self.game), "faults": {"worker_failures": self.failures}}
         files = {
             "config.toml": to_toml(self.cfg.to_dict()).encode(),
             "learner.pt": ckpt.torch_bytes(learner),
@@ -142,7 +145,8 @@ class SoGTrainer(RunDirectory):
             "queries.npz": _npz_bytes(self.queries.to_arrays()),
             "state.json": json.dumps(state).encode(),
         }
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
+        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
+                                    self.cfg.train.keep_replay_every)
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - getattr(self, "_t0", time.perf_counter()))
@@ -263,17 +267,17 @@ class SoGTrainer(RunDirectory):
     def agent_player(self, simulations: int | None = None, seed: int = 0, **_):
         return sog_agent(self.game, self.cfg, self.value_function(), simulations, seed, suffix=f"@{self.step}")
 
-    def evaluate(self, games: int | None = None, seed: int | None = None) -> dict:
+    def evaluate(self, games: int | None = None, seed: int | None = None, progress: bool = False) -> dict:
         """Imperfect-information games: exploitability of SoG(s_eval, 1) over
         `sog.eval_seeds` seeds; perfect-information games: arena scores."""
         from polyzero.train.driver import evaluate_agent
 
         if not is_perfect_information(self.game):
             from .exploitability import player_exploitability
-
             from .value_error import equilibrium_beliefs, value_error
 
-            report = player_exploitability(self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds)
+            report = player_exploitability(self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds,
+                                           progress=progress)
             out = {"eval/exploitability/mean": report.mean, "eval/exploitability/min": report.min,
                    "eval/exploitability/max": report.max}
             if self._beliefs is None:  # the value error: for public trees of Kuhn's and Leduc's size
@@ -284,4 +288,5 @@ class SoGTrainer(RunDirectory):
                 out["eval/value_mae"] = value_error(self.value_function(), self._beliefs)
             return out
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed)
+        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed,
+                              progress=progress)

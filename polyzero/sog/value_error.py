@@ -28,7 +28,8 @@ class EquilibriumBeliefs:
     masks: list[list[np.ndarray]]  # per query, per player: information states reached by the beliefs
 
 
-def equilibrium_beliefs(game: pyspiel.Game, iterations: int = 1000, tree: PublicTree | None = None) -> EquilibriumBeliefs:
+def equilibrium_beliefs(game: pyspiel.Game, iterations: int = 1000,
+                        tree: PublicTree | None = None) -> EquilibriumBeliefs:
     """The public belief states of an approximate equilibrium (CFR+ for `iterations`) and its values."""
     tree = tree or PublicTree(game)
     solver = FlatCFR(tree)

@@ -1,4 +1,4 @@
-"""polyzero.train: the training runtime (drivers, learner, replay, checkpoints).
+"""polyzero.train: the training runtime (drivers, learner, checkpoints; the replays are polyzero.replay).
 
 `polyzero.train(...)` is also the Python API's training call (`polyzero.api.train`):
 once any of this package's modules is imported, Python binds the name

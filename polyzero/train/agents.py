@@ -8,9 +8,10 @@ from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import build_config, read_toml
 from ..errors import UsageError
-from ..validation import spec_count
 from ..eval.players import Player
 from ..games import game_spec_string, load_game
+from ..plugins import own_runtime
+from ..validation import spec_count
 from .checkpoint import read_learner, resolve_checkpoint
 
 
@@ -29,11 +30,9 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
     if game is not None and game_spec_string(game) != game_spec_string(own_game):
         raise UsageError(f"player {path} was trained on '{game_spec_string(own_game)}', "
                          f"not '{game_spec_string(game)}'")
-    if cfg.algo == "sog":  # Student of Games: SoG(SIMS, 1) with the run's CVPN at the leaves
-        from ..sog.trainer import load_cvpn, sog_agent
-
-        return sog_agent(own_game, cfg, load_cvpn(ckpt)[0], int(sims) if sims else None, seed,
-                         suffix=f" net={path}")
+    runtime = own_runtime(cfg.algo)  # Student of Games: SoG(SIMS, 1) with the run's CVPN at the leaves
+    if runtime is not None:
+        return runtime.run_player(ckpt, cfg, own_game, int(sims) if sims else None, seed, path)
     algo, net = checkpoint_network(ckpt, cfg, own_game)
     simulations = int(sims) if sims else cfg.eval.simulations
     return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(simulations),

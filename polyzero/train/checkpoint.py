@@ -8,30 +8,67 @@ A checkpoint is a directory `RUN/checkpoints/step_NNNNNN/` holding
   state.json    counters, NumPy RNG states, games in flight as action histories
   reanalyser.pt MuZero Reanalyze's target network and RNG (when it is on)
   goexploit.npz Go-Exploit's archive and archive actor (when it is on)
-It is written into a temporary directory, fsynced, and renamed into place;
-`RUN/checkpoints/latest` (replaced atomically) names the newest complete one,
-so a kill at any moment leaves the previous checkpoint intact.
+
+A write is safe at every instant (`save_checkpoint`): the files go into
+`.tmp-step_NNNNNN`, fsynced; a checkpoint of the same step already there is
+renamed aside (`.old-step_NNNNNN`), never deleted first; the new directory is
+renamed in, `RUN/checkpoints/latest` switched atomically, and only then is
+anything old deleted. `recover` (run at resume, under the run's lock) puts
+back or cleans what a kill at any of those points left; `latest_checkpoint`
+reads through the same leftovers without changing them.
 
 Only the newest checkpoint is resumed, so the older ones it keeps
-(`train.keep_checkpoints`) drop their replay buffers, which are most of a
-checkpoint's size: the rest is what `arena`, `play` and evaluation read.
+(`train.keep_checkpoints`) become weights only: their replay buffers (most of a
+checkpoint's size) go, and `learner.pt` keeps the network without the optimizer's
+state, which is what `arena`, `play`, ladders and evaluation read. With
+`train.keep_replay_every = K` the checkpoints of steps that are multiples of K
+keep everything, so a run can be resumed from them too.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..errors import UsageError
+from ..validation import read_text
 
 LATEST = "latest"
 BUFFERS = ("replay.npz", "queries.npz")  # read only when the run resumes
+TMP, ASIDE = ".tmp-", ".old-"
+FAULT_ENV = "POLYZERO_CHECKPOINT_FAULT"  # tests and benchmarks/fault_injection.py: STAGE[:ACTION[:N]]
+#: The instants of a write `_fault_hook` can stop it at, in order.
+STAGES = ("file", "written", "aside", "renamed", "pointer_written", "switched", "pruning", "pruned")
+
+
+def _fault_hook(stage: str) -> None:
+    """Called at each stage of a checkpoint write, so tests and the fault-injection
+    soak stop a write at a chosen instant, deterministically. POLYZERO_CHECKPOINT_FAULT
+    = STAGE[:ACTION[:N]] acts at the N-th time (1: the first) STAGE is reached: ACTION
+    `kill` (SIGKILL to this process, the default), `enospc`, `erofs` or `eacces`
+    (that OSError, as a full, read-only or forbidden run directory gives)."""
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    parts = spec.split(":")
+    want, action, nth = parts[0], (parts[1:2] or ["kill"])[0], (parts[2:3] or ["1"])[0]
+    if want != stage:
+        return
+    _fault_hook.seen = getattr(_fault_hook, "seen", 0) + 1
+    if _fault_hook.seen != int(nth):
+        return
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    code = {"enospc": errno.ENOSPC, "erofs": errno.EROFS, "eacces": errno.EACCES}[action]
+    raise OSError(code, os.strerror(code), f"<{stage}>")
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -49,10 +86,12 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, stage: str = "") -> None:
     """Write `data` to `path` so that readers see the old or the new file, never half."""
     tmp = path.with_name(f".{path.name}.tmp")
     _fsync_write(tmp, data)
+    if stage:
+        _fault_hook(f"{stage}_written")
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 
@@ -63,45 +102,128 @@ def torch_bytes(obj) -> bytes:
     return buf.getvalue()
 
 
-def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int) -> Path:
+def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int, keep_replay_every: int = 0) -> Path:
+    """Write checkpoint `step`; at no instant is the run without a resumable checkpoint.
+    An OSError (full disk, read-only directory) leaves the previous one as it was."""
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     name = f"step_{step:06d}"
-    tmp = root / f".tmp-{name}"
+    tmp, final, aside = root / f"{TMP}{name}", root / name, root / f"{ASIDE}{name}"
     if tmp.exists():
         shutil.rmtree(tmp)
-    tmp.mkdir()
-    for fname, data in files.items():
-        _fsync_write(tmp / fname, data)
-    _fsync_dir(tmp)
-    final = root / name
-    if final.exists():
-        shutil.rmtree(final)
+    try:
+        tmp.mkdir()
+        for fname, data in files.items():
+            _fsync_write(tmp / fname, data)
+            _fault_hook("file")
+        _fsync_dir(tmp)
+    except OSError:  # a full disk: nothing half-written stays behind (a kill leaves it to `recover`)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fault_hook("written")
+    if final.exists():  # the same step again (an interrupt right after a checkpoint)
+        if aside.exists():
+            shutil.rmtree(aside)
+        os.rename(final, aside)
+        _fsync_dir(root)
+        _fault_hook("aside")
     os.rename(tmp, final)
     _fsync_dir(root)
-    atomic_write(root / LATEST, name.encode())
-    _prune(root, keep)
+    _fault_hook("renamed")
+    atomic_write(root / LATEST, name.encode(), stage="pointer")
+    _fault_hook("switched")
+    shutil.rmtree(aside, ignore_errors=True)
+    _prune(root, keep, name, keep_replay_every)
+    _fault_hook("pruned")
     return final
 
 
-def _prune(root: Path, keep: int) -> None:
-    done = sorted(p for p in root.glob("step_*") if p.is_dir())
+def _steps(root: Path) -> list[Path]:
+    return sorted(p for p in root.glob("step_*") if p.is_dir())
+
+
+def _prune(root: Path, keep: int, current: str | None = None, keep_replay_every: int = 0) -> None:
+    """Keep the `keep` newest checkpoints up to `current` (what `latest` names); the older
+    ones weights only, except those of steps that are multiples of `keep_replay_every`;
+    delete the others and any leftovers of earlier writes."""
+    current = current or _pointer(root)
+    done = [p for p in _steps(root) if current is None or p.name <= current]
     for old in done[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
+        _fault_hook("pruning")
     for older in done[-keep:-1]:
-        for name in BUFFERS:
-            (older / name).unlink(missing_ok=True)
-    for stale in root.glob(".tmp-*"):
+        if keep_replay_every and int(older.name[5:]) % keep_replay_every == 0:
+            continue
+        _weights_only(older)
+    for stale in list(root.glob(f"{TMP}*")) + list(root.glob(f"{ASIDE}*")):
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    root = Path(run_dir) / "checkpoints"
-    pointer = root / LATEST
-    if not pointer.is_file():
+def _weights_only(ckpt: Path) -> None:
+    """Drop what only a resume reads: the buffers, Reanalyze's target network and the
+    optimizer's state."""
+    for name in (*BUFFERS, "reanalyser.pt"):
+        (ckpt / name).unlink(missing_ok=True)
+    learner = ckpt / "learner.pt"
+    try:
+        state = torch.load(learner, map_location="cpu", weights_only=True)
+    except Exception:  # noqa: BLE001 - unreadable: left for the reader to report
+        return
+    if isinstance(state, dict) and "net" in state and set(state) != {"net"}:
+        atomic_write(learner, torch_bytes({"net": state["net"]}))
+
+
+def _pointer(root: Path) -> str | None:
+    try:
+        name = (root / LATEST).read_bytes().decode().strip()
+    except (FileNotFoundError, UnicodeDecodeError):
         return None
-    path = root / pointer.read_text().strip()
-    return path if path.is_dir() else None
+    return name if name.startswith("step_") and "/" not in name else None
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint `latest` names; if a kill left it renamed aside mid-write, that one
+    (read-only: `recover` puts it back)."""
+    root = Path(run_dir) / "checkpoints"
+    name = _pointer(root)
+    if name is None:
+        return None
+    for path in (root / name, root / f"{ASIDE}{name}"):
+        if path.is_dir():
+            return path
+    return None
+
+
+def recover(run_dir: Path) -> list[str]:
+    """Make a run directory's checkpoints consistent after a kill or a failed write, and
+    say what was done: a checkpoint left aside goes back when its replacement is not in
+    place (and is deleted when it is), a checkpoint renamed in before `latest` named it
+    is dropped (never committed), a missing `latest` points at the newest complete
+    checkpoint, half-written temporaries are deleted. Runs under the run's lock."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    done: list[str] = []
+    name = _pointer(root)
+    if name is not None and not (root / name).is_dir() and (root / f"{ASIDE}{name}").is_dir():
+        os.rename(root / f"{ASIDE}{name}", root / name)
+        done.append(f"restored {name}, left aside by an interrupted checkpoint write")
+    if name is None or not (root / name).is_dir():
+        complete = [p for p in _steps(root) if (p / "state.json").is_file() and (p / "learner.pt").is_file()]
+        if complete:
+            name = complete[-1].name
+            atomic_write(root / LATEST, name.encode())
+            done.append(f"pointed latest at {name}")
+    for orphan in _steps(root):
+        if name is not None and orphan.name > name:
+            shutil.rmtree(orphan)
+            done.append(f"removed {orphan.name}, written but never made latest")
+    stale = list(root.glob(f"{TMP}*")) + list(root.glob(f"{ASIDE}*")) + list(root.glob(".*.tmp"))
+    for path in stale:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if stale:
+        done.append(f"removed {len(stale)} leftover(s) of an interrupted write")
+    return done
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -115,6 +237,11 @@ def resolve_checkpoint(path: str | Path) -> Path:
         return p
     latest = latest_checkpoint(p)
     if latest is None:
+        pointer = p / "checkpoints" / LATEST
+        if pointer.is_file():  # say what is wrong with it (read_text names a file that does not decode)
+            name = read_text(pointer, "checkpoint pointer").strip()
+            raise UsageError(f"{path} holds no checkpoint: {pointer} names {name!r}, which is not a checkpoint "
+                             f"(polyzero train --resume {path} repairs it from the newest complete one)")
         raise UsageError(f"{path} holds no checkpoint (no checkpoints/latest)")
     return latest
 

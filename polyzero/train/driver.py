@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-from contextlib import contextmanager
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -22,14 +22,16 @@ import torch
 
 from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
-from ..config import RunConfig, build_config, read_toml, to_toml
+from ..config import RunConfig, to_toml
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
 from ..nets.inference import resolve_device, set_threads
-from . import checkpoint as ckpt
+from . import checkpoint as ckpt, rundir
 from .learner import Learner
 from .metrics import MetricsLog
 from .progress import Progress
+from .resume import apply_optimizer_settings, prepare_resume
+from .rundir import resume_command
 from .selfplay import SelfPlayActor
 
 
@@ -59,43 +61,45 @@ class RunDirectory:
         self._t0 = time.perf_counter()
         return MetricsLog(self.run_dir), Progress(self.cfg.train.steps, self.step, enabled=self.show_progress)
 
-    #: In-process, SIGTERM raises Interrupted where the main thread is. A Ray learner's main
-    #: thread waits mostly inside Ray's C++ code, which turns what a signal handler raises
-    #: into a SystemError delivered only when the wait ends, if at all (ray 2.60; a CI run
-    #: once hung there): its handler only sets a flag, which the loop checks between steps
-    #: and every half second while it waits (`_check_interrupt`, `ray_driver.wait_for`).
-    raise_on_signal = True
+    #: Signals only set this flag; the loops look at it at safe points (`_check_interrupt`:
+    #: between learning steps, between self-play ticks, every half second of a Ray wait),
+    #: so the interrupt checkpoint never holds a half-done tick (a finished game still in
+    #: its slot) and a library never sees an exception raised inside its own code.
     interrupt_requested = False
+    failures = 0  # faults of Ray actors, each counted once (`ray/worker_failures`), kept in checkpoints
 
     def _check_interrupt(self) -> None:
         if self.interrupt_requested:
             raise Interrupted()
 
+    def _resume_hint(self) -> str:
+        return resume_command(self.run_dir, getattr(self, "num_workers", 0))
+
     @contextmanager
     def _checkpoint_on_interrupt(self, progress, log):
-        """SIGTERM or Ctrl-C inside: write a checkpoint, close the display and the log,
-        and raise Interrupted naming the checkpoint."""
+        """SIGTERM or Ctrl-C inside: the flag is set, and at the next safe point a checkpoint
+        is written, the display and the log closed, and Interrupted raised naming the
+        checkpoint. A second Ctrl-C stops at once, with the last checkpoint as it was."""
 
-        def on_sigterm(signum, frame):
+        def on_signal(signum, frame):
+            if signum == signal.SIGINT and self.interrupt_requested:
+                raise KeyboardInterrupt
             self.interrupt_requested = True
-            if self.raise_on_signal:
-                raise Interrupted()
 
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, on_sigterm)
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
             yield
-        except BaseException as exc:
-            # A library may catch the handler's Interrupted and raise its own error
-            # (Ray does, when the signal lands while it deserialises): the flag decides.
-            if not (self.interrupt_requested or isinstance(exc, (KeyboardInterrupt, Interrupted))):
-                raise
-            path = self.save()
+        except (Interrupted, KeyboardInterrupt) as exc:
+            if isinstance(exc, Interrupted):
+                what = f"interrupted at learning step {self.step}; checkpoint written to {self.save()}"
+            else:
+                what = f"stopped at once; the last checkpoint, {ckpt.latest_checkpoint(self.run_dir)}, is intact"
             progress.close()
             log.close()
-            raise Interrupted(f"interrupted at learning step {self.step}; checkpoint written to {path}") from None
+            raise Interrupted(f"{what}; {self._resume_hint()} continues") from None
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def final_report(self, summary: dict):
         """What `polyzero train` prints when the run ends, line by line (`polyzero.train.report`)."""
@@ -105,29 +109,42 @@ class RunDirectory:
 
     @classmethod
     def create(cls, cfg: RunConfig, run_dir: Path, progress: bool = True, **driver):
+        """A new run in `run_dir`, locked to this process, with its step-0 checkpoint
+        written before this returns: from then on `--resume` always has a state to take."""
         run_dir = Path(run_dir)
-        if (run_dir / "checkpoints").exists() or (run_dir / "metrics.jsonl").exists():
-            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to continue it")
         created = not run_dir.exists()
         run_dir.mkdir(parents=True, exist_ok=True)
+        rundir.lock(run_dir)  # until the trainer holds it
         try:
+            metrics = run_dir / "metrics.jsonl"
+            if ckpt.latest_checkpoint(run_dir) is not None or (metrics.is_file() and metrics.stat().st_size):
+                raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to continue it")
+            ckpt.recover(run_dir)  # what a kill before the step-0 checkpoint left
             trainer = cls(cfg, run_dir, progress, **driver)
         except BaseException:  # a refused game or setting leaves no empty run directory behind
+            rundir.unlock(run_dir)
             if created:
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
+        rundir.hold(trainer, run_dir)
+        rundir.unlock(run_dir)
         ckpt.atomic_write(run_dir / "config.toml", to_toml(cfg.to_dict()).encode())
+        trainer.save()
         return trainer
 
     @classmethod
-    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, **driver):
-        run_dir = Path(run_dir)
-        latest = ckpt.latest_checkpoint(run_dir)
-        if latest is None:
-            raise UsageError(f"{run_dir} holds no checkpoint to resume from")
-        cfg = build_config(config_file=None, overrides=list(overrides),
-                           base=read_toml(latest / "config.toml"))
-        trainer = cls(cfg, run_dir, progress, **driver)
+    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, lock: bool = True,
+               **driver):
+        """The run in `run_dir` from its last checkpoint; `lock=False` for a Ray learner,
+        whose supervisor holds the lock."""
+        cfg, latest = prepare_resume(run_dir, overrides, lock)  # locked until the trainer holds it
+        try:
+            trainer = cls(cfg, run_dir, progress, **driver)
+            if lock:
+                rundir.hold(trainer, run_dir)
+        finally:
+            if lock:
+                rundir.unlock(run_dir)
         trainer._restore(latest)
         return trainer
 
@@ -169,13 +186,15 @@ class Trainer(RunDirectory):
         learner = ckpt.read_learner(path)
         try:
             self.learner.load_state_dict(learner)
+            apply_optimizer_settings(self.learner.optimizer, self.cfg.train)
             torch.set_rng_state(learner["torch_rng"])
             self.replay.load_bytes((path / "replay.npz").read_bytes())
             self.actor.load_state_dict(state["actor"], ckpt.read_npz(path, "actor.npz"))
         except UsageError:
             raise
         except Exception as exc:
-            raise UsageError(f"checkpoint {path} does not match this run ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            raise UsageError(f"checkpoint {path} does not match this run ({why})") from None
         self.actor_evaluator.load_state_dict(self.learner.weights())
         self.sample_rng.bit_generator.state = state["sample_rng"]
         self.step, self.pending = state["step"], state["pending"]
@@ -188,14 +207,11 @@ class Trainer(RunDirectory):
             self.search_control.load_bytes((path / "goexploit.npz").read_bytes())
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
         self.last_eval = state.get("last_eval", {})
+        self.failures = state.get("faults", {}).get("worker_failures", 0)
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
         in_flight = (f"{len(state['actor']['slots'])} games in flight at that checkpoint continue"
                      if state["actor"]["slots"] else "games in flight were not in it and start anew")
-        msg = (f"resumed {self.run_dir} at learning step {self.step}; {in_flight}; "
-               f"any games and metrics after it were discarded")
-        if dropped:
-            msg += f" ({dropped} metric records)"
-        print(msg, file=sys.stderr)
+        print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped, in_flight), file=sys.stderr)
 
     def save(self) -> Path:
         meta, arrays = self._actor_state()
@@ -205,6 +221,7 @@ class Trainer(RunDirectory):
             "step": self.step, "pending": self.pending, "elapsed": self._now(),
             "train_time": self.train_time, "sample_rng": self.sample_rng.bit_generator.state,
             "actor": meta, "last_eval": self.last_eval, "game": game_spec_string(self.game),
+            "faults": {"worker_failures": self.failures},
         }
         buf = _npz_bytes(arrays)
         files = {
@@ -218,7 +235,8 @@ class Trainer(RunDirectory):
             files["reanalyser.pt"] = ckpt.torch_bytes(self.reanalyser.state_dict())
         if self.search_control is not None:  # the archive and the archive actor
             files["goexploit.npz"] = self.search_control.to_bytes()
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints)
+        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
+                                    self.cfg.train.keep_replay_every)
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - self._t0)
@@ -232,6 +250,7 @@ class Trainer(RunDirectory):
     def _collect(self) -> None:
         """Self-play until b_step new positions have entered the replay buffer."""
         while self.pending < self.cfg.train.positions_per_step:
+            self._check_interrupt()  # between ticks: every game in a slot is still in play
             for traj in self.actor.tick():
                 self.pending += self.replay.add(self.algo.trajectory_examples(traj))
 
@@ -322,10 +341,24 @@ class Trainer(RunDirectory):
         return agent_player(self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed,
                             simulations, sample_moves)
 
-    def evaluate(self, games: int, seed: int | None = None, opponents: list[str] | None = None) -> dict:
+    def evaluate(self, games: int, seed: int | None = None, opponents: list[str] | None = None,
+                 progress: bool = False) -> dict:
         """Score the current network against each of `opponents` (the configured ones)."""
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents)
+        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents, progress)
+
+
+def resume_message(run_dir, step: int, steps: int, dropped: int, in_flight: str = "") -> str:
+    """What a resume says: where it continues, and only what it really discarded."""
+    msg = f"resumed {run_dir} at learning step {step}"
+    if step >= steps:
+        return (f"{msg}: the run already finished (train.steps = {steps}); nothing to train "
+                f"(--set train.steps=N with N > {step} trains on)")
+    if in_flight:
+        msg += f"; {in_flight}"
+    if dropped:
+        msg += f"; what ran after that checkpoint was discarded ({dropped} metric records)"
+    return msg
 
 
 def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, simulations: int | None = None,
@@ -339,21 +372,22 @@ def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, sim
                         name=f"agent#{step}", seed=seed, sample_moves=sample)
 
 
-def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None) -> dict:
+def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None,
+                   progress: bool = False) -> dict:
     """The agent's scores against each of `opponents` (the configured ones), with Wilson
-    95% intervals (one-player games: its mean return over `games` episodes)."""
+    95% intervals and the wins, draws and losses (one-player games: its mean return over
+    `games` episodes); `progress` shows a bar per match."""
     from ..eval import make_player, play_match, play_single_agent
 
     if game.num_players() == 1:
-        res = play_single_agent(game, agent, games, seed=seed)
+        res = play_single_agent(game, agent, games, seed=seed, progress=progress)
         return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
                 "eval/return/ci_high": res["ci_high"]}
     out = {}
     for spec in cfg.eval.opponent_specs() if opponents is None else opponents:
-        res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed)
-        out[f"eval/{spec}/score"] = res.score
-        out[f"eval/{spec}/ci_low"] = res.ci_low
-        out[f"eval/{spec}/ci_high"] = res.ci_high
+        res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed, progress=progress)
+        for key in ("score", "ci_low", "ci_high", "wins", "draws", "losses"):
+            out[f"eval/{spec}/{key}"] = getattr(res, key)
     return out
 
 

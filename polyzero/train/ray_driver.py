@@ -10,8 +10,9 @@ feeding the learner and replay buffer of the driver process.
   learning step, so the ratio of training to new samples is the same as
   in-process; workers keep playing while the learner trains.
 * Fault tolerance: a worker whose process dies is restarted by Ray
-  (max_restarts); the batch it was playing is lost, counted in
-  `ray/worker_failures`, and the restarted worker receives the latest weights.
+  (max_restarts); the batch it was playing is lost, counted once in
+  `ray/worker_failures` (however many of its tasks fail while it restarts; the
+  count is kept in checkpoints), and the restarted worker receives the latest weights.
 * The run directory, config, metrics and checkpoints are the in-process
   driver's; a checkpoint written here resumes in-process and the reverse
   (the workers' games in flight are not part of it and are discarded).
@@ -19,208 +20,27 @@ feeding the learner and replay buffer of the driver process.
 
 from __future__ import annotations
 
-import math
-import os
 import sys
-import time
 
 import numpy as np
 
 from ..errors import UsageError
 from .driver import Trainer
+from .ray_actors import (  # noqa: F401 - their home was here; scripts import them from here
+    EvaluationWorker,
+    ReanalyseWorker,
+    SelfPlayWorker,
+    _import_ray,
+    check_cpus,
+    cpu_demand,
+    start_ray,
+    wait_for,
+)
 from .selfplay import new_stats
-
-
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise UsageError("--workers needs Ray: pip install 'polyzero[ray]'") from None
-    return ray
-
-
-def cpu_demand(cfg, workers: int) -> float:
-    """The CPUs of Ray a run's actors ask for: the self-play workers and the evaluation,
-    reanalyse and query-solver actors its config asks for (archive actors and the
-    learner ask for none)."""
-    actors = workers
-    if cfg.algo == "sog":
-        actors += cfg.ray.solvers
-    else:
-        actors += cfg.ray.evaluators if cfg.eval.every else 0
-        actors += cfg.ray.reanalysers if cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0 else 0
-    return actors * cfg.ray.worker_cpus
-
-
-def start_ray(ray, cpus: float, address: str | None) -> bool:
-    """Join the cluster at `address`, or start a local Ray instance bound to 127.0.0.1
-    without a dashboard, offering `cpus` CPUs or this machine's, whichever is more; True
-    when this call started (and so owns) Ray."""
-    if ray.is_initialized():
-        return False
-    if address:
-        ray.init(address=address, log_to_driver=False)
-    else:
-        ray.init(num_cpus=max(math.ceil(cpus), os.cpu_count() or 1), include_dashboard=False,
-                 _node_ip_address="127.0.0.1", log_to_driver=False,
-                 runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
-    return True
-
-
-def wait_for(trainer, refs: list) -> list:
-    """`ray.wait` for one of `refs`, looking every half second for the SIGTERM a Ray
-    learner only flags (`RunDirectory.raise_on_signal`)."""
-    while True:
-        ready, _ = trainer.ray.wait(refs, num_returns=1, timeout=0.5)
-        if ready:
-            return ready
-        trainer._check_interrupt()
-
-
-def check_cpus(ray, cfg, workers: int) -> None:
-    """Refuse a run whose actors ask for more CPUs than the cluster has: Ray would keep
-    the rest pending, and the run would wait for them forever."""
-    need, have = cpu_demand(cfg, workers), ray.cluster_resources().get("CPU", 0)
-    if need > have:
-        extra = "ray.solvers" if cfg.algo == "sog" else "ray.evaluators, ray.reanalysers"
-        raise UsageError(f"{workers} self-play workers and the run's other actors need {need:g} CPUs of Ray "
-                         f"(ray.worker_cpus = {cfg.ray.worker_cpus:g} each); the cluster has {have:g}: "
-                         f"lower --workers, {extra} or ray.worker_cpus")
-
-
-class SelfPlayWorker:
-    """A plain class Ray runs as an actor: one SelfPlayActor and its network."""
-
-    def __init__(self, cfg_dict: dict, index: int, archive_actor: bool = False):
-        from ..algos import make_algorithm
-        from ..config import build_config
-        from ..games import load_game
-        from ..nets.inference import resolve_device, set_threads
-        from .selfplay import SelfPlayActor
-
-        cfg = build_config(base=cfg_dict)
-        set_threads(cfg.threads)
-        game = load_game(cfg.game)
-        self.algo = make_algorithm(cfg, game)
-        # Ray (2.60) no longer hides the GPU from actors that asked for none: a worker
-        # uses it only when the config gives workers a share (ray.worker_gpus).
-        device = resolve_device(cfg.device if cfg.ray.worker_gpus > 0 else "cpu")
-        self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
-        # A restarted worker gets fresh randomness, so it does not replay its games.
-        seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
-        from ..goexploit import make_worker_actor, needs_search_control
-
-        if archive_actor:  # Go-Exploit's archive actor (Algorithm 3): games from s_0, search states
-            from ..goexploit.control import make_archive_actor
-
-            self.actor = make_archive_actor(self.algo, game, cfg, self.evaluator, seed)
-        elif needs_search_control(cfg):  # Go-Exploit / KataGo: start histories come with each task
-            self.actor = make_worker_actor(self.algo, game, cfg, self.evaluator, seed)
-        else:
-            self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)
-        self.version = -1
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def set_weights(self, weights: dict, version: int) -> int:
-        """New weights, `version` = the learner's step (which also sets an acting
-        temperature schedule's point)."""
-        self.evaluator.load_state_dict(weights)
-        self.version = version
-        schedule = getattr(self.algo, "acting_temperature", None)
-        if schedule is not None:
-            self.actor.temperature = schedule(version)
-        return version
-
-    def play(self, min_positions: int, starts: list | None = None) -> dict:
-        """Play until at least `min_positions` positions of finished games are ready;
-        `starts`: Go-Exploit start histories drawn by the driver, used in turn."""
-        t0 = time.perf_counter()
-        if starts is not None:
-            from collections import deque
-
-            self.actor.start_queue = deque(starts)
-        before = dict(self.actor.stats)
-        batches, n = [], 0
-        while n < min_positions:
-            for traj in self.actor.tick():
-                batches.append(self.algo.trajectory_examples(traj))
-                n += traj.samples or len(traj.actions)
-        delta = {k: self.actor.stats[k] - before[k] for k in before}
-        # One batch of examples per finished game: a sequence replay keeps games apart.
-        out = {"examples": batches, "stats": delta, "version": self.version,
-               "seconds": time.perf_counter() - t0, "pid": os.getpid()}
-        if hasattr(self.actor, "drain_new_states"):  # visited states for the driver's archive
-            out["visited"] = self.actor.drain_new_states()
-        if getattr(self.actor, "unique", None) is not None:  # Section 6.1's count, gathered by the learner
-            out["unique"] = self.actor.unique.drain_new()
-        return out
-
-
-    def play_archive(self, games: int) -> dict:
-        """Archive actor: play until `games` complete games from s_0 have ended; their
-        search states go back for the driver's archive (nothing is trained on them)."""
-        finished = 0
-        while finished < games:
-            finished += len(self.actor.tick())
-        return {"states": self.actor.drain_new_states(), "games": finished, "version": self.version,
-                "pid": os.getpid()}
-
-
-class EvaluationWorker:
-    """A plain class Ray runs as an actor: scores weights it is sent against the
-    configured opponents, so periodic evaluation does not stall the learner."""
-
-    def __init__(self, cfg_dict: dict):
-        from ..algos import make_algorithm
-        from ..config import build_config
-        from ..eval import register_player_loader
-        from ..games import load_game
-        from ..nets.inference import set_threads
-        from .agents import load_search_player
-
-        self.cfg = build_config(base=cfg_dict)
-        set_threads(self.cfg.threads)
-        register_player_loader(load_search_player)  # opponents may be run directories
-        self.game = load_game(self.cfg.game)
-        self.algo = make_algorithm(self.cfg, self.game)
-
-    def evaluate(self, weights: dict, step: int, games: int, seed: int, opponents: list[str]) -> dict:
-        from .driver import agent_player, evaluate_agent
-
-        agent = agent_player(self.algo, self.cfg, weights, "cpu", step, seed)
-        return evaluate_agent(self.game, self.cfg, agent, games, seed, opponents)
-
-
-class ReanalyseWorker:
-    """A plain class Ray runs as an actor: MuZero Reanalyze's searches (latest
-    parameters) and target-network values on positions the driver sends."""
-
-    def __init__(self, cfg_dict: dict, index: int):
-        from ..algos import make_algorithm
-        from ..config import build_config
-        from ..games import load_game
-        from ..nets.inference import set_threads
-        from .reanalyse import Reanalyser
-
-        cfg = build_config(base=cfg_dict)
-        set_threads(cfg.threads)
-        self.reanalyser = Reanalyser(make_algorithm(cfg, load_game(cfg.game)), cfg, "cpu", [cfg.seed, 100 + index])
-
-    def set_weights(self, weights: dict, step: int, target: dict | None = None) -> None:
-        self.reanalyser.set_weights(weights, step)
-        if target is not None:
-            self.reanalyser.target.load_state_dict(target)
-
-    def compute(self, obs, legal, boot_obs, boot_legal):
-        return self.reanalyser.compute(obs, legal, boot_obs, boot_legal)
 
 
 class RayTrainer(Trainer):
     """Trainer whose self-play runs on `workers` Ray actors."""
-
-    raise_on_signal = False  # SIGTERM is flagged, checked while waiting (`wait_for`)
 
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2,
                  ray_address: str | None = None):
@@ -231,6 +51,7 @@ class RayTrainer(Trainer):
         self.weights_every = cfg.ray.weights_every
         self.totals = new_stats()
         self.failures = 0
+        self._down: set = set()  # actors whose fault is counted and who have not delivered since
         self.staleness: list[int] = []
         self.worker_seconds = 0.0
         self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
@@ -343,14 +164,15 @@ class RayTrainer(Trainer):
         refs = list(self.evaluations)
         ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=None if wait else 0)
         for ref in ready:
-            step, train_time, _ = self.evaluations.pop(ref)
+            step, train_time, actor = self.evaluations.pop(ref)
             try:
                 self.last_eval = self.ray.get(ref)
             except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
-                self.failures += 1
-                print(f"evaluation of step {step} lost ({type(exc).__name__}); Ray restarts the "
-                      "evaluation actor", file=sys.stderr)
+                if self._fault(actor):
+                    print(f"evaluation of step {step} lost ({type(exc).__name__}); Ray restarts the "
+                          "evaluation actor", file=sys.stderr)
                 continue
+            self._down.discard(actor)
             self.log_evaluation(log, step, self.last_eval, train_time)
 
     def _archive_result(self, worker, ref) -> None:
@@ -359,9 +181,10 @@ class RayTrainer(Trainer):
             out = self.ray.get(ref)
             self.search_control.archive.update(out["states"])
             self.search_control.remote_archive_games += out["games"]
+            self._down.discard(worker)
         except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
-            self.failures += 1
-            print(f"archive worker failed ({type(exc).__name__}); Ray restarts it", file=sys.stderr)
+            if self._fault(worker):
+                print(f"archive worker failed ({type(exc).__name__}); Ray restarts it", file=sys.stderr)
             self._send_weights(worker)
         self._submit(worker)
 
@@ -400,6 +223,7 @@ class RayTrainer(Trainer):
                 self.worker_pids[worker] = out["pid"]
                 self._worker_lost(worker, "restarted")
                 continue
+            self._down.discard(worker)
             for examples in out["examples"]:
                 self.pending += self.replay.add(examples)
             if self.search_control is not None:
@@ -416,9 +240,18 @@ class RayTrainer(Trainer):
             done[2] += out["seconds"]
             self._submit(worker)
 
-    def _worker_lost(self, worker, why: str) -> None:
+    def _fault(self, actor) -> bool:
+        """Count a fault of `actor` once: the tasks that fail while Ray restarts it, and the
+        batch it returns from fresh weights, are the same fault. True when newly counted."""
+        if actor in self._down:
+            return False
+        self._down.add(actor)
         self.failures += 1
-        print(f"self-play worker failed ({why}); Ray restarts it and its batch is dropped", file=sys.stderr)
+        return True
+
+    def _worker_lost(self, worker, why: str) -> None:
+        if self._fault(worker):
+            print(f"self-play worker failed ({why}); Ray restarts it and its batch is dropped", file=sys.stderr)
         self._send_weights(worker)
         self._submit(worker)
 
@@ -448,8 +281,9 @@ class RayTrainer(Trainer):
                 worker, work = self.reanalysing.pop(ref)
                 try:
                     self.reanalysed += apply(self.replay, work, *self.ray.get(ref))
+                    self._down.discard(worker)
                 except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError):
-                    self.failures += 1
+                    self._fault(worker)
         if not dispatch:
             return
         busy = {worker for worker, _ in self.reanalysing.values()}

@@ -10,7 +10,9 @@ which the other 20% of samples keep learning from ("this fresh policy is used
 as the policy target for 80% of updates"). `muzero.reanalyse_targets` refreshes
 only the policies or only the values instead, to tell their effects apart;
 `muzero.reanalyse_bootstrap = "search"` bootstraps from the root value of a
-search with the target network rather than from its prediction.
+search with the target network rather than from its prediction; with
+`muzero.off_policy_correction` that search values the state where the shortened
+horizon ends (EfficientZero's model-based off-policy correction, Section 4.3).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import dataclasses
 
 import numpy as np
 
+from ..replay import SequenceReplay
 from ..search.policy import policy_targets
-from .sequence_replay import SequenceReplay
 
 
 class Reanalyser:
@@ -87,7 +89,8 @@ class Reanalyser:
 
 def plan(replay: SequenceReplay, chosen: np.ndarray, targets: str = "both") -> dict | None:
     """The stored positions the unrolls of `chosen` read: where policies are refreshed
-    (t..t+K) and where bootstrap values are (t+n..t+K+n, single-agent), with their
+    (t..t+K) and where bootstrap values are (t+l..t+K+l, single-agent; l = n, or the
+    off-policy correction's shorter horizon, `SequenceReplay.bootstrap_steps`), with their
     absolute positions so that results arriving later are written only if the ring
     still holds the same positions; `targets` ("policy" or "value") keeps one kind."""
     if len(chosen) == 0:
@@ -101,7 +104,8 @@ def plan(replay: SequenceReplay, chosen: np.ndarray, targets: str = "both") -> d
         unroll = np.unique(((chosen[:, None] + ks) % cap)[pos < end])
     boot = np.zeros(0, np.int64)
     if not replay.board_game and targets != "policy":
-        boot = np.unique(((chosen[:, None] + ks + replay.td_steps) % cap)[pos + replay.td_steps < end])
+        n = replay.bootstrap_steps(chosen)[:, None]  # td_steps, or shorter for old samples
+        boot = np.unique(((chosen[:, None] + ks + n) % cap)[pos + n < end])
     return {"unroll": unroll, "unroll_position": d["position"][unroll].copy(), "obs": d["obs"][unroll],
             "legal": d["legal"][unroll], "boot": boot, "boot_position": d["position"][boot].copy(),
             "boot_obs": d["obs"][boot], "boot_legal": d["legal"][boot]}

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..algos.base import Trajectory
 from ..games import legal_action_mask
+from ..games.chance import sample_chance
 from ..search.policy import policy_targets, select_moves
 
 
@@ -67,10 +68,7 @@ class SelfPlayActor:
         events = []
         while state.is_chance_node():
             dist = tuple(state.chance_outcomes())
-            outcomes, probs = zip(*dist)
-            outcome = int(outcomes[self.rng.choice(len(outcomes), p=np.asarray(probs))])
-            events.append((outcome, dist))
-            state.apply_action(outcome)
+            events.append((sample_chance(state, self.rng), dist))
         return events
 
     def search_moves(self, states: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -5,6 +5,8 @@ is the learner, the replay buffer and the loop feeding them, runs as one Ray act
 placed on the node of the command, so the run directory is this node's; this
 process supervises it:
 
+* This process holds the run directory's lock (`polyzero.train.rundir`) for the
+  whole run; the learner actors write the directory in its name.
 * A new run is created here first and its step-0 checkpoint written, by the
   in-process trainer: a bad config fails before Ray starts, and every learner
   actor, the first included, resumes from a checkpoint.
@@ -15,8 +17,10 @@ process supervises it:
   are lost, and the message says how many. The actors the dead learner owned
   (self-play, evaluation, reanalyse, archive, query solvers) die with it (Ray's
   fate sharing); the new learner starts its own.
+  A learner killed while it starts is such a death too.
 * A second death within `ray.learner_restart_window` seconds stops the run,
-  its last checkpoint intact.
+  its last checkpoint intact; every message that stops a run names that
+  checkpoint and the command that continues.
 * Ctrl-C or SIGTERM here reaches the learner as SIGTERM: it writes a checkpoint
   and stops.
 """
@@ -30,23 +34,22 @@ import sys
 import time
 from pathlib import Path
 
-from ..config import build_config, read_toml
 from ..errors import RunStopped, UsageError
 from ..nets.inference import resolve_device, set_threads
-from . import checkpoint as ckpt
+from ..plugins import own_runtime
+from . import checkpoint as ckpt, rundir
 from .driver import Interrupted
 from .progress import Progress
+from .resume import prepare_resume
 
 LOG = "learner.log"
 
 
 def _trainer_classes(algo: str) -> tuple[type, type]:
-    """(in-process trainer, Ray trainer) of an algorithm."""
-    if algo == "sog":
-        from ..sog.ray_trainer import RaySoGTrainer
-        from ..sog.trainer import SoGTrainer
-
-        return SoGTrainer, RaySoGTrainer
+    """(in-process trainer, Ray trainer) of an algorithm (its own, `polyzero.plugins.RUNTIMES`)."""
+    runtime = own_runtime(algo)
+    if runtime is not None:
+        return runtime.trainer_classes()
     from .driver import Trainer
     from .ray_driver import RayTrainer
 
@@ -60,7 +63,8 @@ class LearnerActor:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides; SIGTERM stops the run
         sys.stderr = open(Path(run_dir) / LOG, "a", buffering=1)  # noqa: SIM115 - for the actor's life
         set_threads(threads)
-        self.trainer = _trainer_classes(algo)[1].resume(run_dir, overrides, progress=False, workers=workers)
+        self.trainer = _trainer_classes(algo)[1].resume(run_dir, overrides, progress=False, lock=False,
+                                                        workers=workers)  # the supervisor holds the lock
         self.report = None
 
     def pid(self) -> int:
@@ -99,16 +103,15 @@ class SupervisedRun:
     @classmethod
     def create(cls, cfg, run_dir: Path, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         run = cls(cfg, run_dir, [], progress, workers, ray_address, fresh=True)
-        _trainer_classes(cfg.algo)[0].create(cfg, run_dir, progress=False).save()  # step 0, for the first learner
+        # Its step-0 checkpoint, for the first learner; the run directory's lock, for this process.
+        run._creator = _trainer_classes(cfg.algo)[0].create(cfg, run_dir, progress=False)
         return run
 
     @classmethod
     def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, workers: int = 2,
                ray_address: str | None = None):
-        latest = ckpt.latest_checkpoint(run_dir)
-        if latest is None:
-            raise UsageError(f"{run_dir} holds no checkpoint to resume from")
-        cfg = build_config(config_file=None, overrides=list(overrides), base=read_toml(latest / "config.toml"))
+        # Locked for the life of this process: the learner actors write the directory.
+        cfg, _ = prepare_resume(run_dir, overrides)
         return cls(cfg, run_dir, overrides, progress, workers, ray_address, fresh=False)
 
     # ------------------------------------------------------------ the run
@@ -141,14 +144,15 @@ class SupervisedRun:
     def _supervise(self) -> dict:
         ray = self.ray
         metrics, log = _Follow(self.run_dir / "metrics.jsonl"), _Follow(self.run_dir / LOG)
+        log.skip()  # what earlier runs of this directory wrote there is not news
         display = _Display(self.cfg.train.steps, self.show_progress)
         deaths: list[float] = []
         quiet = self.fresh  # a new run's first learner: its "resumed at step 0" is no news
         try:
             while True:
-                pid = self._start_learner(metrics, log, quiet)
-                quiet = False
                 try:
+                    pid = self._start_learner(metrics, log, quiet)
+                    quiet = False
                     return self._wait(self.actor.run.remote(), pid, metrics, log, display)
                 except ray.exceptions.RayActorError as exc:  # the learner's process died
                     self._echo(log, display)
@@ -171,9 +175,12 @@ class SupervisedRun:
         self.actor = remote.remote(self.cfg.algo, str(self.run_dir), self.overrides, self.workers, threads)
         try:
             pid = self._get(self.actor.pid.remote(), "the learner started")
-        except ray.exceptions.RayActorError as exc:  # its constructor failed: the error's last line says why
+        except ray.exceptions.RayActorError as exc:
+            if not getattr(exc, "actor_init_failed", False):
+                raise  # its process died while starting: a death like any other (`_supervise`)
+            # Its constructor raised (a refused checkpoint): the error's last line says why.
             why = [line for line in str(exc).splitlines() if line.strip()][-1].strip()
-            raise RunStopped(f"the learner actor could not start: {why}") from None
+            raise RunStopped(self._stopped(f"the learner actor could not start: {why}")) from None
         metrics.skip()  # the resume has truncated the metrics to its checkpoint
         if quiet:
             log.skip()
@@ -203,7 +210,9 @@ class SupervisedRun:
                 told = self.signals
 
     def _stopped(self, what: str) -> str:
-        return f"{what}; the last checkpoint, {ckpt.latest_checkpoint(self.run_dir)}, resumes with --resume"
+        """`what` happened, the last good checkpoint and the command that continues."""
+        return (f"{what}; the last checkpoint, {ckpt.latest_checkpoint(self.run_dir)}, is intact: "
+                f"{rundir.resume_command(self.run_dir, self.workers)} continues")
 
     def _learner_lost(self, exc, deaths: list[float], last_step: int) -> str:
         """The message of a learner that died and will be recreated (RunStopped when it
@@ -212,8 +221,8 @@ class SupervisedRun:
         latest = ckpt.latest_checkpoint(self.run_dir)
         resumed = int(latest.name.split("_")[-1])
         if len(deaths) > 1 and deaths[-1] - deaths[-2] <= window:
-            raise RunStopped(f"the learner died twice within {window:g} s (ray.learner_restart_window); the run "
-                             f"stopped, and its last checkpoint, {latest}, resumes with --resume")
+            raise RunStopped(self._stopped(f"the learner died twice within {window:g} s "
+                                           f"(ray.learner_restart_window); the run stopped"))
         self.restarts += 1  # the new learner gets the same --set overrides: the checkpoint may predate them
         return (f"the learner's process died ({type(exc).__name__}); a new learner resumes from {latest}: "
                 f"{max(last_step - resumed, 0)} learning steps lost (learner restart {self.restarts})")
@@ -231,7 +240,8 @@ class SupervisedRun:
                 yield line
         except self.ray.exceptions.RayActorError:
             raise RunStopped(f"the learner died in the final evaluation; the run itself is complete "
-                             f"({ckpt.latest_checkpoint(self.run_dir)})") from None
+                             f"({ckpt.latest_checkpoint(self.run_dir)}); polyzero arena or ladder "
+                             f"evaluates it") from None
         finally:
             self.close()
 
@@ -249,7 +259,7 @@ def _unwrap(ray, ref):
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
-        if isinstance(exc.cause, (Interrupted, UsageError)):
+        if isinstance(exc.cause, (Interrupted, UsageError, OSError)):
             raise exc.cause from None
         raise
 
@@ -308,7 +318,7 @@ class _Display:
         self.step = rec["step"]
         if self.progress is None:
             self.progress = Progress(self.steps, self.step - 1, enabled=self.enabled)
-        loss = {k: math.nan for k in ("loss/total", "loss/value", "loss/policy")} | rec
+        loss = dict.fromkeys(("loss/total", "loss/value", "loss/policy"), math.nan) | rec
         stats = {"games": rec.get("selfplay/games", 0), "positions": rec.get("selfplay/positions", 0)}
         self.progress.update(self.step, loss, stats, rec.get("selfplay/positions_per_s", 0.0), self.last_eval)
 

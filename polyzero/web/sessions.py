@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..eval.boards import board_of, check_playable, describe, perfect_information, seat_text, side_name
+from ..games.chance import sample_chance
 
 __all__ = ["RequestError", "Session", "SessionStore", "RunIndex", "MAX_COUNT"]
 
@@ -174,10 +175,7 @@ class Session:
     # ------------------------------------------------------------ moves
     def _resolve_chance(self) -> None:
         while self.state.is_chance_node():
-            actions, probs = zip(*self.state.chance_outcomes())
-            probs = np.asarray(probs, dtype=float)
-            action = int(actions[self.rng.choice(len(actions), p=probs / probs.sum())])
-            self._apply(action, seat=None, chance=True)
+            self._apply(sample_chance(self.state, self.rng, apply=False), seat=None, chance=True)
 
     def _apply(self, action: int, seat, chance: bool = False) -> None:
         text = self.state.action_to_string(self.state.current_player(), action)
@@ -229,7 +227,7 @@ class Session:
                 self._resolve_chance()
             self.version += 1
 
-    def analyse_position(self, spec, runs: "RunIndex") -> dict:
+    def analyse_position(self, spec, runs: RunIndex) -> dict:
         """A search's view of the current position for the person at the board: the
         session's first learned player, or the learned player `spec` names (perfect
         information only: a search reads the true state)."""

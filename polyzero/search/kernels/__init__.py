@@ -25,8 +25,7 @@ from __future__ import annotations
 import numba as nb
 
 from .backup import expand_and_backup, expand_and_backup_parallel
-from .gumbel import (completed_sigma, gumbel_interior_action, gumbel_root_action, gumbel_root_outputs,
-                     mixed_value)
+from .gumbel import completed_sigma, gumbel_interior_action, gumbel_root_action, gumbel_root_outputs, mixed_value
 from .leaves import COLLISION, NEW_LEAF, NO_LEAF, TERMINAL_LEAF, Leaves, make_leaves
 from .packed import TreeRef, pack
 from .scores import action_scores

@@ -1,10 +1,14 @@
-"""A uniform experience replay buffer of fixed size |B| over named arrays."""
+"""A uniform experience replay buffer of fixed size |B| over named arrays (AlphaZero's
+positions; columns named by `polyzero.replay.schema`)."""
 
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
+
+from .schema import stored_name
 
 
 class ReplayBuffer:
@@ -14,7 +18,8 @@ class ReplayBuffer:
         """`transform(batch, rng)`, when given, changes each sampled batch (augmentation)."""
         self.capacity = capacity
         self.transform = transform
-        self.data = {k: np.zeros((capacity,) + tuple(shape), dtype) for k, (shape, dtype) in specs.items()}
+        self.data: dict[str, np.ndarray] = {k: np.zeros((capacity, *shape), dtype)
+                                            for k, (shape, dtype) in specs.items()}
         self.size = 0
         self.next = 0  # slot the next example goes to
         self.total_added = 0
@@ -49,7 +54,8 @@ class ReplayBuffer:
     def to_bytes(self) -> bytes:
         buf = io.BytesIO()
         meta = np.array([self.size, self.next, self.total_added], np.int64)
-        np.savez(buf, _meta=meta, **{k: v[: self.size] for k, v in self.data.items()})
+        arrays: dict[str, Any] = {k: v[: self.size] for k, v in self.data.items()}
+        np.savez(buf, _meta=meta, **arrays)
         return buf.getvalue()
 
     def load_bytes(self, raw: bytes) -> None:
@@ -58,5 +64,5 @@ class ReplayBuffer:
             if size > self.capacity:
                 raise ValueError(f"checkpointed replay holds {size} examples, more than capacity {self.capacity}")
             for k, arr in self.data.items():
-                arr[:size] = f[k]
+                arr[:size] = f[stored_name(f.files, type(self).__name__, k) or k]
         self.size, self.next, self.total_added = size, nxt % self.capacity, total

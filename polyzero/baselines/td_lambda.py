@@ -6,7 +6,7 @@ by one-ply lookahead.
   before it rolls (the position a move leaves for the opponent). A player with
   roll d picks the legal move whose successor s' maximises -V(s') (the successor
   is the opponent's to move; a successor where the game is over has its exact
-  value). Moves come from the exact solver's move tables (`polyzero.eval.
+  value). Moves come from the exact solver's move tables (`polyzero.games.
   nannon_solver.Tables`), so a round of games is played in one batch.
 - **TD(lambda)** with the paper's lambda = 0.7, gamma = 1, learning rate 0.001 and
   300 self-play games per round: after a round, each game's positions s_0..s_T
@@ -27,8 +27,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from polyzero.eval.nannon_solver import Solution, evaluate_policy, observations
-from polyzero.nets.ndmz import lecun_normal_, selu_mlp
+from ..games.nannon_policies import evaluate_policy
+from ..games.nannon_solver import Solution, observations
+from ..nets.ndmz import lecun_normal_, selu_mlp
 
 
 class TDLambda:
@@ -88,9 +89,9 @@ class TDLambda:
         n, D = self.games_per_round, prm.die_sides
         rows = np.full(n, pos.initial)
         if prm.opening == "difference":
-            outcome = self.rng.choice(2 * (D - 1), size=n,
+            rolloff = self.rng.choice(2 * (D - 1), size=n,
                                       p=[(D - d) / (D * (D - 1)) for _ in range(2) for d in range(1, D)])
-            rolls = outcome % (D - 1) + 1
+            rolls = rolloff % (D - 1) + 1
         else:
             rolls = self.rng.integers(1, D + 1, n)
         history = [[int(r)] for r in rows]

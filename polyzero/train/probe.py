@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
+from ..games.chance import sample_chance
 
 #: metric -> what it measures, in the order the table shows them
 METRICS = {
@@ -96,7 +97,7 @@ def record_games(game, encode, games: int, seed: int, *, ndmz_layout=None, termi
                 break
             if state.is_chance_node():
                 outcomes = state.chance_outcomes()
-                o = int(outcomes[rng.choice(len(outcomes), p=np.asarray([p for _, p in outcomes]))][0])
+                o = sample_chance(state, rng, apply=False)
                 push("chance", action=ndmz_layout.chance_action(o) if ndmz_layout else o, reward=into,
                      ident=2, chance=outcomes)
                 state.apply_action(o)
@@ -137,7 +138,8 @@ class _Accumulator:
         self.sums[metric][k] += values.sum()
         self.counts[metric][k] += values.size
 
-    def table(self) -> dict:
+    def table(self) -> tuple[dict, dict]:
+        """(mean per metric and k, None where nothing was counted; counts per metric and k)."""
         return {m: [None if c == 0 else float(s / c) for s, c in zip(self.sums[m], self.counts[m])]
                 for m in METRICS if self.counts[m].any()}, {
                 m: [int(c) for c in self.counts[m]] for m in METRICS if self.counts[m].any()}
@@ -340,20 +342,15 @@ def plot_probe(result: dict, path: Path, title: str) -> Path:
 
 def _load(path: str | Path):
     """(config, game, algorithm, network) of a run directory or checkpoint."""
-    from ..algos import make_algorithm
     from ..config import build_config, read_toml
     from ..games import load_game
-    from ..train.checkpoint import read_learner, resolve_checkpoint
+    from .agents import checkpoint_network
+    from .checkpoint import resolve_checkpoint
 
     ckpt = resolve_checkpoint(path)
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
     game = load_game(cfg.game)
-    algo = make_algorithm(cfg, game)
-    net = algo.build_network()
-    try:
-        net.load_state_dict(read_learner(ckpt)["net"])
-    except (KeyError, RuntimeError) as exc:
-        raise UsageError(f"checkpoint {ckpt} does not fit its config's network ({type(exc).__name__})") from None
+    algo, net = checkpoint_network(ckpt, cfg, game)
     return cfg, game, algo, net, ckpt
 
 
@@ -362,7 +359,7 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
     """Probes the learned model of a MuZero or NDMZ run (see the module docstring) on games
     of `moves` = "random" (uniform) or "model" (sampled from the model's own prior); writes
     probe.json and probe.png to `out` (default RUN/probe) and returns the result."""
-    from ..train.checkpoint import atomic_write, read_state
+    from .checkpoint import atomic_write, read_state
 
     cfg, game, algo, net, ckpt = _load(path)
     if cfg.algo not in ("muzero", "ndmz"):
@@ -386,7 +383,8 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
                          baseline_encode=base_encode, policy=model_policy(net, ndmz) if moves == "model" else None)
     result = probe(net, steps, k_max, ndmz_layout=layout, baseline=base_eval)
     result.update(run=str(path), checkpoint=str(ckpt), algo=cfg.algo, game=cfg.game, games=games, seed=seed,
-                  learning_step=read_state(ckpt).get("step"), moves=moves, baseline=None if baseline is None else str(baseline),
+                  learning_step=read_state(ckpt).get("step"), moves=moves,
+                  baseline=None if baseline is None else str(baseline),
                   definitions={m: METRICS[m] for m in result["metrics"]})
     out = Path(out) if out is not None else ckpt.parent.parent / "probe"  # RUN/checkpoints/step_N -> RUN/probe
     try:

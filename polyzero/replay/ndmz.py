@@ -12,11 +12,12 @@ k = 0..K, are read at sample time:
 * the identity i_{t+k} of the player to act at step t+k (k >= 1), the choice
   players relative to the one to move at step t (0: that player, 1: the other;
   see below);
-* the choice policy target (the search policy at choice steps, no-op elsewhere)
-  and the chance policy target (the outcome probabilities at chance steps, no-op
-  elsewhere) over the full action set;
-* the value z_{t+k} (the final outcome for the player to move at a choice step,
-  for the last choice player at chance and terminal steps) and the reward u_{t+k}
+* the choice policy target ``policy`` (the search policy at choice steps, no-op
+  elsewhere) and the chance policy target ``chance_policy`` (the outcome
+  probabilities at chance steps, no-op elsewhere) over the full action set;
+* the value z_{t+k} (``outcome``: the final outcome for the player to move at a
+  choice step, for the last choice player at chance and terminal steps) and the
+  reward u_{t+k}
   received on entering step t+k.
 
 Past the terminal step the game is absorbing: action end, identity terminal,
@@ -44,7 +45,7 @@ from .segment_ring import SegmentRing
 
 class NDMZReplay(SegmentRing):
     prioritized = False
-    STEP_KEYS = ("obs", "action", "identity", "choice_target", "chance_target", "value", "reward")
+    STEP_KEYS = ("obs", "action", "identity", "policy", "chance_policy", "outcome", "reward")
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], layout: ActionLayout, unroll_steps: int):
         c, a = capacity, layout.size
@@ -52,9 +53,9 @@ class NDMZReplay(SegmentRing):
             "obs": np.zeros((c, *obs_shape), np.float32),
             "action": np.zeros(c, np.int64),
             "identity": np.zeros(c, np.int64),
-            "choice_target": np.zeros((c, a), np.float32),
-            "chance_target": np.zeros((c, a), np.float32),
-            "value": np.zeros(c, np.float32),
+            "policy": np.zeros((c, a), np.float32),  # the search policy (no-op off choice steps)
+            "chance_policy": np.zeros((c, a), np.float32),  # outcome probabilities at chance steps
+            "outcome": np.zeros(c, np.float32),
             "reward": np.zeros(c, np.float32),
         })
         self.layout = layout
@@ -84,15 +85,15 @@ class NDMZReplay(SegmentRing):
         identity = np.where(inside, d["identity"][at], TERMINAL)
         root = d["identity"][slots][:, None]  # a choice player: samples are choice steps
         identity = np.where(identity < CHANCE, (identity != root).astype(np.int64), identity)
-        choice = np.where(inside[..., None], d["choice_target"][at], noop)
-        chance = np.where(inside[..., None], d["chance_target"][at], noop)
-        value = np.where(inside, d["value"][at], np.where(done, d["value"][last], 0.0))
+        policy = np.where(inside[..., None], d["policy"][at], noop)
+        chance = np.where(inside[..., None], d["chance_policy"][at], noop)
+        value = np.where(inside, d["outcome"][at], np.where(done, d["outcome"][last], 0.0))
         reward = np.where(inside, d["reward"][at], 0.0)
         return {
             "obs": d["obs"][slots],
             "actions": actions.astype(np.int64),
             "target_identity": identity.astype(np.int64),
-            "target_choice": choice.astype(np.float32),
+            "target_policy": policy.astype(np.float32),
             "target_chance": chance.astype(np.float32),
             "target_value": value.astype(np.float32),
             "target_reward": reward.astype(np.float32),

@@ -11,8 +11,11 @@ overwrite the oldest slots first, never the ones after a live position).
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
+
+from .schema import stored_name
 
 
 class SegmentRing:
@@ -87,8 +90,8 @@ class SegmentRing:
     def to_bytes(self) -> bytes:
         buf = io.BytesIO()
         filled = len(self)
-        np.savez(buf, _meta=np.array([self.next_abs], np.int64), **self._extra_state(),
-                 **{k: v[:filled] for k, v in self.data.items()})
+        arrays: dict[str, Any] = {**self._extra_state(), **{k: v[:filled] for k, v in self.data.items()}}
+        np.savez(buf, _meta=np.array([self.next_abs], np.int64), **arrays)
         return buf.getvalue()
 
     def load_bytes(self, raw: bytes) -> None:
@@ -96,12 +99,14 @@ class SegmentRing:
             next_abs = int(f["_meta"][0])
             filled = min(next_abs, self.capacity)
             for k, arr in self.data.items():
-                if k not in f.files and k in self.OPTIONAL_KEYS:
+                name = stored_name(f.files, type(self).__name__, k)
+                if name is None and k in self.OPTIONAL_KEYS:
                     arr[:] = 0
                     continue
-                if f[k].shape[0] != filled or f[k].shape[1:] != arr.shape[1:]:
-                    raise ValueError(f"checkpointed replay array {k!r} has shape {f[k].shape}, "
+                saved = f[name or k]
+                if saved.shape[0] != filled or saved.shape[1:] != arr.shape[1:]:
+                    raise ValueError(f"checkpointed replay array {k!r} has shape {saved.shape}, "
                                      f"expected ({filled}, {', '.join(map(str, arr.shape[1:]))})")
-                arr[:filled] = f[k]
+                arr[:filled] = saved
             self._load_extra_state(f)
         self.next_abs = next_abs

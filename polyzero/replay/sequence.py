@@ -9,8 +9,11 @@ a refreshed search policy or value (Reanalyze, Appendix H) is used at once:
 * value z_{t+k}: for board games the final outcome for the player to move at
   t+k; for single-agent environments the n-step return
   u_{t+k+1} + ... + gamma^(n-1) u_{t+k+n} + gamma^n v_{t+k+n}, bootstrapping
-  from the search value stored at t+k+n (none past the episode's end);
-* reward u_{t+k}: the reward received after the action at t+k-1;
+  from the search value stored at t+k+n (none past the episode's end); with
+  `horizon_decay_positions`, n shrinks with the sample's age (`bootstrap_steps`);
+* reward u_{t+k}: the reward received after the action at t+k-1 (with
+  `value_prefix_horizon` H, EfficientZero's value prefix instead: the discounted
+  sum of the rewards since the last multiple of H steps, nets/value_prefix.py);
 * policy pi_{t+k}: the search policy stored at t+k; for the first
   round(f * B) samples of a minibatch of B, with Reanalyze's fraction f, the
   fresh policy re-searched there where there is one (Appendix H: "this fresh
@@ -48,21 +51,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..nets.value_prefix import value_prefix_targets
 from .segment_ring import SegmentRing
 
 _PRIORITY_EPS = 1e-6
 
 
 class SequenceReplay(SegmentRing):
-    STEP_KEYS = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
-    OPTIONAL_KEYS = ("fresh_policy", "fresh")  # added with Reanalyze's separate fresh policies
+    STEP_KEYS: tuple[str, ...] = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
+    OPTIONAL_KEYS: tuple[str, ...] = ("fresh_policy", "fresh")  # added with Reanalyze's separate fresh policies
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
                  unroll_steps: int, td_steps: int, discount: float, board_game: bool,
                  prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
                  reanalyse_fraction: float = 0.0, transform=None, next_observations: bool = False,
                  terminal_reward: bool = False, final_observations: bool = False,
-                 final_values: bool = False):
+                 final_values: bool = False, value_prefix_horizon: int = 0,
+                 horizon_decay_positions: float = 0.0):
         """`transform(batch, rng)`, when given, changes each sampled batch of unroll
         targets (augmentation: polyzero.games.symmetry)."""
         c = capacity
@@ -99,6 +104,10 @@ class SequenceReplay(SegmentRing):
         self.next_observations = next_observations
         self.terminal_reward = terminal_reward
         self.final_values = final_values and final_observations
+        self.value_prefix_horizon = value_prefix_horizon  # > 0: reward targets are value prefixes
+        # > 0: EfficientZero's off-policy correction, the n-step horizon one step shorter
+        # per this many positions stored after a sample's (`bootstrap_steps`)
+        self.horizon_decay_positions = horizon_decay_positions
 
     # ------------------------------------------------------------ writing
     def _stored(self, slots: np.ndarray) -> None:
@@ -167,6 +176,8 @@ class SequenceReplay(SegmentRing):
                            rng.integers(0, self.num_actions, size=(len(slots), k_steps)))
         rewards = np.zeros((len(slots), k_steps + 1), np.float32)
         rewards[:, 1:] = np.where(inside[:, :-1], d["reward"][at[:, :-1]], 0.0)
+        if self.value_prefix_horizon:  # EfficientZero's value prefix P_k (nets/value_prefix.py)
+            rewards[:, 1:] = value_prefix_targets(rewards[:, 1:], self.value_prefix_horizon, self.discount)
         use_fresh = d["fresh"][at]
         use_fresh[fresh_rows:] = False
         policy = np.where(use_fresh[..., None], d["fresh_policy"][at], d["policy"][at])
@@ -193,6 +204,7 @@ class SequenceReplay(SegmentRing):
             out["next_obs"] = next_obs.astype(np.float32)
             out["next_obs_mask"] = stored.astype(np.float32)
         if self.final_values:  # each sample's game's final position and the value past its end
+            assert last is not None  # final values come with final observations
             out["final_obs"] = d["final_obs"][last].astype(np.float32)
             out["final_value"] = self._after_end(last, 1).astype(np.float32)
             out["final_mask"] = d["has_final"][last].astype(np.float32)  # kept for finished games only
@@ -205,20 +217,33 @@ class SequenceReplay(SegmentRing):
             return np.zeros(np.broadcast(last, past).shape, np.float32)
         return self.data["outcome"][last] * np.where(np.asarray(past) % 2 == 0, 1.0, -1.0)
 
+    def bootstrap_steps(self, slots: np.ndarray) -> np.ndarray:
+        """The n-step horizon l of each slot's value targets: n, or with the off-policy
+        correction (EfficientZero, Ye et al. 2021, Section 4.3, Eq. 4 as the authors' code
+        computes it) l = clip(n - floor(age / D), 1, n), the age the positions stored since
+        the slot's and D = `horizon_decay_positions`: older trajectories, whose actions
+        today's policy would less often take, lean sooner on a fresh value estimate."""
+        n = np.full(len(slots), self.td_steps, np.int64)
+        if not self.horizon_decay_positions:
+            return n
+        age = self.next_abs - self.data["position"][slots]
+        return np.clip(n - np.floor(age / self.horizon_decay_positions).astype(np.int64), 1, n)
+
     def _value_targets(self, slots, pos, end, inside, at, last) -> np.ndarray:
         d = self.data
         if self.board_game:
             past = pos - (end - 1)  # plies after the last position
             after_end = np.where(d["done"][slots][:, None], self._after_end(last[:, None], past), 0.0)
             return np.where(inside, d["outcome"][at], after_end).astype(np.float32)
-        n, gamma, cap = self.td_steps, self.discount, self.capacity
-        steps = np.arange(n)
+        gamma, cap = self.discount, self.capacity
+        n = self.bootstrap_steps(slots)[:, None]  # [B, 1]: l of each sample
+        steps = np.arange(self.td_steps)
         rpos = pos[..., None] + steps  # [B, K+1, n] positions whose rewards count
         rslot = (at[..., None] + steps) % cap
-        rewards = np.where(rpos < end[..., None], d["reward"][rslot], 0.0)
+        counted = (rpos < end[..., None]) & (steps < n[..., None])
+        rewards = np.where(counted, d["reward"][rslot], 0.0)
         value = (rewards * gamma ** steps).sum(-1)
-        boot = pos + n
-        boot_ok = boot < end
+        boot_ok = pos + n < end
         value += np.where(boot_ok, gamma ** n * d["root_value"][(at + n) % cap], 0.0)
         return np.where(inside, value, 0.0).astype(np.float32)
 
