@@ -44,20 +44,24 @@ def _done(log: Path, seed: int) -> dict[int, dict]:
     return out
 
 
-def _write_summary(results: dict[int, dict], args, seconds: float) -> None:
+def _write_summary(results: dict[int, dict], args) -> None:
     counts = collections.Counter(r["class"] for r in results.values())
     by_kind = collections.defaultdict(collections.Counter)
     for r in results.values():
         by_kind[r["kind"].split(":")[0]][r["class"]] += 1
     bad = [r for r in results.values() if r["class"] in fuzz_cases.BAD_CLASSES]
-    summary = {"command": f"{COMMAND} --cases {args.cases} --seed {args.seed}", "seed": args.seed,
-               "cases": len(results), "seconds_this_session": round(seconds, 1), "classes": dict(counts),
+    command = f"{COMMAND} --cases {args.cases} --seed {args.seed}"
+    if args.minutes is not None:
+        command += f" --minutes {args.minutes:g}"
+    summary = {"command": command, "seed": args.seed, "cases": len(results),
+               "note": f"cases 0..{len(results) - 1} of the {args.cases:,}-case stream; rerun the "
+                       "command to resume with the rest", "classes": dict(counts),
                "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
                "bad": sorted(bad, key=lambda r: r["id"])[:200]}
     (RESULTS / "fuzz_inputs.json").write_text(json.dumps(summary, indent=1) + "\n")
     classes = ["ok", "clean_error", *fuzz_cases.BAD_CLASSES]
     lines = [f"# Fuzz of the CLI's inputs ({len(results)} cases, seed {args.seed})", "",
-             f"Command: `{COMMAND} --cases {args.cases} --seed {args.seed}`", "",
+             f"Command: `{command}` ({summary['note']})", "",
              "| kind | " + " | ".join(classes) + " |", "|---" * (len(classes) + 1) + "|"]
     for kind, c in sorted(by_kind.items()):
         lines.append(f"| {kind} | " + " | ".join(str(c.get(k, 0)) for k in classes) + " |")
@@ -79,6 +83,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a case may take (default: 60)")
     ap.add_argument("--fresh", action="store_true", help="forget earlier results of this seed")
     ap.add_argument("--log", type=Path, default=None, help="the per-case log a resumed run reads")
+    ap.add_argument("--summary-only", action="store_true", help="rewrite the results files from the log; run nothing")
     args = ap.parse_args()
 
     import torch
@@ -92,6 +97,9 @@ def main() -> int:
     if args.fresh and log.is_file():
         log.unlink()
     results = _done(log, args.seed)
+    if args.summary_only:
+        _write_summary(results, args)
+        return 0
     work = Path(tempfile.mkdtemp(prefix="polyzero-fuzz-"))
     fixture = fuzz_cases.make_fixture(work)
     start = time.monotonic()
@@ -109,8 +117,8 @@ def main() -> int:
             if rec["class"] in fuzz_cases.BAD_CLASSES:
                 print(f"#{cid} {rec['class']}: {' '.join(rec['argv'])[:120]}", file=sys.stderr)
             if n % 100 == 0:
-                _write_summary(results, args, time.monotonic() - start)
-    _write_summary(results, args, time.monotonic() - start)
+                _write_summary(results, args)
+    _write_summary(results, args)
     counts = collections.Counter(r["class"] for r in results.values())
     print(f"{len(results)} cases: {dict(counts)}")
     return 0

@@ -99,6 +99,7 @@ E2E_TESTS = {
                           "test_go_exploit_completes_more_trajectories_per_learning_step",
                           "test_ladder_and_tournament_commands", "test_playout_cap_flags_and_samples",
                           "test_reservoir_archive_keeps_each_item_with_probability_size_over_n"},
+    "test_fuzz.py": {"test_generated_inputs_are_handled_cleanly"},  # 40 forked CLI runs and a fixture training
     "test_gumbel.py": {"test_deterministic_selection_tracks_the_improved_policy",
                        "test_learns_tic_tac_toe_with_two_simulations", "test_mixed_value_and_completed_q_by_hand",
                        "test_train_end_to_end_with_two_simulations", "test_whole_games_through_the_gumbel_search"},
