@@ -56,7 +56,9 @@ def untrained_checkpoint(directory: Path, game_spec: str, simulations: int = 16)
 
     cfg = build_config(game_spec, "alphazero", overrides=TINY_NET + [f"eval.simulations={simulations}"])
     net = make_algorithm(cfg, load_game(cfg.game)).build_network()
-    ckpt = Path(directory) / "checkpoints" / "step_000000"
+    # Step 1, not 0: a ladder's points are the checkpoints after training began (step 0
+    # is the untrained network a run writes to be resumable from its start).
+    ckpt = Path(directory) / "checkpoints" / "step_000001"
     ckpt.mkdir(parents=True, exist_ok=True)
     (ckpt / "config.toml").write_text(to_toml(cfg.to_dict()))
     torch.save({"net": net.state_dict()}, ckpt / "learner.pt")
