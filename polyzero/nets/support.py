@@ -21,12 +21,8 @@ def h(x: torch.Tensor, eps: float = EPS) -> torch.Tensor:
 
 
 def h_inverse(y: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    """The exact inverse of h: solve eps t^2 + t - c = 0, c = |y| + 1 + eps, for
-    t = sqrt(|x| + 1). The root is written 2c / (1 + sqrt(1 + 4 eps c)), not
-    (sqrt(1 + 4 eps c) - 1) / (2 eps): the same number, without the cancellation that
-    turned float32's last bit of the square root into errors of ~1e-4 in x."""
-    c = torch.abs(y) + 1.0 + eps
-    t = 2.0 * c / (1.0 + torch.sqrt(1.0 + 4.0 * eps * c))
+    """The exact inverse of h: solve eps t^2 + t - (|y| + 1 + eps) = 0 for t = sqrt(|x| + 1)."""
+    t = (torch.sqrt(1.0 + 4.0 * eps * (torch.abs(y) + 1.0 + eps)) - 1.0) / (2.0 * eps)
     return torch.sign(y) * (t * t - 1.0)
 
 
