@@ -61,7 +61,8 @@ def check_supported(game: pyspiel.Game, req: GameRequirements, algo_name: str, w
     (`why`, if given, is appended: what the command assumes)."""
     from .sanity import over_before_anyone_moves
 
-    if over_before_anyone_moves(game):
+    # Two-player games only: an environment's new state would draw from its episode seeds.
+    if game.num_players() > 1 and over_before_anyone_moves(game):
         raise UsageError(f"{algo_name} cannot use {game_spec_string(game)!r}: the game is over before anyone moves")
     missing = _missing(game, req)
     if not missing:
