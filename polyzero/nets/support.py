@@ -21,9 +21,12 @@ def h(x: torch.Tensor, eps: float = EPS) -> torch.Tensor:
 
 
 def h_inverse(y: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    """The exact inverse of h: solve eps t^2 + t - (|y| + 1 + eps) = 0 for t = sqrt(|x| + 1)."""
-    t = (torch.sqrt(1.0 + 4.0 * eps * (torch.abs(y) + 1.0 + eps)) - 1.0) / (2.0 * eps)
-    return torch.sign(y) * (t * t - 1.0)
+    """The exact inverse of h: solve eps t^2 + t - (|y| + 1 + eps) = 0 for t = sqrt(|x| + 1).
+    In float64: the root's "- 1" cancels, so float32's last bit of the square root became
+    ~1e-4 in x, and backends (eager, ONNX Runtime) whose roots differ in that bit disagreed."""
+    y64 = y.double()
+    t = (torch.sqrt(1.0 + 4.0 * eps * (torch.abs(y64) + 1.0 + eps)) - 1.0) / (2.0 * eps)
+    return (torch.sign(y64) * (t * t - 1.0)).to(y.dtype)
 
 
 def scalar_to_support(x: torch.Tensor, support: int) -> torch.Tensor:
