@@ -17,7 +17,12 @@ With `muzero.consistency_weight` > 0 (not in the MuZero paper) the loss adds
 EfficientZero's temporal consistency term (Ye et al. 2021, Section 4.1): at
 each unrolled step, -cos(P(proj(s^k)), sg(proj(h(o_{t+k})))), SimSiam's
 negative cosine similarity with the stored observation's representation as a
-stop-gradient target, scaled like the other unrolled terms.
+stop-gradient target, scaled like the other unrolled terms. EfficientZero's other
+two switches, for single-agent games: `muzero.value_prefix` (Section 4.2) makes
+the reward outputs value prefixes of an LSTM over the unroll
+(`polyzero/nets/value_prefix.py`), and `muzero.off_policy_correction`
+(Section 4.3) shortens the n-step targets of old samples
+(`SequenceReplay.bootstrap_steps`).
 """
 
 from __future__ import annotations
