@@ -123,6 +123,7 @@ E2E_TESTS = {
                      "test_short_ndmz_run_raises_the_search_agents_exact_score_against_random"},
     "test_public_states.py": {"test_poker_agrees_with_brute_force"},
     "test_scotland_yard_london.py": {"test_public_states_hold_one_world_per_station"},
+    "test_reliability.py": {"test_a_real_sigkill_while_the_latest_checkpoint_is_aside_resumes"},
     "test_sog_cfr.py": {"test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges",
                         "test_flat_cfr_exploitability_equals_openspiels_best_response",
                         "test_other_games_equal_openspiel_for_a_few_iterations"},
