@@ -372,12 +372,14 @@ def markdown(results: dict, argv: str) -> str:
         return "n/a" if v is None else ("yes" if v else "**no**")
 
     lines = [f"# Fault injection (`python benchmarks/fault_injection.py {argv}`)", "",
-             "| scenario | steps | SIGKILL random | SIGKILL in checkpoint write | TERM→KILL pairs (checkpointed / killed) "
-             "| Ray worker / learner kills | resumes ok | finished, one record per step | weights identical "
+             "| scenario | steps | SIGKILL random | SIGKILL in checkpoint write "
+             "| TERM→KILL pairs (checkpointed / killed) | Ray worker / learner kills | resumes ok "
+             "| finished, one record per step | weights identical "
              "| metrics identical | seconds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results["scenarios"].items():
         p = r["pair_outcomes"]
-        lines.append(f"| {name} | {r.get('steps', '')} | {r['delivered']['kill']} | {r['delivered']['ckpt']} | {r['delivered']['pair']} "
+        lines.append(f"| {name} | {r.get('steps', '')} | {r['delivered']['kill']} | {r['delivered']['ckpt']} "
+                     f"| {r['delivered']['pair']} "
                      f"({p['checkpointed']} / {p['killed']}) | {r['worker_kills']} / {r['learner_kills']} "
                      f"| {r['resumes_ok']}/{r['resumes']} | {mark(r['finished'] and r['one_record_per_step'])} "
                      f"| {mark(r.get('weights_identical'))} | {mark(r.get('metrics_identical'))} | {r['seconds']} |")
