@@ -34,6 +34,7 @@ start over).
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import random
@@ -392,8 +393,10 @@ def markdown(results: dict, argv: str) -> str:
     for name, r in results["scenarios"].items():
         lines += [f"- {name}: {f}" for f in r["failures"]]
         if r["ray_processes_left"]:
-            lines.append(f"- {name}: Ray processes still alive 3 s after the supervisor's SIGKILL (then "
-                         f"killed by the soak): {', '.join(r['ray_processes_left'])}")
+            left = collections.Counter(r["ray_processes_left"])
+            lines.append(f"- {name}: Ray processes still alive 3 s after the supervisor's SIGKILL (then killed by "
+                         f"the soak; on their own they exit within about a minute, docs/reliability.md): "
+                         + ", ".join(f"{n} x{c}" for n, c in sorted(left.items())))
     return "\n".join(lines) + "\n"
 
 
