@@ -59,9 +59,16 @@ class MuZero:
     # start and dynamics are random (they need no simulator inside the search).
     requirements = GameRequirements(sampled_stochastic=True)
 
+    @staticmethod
+    def data_sources(cfg: RunConfig) -> tuple[str, ...]:
+        """Reanalyze (Appendix H) beside self-play when muzero.reanalyse_fraction > 0."""
+        return ("reanalyse",) if cfg.muzero.reanalyse_fraction > 0 else ()
+
     def __init__(self, cfg: RunConfig, game):
         self.cfg = cfg
         self.mz = cfg.muzero
+        self.unroll_steps = self.mz.unroll_steps  # a learned model (what `polyzero probe` reads)
+        self.terminal_reward = self.mz.terminal_reward
         self.game = game
         self.encoder = ObservationEncoder(game, cfg.net.perspective)
         self.num_actions = game.num_distinct_actions()

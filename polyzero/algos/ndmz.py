@@ -99,6 +99,7 @@ class NDMZ:
     def __init__(self, cfg: RunConfig, game):
         self.cfg = cfg
         self.nd = cfg.ndmz
+        self.unroll_steps = self.nd.unroll_steps  # a learned model (what `polyzero probe` reads)
         self.game = game
         self.encoder = ObservationEncoder(game, cfg.net.perspective)
         self.layout = ActionLayout.of(game)

@@ -13,6 +13,11 @@ def trainer_classes() -> tuple[type, type]:
     return SoGTrainer, RaySoGTrainer
 
 
+def extra_actors(cfg) -> dict[str, int]:
+    """Its Ray actors beside the self-play workers: the query solvers."""
+    return {"ray.solvers": cfg.ray.solvers}
+
+
 def run_player(ckpt, cfg, game, simulations: int | None, seed: int, path: str):
     """A SoG run directory as a player: SoG(SIMS, 1) with the run's CVPN at the leaves."""
     from .trainer import load_cvpn, sog_agent

@@ -26,6 +26,7 @@ from ..config import RunConfig, to_toml
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
 from ..nets.inference import resolve_device, set_threads
+from ..plugins import selfplay_plugin
 from . import checkpoint as ckpt, rundir
 from .learner import Learner
 from .metrics import MetricsLog
@@ -33,6 +34,7 @@ from .progress import Progress
 from .resume import apply_optimizer_settings, prepare_resume
 from .rundir import resume_command
 from .selfplay import SelfPlayActor
+from .sources import REANALYSE, declared_sources
 
 
 class Interrupted(Exception):
@@ -159,16 +161,16 @@ class Trainer(RunDirectory):
         self.actor_evaluator.load_state_dict(self.learner.weights())
         # Go-Exploit start states and KataGo's techniques (polyzero.goexploit), when configured.
         self.search_control = None
-        from ..goexploit import SearchControl, needs_search_control
-
-        if needs_search_control(cfg):
-            self.search_control = SearchControl(cfg, self.game, self.algo, self.actor_evaluator, seed=cfg.seed)
+        plugin = selfplay_plugin(cfg)  # polyzero.plugins.SELFPLAY_PLUGINS
+        if plugin is not None:
+            self.search_control = plugin.search_control(cfg, self.game, self.algo, self.actor_evaluator, cfg.seed)
+            self.control_file = plugin.CHECKPOINT_FILE
             self.actor = self.search_control.make_actor(self.algo, self.game, cfg, self.actor_evaluator, cfg.seed)
         else:
             self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = self.algo.make_replay()
         self.reanalyser = None
-        if cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0:
+        if REANALYSE in declared_sources(cfg):
             from .reanalyse import Reanalyser
 
             self.reanalyser = Reanalyser(self.algo, cfg, self.device, cfg.seed)
@@ -203,8 +205,8 @@ class Trainer(RunDirectory):
             extra = ckpt.read_torch(path, "reanalyser.pt")
             self.reanalyser.load_state_dict(extra)
             self.reanalyser.set_weights(self.learner.weights(), -1)
-        if self.search_control is not None and (path / "goexploit.npz").is_file():
-            self.search_control.load_bytes((path / "goexploit.npz").read_bytes())
+        if self.search_control is not None and (path / self.control_file).is_file():
+            self.search_control.load_bytes((path / self.control_file).read_bytes())
         self.elapsed, self.train_time = state["elapsed"], state["train_time"]
         self.last_eval = state.get("last_eval", {})
         self.failures = state.get("faults", {}).get("worker_failures", 0)
@@ -234,7 +236,7 @@ class Trainer(RunDirectory):
         if self.reanalyser is not None:
             files["reanalyser.pt"] = ckpt.torch_bytes(self.reanalyser.state_dict())
         if self.search_control is not None:  # the archive and the archive actor
-            files["goexploit.npz"] = self.search_control.to_bytes()
+            files[self.control_file] = self.search_control.to_bytes()
         return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
                                     self.cfg.train.keep_replay_every)
 

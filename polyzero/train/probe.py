@@ -362,10 +362,11 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
     from .checkpoint import atomic_write, read_state
 
     cfg, game, algo, net, ckpt = _load(path)
-    if cfg.algo not in ("muzero", "ndmz"):
+    if getattr(algo, "unroll_steps", None) is None:  # an algorithm with a learned model declares its unroll
         raise UsageError(f"probe needs a run with a learned model (muzero or ndmz); {path} is a {cfg.algo} run")
-    ndmz = cfg.algo == "ndmz"
-    k_max = unroll if unroll is not None else (cfg.ndmz.unroll_steps if ndmz else cfg.muzero.unroll_steps)
+    layout = getattr(algo, "layout", None)  # NDMZ's actions: choices, chance outcomes, no-op, end
+    ndmz = layout is not None
+    k_max = unroll if unroll is not None else algo.unroll_steps
     if k_max < 0 or games < 1:
         raise UsageError("probe needs --games >= 1 and --unroll >= 0")
     if moves not in ("random", "model"):
@@ -373,13 +374,12 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
     base_eval = base_encode = None
     if baseline is not None:
         b_cfg, b_game, b_algo, b_net, _ = _load(baseline)
-        if b_cfg.algo != "alphazero" or b_cfg.game != cfg.game:
+        if getattr(b_algo, "unroll_steps", None) is not None or b_cfg.game != cfg.game:  # the true game's
             raise UsageError(f"--baseline must be an alphazero run of {cfg.game}; "
                              f"{baseline} is a {b_cfg.algo} run of {b_cfg.game}")
         base_eval, base_encode = b_algo.make_evaluator(b_net, "cpu"), b_algo.encode
-    layout = getattr(net, "layout", None) if ndmz else None
     steps = record_games(game, algo.encode, games, seed, ndmz_layout=layout,
-                         terminal_reward=bool(getattr(cfg.muzero, "terminal_reward", False)) and not ndmz,
+                         terminal_reward=bool(getattr(algo, "terminal_reward", False)),
                          baseline_encode=base_encode, policy=model_policy(net, ndmz) if moves == "model" else None)
     result = probe(net, steps, k_max, ndmz_layout=layout, baseline=base_eval)
     result.update(run=str(path), checkpoint=str(ckpt), algo=cfg.algo, game=cfg.game, games=games, seed=seed,
