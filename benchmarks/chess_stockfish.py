@@ -141,7 +141,6 @@ def main(argv=None) -> None:
 
     sys.path.insert(0, str(ROOT))
     from polyzero.engines.process import find_binary
-    from polyzero.eval.stats import wilson_interval
 
     sf_path = find_binary("stockfish")
     if sf_path is None:
@@ -156,33 +155,56 @@ def main(argv=None) -> None:
     stockfish.configure({"Skill Level": args.skill, "Threads": 1})
     names = (f"polyzero ({label}, {args.nodes} nodes)", f"{stockfish.id.get('name', 'Stockfish')} "
              f"skill {args.skill}, {args.sf_nodes} nodes")
-    pgn, scores, lengths, illegal = [], [], [], []
-    seconds = {"polyzero": 0.0, "stockfish": 0.0}
     t0 = time.time()
     try:
-        for i in range(args.games):
-            opening = OPENINGS[(i // 2) % len(OPENINGS)]
-            record, score, secs, moves, bad = play_game(ours, stockfish, i % 2 == 0, args.nodes, args.sf_nodes,
-                                                        i, names, opening)
-            illegal += [bad] if bad else []
-            pgn.append(str(record))
-            scores.append(score)
-            lengths.append(moves)
-            for k in seconds:
-                seconds[k] += secs[k]
-            print(f"game {i + 1}/{args.games}: {opening}: {record.headers['Result']} "
-                  f"({record.headers['Termination']}, {moves} plies), polyzero {'white' if i % 2 == 0 else 'black'}",
-                  flush=True)
+        played = play_games(ours, stockfish, args, names)
     finally:
         ours.quit()
         stockfish.quit()
-    text = "\n\n".join(pgn) + "\n"
+    text = "\n\n".join(played["pgn"]) + "\n"
+    summary = summarize(args, argv, names, played, text, (time.time() - t0) / 60)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{args.name}.pgn").write_text(text)
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (RESULTS / f"{args.name}.md").write_text(markdown(summary))
+    print(markdown(summary))
+
+
+def play_games(ours, stockfish, args, names: tuple[str, str]) -> dict:
+    """--games games, polyzero White in the first of each pair, each pair from one opening:
+    their PGN records, polyzero's scores, their plies, the side of each illegal move and
+    each engine's seconds in all."""
+    pgn, scores, lengths, illegal = [], [], [], []
+    seconds = {"polyzero": 0.0, "stockfish": 0.0}
+    for i in range(args.games):
+        opening = OPENINGS[(i // 2) % len(OPENINGS)]
+        record, score, secs, moves, bad = play_game(ours, stockfish, i % 2 == 0, args.nodes, args.sf_nodes,
+                                                    i, names, opening)
+        illegal += [bad] if bad else []
+        pgn.append(str(record))
+        scores.append(score)
+        lengths.append(moves)
+        for k in seconds:
+            seconds[k] += secs[k]
+        print(f"game {i + 1}/{args.games}: {opening}: {record.headers['Result']} "
+              f"({record.headers['Termination']}, {moves} plies), polyzero {'white' if i % 2 == 0 else 'black'}",
+              flush=True)
+    return {"pgn": pgn, "scores": scores, "lengths": lengths, "illegal": illegal, "seconds": seconds}
+
+
+def summarize(args, argv, names: tuple[str, str], played: dict, text: str, wall_minutes: float) -> dict:
+    """The results file's record of the games `play_games` played (`text`: their PGN)."""
+    import chess
+
+    from polyzero.eval.stats import wilson_interval
+
+    scores, lengths, illegal = played["scores"], played["lengths"], played["illegal"]
     n = len(scores)
     wins, draws = scores.count(1.0), scores.count(0.5)
     score = sum(scores) / n
     lo, hi = wilson_interval(score, n)
     plies = sum(lengths)
-    summary = {
+    return {
         "benchmark": "chess_stockfish",
         "command": "python benchmarks/chess_stockfish.py " + " ".join(argv or sys.argv[1:]),
         "machine": f"{platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs), "
@@ -193,17 +215,12 @@ def main(argv=None) -> None:
         "elo_ci95": [elo_difference(lo), elo_difference(hi)],
         "illegal_moves": {side: illegal.count(side) for side in ("polyzero", "stockfish")},
         "pgn_games_valid": check_pgn(text), "mean_plies": plies / n,
-        "seconds_per_move": {k: v / max(1, plies / 2) for k, v in seconds.items()},
-        "wall_minutes": (time.time() - t0) / 60,
+        "seconds_per_move": {k: v / max(1, plies / 2) for k, v in played["seconds"].items()},
+        "wall_minutes": wall_minutes,
         "openings": list(OPENINGS),
         "results": [{"game": i + 1, "opening": OPENINGS[(i // 2) % len(OPENINGS)], "polyzero_white": i % 2 == 0,
                      "score": s, "plies": m} for i, (s, m) in enumerate(zip(scores, lengths))],
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{args.name}.pgn").write_text(text)
-    (RESULTS / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (RESULTS / f"{args.name}.md").write_text(markdown(summary))
-    print(markdown(summary))
 
 
 def markdown(s: dict) -> str:

@@ -110,6 +110,22 @@ def targets(curves: dict) -> dict:
     return out
 
 
+# How the two AlphaZero arms differ beyond the settings they share.
+ARM_DIFFERENCES = [
+    "OpenSpiel's learner does len(replay)//batch minibatches per learning step (up to 64 "
+    "of 256 once the buffer is full) vs polyzero's 4 of 256; not configurable there",
+    "OpenSpiel's search is a sequential Python MCTSBot with one unbatched, un-jitted "
+    "network call per leaf; polyzero batches 64 concurrent games",
+    "polyzero search: q_normalisation=bounds, unvisited_q=zero; OpenSpiel: PUCT with "
+    "raw mean value, unvisited children valued by prior term only",
+    "OpenSpiel has no seed (model init seed 0, actors unseeded) and no resume (our "
+    "wrapper restarts the learner from its last wall-clock checkpoint with an empty "
+    "replay buffer, not used in this run unless stated)",
+    "OpenSpiel's Dirichlet noise is applied by MCTSBot at the root of each search, as "
+    "polyzero does; temperature_drop=10 ~ sample_moves=10",
+]
+
+
 def phase_report(args, work: Path) -> dict:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from openspiel_az import OPENSPIEL_CONFIG
@@ -139,45 +155,10 @@ def phase_report(args, work: Path) -> dict:
         "seed": args.seed,
         "budget_min": args.budget_min,
         "mark_min": args.mark_min,
-        "protocol": {
-            "agent": f"{AGENT_SIMS} simulations, no Dirichlet noise, most-visited move (polyzero: "
-                     "load_search_player(CKPT@100), sample_moves=0; OpenSpiel: mcts.MCTSBot + "
-                     "AlphaZeroEvaluator, solve=False, no noise)",
-            "opponents": {lv: f"MCTS-Solver, {s} simulations: OpenSpiel's C++ MCTSBot, solve=True, uct_c=2, "
-                                  f"1 random rollout per leaf (polyzero.eval make_player('mcts-solver:{s}'))"
-                              for lv, s in LEVELS.items()},
-            "games_per_point": games_used,
-            "games_requested": {"1x": args.games, "10x": args.games_10x if args.games_10x is not None
-                                else args.games},
-            "seats": "alternated (the agent moves first in even games)",
-            "x_axis": "training wall-clock minutes: polyzero = cumulative process time of its train "
-                      "segments (start to exit, imports and checkpoint writes included); OpenSpiel = time "
-                      "since its launch when its learner's latest weights were copied",
-            "concurrency": _concurrency(args),
-            "evaluation_time": "excluded from training time (eval runs after training)",
-            "polyzero_arm": "polyzero train connect_four --algo alphazero --search "
-                            + shlex.join([args.search] + [x for s in args.polyzero_set for x in ("--set", s)])
-                            + " (shipped preset; the agent evaluates with the same search)",
-            **({"muzero_arm": "polyzero train connect_four --algo muzero "
-                              + shlex.join(x for s in args.muzero_set for x in ("--set", s))}
-               if "muzero" in args.arms else {}),
-        },
+        "protocol": _protocol(args, games_used),
         "network": "both arms: residual tower of 3 blocks x 64 channels (polyzero preset net.blocks=3, "
                    "channels=64; OpenSpiel nn_model=resnet, nn_depth=3, nn_width=64)",
-        "configs": {"polyzero": pz_cfg, "openspiel": os_cfg,
-                    "differences": [
-                        "OpenSpiel's learner does len(replay)//batch minibatches per learning step (up to 64 "
-                        "of 256 once the buffer is full) vs polyzero's 4 of 256; not configurable there",
-                        "OpenSpiel's search is a sequential Python MCTSBot with one unbatched, un-jitted "
-                        "network call per leaf; polyzero batches 64 concurrent games",
-                        "polyzero search: q_normalisation=bounds, unvisited_q=zero; OpenSpiel: PUCT with "
-                        "raw mean value, unvisited children valued by prior term only",
-                        "OpenSpiel has no seed (model init seed 0, actors unseeded) and no resume (our "
-                        "wrapper restarts the learner from its last wall-clock checkpoint with an empty "
-                        "replay buffer, not used in this run unless stated)",
-                        "OpenSpiel's Dirichlet noise is applied by MCTSBot at the root of each search, as "
-                        "polyzero does; temperature_drop=10 ~ sample_moves=10",
-                    ]},
+        "configs": {"polyzero": pz_cfg, "openspiel": os_cfg, "differences": ARM_DIFFERENCES},
         "curves": curves,
         "targets": targets(curves),
         "versions": versions(),
@@ -189,6 +170,33 @@ def phase_report(args, work: Path) -> dict:
     (RESULTS / f"{args.name}.md").write_text(markdown(report))
     print(f"wrote {RESULTS / args.name}.json/.md/.png")
     return report
+
+
+def _protocol(args, games_used: dict) -> dict:
+    """How the arms were trained and evaluated, for the report."""
+    return {
+        "agent": f"{AGENT_SIMS} simulations, no Dirichlet noise, most-visited move (polyzero: "
+                 "load_search_player(CKPT@100), sample_moves=0; OpenSpiel: mcts.MCTSBot + "
+                 "AlphaZeroEvaluator, solve=False, no noise)",
+        "opponents": {lv: f"MCTS-Solver, {s} simulations: OpenSpiel's C++ MCTSBot, solve=True, uct_c=2, "
+                              f"1 random rollout per leaf (polyzero.eval make_player('mcts-solver:{s}'))"
+                          for lv, s in LEVELS.items()},
+        "games_per_point": games_used,
+        "games_requested": {"1x": args.games, "10x": args.games_10x if args.games_10x is not None
+                            else args.games},
+        "seats": "alternated (the agent moves first in even games)",
+        "x_axis": "training wall-clock minutes: polyzero = cumulative process time of its train "
+                  "segments (start to exit, imports and checkpoint writes included); OpenSpiel = time "
+                  "since its launch when its learner's latest weights were copied",
+        "concurrency": _concurrency(args),
+        "evaluation_time": "excluded from training time (eval runs after training)",
+        "polyzero_arm": "polyzero train connect_four --algo alphazero --search "
+                        + shlex.join([args.search] + [x for s in args.polyzero_set for x in ("--set", s)])
+                        + " (shipped preset; the agent evaluates with the same search)",
+        **({"muzero_arm": "polyzero train connect_four --algo muzero "
+                          + shlex.join(x for s in args.muzero_set for x in ("--set", s))}
+           if "muzero" in args.arms else {}),
+    }
 
 
 def _concurrency(args) -> str:
@@ -257,7 +265,28 @@ def markdown(r: dict) -> str:
                     cells += ["-", "0"]
             lines.append(f"| {arm} | {p['minutes']:.1f} | {p['learning_step']} | " + " | ".join(cells) + " |")
     lines += ["", f"![curves]({r['benchmark']}.png)", "", "## Targets", ""]
-    t = r["targets"]
+    lines += _targets_markdown(r["targets"])
+    lines += ["", "## Machine speed probe (shared machine)", "", "| when | UTC | probe ms | loadavg |",
+              "|---|---|---:|---|"]
+    for p in r["speed_probe_ms"]:
+        lines.append(f"| {p['label']} | {p['utc']} | {p['probe_ms']:.2f} | "
+                     f"{', '.join(f'{x:.2f}' for x in p['loadavg'])} |")
+    lines += ["", f"{r['speed_probe_note']}.", "", "## Commands", ""]
+    lines += [f"    {c}" for c in r["commands"]]
+    lines += ["", "## Configurations", "", "Differences between the arms:", ""]
+    lines += [f"- {d}" for d in r["configs"]["differences"]]
+    lines += ["", "OpenSpiel Config:", "", "```json", json.dumps(r["configs"]["openspiel"], indent=1), "```", "",
+              "polyzero config (resolved, from the last checkpoint):", "", "```json",
+              json.dumps(r["configs"]["polyzero"], indent=1), "```", "", "## Versions", ""]
+    lines += [f"- {k}: {v}" for k, v in r["versions"].items()]
+    if r["notes"]:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in r["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _targets_markdown(t: dict) -> list[str]:
+    """The report's Targets section: each target, met or not, and the points it rests on."""
+    lines = []
     for k in ("vs_1x_90pct_within_60min", "vs_10x_60pct_within_60min"):
         v = t[k]
         lines.append(f"- `{k}`: met = {v['met']}" + (f", first at {v['first_mark_min']:g} min"
@@ -277,19 +306,4 @@ def markdown(r: dict) -> str:
         lines.append(f"  - {p['mark_min']:g} min, {p['level']}: polyzero {p['polyzero']:.3f} vs OpenSpiel "
                      f"{p['openspiel']:.3f} ({'ahead' if p['ahead'] else 'NOT ahead'}"
                      f"{', beyond the CIs' if p['ahead_beyond_ci'] else ''})")
-    lines += ["", "## Machine speed probe (shared machine)", "", "| when | UTC | probe ms | loadavg |",
-              "|---|---|---:|---|"]
-    for p in r["speed_probe_ms"]:
-        lines.append(f"| {p['label']} | {p['utc']} | {p['probe_ms']:.2f} | "
-                     f"{', '.join(f'{x:.2f}' for x in p['loadavg'])} |")
-    lines += ["", f"{r['speed_probe_note']}.", "", "## Commands", ""]
-    lines += [f"    {c}" for c in r["commands"]]
-    lines += ["", "## Configurations", "", "Differences between the arms:", ""]
-    lines += [f"- {d}" for d in r["configs"]["differences"]]
-    lines += ["", "OpenSpiel Config:", "", "```json", json.dumps(r["configs"]["openspiel"], indent=1), "```", "",
-              "polyzero config (resolved, from the last checkpoint):", "", "```json",
-              json.dumps(r["configs"]["polyzero"], indent=1), "```", "", "## Versions", ""]
-    lines += [f"- {k}: {v}" for k, v in r["versions"].items()]
-    if r["notes"]:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in r["notes"]]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -4,7 +4,8 @@ resumed again and again, must finish exactly where uninterrupted runs finish.
 Scenarios: AlphaZero, MuZero, Gumbel AlphaZero and Go-Exploit (GESC) on tic-tac-toe,
 NDMZ on Nannon, Student of Games on Kuhn poker, in-process; AlphaZero under Ray
 (`--workers 2`). Each scenario gets a share of the faults, one per launch of the CLI
-(`--resume` after the first), then a last launch runs to the end:
+(`--resume` after the first), then a last launch runs to the end; the runs are long
+enough for their faults (`run_steps`: 8 learning steps a fault, 30 at least):
 
 * `kill`: SIGKILL at a random moment of training;
 * `ckpt`: SIGKILL inside a checkpoint write, at a random stage of it (the write's
@@ -72,11 +73,22 @@ STAGES = ("file", "written", "renamed", "pointer_written", "switched", "pruned")
 METRIC_KEYS = ("replay/size", "selfplay/games", "selfplay/positions", "sog/solves", "sog/td_targets",
                "sog/query_buffer", "archive/size", "archive/seen")
 LAUNCH_TIMEOUT = 900
+# A launch trains ~4 learning steps before its fault lands (a kill 0.2-2.5 s in, a write
+# fault at one of the first 3 checkpoints): a run of 8 steps per fault outlasts its faults.
+STEPS_PER_FAULT = 8
 
 
-def train_command(name: str, run: Path, fresh: bool) -> list[str]:
+def run_steps(name: str, faults: int) -> int:
+    """The learning steps of a scenario's runs: its config's, or more when many faults
+    are planned (a run that finishes first leaves the rest of its faults undelivered)."""
+    base = int(next(o for o in SCENARIOS[name][2][::-1] if o.startswith("train.steps=")).split("=")[1])
+    return max(base, STEPS_PER_FAULT * (faults + 1))
+
+
+def train_command(name: str, run: Path, fresh: bool, steps: int) -> list[str]:
     game, algo, overrides, workers = SCENARIOS[name]
     cmd = [sys.executable, "-m", "polyzero", "train", "--no-progress"]
+    overrides = overrides + [f"train.steps={steps}"]
     cmd += [game, "--algo", algo, "--run-dir", str(run)] + sum((["--set", o] for o in overrides), []) \
         if fresh else ["--resume", str(run)]
     return cmd + (["--workers", str(workers)] if workers else [])
@@ -207,7 +219,7 @@ def clean_up_after(before: dict[int, str]) -> list[str]:
     return left
 
 
-def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
+def torture(name: str, plan: list[str], work: Path, rng: random.Random, steps: int) -> dict:
     """Launch, fault, resume until `plan` is spent; then run to the end."""
     run = work / name
     shutil.rmtree(run, ignore_errors=True)
@@ -215,7 +227,7 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
     kinds = ("kill", "ckpt", "pair")
     res = {"planned": dict.fromkeys(kinds, 0), "delivered": dict.fromkeys(kinds, 0),
            "pair_outcomes": {"checkpointed": 0, "killed": 0}, "worker_kills": 0, "learner_kills": 0,
-           "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
+           "steps": steps, "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
     for kind in plan:
         res["planned"][kind] += 1
     queue = list(plan)
@@ -225,7 +237,7 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
         if kind == "ckpt":
             env[FAULT_ENV] = f"{rng.choice(STAGES)}:kill:{rng.randint(1, 3)}"
         fresh = latest_checkpoint(run) is None
-        launch = Launch(train_command(name, run, fresh), env)
+        launch = Launch(train_command(name, run, fresh, steps), env)
         res["launches"] += 1
         if not fresh:
             res["resumes"] += 1
@@ -257,10 +269,10 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
     return res
 
 
-def reference(name: str, work: Path) -> Path:
+def reference(name: str, work: Path, steps: int) -> Path:
     run = work / f"{name}-reference"
     shutil.rmtree(run, ignore_errors=True)
-    launch = Launch(train_command(name, run, True))
+    launch = Launch(train_command(name, run, True, steps))
     rc = launch.wait()
     if rc != 0:
         raise SystemExit(f"the uninterrupted {name} run failed: " + " | ".join(launch.lines[-5:]))
@@ -271,9 +283,8 @@ def train_records(run: Path) -> list[dict]:
     return [r for r in read_metrics(run) if r["kind"] == "train"]
 
 
-def compare(name: str, run: Path, ref: Path | None) -> dict:
+def compare(run: Path, ref: Path | None, steps: int) -> dict:
     """Finished? one record per step? and against the uninterrupted run: weights, metrics."""
-    steps = int(next(o for o in SCENARIOS[name][2][::-1] if o.startswith("train.steps=")).split("=")[1])
     latest = latest_checkpoint(run)
     recs = train_records(run)
     out = {"finished": latest is not None and latest.name == f"step_{steps:06d}",
@@ -323,9 +334,10 @@ def main() -> None:
             ["pair"] * share(args.pairs, names, (i + 4) % len(names))
         rng.shuffle(plan)
         t0 = time.time()
-        ref = None if SCENARIOS[name][3] else reference(name, args.work)
-        res = torture(name, plan, args.work, rng)
-        res.update(compare(name, args.work / name, ref))
+        steps = run_steps(name, len(plan))
+        ref = None if SCENARIOS[name][3] else reference(name, args.work, steps)
+        res = torture(name, plan, args.work, rng, steps)
+        res.update(compare(args.work / name, ref, steps))
         res["seconds"] = round(time.time() - t0, 1)
         results["scenarios"][name] = res
         print(f"{name}: {json.dumps(res)}", flush=True)
@@ -360,12 +372,14 @@ def markdown(results: dict, argv: str) -> str:
         return "n/a" if v is None else ("yes" if v else "**no**")
 
     lines = [f"# Fault injection (`python benchmarks/fault_injection.py {argv}`)", "",
-             "| scenario | SIGKILL random | SIGKILL in checkpoint write | TERM→KILL pairs (checkpointed / killed) "
-             "| Ray worker / learner kills | resumes ok | finished, one record per step | weights identical "
-             "| metrics identical | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| scenario | steps | SIGKILL random | SIGKILL in checkpoint write "
+             "| TERM→KILL pairs (checkpointed / killed) | Ray worker / learner kills | resumes ok "
+             "| finished, one record per step | weights identical "
+             "| metrics identical | seconds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results["scenarios"].items():
         p = r["pair_outcomes"]
-        lines.append(f"| {name} | {r['delivered']['kill']} | {r['delivered']['ckpt']} | {r['delivered']['pair']} "
+        lines.append(f"| {name} | {r.get('steps', '')} | {r['delivered']['kill']} | {r['delivered']['ckpt']} "
+                     f"| {r['delivered']['pair']} "
                      f"({p['checkpointed']} / {p['killed']}) | {r['worker_kills']} / {r['learner_kills']} "
                      f"| {r['resumes_ok']}/{r['resumes']} | {mark(r['finished'] and r['one_record_per_step'])} "
                      f"| {mark(r.get('weights_identical'))} | {mark(r.get('metrics_identical'))} | {r['seconds']} |")

@@ -181,6 +181,17 @@ def _t_interval(values: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def _pooled(rows: list[dict]) -> list[dict]:
+    """The per-run scores averaged over seeds, per (algorithm, board, mark, opponent)."""
+    pooled = []
+    for key in sorted({(r["algo"], r["size"], r["mark_min"], r["opponent"]) for r in rows}):
+        scores = [r["score"] for r in rows if (r["algo"], r["size"], r["mark_min"], r["opponent"]) == key]
+        mean, lo, hi = _t_interval(scores)
+        pooled.append({"algo": key[0], "size": key[1], "mark_min": key[2], "opponent": key[3],
+                       "seeds": len(scores), "mean": mean, "t95": [lo, hi]})
+    return pooled
+
+
 def report(args, work: Path) -> dict:
     points: dict[tuple, dict] = {}
     for path in sorted((work / "eval").glob("*.json")):
@@ -199,12 +210,7 @@ def report(args, work: Path) -> dict:
         rows.append({"algo": algo, "size": size, "seed": seed, "mark_min": mark_s / 60, "opponent": opp,
                      "spec": p["spec"], "games": n, "wins": p["wins"], "draws": p["draws"],
                      "losses": p["losses"], "score": score, "ci95": [lo, hi], "seconds": p["seconds"]})
-    pooled = []
-    for key in sorted({(r["algo"], r["size"], r["mark_min"], r["opponent"]) for r in rows}):
-        scores = [r["score"] for r in rows if (r["algo"], r["size"], r["mark_min"], r["opponent"]) == key]
-        mean, lo, hi = _t_interval(scores)
-        pooled.append({"algo": key[0], "size": key[1], "mark_min": key[2], "opponent": key[3],
-                       "seeds": len(scores), "mean": mean, "t95": [lo, hi]})
+    pooled = _pooled(rows)
     target = [p for p in pooled if p["size"] == TARGET["size"] and p["opponent"] == TARGET["opponent"]
               and p["mark_min"] <= TARGET["within_min"] + 1e-6]
     summary = {"benchmark": NAME, "command": "python benchmarks/go_gnugo.py " + " ".join(sys.argv[1:]),

@@ -148,6 +148,16 @@ def run_entry(name, make, dtypes, inputs, paths, batches, args):
     return {"entry": name, "build_s": build, "refresh_ms": refresh, "rows": rows, "failed": failed}
 
 
+def _path_cell(row: dict, path: str) -> str:
+    """A path's median ms at one batch size, its speed-up over eager and its largest
+    difference from eager."""
+    if path not in row:
+        return "failed"
+    t = row[path]
+    speedup = row["eager"]["median_s"] / t["median_s"]
+    return f"{t['median_s'] * 1e3:.3f} ({speedup:.2f}x, err {t['max_abs_err_vs_eager']:.0e})"
+
+
 def render_markdown(result) -> str:
     m = result["meta"]
     paths = m["paths"]
@@ -163,10 +173,7 @@ def render_markdown(result) -> str:
                   "| B | " + " | ".join(paths) + " | probe ms |",
                   "|---:|" + "---:|" * len(paths) + "---:|"]
         for r in e["rows"]:
-            eager = r["eager"]["median_s"]
-            lines.append(f"| {r['B']} | " + " | ".join(
-                f"{r[p]['median_s']*1e3:.3f} ({eager / r[p]['median_s']:.2f}x, err {r[p]['max_abs_err_vs_eager']:.0e})"
-                if p in r else "failed" for p in paths) + f" | {r['probe_ms']:.2f} |")
+            lines.append(f"| {r['B']} | " + " | ".join(_path_cell(r, p) for p in paths) + f" | {r['probe_ms']:.2f} |")
         lines += ["", "first build (and first call at each batch size) s: "
                   + ", ".join(f"{p} {v:.2f}" for p, v in e["build_s"].items()),
                   "", "weight refresh ms (load_state_dict + rebuild at the next call, less a plain call): "

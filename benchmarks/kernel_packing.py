@@ -77,33 +77,53 @@ def searched_tree(net, batch: int, sims: int):
 def kernel_calls(old, tree, params):
     """{name: call} for the four kernels on `tree` (the backups on a copy of it, so that the
     selections keep walking the searched tree)."""
-    import dataclasses
+    return {**_selection_calls(old, tree, params), **_backup_calls(old, tree, params)}
 
+
+def _selection_calls(old, tree, params) -> dict:
+    """{"select_old": call, "select_new": call}: one descent per tree, checked to reach the
+    same leaves."""
     from polyzero.search import kernels
 
     b = tree.batch_size
-    spare = dataclasses.replace(tree, **{f.name: getattr(tree, f.name).copy() for f in dataclasses.fields(tree)})
     rule, norm, unvisited = params.codes
-    terminal, chance = tree.terminal, tree.chance
     no_root, logits = np.full(b, -1, np.int32), np.zeros((b, 1))
     out = np.zeros(b, np.int32), np.zeros(b, np.int32), np.zeros(b, np.int8)
     ref, rules = kernels.pack(tree), tuple(params.rules())
     leaves = kernels.make_leaves(b)
     packed = tuple(leaves)
     root = (no_root, logits, np.full((1, b), -1, np.int32), 0)
+
+    def old_select():
+        old.select_paths(tree.children, tree.visits, tree.value, tree.raw_value, tree.reward, tree.discount,
+                         tree.prior, tree.legal, tree.terminal, tree.q_min, tree.q_max, no_root, logits, no_root,
+                         rule, norm, unvisited, params.c_puct, params.c1, params.c2, params.value_min,
+                         params.value_max, params.gumbel_norm, params.c_visit, params.c_scale, *out, tree.chance)
+
+    def new_select():
+        kernels.select_leaves(ref, rules, root, packed, 1)
+
+    old_select()
+    new_select()
+    assert (out[0] == leaves.node[:, 0]).all() and (out[1] == leaves.action[:, 0]).all(), "different leaves"
+    return {"select_old": old_select, "select_new": new_select}
+
+
+def _backup_calls(old, tree, params) -> dict:
+    """{"backup_old": call, "backup_new": call}: one re-backup per tree from its deepest
+    node, on a copy of `tree`."""
+    import dataclasses
+
+    from polyzero.search import kernels
+
+    b = tree.batch_size
+    spare = dataclasses.replace(tree, **{f.name: getattr(tree, f.name).copy() for f in dataclasses.fields(tree)})
+    rules = tuple(params.rules())
+    terminal, chance = tree.terminal, tree.chance
     deepest = np.argmax(np.where(np.arange(tree.depth.shape[1]) < tree.num_nodes[:, None], tree.depth, -1), 1)
     again = (deepest.astype(np.int32), np.full(b, -1, np.int32), np.full(b, kernels.TERMINAL_LEAF, np.int8))
     a = tree.num_actions
     new = (np.zeros((b, a), np.float32), np.ones((b, a), bool), np.zeros(b), np.zeros(b), np.ones(b))
-
-    def old_select():
-        old.select_paths(tree.children, tree.visits, tree.value, tree.raw_value, tree.reward, tree.discount,
-                         tree.prior, tree.legal, terminal, tree.q_min, tree.q_max, no_root, logits, no_root,
-                         rule, norm, unvisited, params.c_puct, params.c1, params.c2, params.value_min,
-                         params.value_max, params.gumbel_norm, params.c_visit, params.c_scale, *out, chance)
-
-    def new_select():
-        kernels.select_leaves(ref, rules, root, packed, 1)
 
     def old_backup():
         old.expand_and_backup(spare.children, spare.parent, spare.action, spare.depth, spare.visits, spare.value,
@@ -121,11 +141,7 @@ def kernel_calls(old, tree, params):
     def new_backup():
         kernels.expand_and_backup(spare_ref, rules, revisits, expansion, 1, False)
 
-    old_select()
-    new_select()
-    assert (out[0] == leaves.node[:, 0]).all() and (out[1] == leaves.action[:, 0]).all(), "different leaves"
-    return {"select_old": old_select, "select_new": new_select, "backup_old": old_backup,
-            "backup_new": new_backup}
+    return {"backup_old": old_backup, "backup_new": new_backup}
 
 
 def search_calls(net, batch: int, sims: int) -> dict:

@@ -132,7 +132,7 @@ def model_test(algo, net, positions, sims: int, rng: np.random.Generator) -> dic
             "prior_takes": share_good(result.root_prior.argmax(-1), positions)}
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("game", help="a board game with a muzero preset: tic_tac_toe, connect_four")
     ap.add_argument("--games", type=int, default=4000, help="behaviour games in replay")
@@ -153,6 +153,11 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="config overrides, as for polyzero train")
     ap.add_argument("--label", default="")
     ap.add_argument("--out", type=Path, default=None, help="append the rows to this JSON file")
+    return ap
+
+
+def main() -> None:
+    ap = _parser()
     args = ap.parse_args()
     terms = set() if args.terms == "full" else set(args.terms.split(","))
     if not terms <= {"value0", "value1", "policy"}:

@@ -240,7 +240,7 @@ def phase_report(args, work: Path) -> dict:
     ndmz = [r for r in rows if r["method"] == "ndmz"]
     within = [r for r in ndmz if r["minutes"] <= 60 and "exact_vs_optimal" in r.get("search", {})]
     best = max((r["search"]["exact_vs_optimal"] for r in within), default=None)
-    dyn = [r for r in ndmz if "dynamics" in r]
+    dyn = _ndmz_dynamics(rows)
     last_dyn = dyn[-1]["dynamics"]["top_move"] if dyn else None
     targets = {"ndmz_search_best_exact_vs_optimal_within_60min": best,
                "ndmz_search_ge_0.49_within_60min": best is not None and best >= 0.49,
@@ -253,6 +253,21 @@ def phase_report(args, work: Path) -> dict:
                          f"{__import__('os').cpu_count()} CPUs", "rows": rows, "targets": targets}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    lines = markdown(args, result)
+    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    plot_curves(rows, RESULTS / f"{args.out}.png", args.game)
+    print("\n".join(lines))
+    return result
+
+
+def _ndmz_dynamics(rows: list[dict]) -> list[dict]:
+    """The NDMZ checkpoints whose dynamics were tested."""
+    return [r for r in rows if r["method"] == "ndmz" and "dynamics" in r]
+
+
+def markdown(args, result: dict) -> list[str]:
+    """The report's lines: a row per checkpoint and agent, the dynamics tests, the targets."""
+    rows, command, git = result["rows"], result["command"], result["git"]
 
     def cell(part: dict | None, key: str) -> str:
         if not part or key not in part:
@@ -278,24 +293,27 @@ def phase_report(args, work: Path) -> dict:
                 lines.append(f"| {r['method']} | {r['step']} | {r['minutes']:.1f} | {label} | "
                              f"{cell(r[agent], 'exact_vs_optimal')} | {cell(r[agent], 'exact_vs_random')} | "
                              f"{cell(r[agent], 'sampled_vs_optimal')} | {cell(r[agent], 'sampled_vs_random')} |")
-    if dyn:
-        k = len(dyn[0]["dynamics"]["top_move"])
-        lines += ["", "NDMZ dynamics tests (Section 4.3, 500 random games): top-move / uniform accuracy per k; "
-                  "and per search of the search agent, the g + f evaluations (the initial h + f included) "
-                  "and the iterations that backed up a value.", "",
-                  "| step | minutes | " + " | ".join(f"k={i}" for i in range(k)) + " | evaluations | backups |",
-                  "|---:|---:|" + "---|" * k + "---:|---:|"]
-        for r in dyn:
-            d, cost = r["dynamics"], r.get("per_search", {})
-            lines.append(f"| {r['step']} | {r['minutes']:.1f} | " + " | ".join(
-                f"{t:.3f} / {u:.3f}" for t, u in zip(d["top_move"], d["uniform"])) + " | "
-                + " | ".join(f"{cost[key]:.1f}" if key in cost else "" for key in ("network_evaluations", "backups"))
-                + " |")
-    lines += ["", f"Targets: {json.dumps(targets)}"]
-    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
-    plot_curves(rows, RESULTS / f"{args.out}.png", args.game)
-    print("\n".join(lines))
-    return result
+    lines += _dynamics_table(_ndmz_dynamics(rows))
+    return lines + ["", f"Targets: {json.dumps(result['targets'])}"]
+
+
+def _dynamics_table(dyn: list[dict]) -> list[str]:
+    """The NDMZ dynamics tests and search costs per checkpoint (none: no lines)."""
+    if not dyn:
+        return []
+    k = len(dyn[0]["dynamics"]["top_move"])
+    lines = ["", "NDMZ dynamics tests (Section 4.3, 500 random games): top-move / uniform accuracy per k; "
+             "and per search of the search agent, the g + f evaluations (the initial h + f included) "
+             "and the iterations that backed up a value.", "",
+             "| step | minutes | " + " | ".join(f"k={i}" for i in range(k)) + " | evaluations | backups |",
+             "|---:|---:|" + "---|" * k + "---:|---:|"]
+    for r in dyn:
+        d, cost = r["dynamics"], r.get("per_search", {})
+        lines.append(f"| {r['step']} | {r['minutes']:.1f} | " + " | ".join(
+            f"{t:.3f} / {u:.3f}" for t, u in zip(d["top_move"], d["uniform"])) + " | "
+            + " | ".join(f"{cost[key]:.1f}" if key in cost else "" for key in ("network_evaluations", "backups"))
+            + " |")
+    return lines
 
 
 def plot_curves(rows: list[dict], path: Path, game: str) -> None:

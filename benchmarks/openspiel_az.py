@@ -74,8 +74,31 @@ def _copy_latest(run_dir: Path, name: str, learned) -> None:
             time.sleep(0.5)
 
 
-def _train(args) -> None:
+def _settings(args, run_dir: Path, resumed: bool) -> dict:
+    """OPENSPIEL_CONFIG with --actors; a resumed run keeps the settings it started with."""
+    settings = {**OPENSPIEL_CONFIG, "actors": args.actors}
+    saved = run_dir / "config.json"
+    if resumed and saved.exists():
+        started = json.loads(saved.read_text())
+        settings.update({k: started[k] for k in OPENSPIEL_CONFIG if k in started and k != "actors"})
+    return settings
+
+
+def _stop_training() -> None:
+    """End the training process once its last mark is written."""
+    import multiprocessing
     import signal
+
+    os.kill(os.getpid(), signal.SIGINT)  # alpha_zero() stops its actors and returns
+    # ... unless the interrupt lands where OpenSpiel swallows it (seen once: the
+    # learner went on waiting for its actor); the marks are written, so end it.
+    time.sleep(120)
+    for child in multiprocessing.active_children():
+        child.kill()
+    os._exit(0)
+
+
+def _train(args) -> None:
     import threading
 
     from open_spiel.python.algorithms.alpha_zero import alpha_zero as az
@@ -125,23 +148,11 @@ def _train(args) -> None:
                 f.write(json.dumps({"mark_s": mark, "elapsed": time.time() - t0, "learning_step": state["step"],
                                     "checkpoint": name, "wall_time": time.time()}) + "\n")
             if mark >= budget:
-                os.kill(os.getpid(), signal.SIGINT)  # alpha_zero() stops its actors and returns
-                # ... unless the interrupt lands where OpenSpiel swallows it (seen once: the
-                # learner went on waiting for its actor); the marks are written, so end it.
-                time.sleep(120)
-                import multiprocessing
-                for child in multiprocessing.active_children():
-                    child.kill()
-                os._exit(0)
+                _stop_training()
             k += 1
 
     az._init_model_from_config = init_model
-    settings = {**OPENSPIEL_CONFIG, "actors": args.actors}
-    saved = run_dir / "config.json"
-    if resume_from and saved.exists():  # a resumed run keeps the settings it started with
-        started = json.loads(saved.read_text())
-        settings.update({k: started[k] for k in OPENSPIEL_CONFIG if k in started and k != "actors"})
-    config = az.Config(path=str(run_dir), **settings)
+    config = az.Config(path=str(run_dir), **_settings(args, run_dir, resumed=resume_from is not None))
     with open(run_dir / "sessions.jsonl", "a") as f:
         f.write(json.dumps({"start": time.time(), "offset_s": offset, "budget_s": budget, "mark_s": mark_s}) + "\n")
     threading.Thread(target=keeper, daemon=True).start()

@@ -269,7 +269,7 @@ def mctx_params(meta: dict):
 
 
 # ------------------------------------------------------------------ main
-def main(argv=None):
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch-sizes", default="1,16,256")
     ap.add_argument("--sims", default="16,64")
@@ -290,6 +290,11 @@ def main(argv=None):
                     help="only the Gumbel section (Gumbel, Full Gumbel, pUCT, mctx.gumbel_muzero_policy)")
     ap.add_argument("--quick", action="store_true", help="small settings for a smoke run")
     ap.add_argument("--out", default=DEFAULT_OUT)
+    return ap
+
+
+def main(argv=None):
+    ap = _parser()
     args = ap.parse_args(argv)
     if args.quick:
         args.batch_sizes, args.sims = "1,16", "16"

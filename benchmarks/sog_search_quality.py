@@ -117,7 +117,7 @@ def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int, cvpn: 
     return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine_line()}
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "sog_search_quality")
     p.add_argument("--checkpoint", type=Path, default=MARK, help="an AlphaZero Connect Four checkpoint")
@@ -130,6 +130,11 @@ def main() -> None:
     p.add_argument("--out", default="sog_search_quality", help="result name under benchmarks/results/")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main() -> None:
+    p = _parser()
     args = p.parse_args()
     from polyzero.eval.stats import MatchResult
 
@@ -160,23 +165,30 @@ def main() -> None:
     out = {"command": command, "git": git, "machine": machine_line(), "checkpoint": checkpoint, "cvpn": args.cvpn,
            "sims": args.sims,
            "seed": args.seed, "rows": rows}
+    lines = markdown(args, out)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=2))
+    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def markdown(args, out: dict) -> list[str]:
+    """The results page: each agent's score against MCTS-Solver."""
     names = {"argmax": f"SoG({args.sims}, 1), most probable move", "sample": f"SoG({args.sims}, 1), sampled move",
              "alphazero": f"AlphaZero's search, {args.sims} simulations",
              "argmax-cvpn": f"SoG({args.sims}, 1), most probable move, the CVPN's values and prior",
              "argmax-azvalue": f"SoG({args.sims}, 1), most probable move, AlphaZero's values, the CVPN's prior",
              "argmax-azprior": f"SoG({args.sims}, 1), most probable move, the CVPN's values, AlphaZero's prior"}
     lines = ["# SoG's search with an AlphaZero network at its leaves (Connect Four)", "",
-             f"Machine: {out['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
-             f"Network: `{checkpoint}`. Opponent: MCTS-Solver 1x ({args.sims} simulations); seats alternated.", "",
+             f"Machine: {out['machine']}. Command: `{out['command']}` (commit {out['git'][:10]}). Seed {args.seed}.",
+             f"Network: `{out['checkpoint']}`. Opponent: MCTS-Solver 1x ({args.sims} simulations); "
+             "seats alternated.", "",
              "| agent | score [95% CI] | W / D / L |", "|---|---|---|"]
     lines += [f"| {names.get(r['agent'], r['agent'])} | {r['score']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | "
-              f"{r['wins']} / {r['draws']} / {r['losses']} |" for r in rows]
-    RESULTS.mkdir(exist_ok=True)
+              f"{r['wins']} / {r['draws']} / {r['losses']} |" for r in out["rows"]]
     if args.cvpn:
         lines.insert(4, f"CVPN: `{args.cvpn}`.")
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=2))
-    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":

@@ -271,14 +271,9 @@ def check(tol: float = 1e-5, modes: tuple[str, ...] = ()) -> float:
 
 
 # ---------------------------------------------------------------- mctx (JAX): the anchor
-def mctx_policy(num_simulations, gumbel=False, net_loop=False):
-    """The anchor: jitted ``mctx.muzero_policy`` (Dirichlet fraction 0, as polyzero's
-    evaluation search) or, with `gumbel`, ``mctx.gumbel_muzero_policy`` (mctx's defaults),
-    over this network written in jax.numpy; with `net_loop` instead the network work of
-    one policy call without a tree: root_fn and num_simulations chained recurrent_fn calls
-    inside one jitted fori_loop (the anchor harness's net_loop). Returns ``call(params,
-    rng_key, obs, invalid_actions)``, blocking until the result is ready. Needs jax,
-    jaxlib and mctx (the ``bench`` extra)."""
+def mctx_net():
+    """This network in jax.numpy, as mctx calls it: ``(root_fn(params, obs),
+    recurrent_fn(params, rng_key, action, embedding))``."""
     import jax
     import jax.numpy as jnp
     import mctx
@@ -311,6 +306,23 @@ def mctx_policy(num_simulations, gumbel=False, net_loop=False):
         logits, value = prediction(p, h2)
         return mctx.RecurrentFnOutput(reward=out[:, HID], discount=-jnp.ones_like(out[:, HID]),
                                       prior_logits=logits, value=value), h2
+
+    return root_fn, recurrent_fn
+
+
+def mctx_policy(num_simulations, gumbel=False, net_loop=False):
+    """The anchor: jitted ``mctx.muzero_policy`` (Dirichlet fraction 0, as polyzero's
+    evaluation search) or, with `gumbel`, ``mctx.gumbel_muzero_policy`` (mctx's defaults),
+    over this network written in jax.numpy; with `net_loop` instead the network work of
+    one policy call without a tree: root_fn and num_simulations chained recurrent_fn calls
+    inside one jitted fori_loop (the anchor harness's net_loop). Returns ``call(params,
+    rng_key, obs, invalid_actions)``, blocking until the result is ready. Needs jax,
+    jaxlib and mctx (the ``bench`` extra)."""
+    import jax
+    import jax.numpy as jnp
+    import mctx
+
+    root_fn, recurrent_fn = mctx_net()
 
     def policy(p, rng_key, obs, invalid_actions):
         root = root_fn(p, obs)

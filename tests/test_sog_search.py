@@ -21,9 +21,10 @@ from polyzero.games.public_states import (
     public_state_at,
 )
 from polyzero.sog.exploitability import player_exploitability, tabular_from
-from polyzero.sog.gtcfr import GTCFR, Gadget, SearchTree, SoGSettings
+from polyzero.sog.gtcfr import GTCFR, Gadget, SoGSettings
 from polyzero.sog.players import sog_reference_player
 from polyzero.sog.resolve import ResolvingSearcher, SoGPlayer, parse_sog_spec
+from polyzero.sog.search_tree import SearchTree
 from polyzero.sog.values import ExactValueFunction, Query
 
 

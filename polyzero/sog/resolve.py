@@ -46,8 +46,9 @@ import pyspiel
 
 from polyzero.games.public_states import PublicTree, public_observation_function, public_state_at
 
-from .gtcfr import GTCFR, Gadget, SearchTree, SoGSettings, Summary
+from .gtcfr import GTCFR, Gadget, SoGSettings, Summary
 from .players import sample_action
+from .search_tree import SearchTree
 from .values import ExactValueFunction, ValueFunction
 
 

@@ -34,9 +34,10 @@ from polyzero.games.public_states import public_observation_function, public_sta
 from polyzero.games.symmetry import augment
 
 from .cvpn import EXAMPLE_FIELDS, BeliefEncoding, Example, NetworkValueFunction
-from .gtcfr import GTCFR, SearchTree, SoGSettings
+from .gtcfr import GTCFR, SoGSettings
 from .players import sample_action
 from .resolve import ResolvingSearcher, info_state_string
+from .search_tree import SearchTree
 from .values import Query
 
 # -- targets -----------------------------------------------------------------------
