@@ -36,8 +36,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # Both engines are deterministic at a node limit, so every pair of games starts from its own
 # two-ply opening, played once with each colour (as match referees do with an opening book).
-OPENINGS = ("e2e4 e7e5", "e2e4 c7c5", "d2d4 d7d5", "d2d4 g8f6", "c2c4 e7e5",
-            "g1f3 d7d5", "e2e4 e7e6", "e2e4 c7c6", "d2d4 f7f5", "c2c4 c7c5")
+OPENINGS = (
+    "e2e4 e7e5",
+    "e2e4 c7c5",
+    "d2d4 d7d5",
+    "d2d4 g8f6",
+    "c2c4 e7e5",
+    "g1f3 d7d5",
+    "e2e4 e7e6",
+    "e2e4 c7c6",
+    "d2d4 f7f5",
+    "c2c4 c7c5",
+)
 RESULTS = ROOT / "benchmarks" / "results"
 WORK = ROOT / "benchmarks" / "work"
 
@@ -148,13 +158,17 @@ def main(argv=None) -> None:
     agent = untrained_agent(args.seed) if args.agent == "untrained" else args.agent
     label = "untrained AlphaZero network" if args.agent == "untrained" else args.agent
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    ours = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "polyzero", "uci", "--agent", agent,
-                                                "--threads", "1", "--seed", str(args.seed)], env=env,
-                                               timeout=300)  # startup: torch and numba imports
+    ours = chess.engine.SimpleEngine.popen_uci(
+        [sys.executable, "-m", "polyzero", "uci", "--agent", agent, "--threads", "1", "--seed", str(args.seed)],
+        env=env,
+        timeout=300,
+    )  # startup: torch and numba imports
     stockfish = chess.engine.SimpleEngine.popen_uci(sf_path)
     stockfish.configure({"Skill Level": args.skill, "Threads": 1})
-    names = (f"polyzero ({label}, {args.nodes} nodes)", f"{stockfish.id.get('name', 'Stockfish')} "
-             f"skill {args.skill}, {args.sf_nodes} nodes")
+    names = (
+        f"polyzero ({label}, {args.nodes} nodes)",
+        f"{stockfish.id.get('name', 'Stockfish')} skill {args.skill}, {args.sf_nodes} nodes",
+    )
     t0 = time.time()
     try:
         played = play_games(ours, stockfish, args, names)
@@ -178,17 +192,20 @@ def play_games(ours, stockfish, args, names: tuple[str, str]) -> dict:
     seconds = {"polyzero": 0.0, "stockfish": 0.0}
     for i in range(args.games):
         opening = OPENINGS[(i // 2) % len(OPENINGS)]
-        record, score, secs, moves, bad = play_game(ours, stockfish, i % 2 == 0, args.nodes, args.sf_nodes,
-                                                    i, names, opening)
+        record, score, secs, moves, bad = play_game(
+            ours, stockfish, i % 2 == 0, args.nodes, args.sf_nodes, i, names, opening
+        )
         illegal += [bad] if bad else []
         pgn.append(str(record))
         scores.append(score)
         lengths.append(moves)
         for k in seconds:
             seconds[k] += secs[k]
-        print(f"game {i + 1}/{args.games}: {opening}: {record.headers['Result']} "
-              f"({record.headers['Termination']}, {moves} plies), polyzero {'white' if i % 2 == 0 else 'black'}",
-              flush=True)
+        print(
+            f"game {i + 1}/{args.games}: {opening}: {record.headers['Result']} "
+            f"({record.headers['Termination']}, {moves} plies), polyzero {'white' if i % 2 == 0 else 'black'}",
+            flush=True,
+        )
     return {"pgn": pgn, "scores": scores, "lengths": lengths, "illegal": illegal, "seconds": seconds}
 
 
@@ -208,37 +225,60 @@ def summarize(args, argv, names: tuple[str, str], played: dict, text: str, wall_
         "benchmark": "chess_stockfish",
         "command": "python benchmarks/chess_stockfish.py " + " ".join(argv or sys.argv[1:]),
         "machine": f"{platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs), "
-                   f"load average {os.getloadavg()[0]:.1f} at the end",
-        "referee": f"python-chess {chess.__version__} chess.engine", "polyzero": names[0], "stockfish": names[1],
-        "games": n, "wins": wins, "draws": draws, "losses": n - wins - draws, "score": score,
-        "ci95": [lo, hi], "elo_difference": elo_difference(score),
+        f"load average {os.getloadavg()[0]:.1f} at the end",
+        "referee": f"python-chess {chess.__version__} chess.engine",
+        "polyzero": names[0],
+        "stockfish": names[1],
+        "games": n,
+        "wins": wins,
+        "draws": draws,
+        "losses": n - wins - draws,
+        "score": score,
+        "ci95": [lo, hi],
+        "elo_difference": elo_difference(score),
         "elo_ci95": [elo_difference(lo), elo_difference(hi)],
         "illegal_moves": {side: illegal.count(side) for side in ("polyzero", "stockfish")},
-        "pgn_games_valid": check_pgn(text), "mean_plies": plies / n,
+        "pgn_games_valid": check_pgn(text),
+        "mean_plies": plies / n,
         "seconds_per_move": {k: v / max(1, plies / 2) for k, v in played["seconds"].items()},
         "wall_minutes": wall_minutes,
         "openings": list(OPENINGS),
-        "results": [{"game": i + 1, "opening": OPENINGS[(i // 2) % len(OPENINGS)], "polyzero_white": i % 2 == 0,
-                     "score": s, "plies": m} for i, (s, m) in enumerate(zip(scores, lengths))],
+        "results": [
+            {
+                "game": i + 1,
+                "opening": OPENINGS[(i // 2) % len(OPENINGS)],
+                "polyzero_white": i % 2 == 0,
+                "score": s,
+                "plies": m,
+            }
+            for i, (s, m) in enumerate(zip(scores, lengths))
+        ],
     }
 
 
 def markdown(s: dict) -> str:
-    return "\n".join([
-        "# chess_stockfish", "",
-        f"Command: `{s['command']}`  ",
-        f"Machine: {s['machine']}  ",
-        f"Referee: {s['referee']}; each pair of games from one two-ply opening, polyzero White in the "
-        f"first of the pair.", "",
-        "| polyzero | opponent | games | W / D / L | score [95% CI] | Elo difference [95% CI] | "
-        "illegal moves (polyzero / Stockfish) | valid PGN games | mean plies |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| {s['polyzero']} | {s['stockfish']} | {s['games']} | {s['wins']} / {s['draws']} / {s['losses']} | "
-        f"{s['score']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {_elo_text(s)} | "
-        f"{s['illegal_moves']['polyzero']} / {s['illegal_moves']['stockfish']} | "
-        f"{s['pgn_games_valid']} / {s['games']} | {s['mean_plies']:.0f} |", "",
-        f"Seconds a move: polyzero {s['seconds_per_move']['polyzero']:.3f}, "
-        f"Stockfish {s['seconds_per_move']['stockfish']:.3f}; wall clock {s['wall_minutes']:.1f} min.", ""])
+    return "\n".join(
+        [
+            "# chess_stockfish",
+            "",
+            f"Command: `{s['command']}`  ",
+            f"Machine: {s['machine']}  ",
+            f"Referee: {s['referee']}; each pair of games from one two-ply opening, polyzero White in the "
+            f"first of the pair.",
+            "",
+            "| polyzero | opponent | games | W / D / L | score [95% CI] | Elo difference [95% CI] | "
+            "illegal moves (polyzero / Stockfish) | valid PGN games | mean plies |",
+            "|---|---|---|---|---|---|---|---|---|",
+            f"| {s['polyzero']} | {s['stockfish']} | {s['games']} | {s['wins']} / {s['draws']} / {s['losses']} | "
+            f"{s['score']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {_elo_text(s)} | "
+            f"{s['illegal_moves']['polyzero']} / {s['illegal_moves']['stockfish']} | "
+            f"{s['pgn_games_valid']} / {s['games']} | {s['mean_plies']:.0f} |",
+            "",
+            f"Seconds a move: polyzero {s['seconds_per_move']['polyzero']:.3f}, "
+            f"Stockfish {s['seconds_per_move']['stockfish']:.3f}; wall clock {s['wall_minutes']:.1f} min.",
+            "",
+        ]
+    )
 
 
 if __name__ == "__main__":

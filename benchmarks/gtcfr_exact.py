@@ -46,10 +46,20 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds) -> None:
-    result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
-              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine,
-              "command": command, "mbb_per_hand": rows, "tree_sizes": sizes,
-              "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
+    result = {
+        "game": args.game,
+        "checkpoints": checkpoints,
+        "c": args.c,
+        "solve_iterations": args.solve,
+        "warm_start": not args.cold,
+        "tolerance": args.tolerance,
+        "seed": args.seed,
+        "machine": machine,
+        "command": command,
+        "mbb_per_hand": rows,
+        "tree_sizes": sizes,
+        "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds},
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
 
@@ -72,8 +82,10 @@ def _solver_curves(game, checkpoints: list[int]) -> tuple[list, list, float]:
         if t in checkpoints:
             simultaneous_rows.append((t, _mbb(game, tabular_from(game, simultaneous.average_policy()))))
             alternating_rows.append((t, _mbb(game, alternating.average_policy())))
-            print(f"t={t}: simultaneous {simultaneous_rows[-1][1]:.2f}  "
-                  f"alternating {alternating_rows[-1][1]:.2f} mbb/h", flush=True)
+            print(
+                f"t={t}: simultaneous {simultaneous_rows[-1][1]:.2f}  alternating {alternating_rows[-1][1]:.2f} mbb/h",
+                flush=True,
+            )
     return simultaneous_rows, alternating_rows, time.time() - start
 
 
@@ -82,8 +94,9 @@ def _gtcfr_curve(args, game, checkpoints: list[int]) -> tuple[list, list, float]
     (iteration, public states, leaves) there, and the seconds it took."""
     rows, sizes = [], []
     start = time.time()
-    values = ExactValueFunction(game, iterations=args.solve, warm_start=not args.cold, tolerance=args.tolerance,
-                                average_policies=True)
+    values = ExactValueFunction(
+        game, iterations=args.solve, warm_start=not args.cold, tolerance=args.tolerance, average_policies=True
+    )
     root = PublicTree(game, max_depth=0).nodes[0]
     tree = SearchTree(game, root, public_observation_function(game))
     tree.expand(0)
@@ -99,8 +112,11 @@ def _gtcfr_curve(args, game, checkpoints: list[int]) -> tuple[list, list, float]
         if t in checkpoints:
             rows.append((t, _mbb(game, tabular_from(game, search.full_average_policy()))))
             sizes.append((t, len(tree.nodes), len(search.cfr.leaves)))
-            print(f"t={t}: GT-CFR exact {rows[-1][1]:.2f} mbb/h, tree {len(tree.nodes)} "
-                  f"public states ({len(search.cfr.leaves)} leaves), {time.time() - start:.0f} s", flush=True)
+            print(
+                f"t={t}: GT-CFR exact {rows[-1][1]:.2f} mbb/h, tree {len(tree.nodes)} "
+                f"public states ({len(search.cfr.leaves)} leaves), {time.time() - start:.0f} s",
+                flush=True,
+            )
     return rows, sizes, time.time() - start
 
 
@@ -111,8 +127,12 @@ def main(argv=None) -> int:
     ap.add_argument("--c", type=float, default=1.0, help="GT-CFR expansions per CFR iteration")
     ap.add_argument("--solve", type=int, default=100, help="CFR+ iterations per exact leaf query")
     ap.add_argument("--cold", action="store_true", help="solve every leaf query from scratch (no warm start)")
-    ap.add_argument("--tolerance", type=float, default=None,
-                    help="keep solving a leaf until its subgame's exploitability (chips) is at most this")
+    ap.add_argument(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="keep solving a leaf until its subgame's exploitability (chips) is at most this",
+    )
     ap.add_argument("--seed", type=int, default=0, help="GT-CFR's expansion sampling")
     ap.add_argument("--out", default="gtcfr_exact")
     args = ap.parse_args(argv)
@@ -125,19 +145,33 @@ def main(argv=None) -> int:
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})"
     command = "python benchmarks/gtcfr_exact.py " + " ".join(argv if argv is not None else sys.argv[1:])
     _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds)
-    lines = [f"# GT-CFR with exact leaf values on {args.game}", "",
-             f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
-             f"{args.solve} CFR+ iterations per query ({'cold' if args.cold else 'warm'} start"
-             + (f", then more until the subgame's exploitability is at most {args.tolerance:g} chips" if args.tolerance
-                else "") + "), best-response values; GT-CFR's policy: Theorem 1's average "
-             "(`GTCFR.full_average_policy`).", "",
-             "| iterations | simultaneous CFR+ (whole tree) | OpenSpiel CFRPlusSolver (alternating) | "
-             "GT-CFR, exact leaves | GT-CFR tree (public states / leaves) |", "|---|---|---|---|---|"]
+    lines = [
+        f"# GT-CFR with exact leaf values on {args.game}",
+        "",
+        f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
+        f"{args.solve} CFR+ iterations per query ({'cold' if args.cold else 'warm'} start"
+        + (
+            f", then more until the subgame's exploitability is at most {args.tolerance:g} chips"
+            if args.tolerance
+            else ""
+        )
+        + "), best-response values; GT-CFR's policy: Theorem 1's average "
+        "(`GTCFR.full_average_policy`).",
+        "",
+        "| iterations | simultaneous CFR+ (whole tree) | OpenSpiel CFRPlusSolver (alternating) | "
+        "GT-CFR, exact leaves | GT-CFR tree (public states / leaves) |",
+        "|---|---|---|---|---|",
+    ]
     for i, t in enumerate(checkpoints):
-        lines.append(f"| {t} | {rows['simultaneous_cfr_plus'][i][1]:.2f} | {rows['openspiel_cfr_plus'][i][1]:.2f} | "
-                     f"{rows['gtcfr_exact'][i][1]:.2f} | {sizes[i][1]} / {sizes[i][2]} |")
-    lines += ["", f"Exploitability in mbb/h (1000 x OpenSpiel's exploitability in chips). Wall time: solvers "
-              f"{solvers_seconds:.0f} s, GT-CFR {gtcfr_seconds:.0f} s."]
+        lines.append(
+            f"| {t} | {rows['simultaneous_cfr_plus'][i][1]:.2f} | {rows['openspiel_cfr_plus'][i][1]:.2f} | "
+            f"{rows['gtcfr_exact'][i][1]:.2f} | {sizes[i][1]} / {sizes[i][2]} |"
+        )
+    lines += [
+        "",
+        f"Exploitability in mbb/h (1000 x OpenSpiel's exploitability in chips). Wall time: solvers "
+        f"{solvers_seconds:.0f} s, GT-CFR {gtcfr_seconds:.0f} s.",
+    ]
     (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

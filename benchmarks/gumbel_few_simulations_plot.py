@@ -10,23 +10,39 @@ def plot(result: dict, path: Path, levels: tuple[str, ...]) -> None:
     Gumbel's head-to-head score against pUCT per n; Wilson 95% intervals. `levels`: the
     MCTS-Solver levels ("1x", "10x")."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     def bars(ax, pts, **kw):
-        ax.errorbar([p["minutes"] for p in pts], [p["score"] for p in pts], capsize=3,
-                    yerr=[[p["score"] - p["ci95"][0] for p in pts], [p["ci95"][1] - p["score"] for p in pts]], **kw)
+        ax.errorbar(
+            [p["minutes"] for p in pts],
+            [p["score"] for p in pts],
+            capsize=3,
+            yerr=[[p["score"] - p["ci95"][0] for p in pts], [p["ci95"][1] - p["score"] for p in pts]],
+            **kw,
+        )
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
-    colors = dict(zip(sorted({int(k.split("-n")[1]) for k in result["curves"]}),
-                      ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")))
+    colors = dict(
+        zip(
+            sorted({int(k.split("-n")[1]) for k in result["curves"]}),
+            ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown"),
+        )
+    )
     for ax, level in zip(axes, levels):
         for key, pts in result["curves"].items():
             search, n = key.split("-n")
             pts = [{"minutes": p["minutes"], **p[level]} for p in pts if p.get(level)]
             if pts:
-                bars(ax, pts, color=colors[int(n)], ls="-" if search == "gumbel" else "--",
-                     marker="o" if search == "gumbel" else "s", label=f"{search}, n = {n}")
+                bars(
+                    ax,
+                    pts,
+                    color=colors[int(n)],
+                    ls="-" if search == "gumbel" else "--",
+                    marker="o" if search == "gumbel" else "s",
+                    label=f"{search}, n = {n}",
+                )
         ax.set_title(f"vs MCTS-Solver {level} ({result['eval_sims'] * int(level[:-1])} sims)")
     for key, pts in result["duels"].items():
         if pts:

@@ -77,11 +77,20 @@ def compare(game, states: list, leaves, sims: int, seed: int) -> dict:
     finally:
         gtcfr.PerfectInfoCFR = PerfectInfoCFR
     anchor, fast = (seconds[n] / searches[n] for n in classes)
-    print(f"SoG({sims}, 1): {searches['PerfectInfoCFR']} searches, PublicTreeCFR {1000 * anchor:.1f} ms, "
-          f"PerfectInfoCFR {1000 * fast:.1f} ms per search: {anchor / fast:.2f}x; policies differ by "
-          f"at most {diff:.1e}", flush=True)
-    return {"sims": sims, "searches": searches["PerfectInfoCFR"], "anchor_ms_per_search": 1000 * anchor,
-            "ms_per_search": 1000 * fast, "speedup": anchor / fast, "max_policy_difference": diff}
+    print(
+        f"SoG({sims}, 1): {searches['PerfectInfoCFR']} searches, PublicTreeCFR {1000 * anchor:.1f} ms, "
+        f"PerfectInfoCFR {1000 * fast:.1f} ms per search: {anchor / fast:.2f}x; policies differ by "
+        f"at most {diff:.1e}",
+        flush=True,
+    )
+    return {
+        "sims": sims,
+        "searches": searches["PerfectInfoCFR"],
+        "anchor_ms_per_search": 1000 * anchor,
+        "ms_per_search": 1000 * fast,
+        "speedup": anchor / fast,
+        "max_policy_difference": diff,
+    }
 
 
 def main() -> None:
@@ -109,16 +118,31 @@ def main() -> None:
     rows = [compare(game, states, leaves, sims, args.seed) for sims in args.sims]
     command = "python benchmarks/sog_search_speed.py " + " ".join(sys.argv[1:])
     git = git_commit()
-    result = {"command": command, "git": git, "machine": machine_line(), "leaves": leaves_name,
-              "positions": len(states), "seed": args.seed, "rows": rows}
+    result = {
+        "command": command,
+        "git": git,
+        "machine": machine_line(),
+        "leaves": leaves_name,
+        "positions": len(states),
+        "seed": args.seed,
+        "rows": rows,
+    }
     write_json_atomic(RESULTS / f"{args.out}.json", result)
-    lines = ["# Benchmark `sog_search_speed`: GT-CFR's regret updates on Connect Four", "",
-             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). "
-             f"Leaves: {leaves_name}. {len(states)} positions, seed {args.seed}; one thread.", "",
-             "| search | searches | PublicTreeCFR (anchor), ms per search | PerfectInfoCFR, ms per search | speedup "
-             "| largest policy difference |", "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| SoG({r['sims']}, 1) | {r['searches']} | {r['anchor_ms_per_search']:.1f} | {r['ms_per_search']:.1f} "
-              f"| {r['speedup']:.2f}x | {r['max_policy_difference']:.1e} |" for r in rows]
+    lines = [
+        "# Benchmark `sog_search_speed`: GT-CFR's regret updates on Connect Four",
+        "",
+        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). "
+        f"Leaves: {leaves_name}. {len(states)} positions, seed {args.seed}; one thread.",
+        "",
+        "| search | searches | PublicTreeCFR (anchor), ms per search | PerfectInfoCFR, ms per search | speedup "
+        "| largest policy difference |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| SoG({r['sims']}, 1) | {r['searches']} | {r['anchor_ms_per_search']:.1f} | {r['ms_per_search']:.1f} "
+        f"| {r['speedup']:.2f}x | {r['max_policy_difference']:.1e} |"
+        for r in rows
+    ]
     (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print(json.dumps(rows))
 

@@ -132,9 +132,16 @@ class GTCFR:
     start there (in re-solving it is below the tree's root).
     """
 
-    def __init__(self, tree: SearchTree, value_fn: ValueFunction, settings: SoGSettings,
-                 rng: np.random.Generator, search_root: int = 0,
-                 root_ranges: list[np.ndarray] | None = None, gadget: Gadget | None = None):
+    def __init__(
+        self,
+        tree: SearchTree,
+        value_fn: ValueFunction,
+        settings: SoGSettings,
+        rng: np.random.Generator,
+        search_root: int = 0,
+        root_ranges: list[np.ndarray] | None = None,
+        gadget: Gadget | None = None,
+    ):
         self.tree = tree
         self.game = tree.game
         self.value_fn = value_fn
@@ -157,8 +164,9 @@ class GTCFR:
         self.expansions = 0
         # One world per public state: the level-vectorised CFR (the same iterations, faster).
         cfr = PerfectInfoCFR if self.perfect_information else PublicTreeCFR
-        self.cfr = cfr(tree, self._root_reach(), self._leaf_values,
-                       self._inherited_regrets if settings.inherit_regrets else None)
+        self.cfr = cfr(
+            tree, self._root_reach(), self._leaf_values, self._inherited_regrets if settings.inherit_regrets else None
+        )
 
     # -- the regret update phase --------------------------------------------------
 
@@ -215,20 +223,25 @@ class GTCFR:
             info = np.array([w.info_states[self.gadget.player] for w in node.worlds])
             chance = np.array([w.chance_reach for w in node.worlds])
             others = chance * others_reach(reach, self.gadget.player)
-            follow = np.bincount(info, weights=others * self.cfr.values[0][:, self.gadget.player],
-                                 minlength=len(self.gadget.terminate))
+            follow = np.bincount(
+                info, weights=others * self.cfr.values[0][:, self.gadget.player], minlength=len(self.gadget.terminate)
+            )
             self.gadget.update(self.cfr.iteration, follow)
 
     # -- the expansion phase -------------------------------------------------------
 
-    def run(self, simulations: int | None = None, expansions_per_update: float | None = None,
-            iterations: int | None = None) -> None:
+    def run(
+        self, simulations: int | None = None, expansions_per_update: float | None = None, iterations: int | None = None
+    ) -> None:
         """SoG(s, c): s expansion simulations, c per CFR iteration; `iterations`
         overrides the number of CFR iterations (round(s / c) by default)."""
         s = self.settings.simulations if simulations is None else simulations
         c = self.settings.expansions_per_update if expansions_per_update is None else expansions_per_update
-        total = iterations if iterations is not None else max(
-            self.settings.min_iterations, int(round(s / c)) if s > 0 else self.settings.min_iterations)
+        total = (
+            iterations
+            if iterations is not None
+            else max(self.settings.min_iterations, int(round(s / c)) if s > 0 else self.settings.min_iterations)
+        )
         done = 0
         for t in range(1, total + 1):
             if t > 1:  # expansions after iteration t - 1, seen by iteration t onwards
@@ -359,8 +372,11 @@ class GTCFR:
         prior = self.priors.get(index)
         p = prior[info][legal] if prior is not None else np.ones(len(legal))
         p = p / p.sum() if p.sum() > 0 else np.ones(len(legal)) / len(legal)
-        return q + self.settings.puct_c * p * math.sqrt(counts.sum() + 1) / (1 + counts) \
+        return (
+            q
+            + self.settings.puct_c * p * math.sqrt(counts.sum() + 1) / (1 + counts)
             + 1e-9 * self.rng.random(len(legal))
+        )
 
     _virtual: dict = {}
     _query_weight: float = 0.0
@@ -378,8 +394,10 @@ class GTCFR:
         the frontier (`ValueFunction.policy_sums`, e.g.
         `ExactValueFunction(average_policies=True)`)."""
         if self.value_fn.policy_sums is None:
-            raise ValueError("the value function keeps no policy sums below the leaves "
-                             "(use ExactValueFunction(average_policies=True))")
+            raise ValueError(
+                "the value function keeps no policy sums below the leaves "
+                "(use ExactValueFunction(average_policies=True))"
+            )
         sums = {name: dict(row) for name, row in self.value_fn.policy_sums.items()}
         for index, d in self.cfr.decisions.items():
             for i, name in enumerate(self.tree.nodes[index].info_states[d.player]):

@@ -32,8 +32,11 @@ class SearchTree(PublicTree):
         node = self.nodes[index]
         groups: dict[str, list] = {}
         for w, world in enumerate(node.worlds):
-            outcomes = (world.state.chance_outcomes() if world.state.is_chance_node()
-                        else [(a, 1.0) for a in world.state.legal_actions()])
+            outcomes = (
+                world.state.chance_outcomes()
+                if world.state.is_chance_node()
+                else [(a, 1.0) for a in world.state.legal_actions()]
+            )
             for action, prob in outcomes:
                 if actions is not None and action not in actions:
                     continue

@@ -51,8 +51,13 @@ class CVPNModel:
     def build_network(self):
         net = self.cfg.net
         resnet = net.kind == "resnet"
-        return build_cvpn(self.encoding, net.width, net.layers, net.blocks if resnet else 0,
-                          net.channels if resnet and net.board_tower else 0)
+        return build_cvpn(
+            self.encoding,
+            net.width,
+            net.layers,
+            net.blocks if resnet else 0,
+            net.channels if resnet and net.board_tower else 0,
+        )
 
     def loss(self, net, batch):
         return cvpn_loss(net, batch, self.cfg.sog.value_weight, self.cfg.sog.policy_weight)
@@ -71,8 +76,7 @@ def load_cvpn(path: str | Path, device="cpu") -> tuple[NetworkValueFunction, Run
     return NetworkValueFunction(encoding, net, device), cfg
 
 
-def sog_agent(game, cfg: RunConfig, value_fn, simulations: int | None = None, seed: int = 0,
-              suffix: str = ""):
+def sog_agent(game, cfg: RunConfig, value_fn, simulations: int | None = None, seed: int = 0, suffix: str = ""):
     """SoG(s, 1), the run's search settings with `value_fn` at the leaves (s: sog.eval_simulations)."""
     from .resolve import SoGPlayer
 
@@ -92,15 +96,25 @@ class SoGTrainer(RunDirectory):
         self.learner = Learner(self.model, cfg.train, self.device)
         self.actor_values = NetworkValueFunction(self.encoding, self.model.build_network())
         self.solver_values = NetworkValueFunction(self.encoding, self.model.build_network())
-        self.actor = SoundSelfPlay(self.game, self.encoding, self.actor_values, cfg.sog.search_settings(),
-                                   cfg.sog.p_td)
+        self.actor = SoundSelfPlay(self.game, self.encoding, self.actor_values, cfg.sog.search_settings(), cfg.sog.p_td)
         self.queries = QueryBuffer(self.game, cfg.sog.query_buffer)
-        self.replay = SlidingWindow(self.encoding, cfg.train.replay_size, cfg.sog.max_updates,
-                                    self.encoding.input_symmetries() if cfg.train.symmetries else ())
+        self.replay = SlidingWindow(
+            self.encoding,
+            cfg.train.replay_size,
+            cfg.sog.max_updates,
+            self.encoding.input_symmetries() if cfg.train.symmetries else (),
+        )
         self.sample_rng = np.random.default_rng([cfg.seed, 1])
         self.step = 0
-        self.counts = {"games": 0, "positions": 0, "solves": 0, "queries_seen": 0, "queries_kept": 0,
-                       "td_targets": 0, "updates": 0}
+        self.counts = {
+            "games": 0,
+            "positions": 0,
+            "solves": 0,
+            "queries_seen": 0,
+            "queries_kept": 0,
+            "td_targets": 0,
+            "updates": 0,
+        }
         self.elapsed = 0.0
         self.train_time = 0.0
         self.last_eval: dict = {}
@@ -135,9 +149,16 @@ class SoGTrainer(RunDirectory):
     def save(self) -> Path:
         learner = self.learner.state_dict()
         learner["torch_rng"] = torch.get_rng_state()
-        state = {"step": self.step, "counts": self.counts, "elapsed": self._now(), "train_time": self.train_time,
-                 "sample_rng": self.sample_rng.bit_generator.state, "last_eval": self.last_eval,
-                 "game": game_spec_string(self.game), "faults": {"worker_failures": self.failures}}
+        state = {
+            "step": self.step,
+            "counts": self.counts,
+            "elapsed": self._now(),
+            "train_time": self.train_time,
+            "sample_rng": self.sample_rng.bit_generator.state,
+            "last_eval": self.last_eval,
+            "game": game_spec_string(self.game),
+            "faults": {"worker_failures": self.failures},
+        }
         files = {
             "config.toml": to_toml(self.cfg.to_dict()).encode(),
             "learner.pt": ckpt.torch_bytes(learner),
@@ -145,8 +166,9 @@ class SoGTrainer(RunDirectory):
             "queries.npz": _npz_bytes(self.queries.to_arrays()),
             "state.json": json.dumps(state).encode(),
         }
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
-                                    self.cfg.train.keep_replay_every)
+        return ckpt.save_checkpoint(
+            self.run_dir, self.step, files, self.cfg.train.keep_checkpoints, self.cfg.train.keep_replay_every
+        )
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - getattr(self, "_t0", time.perf_counter()))
@@ -177,8 +199,18 @@ class SoGTrainer(RunDirectory):
             query = self.queries.pop()
             if query is None:
                 break
-            self._add_solve(solve_indexed(self.game, self.encoding, query, self.solver_values, settings,
-                                          self.cfg.seed, self.counts["solves"], self.cfg.sog.q_recursive))
+            self._add_solve(
+                solve_indexed(
+                    self.game,
+                    self.encoding,
+                    query,
+                    self.solver_values,
+                    settings,
+                    self.cfg.seed,
+                    self.counts["solves"],
+                    self.cfg.sog.q_recursive,
+                )
+            )
             done += 1
         return done
 
@@ -240,15 +272,23 @@ class SoGTrainer(RunDirectory):
             self.train_time += dt
             loss = {k: float(np.mean([m[k] for m in losses])) for k in losses[0]} if losses else {}
             positions_per_s = (self.counts["positions"] - positions0) / dt
-            record = {**loss, "train/updates": len(losses), "train/learning_rate":
-                      self.learner.optimizer.param_groups[0]["lr"],
-                      "selfplay/games": self.counts["games"], "selfplay/positions": self.counts["positions"],
-                      "selfplay/positions_per_s": positions_per_s, "sog/solves": self.counts["solves"],
-                      "sog/solves_this_step": solved, "sog/query_buffer": len(self.queries),
-                      "sog/queries_seen": self.counts["queries_seen"],
-                      "sog/queries_kept": self.counts["queries_kept"],
-                      "sog/td_targets": self.counts["td_targets"], "replay/size": len(self.replay),
-                      "train_time": self.train_time, **self._runtime_metrics()}
+            record = {
+                **loss,
+                "train/updates": len(losses),
+                "train/learning_rate": self.learner.optimizer.param_groups[0]["lr"],
+                "selfplay/games": self.counts["games"],
+                "selfplay/positions": self.counts["positions"],
+                "selfplay/positions_per_s": positions_per_s,
+                "sog/solves": self.counts["solves"],
+                "sog/solves_this_step": solved,
+                "sog/query_buffer": len(self.queries),
+                "sog/queries_seen": self.counts["queries_seen"],
+                "sog/queries_kept": self.counts["queries_kept"],
+                "sog/td_targets": self.counts["td_targets"],
+                "replay/size": len(self.replay),
+                "train_time": self.train_time,
+                **self._runtime_metrics(),
+            }
             log.log("train", self.step, self._now(), record)
             if cfg.eval.every and self.step % cfg.eval.every == 0:
                 self.last_eval = self.evaluate()
@@ -276,17 +316,23 @@ class SoGTrainer(RunDirectory):
             from .exploitability import player_exploitability
             from .value_error import equilibrium_beliefs, value_error
 
-            report = player_exploitability(self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds,
-                                           progress=progress)
-            out = {"eval/exploitability/mean": report.mean, "eval/exploitability/min": report.min,
-                   "eval/exploitability/max": report.max}
+            report = player_exploitability(
+                self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds, progress=progress
+            )
+            out = {
+                "eval/exploitability/mean": report.mean,
+                "eval/exploitability/min": report.min,
+                "eval/exploitability/max": report.max,
+            }
             if self._beliefs is None:  # the value error: for public trees of Kuhn's and Leduc's size
                 tree = PublicTree(self.game)
-                self._beliefs = (equilibrium_beliefs(self.game, 500, tree) if len(tree.nodes) <= MAE_TREE_LIMIT
-                                 else False)
+                self._beliefs = (
+                    equilibrium_beliefs(self.game, 500, tree) if len(tree.nodes) <= MAE_TREE_LIMIT else False
+                )
             if self._beliefs:
                 out["eval/value_mae"] = value_error(self.value_function(), self._beliefs)
             return out
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed,
-                              progress=progress)
+        return evaluate_agent(
+            self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed, progress=progress
+        )

@@ -135,8 +135,7 @@ class RunDirectory:
         return trainer
 
     @classmethod
-    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, lock: bool = True,
-               **driver):
+    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, lock: bool = True, **driver):
         """The run in `run_dir` from its last checkpoint; `lock=False` for a Ray learner,
         whose supervisor holds the lock."""
         cfg, latest = prepare_resume(run_dir, overrides, lock)  # locked until the trainer holds it
@@ -211,8 +210,11 @@ class Trainer(RunDirectory):
         self.last_eval = state.get("last_eval", {})
         self.failures = state.get("faults", {}).get("worker_failures", 0)
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
-        in_flight = (f"{len(state['actor']['slots'])} games in flight at that checkpoint continue"
-                     if state["actor"]["slots"] else "games in flight were not in it and start anew")
+        in_flight = (
+            f"{len(state['actor']['slots'])} games in flight at that checkpoint continue"
+            if state["actor"]["slots"]
+            else "games in flight were not in it and start anew"
+        )
         print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped, in_flight), file=sys.stderr)
 
     def save(self) -> Path:
@@ -220,9 +222,14 @@ class Trainer(RunDirectory):
         learner = self.learner.state_dict()
         learner["torch_rng"] = torch.get_rng_state()
         state = {
-            "step": self.step, "pending": self.pending, "elapsed": self._now(),
-            "train_time": self.train_time, "sample_rng": self.sample_rng.bit_generator.state,
-            "actor": meta, "last_eval": self.last_eval, "game": game_spec_string(self.game),
+            "step": self.step,
+            "pending": self.pending,
+            "elapsed": self._now(),
+            "train_time": self.train_time,
+            "sample_rng": self.sample_rng.bit_generator.state,
+            "actor": meta,
+            "last_eval": self.last_eval,
+            "game": game_spec_string(self.game),
             "faults": {"worker_failures": self.failures},
         }
         buf = _npz_bytes(arrays)
@@ -237,8 +244,9 @@ class Trainer(RunDirectory):
             files["reanalyser.pt"] = ckpt.torch_bytes(self.reanalyser.state_dict())
         if self.search_control is not None:  # the archive and the archive actor
             files[self.control_file] = self.search_control.to_bytes()
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
-                                    self.cfg.train.keep_replay_every)
+        return ckpt.save_checkpoint(
+            self.run_dir, self.step, files, self.cfg.train.keep_checkpoints, self.cfg.train.keep_replay_every
+        )
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - self._t0)
@@ -306,18 +314,21 @@ class Trainer(RunDirectory):
                 sp["selfplay/simulations_per_s"] = (stats["simulations"] - sp0["simulations"]) / dt
                 sp["selfplay/games_per_step"] = stats["games"] - sp0["games"]  # Go-Exploit Section 6.2
                 if self.game.num_players() == 1 and sp["selfplay/games_per_step"]:
-                    sp["selfplay/mean_return"] = ((stats["return_sum"] - sp0["return_sum"])
-                                                  / sp["selfplay/games_per_step"])
+                    sp["selfplay/mean_return"] = (stats["return_sum"] - sp0["return_sum"]) / sp[
+                        "selfplay/games_per_step"
+                    ]
                 sp.update(control)
                 runtime = self._runtime_metrics(dt)
-                log.log("train", self.step, self._now(), {**loss, **sp, **runtime,
-                                                         "replay/size": len(self.replay),
-                                                         "train_time": self.train_time})
+                log.log(
+                    "train",
+                    self.step,
+                    self._now(),
+                    {**loss, **sp, **runtime, "replay/size": len(self.replay), "train_time": self.train_time},
+                )
                 self._periodic_evaluation(log)
                 if self.step % cfg.train.checkpoint_every == 0 or self.step == cfg.train.steps:
                     self.save()
-                progress.update(self.step, {**loss, **runtime}, stats, sp["selfplay/positions_per_s"],
-                                self.last_eval)
+                progress.update(self.step, {**loss, **runtime}, stats, sp["selfplay/positions_per_s"], self.last_eval)
         self._finish_background_work(log)
         progress.close()
         log.close()
@@ -337,14 +348,17 @@ class Trainer(RunDirectory):
     def _finish_background_work(self, log) -> None:
         """Evaluations (and reanalysis) still running when the run ends (none in-process)."""
 
-    def agent_player(self, simulations: int | None = None, seed: int = 0,
-                     sample_moves: int | None = None) -> SearchPlayer:
+    def agent_player(
+        self, simulations: int | None = None, seed: int = 0, sample_moves: int | None = None
+    ) -> SearchPlayer:
         """The current network with the evaluation search settings."""
-        return agent_player(self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed,
-                            simulations, sample_moves)
+        return agent_player(
+            self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed, simulations, sample_moves
+        )
 
-    def evaluate(self, games: int, seed: int | None = None, opponents: list[str] | None = None,
-                 progress: bool = False) -> dict:
+    def evaluate(
+        self, games: int, seed: int | None = None, opponents: list[str] | None = None, progress: bool = False
+    ) -> dict:
         """Score the current network against each of `opponents` (the configured ones)."""
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
         return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents, progress)
@@ -354,8 +368,10 @@ def resume_message(run_dir, step: int, steps: int, dropped: int, in_flight: str 
     """What a resume says: where it continues, and only what it really discarded."""
     msg = f"resumed {run_dir} at learning step {step}"
     if step >= steps:
-        return (f"{msg}: the run already finished (train.steps = {steps}); nothing to train "
-                f"(--set train.steps=N with N > {step} trains on)")
+        return (
+            f"{msg}: the run already finished (train.steps = {steps}); nothing to train "
+            f"(--set train.steps=N with N > {step} trains on)"
+        )
     if in_flight:
         msg += f"; {in_flight}"
     if dropped:
@@ -363,19 +379,34 @@ def resume_message(run_dir, step: int, steps: int, dropped: int, in_flight: str 
     return msg
 
 
-def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, simulations: int | None = None,
-                 sample_moves: int | None = None) -> SearchPlayer:
+def agent_player(
+    algo,
+    cfg,
+    weights: dict,
+    device,
+    step: int,
+    seed: int = 0,
+    simulations: int | None = None,
+    sample_moves: int | None = None,
+) -> SearchPlayer:
     """A network's weights as a player with the evaluation search settings."""
     net = algo.build_network()
     net.load_state_dict(weights)
     sims = simulations or cfg.eval.simulations
     sample = cfg.eval.sample_moves if sample_moves is None else sample_moves
-    return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(sims),
-                        name=f"agent#{step}", seed=seed, sample_moves=sample)
+    return SearchPlayer(
+        algo,
+        algo.make_evaluator(net, device),
+        cfg.search.params(sims),
+        name=f"agent#{step}",
+        seed=seed,
+        sample_moves=sample,
+    )
 
 
-def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None,
-                   progress: bool = False) -> dict:
+def evaluate_agent(
+    game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None, progress: bool = False
+) -> dict:
     """The agent's scores against each of `opponents` (the configured ones), with Wilson
     95% intervals and the wins, draws and losses (one-player games: its mean return over
     `games` episodes); `progress` shows a bar per match."""
@@ -383,8 +414,11 @@ def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str]
 
     if game.num_players() == 1:
         res = play_single_agent(game, agent, games, seed=seed, progress=progress)
-        return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
-                "eval/return/ci_high": res["ci_high"]}
+        return {
+            "eval/return/mean": res["mean_return"],
+            "eval/return/ci_low": res["ci_low"],
+            "eval/return/ci_high": res["ci_high"],
+        }
     out = {}
     for spec in cfg.eval.opponent_specs() if opponents is None else opponents:
         res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed, progress=progress)

@@ -28,5 +28,7 @@ def extra_actors(cfg) -> dict[str, int]:
     runtime = own_runtime(cfg.algo)
     if runtime is not None:
         return runtime.extra_actors(cfg)
-    return {"ray.evaluators": cfg.ray.evaluators if cfg.eval.every else 0,
-            "ray.reanalysers": cfg.ray.reanalysers if REANALYSE in declared_sources(cfg) else 0}
+    return {
+        "ray.evaluators": cfg.ray.evaluators if cfg.eval.every else 0,
+        "ray.reanalysers": cfg.ray.reanalysers if REANALYSE in declared_sources(cfg) else 0,
+    }
