@@ -97,7 +97,7 @@ class RaySoGTrainer(SoGTrainer):
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict) for _ in range(self.num_workers)]
         self.solvers = [remote.remote(cfg_dict) for _ in range(self.cfg.ray.solvers)]
-        self._publish_weights()
+        self._ship_weights()
         try:
             return super().run()
         finally:
@@ -108,7 +108,10 @@ class RaySoGTrainer(SoGTrainer):
                 ray.shutdown()
 
     def _publish_weights(self) -> None:
-        super()._publish_weights()
+        super()._publish_weights()  # the learning rate; the weights in this process
+        self._ship_weights()
+
+    def _ship_weights(self) -> None:
         if self.workers:
             self._weights = self.ray.put(self.learner.weights())
             for w in self.workers + self.solvers:
@@ -132,7 +135,9 @@ class RaySoGTrainer(SoGTrainer):
                     raise
                 time.sleep(1.0)
 
-    def _generate(self) -> int:
+    def _collect(self) -> None:
+        """This step's games on the self-play actors and its solves on the solver actors,
+        all in flight at once; the results enter in game and solve order."""
         sog = self.cfg.sog
         first = self.counts["games"]
         games = list(range(first, first + sog.episodes_per_step))
@@ -156,11 +161,8 @@ class RaySoGTrainer(SoGTrainer):
             self._add_game(episodes[index])
         for index in sorted(solved):
             self._add_solve(solved[index])
-        return len(solves)
+        self.data.solved = len(solves)
 
-    def _runtime_metrics(self) -> dict:
-        return {
-            "ray/workers": len(self.workers),
-            "ray/solvers": len(self.solvers),
-            "ray/worker_failures": self.failures,
-        }
+    def _runtime_metrics(self, step_seconds: float) -> dict:
+        return {"ray/workers": len(self.workers), "ray/solvers": len(self.solvers),
+                "ray/worker_failures": self.failures}

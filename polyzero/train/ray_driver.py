@@ -67,6 +67,7 @@ class RayTrainer(Trainer):
         self.in_flight: dict = {}
         self.worker_pids: dict = {}
         self._owns_ray = False
+        self.selfplay.actor_state = self._actor_state  # the workers' totals; their games are not kept
 
     # ------------------------------------------------------------ lifecycle
     def _start(self) -> None:
@@ -253,6 +254,7 @@ class RayTrainer(Trainer):
             done[1] += out["stats"]["simulations"]
             done[2] += out["seconds"]
             self._submit(worker)
+        self.pending -= self.cfg.train.positions_per_step
 
     def _fault(self, actor) -> bool:
         """Count a fault of `actor` once: the tasks that fail while Ray restarts it, and the
@@ -273,6 +275,13 @@ class RayTrainer(Trainer):
         worker.set_weights.remote(self._weights_ref, self._weights_version)
 
     def _publish_weights(self, force: bool = False) -> None:
+        """After a learning step, the other sources' weights in this process (Reanalyze's
+        target network), then, every `ray.weights_every` steps (`force`: now, without the
+        others), the workers' through the object store."""
+        if not force:
+            for source in self.sources:
+                if source is not self.selfplay:
+                    source.publish(self)
         if not force and self.step % self.weights_every:
             return
         self._weights_ref = self.ray.put(self.learner.weights())
