@@ -164,5 +164,8 @@ class RaySoGTrainer(SoGTrainer):
         self.data.solved = len(solves)
 
     def _runtime_metrics(self, step_seconds: float) -> dict:
-        return {"ray/workers": len(self.workers), "ray/solvers": len(self.solvers),
-                "ray/worker_failures": self.failures}
+        return {
+            "ray/workers": len(self.workers),
+            "ray/solvers": len(self.solvers),
+            "ray/worker_failures": self.failures,
+        }

@@ -92,8 +92,15 @@ class GamesAndQueries:
         self.actor_values, self.solver_values = actor_values, solver_values
         self.actor = SoundSelfPlay(game, encoding, actor_values, cfg.sog.search_settings(), cfg.sog.p_td)
         self.queries = QueryBuffer(game, cfg.sog.query_buffer)
-        self.counts = {"games": 0, "positions": 0, "solves": 0, "queries_seen": 0, "queries_kept": 0,
-                       "td_targets": 0, "updates": 0}
+        self.counts = {
+            "games": 0,
+            "positions": 0,
+            "solves": 0,
+            "queries_seen": 0,
+            "queries_kept": 0,
+            "td_targets": 0,
+            "updates": 0,
+        }
         self.solved = 0  # query solves of the last step
         self.updates = 0  # minibatch updates of the last step
 
@@ -108,8 +115,18 @@ class GamesAndQueries:
             query = self.queries.pop()
             if query is None:
                 break
-            loop._add_solve(solve_indexed(self.game, self.encoding, query, self.solver_values, settings,
-                                         self.cfg.seed, self.counts["solves"], self.cfg.sog.q_recursive))
+            loop._add_solve(
+                solve_indexed(
+                    self.game,
+                    self.encoding,
+                    query,
+                    self.solver_values,
+                    settings,
+                    self.cfg.seed,
+                    self.counts["solves"],
+                    self.cfg.sog.q_recursive,
+                )
+            )
             self.solved += 1
 
     def add_game(self, episode) -> None:
@@ -150,8 +167,10 @@ class GamesAndQueries:
         return {}
 
     def state(self) -> tuple[dict, dict[str, bytes]]:
-        return ({"counts": self.counts}, {"replay.npz": npz_bytes(self.replay.to_arrays()),
-                                          "queries.npz": npz_bytes(self.queries.to_arrays())})
+        return (
+            {"counts": self.counts},
+            {"replay.npz": npz_bytes(self.replay.to_arrays()), "queries.npz": npz_bytes(self.queries.to_arrays())},
+        )
 
     def load(self, path, state: dict) -> None:
         self.replay.load_arrays(ckpt.read_npz(path, "replay.npz"))
@@ -175,8 +194,12 @@ class SoGTrainer(TrainingLoop):
         self.learner = Learner(self.model, cfg.train, self.device)
         actor_values = NetworkValueFunction(self.encoding, self.model.build_network())
         solver_values = NetworkValueFunction(self.encoding, self.model.build_network())
-        self.replay = SlidingWindow(self.encoding, cfg.train.replay_size, cfg.sog.max_updates,
-                                    self.encoding.input_symmetries() if cfg.train.symmetries else ())
+        self.replay = SlidingWindow(
+            self.encoding,
+            cfg.train.replay_size,
+            cfg.sog.max_updates,
+            self.encoding.input_symmetries() if cfg.train.symmetries else (),
+        )
         self.data = GamesAndQueries(self.game, self.encoding, cfg, actor_values, solver_values, self.replay)
         self.sources = [self.data]
         self.queries = self.data.queries
@@ -194,12 +217,20 @@ class SoGTrainer(TrainingLoop):
 
     def _step_metrics(self, before: dict, ended: dict, step_seconds: float) -> dict:
         c = self.counts
-        return {"train/updates": self.data.updates, "train/learning_rate": self.learner.optimizer.param_groups[0]["lr"],
-                "selfplay/games": c["games"], "selfplay/positions": c["positions"],
-                "selfplay/positions_per_s": (c["positions"] - before["positions"]) / step_seconds,
-                "sog/solves": c["solves"], "sog/solves_this_step": self.data.solved,
-                "sog/query_buffer": len(self.queries), "sog/queries_seen": c["queries_seen"],
-                "sog/queries_kept": c["queries_kept"], "sog/td_targets": c["td_targets"], **ended}
+        return {
+            "train/updates": self.data.updates,
+            "train/learning_rate": self.learner.optimizer.param_groups[0]["lr"],
+            "selfplay/games": c["games"],
+            "selfplay/positions": c["positions"],
+            "selfplay/positions_per_s": (c["positions"] - before["positions"]) / step_seconds,
+            "sog/solves": c["solves"],
+            "sog/solves_this_step": self.data.solved,
+            "sog/query_buffer": len(self.queries),
+            "sog/queries_seen": c["queries_seen"],
+            "sog/queries_kept": c["queries_kept"],
+            "sog/td_targets": c["td_targets"],
+            **ended,
+        }
 
     def _add_game(self, episode) -> None:
         self.data.add_game(episode)

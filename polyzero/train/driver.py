@@ -51,8 +51,9 @@ class Trainer(TrainingLoop):
         else:
             self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = self.algo.make_replay()
-        self.selfplay = SelfPlaySource(self.algo, self.actor, self.actor_evaluator, self.replay,
-                                       cfg.train.positions_per_step)
+        self.selfplay = SelfPlaySource(
+            self.algo, self.actor, self.actor_evaluator, self.replay, cfg.train.positions_per_step
+        )
         self.sources = [self.selfplay]  # in the order they receive new weights
         self.reanalyser = None
         if REANALYSE in declared_sources(cfg):
@@ -84,8 +85,7 @@ class Trainer(TrainingLoop):
         sp["selfplay/simulations_per_s"] = (stats["simulations"] - before["simulations"]) / step_seconds
         sp["selfplay/games_per_step"] = stats["games"] - before["games"]  # Go-Exploit Section 6.2
         if self.game.num_players() == 1 and sp["selfplay/games_per_step"]:
-            sp["selfplay/mean_return"] = ((stats["return_sum"] - before["return_sum"])
-                                          / sp["selfplay/games_per_step"])
+            sp["selfplay/mean_return"] = (stats["return_sum"] - before["return_sum"]) / sp["selfplay/games_per_step"]
         return {**sp, **ended}
 
     # ------------------------------------------------------------ evaluation
@@ -108,8 +108,16 @@ class Trainer(TrainingLoop):
         return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents, progress)
 
 
-def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, simulations: int | None = None,
-                 sample_moves: int | None = None) -> SearchPlayer:
+def agent_player(
+    algo,
+    cfg,
+    weights: dict,
+    device,
+    step: int,
+    seed: int = 0,
+    simulations: int | None = None,
+    sample_moves: int | None = None,
+) -> SearchPlayer:
     """A network's weights as a player with the evaluation search settings."""
     net = algo.build_network()
     net.load_state_dict(weights)
