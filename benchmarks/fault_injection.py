@@ -52,27 +52,68 @@ sys.path.insert(0, str(ROOT))
 from polyzero.train.checkpoint import FAULT_ENV, latest_checkpoint, read_learner  # noqa: E402
 from polyzero.train.metrics import read_metrics  # noqa: E402
 
-SMALL = ["train.steps=30", "train.checkpoint_every=4", "train.keep_checkpoints=2", "train.positions_per_step=24",
-         "train.minibatches_per_step=2", "train.batch_size=16", "train.replay_size=512", "search.num_simulations=4",
-         "selfplay.concurrent_games=4", "net.kind=mlp", "net.width=16", "net.layers=1", "net.value_hidden=8",
-         "eval.every=0", "eval.final_games=0", "threads=1", "seed=11"]
-SOG = ["train.steps=30", "train.checkpoint_every=4", "train.keep_checkpoints=2", "train.batch_size=16",
-       "train.minibatches_per_step=2", "train.replay_size=512", "eval.every=0", "eval.final_games=0", "net.width=16",
-       "net.layers=1", "sog.simulations=4", "sog.solve_simulations=4", "sog.episodes_per_step=1",
-       "sog.solves_per_step=2", "threads=1", "seed=11"]
+SMALL = [
+    "train.steps=30",
+    "train.checkpoint_every=4",
+    "train.keep_checkpoints=2",
+    "train.positions_per_step=24",
+    "train.minibatches_per_step=2",
+    "train.batch_size=16",
+    "train.replay_size=512",
+    "search.num_simulations=4",
+    "selfplay.concurrent_games=4",
+    "net.kind=mlp",
+    "net.width=16",
+    "net.layers=1",
+    "net.value_hidden=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=11",
+]
+SOG = [
+    "train.steps=30",
+    "train.checkpoint_every=4",
+    "train.keep_checkpoints=2",
+    "train.batch_size=16",
+    "train.minibatches_per_step=2",
+    "train.replay_size=512",
+    "eval.every=0",
+    "eval.final_games=0",
+    "net.width=16",
+    "net.layers=1",
+    "sog.simulations=4",
+    "sog.solve_simulations=4",
+    "sog.episodes_per_step=1",
+    "sog.solves_per_step=2",
+    "threads=1",
+    "seed=11",
+]
 SCENARIOS = {  # name: (game, algo, overrides, workers)
     "alphazero": ("tic_tac_toe", "alphazero", SMALL, 0),
     "muzero": ("tic_tac_toe", "muzero", SMALL + ["muzero.hidden_size=16"], 0),
     "gumbel": ("tic_tac_toe", "alphazero", SMALL + ["search.kind=gumbel"], 0),
-    "go-exploit": ("tic_tac_toe", "alphazero", SMALL + ["start.archive=search", "start.initial_probability=0.2",
-                                                        "start.archive_size=500"], 0),
+    "go-exploit": (
+        "tic_tac_toe",
+        "alphazero",
+        SMALL + ["start.archive=search", "start.initial_probability=0.2", "start.archive_size=500"],
+        0,
+    ),
     "ndmz": ("nannon", "ndmz", SMALL + ["ndmz.hidden_size=16"], 0),
     "sog": ("kuhn_poker", "sog", SOG, 0),
     "alphazero-ray": ("tic_tac_toe", "alphazero", SMALL + ["train.steps=40", "ray.worker_cpus=0.5"], 2),
 }
 STAGES = ("file", "written", "renamed", "pointer_written", "switched", "pruned")  # reached by every write
-METRIC_KEYS = ("replay/size", "selfplay/games", "selfplay/positions", "sog/solves", "sog/td_targets",
-               "sog/query_buffer", "archive/size", "archive/seen")
+METRIC_KEYS = (
+    "replay/size",
+    "selfplay/games",
+    "selfplay/positions",
+    "sog/solves",
+    "sog/td_targets",
+    "sog/query_buffer",
+    "archive/size",
+    "archive/seen",
+)
 LAUNCH_TIMEOUT = 900
 # A launch trains ~4 learning steps before its fault lands (a kill 0.2-2.5 s in, a write
 # fault at one of the first 3 checkpoints): a run of 8 steps per fault outlasts its faults.
@@ -90,8 +131,11 @@ def train_command(name: str, run: Path, fresh: bool, steps: int) -> list[str]:
     game, algo, overrides, workers = SCENARIOS[name]
     cmd = [sys.executable, "-m", "polyzero", "train", "--no-progress"]
     overrides = overrides + [f"train.steps={steps}"]
-    cmd += [game, "--algo", algo, "--run-dir", str(run)] + sum((["--set", o] for o in overrides), []) \
-        if fresh else ["--resume", str(run)]
+    cmd += (
+        [game, "--algo", algo, "--run-dir", str(run)] + sum((["--set", o] for o in overrides), [])
+        if fresh
+        else ["--resume", str(run)]
+    )
     return cmd + (["--workers", str(workers)] if workers else [])
 
 
@@ -99,8 +143,14 @@ class Launch:
     """One CLI process, its stderr gathered by a thread."""
 
     def __init__(self, cmd: list[str], env: dict | None = None):
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+            cwd=ROOT,
+        )
         self.lines: list[str] = []
         self.training = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -140,8 +190,9 @@ def descendants(pid: int) -> dict[int, str]:
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
             parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-            cmdline[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace")
+            cmdline[int(entry)] = (
+                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
         except (OSError, IndexError, ValueError):
             continue
     out, frontier = {}, [pid]
@@ -226,9 +277,19 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random, steps: i
     shutil.rmtree(run, ignore_errors=True)
     workers = SCENARIOS[name][3]
     kinds = ("kill", "ckpt", "pair")
-    res = {"planned": dict.fromkeys(kinds, 0), "delivered": dict.fromkeys(kinds, 0),
-           "pair_outcomes": {"checkpointed": 0, "killed": 0}, "worker_kills": 0, "learner_kills": 0,
-           "steps": steps, "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
+    res = {
+        "planned": dict.fromkeys(kinds, 0),
+        "delivered": dict.fromkeys(kinds, 0),
+        "pair_outcomes": {"checkpointed": 0, "killed": 0},
+        "worker_kills": 0,
+        "learner_kills": 0,
+        "steps": steps,
+        "launches": 0,
+        "resumes": 0,
+        "resumes_ok": 0,
+        "ray_processes_left": [],
+        "failures": [],
+    }
     for kind in plan:
         res["planned"][kind] += 1
     queue = list(plan)
@@ -288,8 +349,10 @@ def compare(run: Path, ref: Path | None, steps: int) -> dict:
     """Finished? one record per step? and against the uninterrupted run: weights, metrics."""
     latest = latest_checkpoint(run)
     recs = train_records(run)
-    out = {"finished": latest is not None and latest.name == f"step_{steps:06d}",
-           "one_record_per_step": [r["step"] for r in recs] == list(range(1, steps + 1))}
+    out = {
+        "finished": latest is not None and latest.name == f"step_{steps:06d}",
+        "one_record_per_step": [r["step"] for r in recs] == list(range(1, steps + 1)),
+    }
     if ref is None:
         return out
     a, b = read_learner(latest)["net"], read_learner(latest_checkpoint(ref))["net"]
@@ -331,8 +394,11 @@ def main() -> None:
         # Each kind dealt round-robin from its own first scenario, so a short run spreads them.
         kills = share(args.kills, names, i)
         in_ckpt = min(kills, share(-(-args.kills // 3), names, (i + 2) % len(names)))  # a third in writes
-        plan = ["ckpt"] * in_ckpt + ["kill"] * (kills - in_ckpt) + \
-            ["pair"] * share(args.pairs, names, (i + 4) % len(names))
+        plan = (
+            ["ckpt"] * in_ckpt
+            + ["kill"] * (kills - in_ckpt)
+            + ["pair"] * share(args.pairs, names, (i + 4) % len(names))
+        )
         rng.shuffle(plan)
         t0 = time.time()
         steps = run_steps(name, len(plan))
@@ -351,8 +417,17 @@ def main() -> None:
 
 
 def totals(scenarios: dict) -> dict:
-    t = {"sigkills_random": 0, "sigkills_in_checkpoint_writes": 0, "pairs": 0, "worker_kills": 0,
-         "learner_kills": 0, "resumes": 0, "resumes_ok": 0, "failures": 0, "ray_processes_left": 0}
+    t = {
+        "sigkills_random": 0,
+        "sigkills_in_checkpoint_writes": 0,
+        "pairs": 0,
+        "worker_kills": 0,
+        "learner_kills": 0,
+        "resumes": 0,
+        "resumes_ok": 0,
+        "failures": 0,
+        "ray_processes_left": 0,
+    }
     for r in scenarios.values():
         t["sigkills_random"] += r["delivered"]["kill"]
         t["sigkills_in_checkpoint_writes"] += r["delivered"]["ckpt"]
@@ -363,8 +438,9 @@ def totals(scenarios: dict) -> dict:
         t["ray_processes_left"] += len(r["ray_processes_left"])
     t["sigkills"] = t["sigkills_random"] + t["sigkills_in_checkpoint_writes"]
     t["all_finished"] = all(r["finished"] and r["one_record_per_step"] for r in scenarios.values())
-    t["all_identical"] = all(r.get("weights_identical", True) and r.get("metrics_identical", True)
-                             for r in scenarios.values())
+    t["all_identical"] = all(
+        r.get("weights_identical", True) and r.get("metrics_identical", True) for r in scenarios.values()
+    )
     return t
 
 
@@ -372,31 +448,43 @@ def markdown(results: dict, argv: str) -> str:
     def mark(v):
         return "n/a" if v is None else ("yes" if v else "**no**")
 
-    lines = [f"# Fault injection (`python benchmarks/fault_injection.py {argv}`)", "",
-             "| scenario | steps | SIGKILL random | SIGKILL in checkpoint write "
-             "| TERM→KILL pairs (checkpointed / killed) | Ray worker / learner kills | resumes ok "
-             "| finished, one record per step | weights identical "
-             "| metrics identical | seconds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Fault injection (`python benchmarks/fault_injection.py {argv}`)",
+        "",
+        "| scenario | steps | SIGKILL random | SIGKILL in checkpoint write "
+        "| TERM→KILL pairs (checkpointed / killed) | Ray worker / learner kills | resumes ok "
+        "| finished, one record per step | weights identical "
+        "| metrics identical | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in results["scenarios"].items():
         p = r["pair_outcomes"]
-        lines.append(f"| {name} | {r.get('steps', '')} | {r['delivered']['kill']} | {r['delivered']['ckpt']} "
-                     f"| {r['delivered']['pair']} "
-                     f"({p['checkpointed']} / {p['killed']}) | {r['worker_kills']} / {r['learner_kills']} "
-                     f"| {r['resumes_ok']}/{r['resumes']} | {mark(r['finished'] and r['one_record_per_step'])} "
-                     f"| {mark(r.get('weights_identical'))} | {mark(r.get('metrics_identical'))} | {r['seconds']} |")
+        lines.append(
+            f"| {name} | {r.get('steps', '')} | {r['delivered']['kill']} | {r['delivered']['ckpt']} "
+            f"| {r['delivered']['pair']} "
+            f"({p['checkpointed']} / {p['killed']}) | {r['worker_kills']} / {r['learner_kills']} "
+            f"| {r['resumes_ok']}/{r['resumes']} | {mark(r['finished'] and r['one_record_per_step'])} "
+            f"| {mark(r.get('weights_identical'))} | {mark(r.get('metrics_identical'))} | {r['seconds']} |"
+        )
     t = results["totals"]
-    lines += ["", f"Totals: {t['sigkills']} SIGKILLs ({t['sigkills_in_checkpoint_writes']} inside checkpoint "
-                  f"writes), {t['pairs']} SIGTERM-then-SIGKILL pairs, {t['worker_kills']} Ray worker and "
-                  f"{t['learner_kills']} learner kills; {t['resumes_ok']}/{t['resumes']} resumes worked; "
-                  f"failures {t['failures']}; every run finished: {mark(t['all_finished'])}; every deterministic "
-                  f"run identical to its uninterrupted twin: {mark(t['all_identical'])}.", ""]
+    lines += [
+        "",
+        f"Totals: {t['sigkills']} SIGKILLs ({t['sigkills_in_checkpoint_writes']} inside checkpoint "
+        f"writes), {t['pairs']} SIGTERM-then-SIGKILL pairs, {t['worker_kills']} Ray worker and "
+        f"{t['learner_kills']} learner kills; {t['resumes_ok']}/{t['resumes']} resumes worked; "
+        f"failures {t['failures']}; every run finished: {mark(t['all_finished'])}; every deterministic "
+        f"run identical to its uninterrupted twin: {mark(t['all_identical'])}.",
+        "",
+    ]
     for name, r in results["scenarios"].items():
         lines += [f"- {name}: {f}" for f in r["failures"]]
         if r["ray_processes_left"]:
             left = collections.Counter(r["ray_processes_left"])
-            lines.append(f"- {name}: Ray processes still alive 3 s after the supervisor's SIGKILL (then killed by "
-                         f"the soak; on their own they exit within about a minute, docs/reliability.md): "
-                         + ", ".join(f"{n} x{c}" for n, c in sorted(left.items())))
+            lines.append(
+                f"- {name}: Ray processes still alive 3 s after the supervisor's SIGKILL (then killed by "
+                f"the soak; on their own they exit within about a minute, docs/reliability.md): "
+                + ", ".join(f"{n} x{c}" for n, c in sorted(left.items()))
+            )
     return "\n".join(lines) + "\n"
 
 

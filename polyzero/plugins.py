@@ -33,6 +33,28 @@ RUNTIMES = {
 }
 
 
+# Plug-ins of the common runtime's self-play, as modules ("module" strings), asked in order;
+# the first whose `wanted(cfg)` is true serves the run: `search_control(cfg, game, algo,
+# evaluator, seed)` builds the driver's part (`make_actor`, `end_step`, `to_bytes` /
+# `load_bytes` into the checkpoint part `CHECKPOINT_FILE`), `worker_actor(algo, game, cfg,
+# evaluator, seed, archive_actor)` a Ray worker's actor. `polyzero.train` finds them here
+# and imports no plug-in's package.
+SELFPLAY_PLUGINS = (
+    "polyzero.goexploit.runtime",  # Go-Exploit's start states and KataGo's techniques
+)
+
+
+def selfplay_plugin(cfg):
+    """The module of `SELFPLAY_PLUGINS` that serves `cfg`, imported; None for plain self-play."""
+    import importlib
+
+    for name in SELFPLAY_PLUGINS:
+        module = importlib.import_module(name)
+        if module.wanted(cfg):
+            return module
+    return None
+
+
 def own_runtime(algo: str):
     """The runtime module `RUNTIMES` names for `algo`, imported; None for the common one."""
     if algo not in RUNTIMES:
@@ -123,5 +145,7 @@ def algorithm_class(name: str):
 
 def unknown_algorithm(name: str) -> str:
     """The one line for an algorithm name nothing registered."""
-    return (f"unknown algorithm '{name}'; available: {', '.join(algorithm_names())} (one of your own "
-            f"is named in {ALGORITHMS_ENV}: docs/adding_an_algorithm.md)")
+    return (
+        f"unknown algorithm '{name}'; available: {', '.join(algorithm_names())} (one of your own "
+        f"is named in {ALGORITHMS_ENV}: docs/adding_an_algorithm.md)"
+    )

@@ -57,14 +57,27 @@ class Trajectory:
 
 
 class Algorithm(Protocol):
+    """Besides these methods, an algorithm may declare what the runtime reads when present
+    (`polyzero.train.sources`; docs/adding_an_algorithm.md): `data_sources(cfg)`, a static
+    method naming the data sources beyond self-play its config asks for (MuZero's
+    "reanalyse"); `acting_temperature(step)`, self-play's temperature schedule; and
+    `unroll_steps`, the steps its learned model unrolls (`polyzero probe` reads it)."""
+
     name: str
 
     def build_network(self) -> torch.nn.Module: ...
 
     def make_evaluator(self, net: torch.nn.Module, device): ...
 
-    def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
-               add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
+    def search(
+        self,
+        evaluate,
+        states: Sequence,
+        params: SearchParams,
+        rng: np.random.Generator,
+        add_noise: bool,
+        hooks: SearchHooks | None = None,
+    ) -> SearchResult:
         """One batched search from `states` (root noise with `add_noise`); `hooks` adds
         root actions (KataGo's forced playouts) and an engine's clock
         (:class:`~polyzero.search.mcts.SearchHooks`)."""

@@ -63,8 +63,12 @@ class SoGWorker:
         from .selfplay import solve_indexed
 
         settings = self.cfg.sog.search_settings(solver=True)
-        return [solve_indexed(self.game, self.encoding, query, self.values, settings, self.cfg.seed, index,
-                              self.cfg.sog.q_recursive) for index, query in items]
+        return [
+            solve_indexed(
+                self.game, self.encoding, query, self.values, settings, self.cfg.seed, index, self.cfg.sog.q_recursive
+            )
+            for index, query in items
+        ]
 
 
 class RaySoGTrainer(SoGTrainer):
@@ -87,12 +91,13 @@ class RaySoGTrainer(SoGTrainer):
             if self._owns_ray:
                 ray.shutdown()
             raise
-        remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
-                            max_restarts=-1, max_task_retries=0)(SoGWorker)
+        remote = ray.remote(
+            num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
+        )(SoGWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict) for _ in range(self.num_workers)]
         self.solvers = [remote.remote(cfg_dict) for _ in range(self.cfg.ray.solvers)]
-        self._publish_weights()
+        self._ship_weights()
         try:
             return super().run()
         finally:
@@ -103,7 +108,10 @@ class RaySoGTrainer(SoGTrainer):
                 ray.shutdown()
 
     def _publish_weights(self) -> None:
-        super()._publish_weights()
+        super()._publish_weights()  # the learning rate; the weights in this process
+        self._ship_weights()
+
+    def _ship_weights(self) -> None:
         if self.workers:
             self._weights = self.ray.put(self.learner.weights())
             for w in self.workers + self.solvers:
@@ -127,7 +135,9 @@ class RaySoGTrainer(SoGTrainer):
                     raise
                 time.sleep(1.0)
 
-    def _generate(self) -> int:
+    def _collect(self) -> None:
+        """This step's games on the self-play actors and its solves on the solver actors,
+        all in flight at once; the results enter in game and solve order."""
         sog = self.cfg.sog
         first = self.counts["games"]
         games = list(range(first, first + sog.episodes_per_step))
@@ -137,8 +147,8 @@ class RaySoGTrainer(SoGTrainer):
             if query is None:
                 break
             solves.append((self.counts["solves"] + k, query))
-        plays = [(w, games[i::len(self.workers)]) for i, w in enumerate(self.workers)]
-        solving = [(w, solves[i::len(self.solvers)]) for i, w in enumerate(self.solvers)]
+        plays = [(w, games[i :: len(self.workers)]) for i, w in enumerate(self.workers)]
+        solving = [(w, solves[i :: len(self.solvers)]) for i, w in enumerate(self.solvers)]
         # Every actor's work is in flight before the first result is awaited.
         refs = [(w, "play", work, w.play.remote(work)) for w, work in plays if work]
         refs += [(w, "solve", work, w.solve.remote(work)) for w, work in solving if work]
@@ -151,8 +161,11 @@ class RaySoGTrainer(SoGTrainer):
             self._add_game(episodes[index])
         for index in sorted(solved):
             self._add_solve(solved[index])
-        return len(solves)
+        self.data.solved = len(solves)
 
-    def _runtime_metrics(self) -> dict:
-        return {"ray/workers": len(self.workers), "ray/solvers": len(self.solvers),
-                "ray/worker_failures": self.failures}
+    def _runtime_metrics(self, step_seconds: float) -> dict:
+        return {
+            "ray/workers": len(self.workers),
+            "ray/solvers": len(self.solvers),
+            "ray/worker_failures": self.failures,
+        }

@@ -11,6 +11,8 @@ import os
 import time
 
 from ..errors import UsageError
+from ..plugins import selfplay_plugin
+from .sources import extra_actors
 
 
 def _import_ray():
@@ -22,16 +24,10 @@ def _import_ray():
 
 
 def cpu_demand(cfg, workers: int) -> float:
-    """The CPUs of Ray a run's actors ask for: the self-play workers and the evaluation,
-    reanalyse and query-solver actors its config asks for (archive actors and the
-    learner ask for none)."""
-    actors = workers
-    if cfg.algo == "sog":
-        actors += cfg.ray.solvers
-    else:
-        actors += cfg.ray.evaluators if cfg.eval.every else 0
-        actors += cfg.ray.reanalysers if cfg.algo == "muzero" and cfg.muzero.reanalyse_fraction > 0 else 0
-    return actors * cfg.ray.worker_cpus
+    """The CPUs of Ray a run's actors ask for: the self-play workers and the actors its
+    config asks for beside them (`sources.extra_actors`: evaluation, reanalyse, query
+    solvers; archive actors and the learner ask for none)."""
+    return (workers + sum(extra_actors(cfg).values())) * cfg.ray.worker_cpus
 
 
 def start_ray(ray, cpus: float, address: str | None) -> bool:
@@ -43,9 +39,13 @@ def start_ray(ray, cpus: float, address: str | None) -> bool:
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        ray.init(num_cpus=max(math.ceil(cpus), os.cpu_count() or 1), include_dashboard=False,
-                 _node_ip_address="127.0.0.1", log_to_driver=False,
-                 runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+        ray.init(
+            num_cpus=max(math.ceil(cpus), os.cpu_count() or 1),
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
+        )
     return True
 
 
@@ -64,10 +64,12 @@ def check_cpus(ray, cfg, workers: int) -> None:
     the rest pending, and the run would wait for them forever."""
     need, have = cpu_demand(cfg, workers), ray.cluster_resources().get("CPU", 0)
     if need > have:
-        extra = "ray.solvers" if cfg.algo == "sog" else "ray.evaluators, ray.reanalysers"
-        raise UsageError(f"{workers} self-play workers and the run's other actors need {need:g} CPUs of Ray "
-                         f"(ray.worker_cpus = {cfg.ray.worker_cpus:g} each); the cluster has {have:g}: "
-                         f"lower --workers, {extra} or ray.worker_cpus")
+        extra = ", ".join(extra_actors(cfg))
+        raise UsageError(
+            f"{workers} self-play workers and the run's other actors need {need:g} CPUs of Ray "
+            f"(ray.worker_cpus = {cfg.ray.worker_cpus:g} each); the cluster has {have:g}: "
+            f"lower --workers, {extra} or ray.worker_cpus"
+        )
 
 
 class SelfPlayWorker:
@@ -90,14 +92,9 @@ class SelfPlayWorker:
         self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
         # A restarted worker gets fresh randomness, so it does not replay its games.
         seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
-        from ..goexploit import make_worker_actor, needs_search_control
-
-        if archive_actor:  # Go-Exploit's archive actor (Algorithm 3): games from s_0, search states
-            from ..goexploit.control import make_archive_actor
-
-            self.actor = make_archive_actor(self.algo, game, cfg, self.evaluator, seed)
-        elif needs_search_control(cfg):  # Go-Exploit / KataGo: start histories come with each task
-            self.actor = make_worker_actor(self.algo, game, cfg, self.evaluator, seed)
+        plugin = selfplay_plugin(cfg)  # Go-Exploit / KataGo (polyzero.plugins.SELFPLAY_PLUGINS)
+        if plugin is not None:  # an archive actor (Algorithm 3), or start histories with each task
+            self.actor = plugin.worker_actor(self.algo, game, cfg, self.evaluator, seed, archive_actor)
         else:
             self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)
         self.version = -1
@@ -131,14 +128,18 @@ class SelfPlayWorker:
                 n += traj.samples or len(traj.actions)
         delta = {k: self.actor.stats[k] - before[k] for k in before}
         # One batch of examples per finished game: a sequence replay keeps games apart.
-        out = {"examples": batches, "stats": delta, "version": self.version,
-               "seconds": time.perf_counter() - t0, "pid": os.getpid()}
+        out = {
+            "examples": batches,
+            "stats": delta,
+            "version": self.version,
+            "seconds": time.perf_counter() - t0,
+            "pid": os.getpid(),
+        }
         if hasattr(self.actor, "drain_new_states"):  # visited states for the driver's archive
             out["visited"] = self.actor.drain_new_states()
         if getattr(self.actor, "unique", None) is not None:  # Section 6.1's count, gathered by the learner
             out["unique"] = self.actor.unique.drain_new()
         return out
-
 
     def play_archive(self, games: int) -> dict:
         """Archive actor: play until `games` complete games from s_0 have ended; their
@@ -146,8 +147,7 @@ class SelfPlayWorker:
         finished = 0
         while finished < games:
             finished += len(self.actor.tick())
-        return {"states": self.actor.drain_new_states(), "games": finished, "version": self.version,
-                "pid": os.getpid()}
+        return {"states": self.actor.drain_new_states(), "games": finished, "version": self.version, "pid": os.getpid()}
 
 
 class EvaluationWorker:

@@ -42,8 +42,7 @@ from .selfplay import new_stats
 class RayTrainer(Trainer):
     """Trainer whose self-play runs on `workers` Ray actors."""
 
-    def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2,
-                 ray_address: str | None = None):
+    def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         super().__init__(cfg, run_dir, progress)
         self.ray = _import_ray()
         self.num_workers = workers
@@ -68,6 +67,7 @@ class RayTrainer(Trainer):
         self.in_flight: dict = {}
         self.worker_pids: dict = {}
         self._owns_ray = False
+        self.selfplay.actor_state = self._actor_state  # the workers' totals; their games are not kept
 
     # ------------------------------------------------------------ lifecycle
     def _start(self) -> None:
@@ -78,33 +78,41 @@ class RayTrainer(Trainer):
         except UsageError:
             self._stop()
             raise
-        remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
-                            max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
+        remote = ray.remote(
+            num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
+        )(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
         if self.reanalyser is not None:
             # Reanalyze moves to actors of its own: they refresh random stored unrolls while
             # the learner trains, instead of the learner re-searching its own minibatches.
             self.replay.reanalyser = None
-            remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
-                                   max_task_retries=0)(ReanalyseWorker)
+            remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
+                ReanalyseWorker
+            )
             self.reanalysers = [remote_re.remote(cfg_dict, i) for i in range(self.cfg.ray.reanalysers)]
             target = self.reanalyser.state_dict()["target"]
             for w in self.reanalysers:
                 w.set_weights.remote(self.learner.weights(), -1, target)
         if self.cfg.eval.every:
-            evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
-                                   max_task_retries=0)(EvaluationWorker)
+            evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
+                EvaluationWorker
+            )
             self.eval_workers = [evaluator.remote(cfg_dict) for _ in range(self.cfg.ray.evaluators)]
-        if self.search_control is not None and self.search_control.kind == "search" \
-                and self.cfg.start.archive_workers > 0:
+        if (
+            self.search_control is not None
+            and self.search_control.kind == "search"
+            and self.cfg.start.archive_workers > 0
+        ):
             # They play a small share of the moves (the paper's 50 archive actors beside 700
             # training actors), so they ask Ray for no CPU of their own: they never wait for
             # the training workers' CPUs to free up.
-            archive_remote = ray.remote(num_cpus=0, num_gpus=self.cfg.ray.worker_gpus,
-                                        max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
-            self.archive_workers = [archive_remote.remote(cfg_dict, 1000 + i, True)
-                                    for i in range(self.cfg.start.archive_workers)]
+            archive_remote = ray.remote(
+                num_cpus=0, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
+            )(SelfPlayWorker)
+            self.archive_workers = [
+                archive_remote.remote(cfg_dict, 1000 + i, True) for i in range(self.cfg.start.archive_workers)
+            ]
             self.search_control.remote_archive_actors = True
         self._publish_weights(force=True)
 
@@ -148,8 +156,13 @@ class RayTrainer(Trainer):
             return
         step, train_time, weights = self.eval_waiting
         self.eval_waiting = None
-        ref = free[0].evaluate.remote(self.ray.put(weights), step, self.cfg.eval.games,
-                                      self.cfg.seed + 1000 * step, self.cfg.eval.opponent_specs(step))
+        ref = free[0].evaluate.remote(
+            self.ray.put(weights),
+            step,
+            self.cfg.eval.games,
+            self.cfg.seed + 1000 * step,
+            self.cfg.eval.opponent_specs(step),
+        )
         self.evaluations[ref] = (step, train_time, free[0])
 
     def _finish_background_work(self, log) -> None:
@@ -169,8 +182,10 @@ class RayTrainer(Trainer):
                 self.last_eval = self.ray.get(ref)
             except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
                 if self._fault(actor):
-                    print(f"evaluation of step {step} lost ({type(exc).__name__}); Ray restarts the "
-                          "evaluation actor", file=sys.stderr)
+                    print(
+                        f"evaluation of step {step} lost ({type(exc).__name__}); Ray restarts the evaluation actor",
+                        file=sys.stderr,
+                    )
                 continue
             self._down.discard(actor)
             self.log_evaluation(log, step, self.last_eval, train_time)
@@ -239,6 +254,7 @@ class RayTrainer(Trainer):
             done[1] += out["stats"]["simulations"]
             done[2] += out["seconds"]
             self._submit(worker)
+        self.pending -= self.cfg.train.positions_per_step
 
     def _fault(self, actor) -> bool:
         """Count a fault of `actor` once: the tasks that fail while Ray restarts it, and the
@@ -259,6 +275,13 @@ class RayTrainer(Trainer):
         worker.set_weights.remote(self._weights_ref, self._weights_version)
 
     def _publish_weights(self, force: bool = False) -> None:
+        """After a learning step, the other sources' weights in this process (Reanalyze's
+        target network), then, every `ray.weights_every` steps (`force`: now, without the
+        others), the workers' through the object store."""
+        if not force:
+            for source in self.sources:
+                if source is not self.selfplay:
+                    source.publish(self)
         if not force and self.step % self.weights_every:
             return
         self._weights_ref = self.ray.put(self.learner.weights())
@@ -275,8 +298,9 @@ class RayTrainer(Trainer):
         from .reanalyse import apply, plan
 
         if self.reanalysing:
-            done, _ = self.ray.wait(list(self.reanalysing), num_returns=len(self.reanalysing),
-                                    timeout=None if wait else 0)
+            done, _ = self.ray.wait(
+                list(self.reanalysing), num_returns=len(self.reanalysing), timeout=None if wait else 0
+            )
             for ref in done:
                 worker, work = self.reanalysing.pop(ref)
                 try:
@@ -287,8 +311,9 @@ class RayTrainer(Trainer):
         if not dispatch:
             return
         busy = {worker for worker, _ in self.reanalysing.values()}
-        count = int(round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step
-                          * self.cfg.train.batch_size))
+        count = int(
+            round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step * self.cfg.train.batch_size)
+        )
         for worker in self.reanalysers:
             if worker in busy or len(self.replay) == 0:
                 continue
@@ -299,8 +324,7 @@ class RayTrainer(Trainer):
                 self.reanalysing[ref] = (worker, work)
 
     def _runtime_metrics(self, step_seconds: float) -> dict:
-        out = {"ray/workers": self.num_workers, "ray/worker_failures": self.failures,
-               "ray/queue": len(self.in_flight)}
+        out = {"ray/workers": self.num_workers, "ray/worker_failures": self.failures, "ray/queue": len(self.in_flight)}
         if self.reanalysers:
             out["ray/reanalysed_positions"] = self.reanalysed
         if self.eval_workers:

@@ -1,0 +1,181 @@
+"""The data sources of the training loop (`polyzero.train.loop`), and what an algorithm
+or plug-in declares to the runtime, asked here so that `polyzero.train` names no
+algorithm (docs/adding_an_algorithm.md):
+
+* `data_sources(cfg)` (a static method of the algorithm's class, optional): the data
+  sources beyond self-play its config asks for, by name; "reanalyse" is MuZero
+  Reanalyze (Appendix H): stored positions re-searched with the latest weights.
+* `extra_actors(cfg)` (of a runtime of its own, `polyzero.plugins.RUNTIMES`): its Ray
+  actors beside the self-play workers, config key -> count.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..plugins import algorithm_class, own_runtime
+from . import checkpoint as ckpt
+
+REANALYSE = "reanalyse"
+
+
+def declared_sources(cfg) -> tuple[str, ...]:
+    """The data sources beyond self-play that `cfg`'s algorithm declares for this config."""
+    declare = getattr(algorithm_class(cfg.algo), "data_sources", None)
+    return tuple(declare(cfg)) if declare is not None else ()
+
+
+def extra_actors(cfg) -> dict[str, int]:
+    """The run's Ray actors beside the self-play workers, by the config key that sets
+    their number: evaluation and reanalyse actors (the common runtime), or what a runtime
+    of its own declares."""
+    runtime = own_runtime(cfg.algo)
+    if runtime is not None:
+        return runtime.extra_actors(cfg)
+    return {
+        "ray.evaluators": cfg.ray.evaluators if cfg.eval.every else 0,
+        "ray.reanalysers": cfg.ray.reanalysers if REANALYSE in declared_sources(cfg) else 0,
+    }
+
+
+class DataSource(Protocol):
+    """What the loop asks of a data source, each learning step and at each checkpoint."""
+
+    def collect(self, loop) -> None:
+        """This step's new data into the loop's replay (checking `loop._check_interrupt`
+        between units of work)."""
+
+    def publish(self, loop) -> None:
+        """The learner's weights after a step (`loop.learner`, `loop.step`) to whatever
+        plays or searches with them."""
+
+    def end_step(self, loop, updates: int) -> dict:
+        """Bookkeeping after the step's `updates` minibatch updates; the step's metrics."""
+
+    def state(self) -> tuple[dict, dict[str, bytes]]:
+        """(entries of the checkpoint's state.json, files of the checkpoint)."""
+
+    def load(self, path, state: dict) -> None:
+        """Restore from checkpoint `path` (its state.json is `state`)."""
+
+    def resumed(self, loop) -> str:
+        """After a restore, the loop's counters set: publish weights; a note for the
+        resume's message (or "")."""
+
+
+class SelfPlaySource:
+    """Trajectory self-play in this process: an actor's finished games enter the replay
+    until b_step new positions have (positions of games still in play are the
+    checkpoint's `actor.npz`: a resume continues them)."""
+
+    def __init__(self, algo, actor, evaluator, replay, positions_per_step: int):
+        self.algo, self.actor, self.evaluator, self.replay = algo, actor, evaluator, replay
+        self.positions_per_step = positions_per_step
+        self.pending = 0  # positions added since the last learning step
+        self.actor_state = actor.state_dict  # a Ray trainer's actor state is its workers' totals
+
+    def collect(self, loop) -> None:
+        while self.pending < self.positions_per_step:
+            loop._check_interrupt()  # between ticks: every game in a slot is still in play
+            for traj in self.actor.tick():
+                self.pending += self.replay.add(self.algo.trajectory_examples(traj))
+        self.pending -= self.positions_per_step
+
+    def publish(self, loop) -> None:
+        self.evaluator.load_state_dict(loop.learner.weights())
+        self.set_temperature(loop.step)
+
+    def set_temperature(self, step: int) -> None:
+        schedule = getattr(self.algo, "acting_temperature", None)
+        if schedule is not None:
+            self.actor.temperature = schedule(step)
+
+    def end_step(self, loop, updates: int) -> dict:
+        return {}
+
+    def state(self) -> tuple[dict, dict[str, bytes]]:
+        from .loop import npz_bytes
+
+        meta, arrays = self.actor_state()
+        return (
+            {"pending": self.pending, "actor": meta},
+            {"replay.npz": self.replay.to_bytes(), "actor.npz": npz_bytes(arrays)},
+        )
+
+    def load(self, path, state: dict) -> None:
+        self.replay.load_bytes((path / "replay.npz").read_bytes())
+        self.actor.load_state_dict(state["actor"], ckpt.read_npz(path, "actor.npz"))
+        self.pending = state["pending"]
+        self.in_flight = len(state["actor"]["slots"])
+
+    def resumed(self, loop) -> str:
+        self.evaluator.load_state_dict(loop.learner.weights())
+        self.set_temperature(loop.step)
+        return (
+            f"{self.in_flight} games in flight at that checkpoint continue"
+            if self.in_flight
+            else "games in flight were not in it and start anew"
+        )
+
+
+class ReanalyseSource:
+    """MuZero Reanalyze (Appendix H) in this process: the replay re-searches part of each
+    minibatch with the latest weights (`Reanalyser`); its target network and random state
+    are the checkpoint's `reanalyser.pt`."""
+
+    FILE = "reanalyser.pt"
+
+    def __init__(self, algo, cfg, device, replay, weights: dict):
+        from .reanalyse import Reanalyser
+
+        self.reanalyser = Reanalyser(algo, cfg, device, cfg.seed)
+        self.reanalyser.set_weights(weights, 0)
+        replay.reanalyser = self.reanalyser
+
+    def collect(self, loop) -> None:
+        """Nothing: the replay reanalyses as it samples."""
+
+    def publish(self, loop) -> None:
+        self.reanalyser.set_weights(loop.learner.weights(), loop.step)
+
+    def end_step(self, loop, updates: int) -> dict:
+        return {}
+
+    def state(self) -> tuple[dict, dict[str, bytes]]:
+        return {}, {self.FILE: ckpt.torch_bytes(self.reanalyser.state_dict())}
+
+    def load(self, path, state: dict) -> None:
+        self.reanalyser.load_state_dict(ckpt.read_torch(path, self.FILE))
+
+    def resumed(self, loop) -> str:
+        self.reanalyser.set_weights(loop.learner.weights(), -1)
+        return ""
+
+
+class SearchControlSource:
+    """A self-play plug-in's part (`polyzero.plugins.SELFPLAY_PLUGINS`: Go-Exploit's
+    archive and archive actor, KataGo's statistics) after each step: states of interest
+    into the archive, archive games played; its state is the checkpoint part the plug-in
+    names."""
+
+    def __init__(self, control, file: str, selfplay: SelfPlaySource):
+        self.control, self.file, self.selfplay = control, file, selfplay
+
+    def collect(self, loop) -> None:
+        """Nothing: the self-play actor starts its games from the archive itself."""
+
+    def publish(self, loop) -> None:
+        """Nothing: its archive actor plays with the self-play actor's network."""
+
+    def end_step(self, loop, updates: int) -> dict:
+        return self.control.end_step(self.selfplay.actor)
+
+    def state(self) -> tuple[dict, dict[str, bytes]]:
+        return {}, {self.file: self.control.to_bytes()}
+
+    def load(self, path, state: dict) -> None:
+        if (path / self.file).is_file():
+            self.control.load_bytes((path / self.file).read_bytes())
+
+    def resumed(self, loop) -> str:
+        return ""
