@@ -75,7 +75,8 @@ class Trainer(TrainingLoop):
     @property
     def selfplay_stats(self) -> dict:
         """Totals over the run: games, positions, searches, simulations."""
-        return self.actor.stats
+        gathered = self.executor.stats(self)  # a Ray executor's, from its workers
+        return self.actor.stats if gathered is None else gathered
 
     def _step_metrics(self, before: dict, ended: dict, step_seconds: float) -> dict:
         stats = self.selfplay_stats
