@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 
 from polyzero.errors import UsageError
-from polyzero.train.executor import InProcess
+from polyzero.train.executor import ExecutorState, InProcess
 from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start_ray, wait_for
 
 from .trainer import SoGTrainer
@@ -69,19 +69,13 @@ class SoGWorker:
                               self.cfg.sog.q_recursive) for index, query in items]
 
 
-class RaySoGTrainer(SoGTrainer):
+class RaySoGTrainer(ExecutorState, SoGTrainer):
     """Student of Games' trainer with its games and solves on Ray actors: the trainer with
     the executor `RayGamesAndQueries`, whose state (workers, solvers) reads as the trainer's."""
 
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         super().__init__(cfg, run_dir, progress)
         self.executor = RayGamesAndQueries(self, workers, ray_address)
-
-    def __getattr__(self, name: str):
-        executor = self.__dict__.get("executor")
-        if executor is None:
-            raise AttributeError(name)
-        return getattr(executor, name)
 
 
 class RayGamesAndQueries(InProcess):

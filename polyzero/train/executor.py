@@ -46,3 +46,13 @@ class InProcess:
 
 
 IN_PROCESS = InProcess()
+
+
+class ExecutorState:
+    """A trainer whose executor's state (its workers, totals, ...) reads as the trainer's."""
+
+    def __getattr__(self, name: str):
+        executor = self.__dict__.get("executor")
+        if executor is None:
+            raise AttributeError(name)
+        return getattr(executor, name)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .driver import Trainer
+from .executor import ExecutorState
 from .ray_actors import (  # noqa: F401 - their home was here; scripts import them from here
     EvaluationWorker,
     ReanalyseWorker,
@@ -42,7 +43,7 @@ from .ray_actors import (  # noqa: F401 - their home was here; scripts import th
 from .selfplay import new_stats
 
 
-class RayTrainer(Trainer):
+class RayTrainer(ExecutorState, Trainer):
     """Trainer whose self-play runs on `workers` Ray actors: the common trainer with the
     executor `RaySelfPlay`. The executor's state (workers, totals, evaluations, ...) reads
     as the trainer's."""
@@ -61,12 +62,6 @@ class RayTrainer(Trainer):
         self._down.add(actor)
         self.failures += 1
         return True
-
-    def __getattr__(self, name: str):
-        executor = self.__dict__.get("executor")
-        if executor is None:
-            raise AttributeError(name)
-        return getattr(executor, name)
 
 
 class RaySelfPlay:
