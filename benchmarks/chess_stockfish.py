@@ -36,8 +36,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # Both engines are deterministic at a node limit, so every pair of games starts from its own
 # two-ply opening, played once with each colour (as match referees do with an opening book).
-OPENINGS = ("e2e4 e7e5", "e2e4 c7c5", "d2d4 d7d5", "d2d4 g8f6", "c2c4 e7e5",
-            "g1f3 d7d5", "e2e4 e7e6", "e2e4 c7c6", "d2d4 f7f5", "c2c4 c7c5")
+OPENINGS = (
+    "e2e4 e7e5",
+    "e2e4 c7c5",
+    "d2d4 d7d5",
+    "d2d4 g8f6",
+    "c2c4 e7e5",
+    "g1f3 d7d5",
+    "e2e4 e7e6",
+    "e2e4 c7c6",
+    "d2d4 f7f5",
+    "c2c4 c7c5",
+)
 RESULTS = ROOT / "benchmarks" / "results"
 WORK = ROOT / "benchmarks" / "work"
 
@@ -141,7 +151,6 @@ def main(argv=None) -> None:
 
     sys.path.insert(0, str(ROOT))
     from polyzero.engines.process import find_binary
-    from polyzero.eval.stats import wilson_interval
 
     sf_path = find_binary("stockfish")
     if sf_path is None:
@@ -149,56 +158,25 @@ def main(argv=None) -> None:
     agent = untrained_agent(args.seed) if args.agent == "untrained" else args.agent
     label = "untrained AlphaZero network" if args.agent == "untrained" else args.agent
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    ours = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "polyzero", "uci", "--agent", agent,
-                                                "--threads", "1", "--seed", str(args.seed)], env=env,
-                                               timeout=300)  # startup: torch and numba imports
+    ours = chess.engine.SimpleEngine.popen_uci(
+        [sys.executable, "-m", "polyzero", "uci", "--agent", agent, "--threads", "1", "--seed", str(args.seed)],
+        env=env,
+        timeout=300,
+    )  # startup: torch and numba imports
     stockfish = chess.engine.SimpleEngine.popen_uci(sf_path)
     stockfish.configure({"Skill Level": args.skill, "Threads": 1})
-    names = (f"polyzero ({label}, {args.nodes} nodes)", f"{stockfish.id.get('name', 'Stockfish')} "
-             f"skill {args.skill}, {args.sf_nodes} nodes")
-    pgn, scores, lengths, illegal = [], [], [], []
-    seconds = {"polyzero": 0.0, "stockfish": 0.0}
+    names = (
+        f"polyzero ({label}, {args.nodes} nodes)",
+        f"{stockfish.id.get('name', 'Stockfish')} skill {args.skill}, {args.sf_nodes} nodes",
+    )
     t0 = time.time()
     try:
-        for i in range(args.games):
-            opening = OPENINGS[(i // 2) % len(OPENINGS)]
-            record, score, secs, moves, bad = play_game(ours, stockfish, i % 2 == 0, args.nodes, args.sf_nodes,
-                                                        i, names, opening)
-            illegal += [bad] if bad else []
-            pgn.append(str(record))
-            scores.append(score)
-            lengths.append(moves)
-            for k in seconds:
-                seconds[k] += secs[k]
-            print(f"game {i + 1}/{args.games}: {opening}: {record.headers['Result']} "
-                  f"({record.headers['Termination']}, {moves} plies), polyzero {'white' if i % 2 == 0 else 'black'}",
-                  flush=True)
+        played = play_games(ours, stockfish, args, names)
     finally:
         ours.quit()
         stockfish.quit()
-    text = "\n\n".join(pgn) + "\n"
-    n = len(scores)
-    wins, draws = scores.count(1.0), scores.count(0.5)
-    score = sum(scores) / n
-    lo, hi = wilson_interval(score, n)
-    plies = sum(lengths)
-    summary = {
-        "benchmark": "chess_stockfish",
-        "command": "python benchmarks/chess_stockfish.py " + " ".join(argv or sys.argv[1:]),
-        "machine": f"{platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs), "
-                   f"load average {os.getloadavg()[0]:.1f} at the end",
-        "referee": f"python-chess {chess.__version__} chess.engine", "polyzero": names[0], "stockfish": names[1],
-        "games": n, "wins": wins, "draws": draws, "losses": n - wins - draws, "score": score,
-        "ci95": [lo, hi], "elo_difference": elo_difference(score),
-        "elo_ci95": [elo_difference(lo), elo_difference(hi)],
-        "illegal_moves": {side: illegal.count(side) for side in ("polyzero", "stockfish")},
-        "pgn_games_valid": check_pgn(text), "mean_plies": plies / n,
-        "seconds_per_move": {k: v / max(1, plies / 2) for k, v in seconds.items()},
-        "wall_minutes": (time.time() - t0) / 60,
-        "openings": list(OPENINGS),
-        "results": [{"game": i + 1, "opening": OPENINGS[(i // 2) % len(OPENINGS)], "polyzero_white": i % 2 == 0,
-                     "score": s, "plies": m} for i, (s, m) in enumerate(zip(scores, lengths))],
-    }
+    text = "\n\n".join(played["pgn"]) + "\n"
+    summary = summarize(args, argv, names, played, text, (time.time() - t0) / 60)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.name}.pgn").write_text(text)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -206,22 +184,101 @@ def main(argv=None) -> None:
     print(markdown(summary))
 
 
+def play_games(ours, stockfish, args, names: tuple[str, str]) -> dict:
+    """--games games, polyzero White in the first of each pair, each pair from one opening:
+    their PGN records, polyzero's scores, their plies, the side of each illegal move and
+    each engine's seconds in all."""
+    pgn, scores, lengths, illegal = [], [], [], []
+    seconds = {"polyzero": 0.0, "stockfish": 0.0}
+    for i in range(args.games):
+        opening = OPENINGS[(i // 2) % len(OPENINGS)]
+        record, score, secs, moves, bad = play_game(
+            ours, stockfish, i % 2 == 0, args.nodes, args.sf_nodes, i, names, opening
+        )
+        illegal += [bad] if bad else []
+        pgn.append(str(record))
+        scores.append(score)
+        lengths.append(moves)
+        for k in seconds:
+            seconds[k] += secs[k]
+        print(
+            f"game {i + 1}/{args.games}: {opening}: {record.headers['Result']} "
+            f"({record.headers['Termination']}, {moves} plies), polyzero {'white' if i % 2 == 0 else 'black'}",
+            flush=True,
+        )
+    return {"pgn": pgn, "scores": scores, "lengths": lengths, "illegal": illegal, "seconds": seconds}
+
+
+def summarize(args, argv, names: tuple[str, str], played: dict, text: str, wall_minutes: float) -> dict:
+    """The results file's record of the games `play_games` played (`text`: their PGN)."""
+    import chess
+
+    from polyzero.eval.stats import wilson_interval
+
+    scores, lengths, illegal = played["scores"], played["lengths"], played["illegal"]
+    n = len(scores)
+    wins, draws = scores.count(1.0), scores.count(0.5)
+    score = sum(scores) / n
+    lo, hi = wilson_interval(score, n)
+    plies = sum(lengths)
+    return {
+        "benchmark": "chess_stockfish",
+        "command": "python benchmarks/chess_stockfish.py " + " ".join(argv or sys.argv[1:]),
+        "machine": f"{platform.node()} ({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs), "
+        f"load average {os.getloadavg()[0]:.1f} at the end",
+        "referee": f"python-chess {chess.__version__} chess.engine",
+        "polyzero": names[0],
+        "stockfish": names[1],
+        "games": n,
+        "wins": wins,
+        "draws": draws,
+        "losses": n - wins - draws,
+        "score": score,
+        "ci95": [lo, hi],
+        "elo_difference": elo_difference(score),
+        "elo_ci95": [elo_difference(lo), elo_difference(hi)],
+        "illegal_moves": {side: illegal.count(side) for side in ("polyzero", "stockfish")},
+        "pgn_games_valid": check_pgn(text),
+        "mean_plies": plies / n,
+        "seconds_per_move": {k: v / max(1, plies / 2) for k, v in played["seconds"].items()},
+        "wall_minutes": wall_minutes,
+        "openings": list(OPENINGS),
+        "results": [
+            {
+                "game": i + 1,
+                "opening": OPENINGS[(i // 2) % len(OPENINGS)],
+                "polyzero_white": i % 2 == 0,
+                "score": s,
+                "plies": m,
+            }
+            for i, (s, m) in enumerate(zip(scores, lengths))
+        ],
+    }
+
+
 def markdown(s: dict) -> str:
-    return "\n".join([
-        "# chess_stockfish", "",
-        f"Command: `{s['command']}`  ",
-        f"Machine: {s['machine']}  ",
-        f"Referee: {s['referee']}; each pair of games from one two-ply opening, polyzero White in the "
-        f"first of the pair.", "",
-        "| polyzero | opponent | games | W / D / L | score [95% CI] | Elo difference [95% CI] | "
-        "illegal moves (polyzero / Stockfish) | valid PGN games | mean plies |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| {s['polyzero']} | {s['stockfish']} | {s['games']} | {s['wins']} / {s['draws']} / {s['losses']} | "
-        f"{s['score']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {_elo_text(s)} | "
-        f"{s['illegal_moves']['polyzero']} / {s['illegal_moves']['stockfish']} | "
-        f"{s['pgn_games_valid']} / {s['games']} | {s['mean_plies']:.0f} |", "",
-        f"Seconds a move: polyzero {s['seconds_per_move']['polyzero']:.3f}, "
-        f"Stockfish {s['seconds_per_move']['stockfish']:.3f}; wall clock {s['wall_minutes']:.1f} min.", ""])
+    return "\n".join(
+        [
+            "# chess_stockfish",
+            "",
+            f"Command: `{s['command']}`  ",
+            f"Machine: {s['machine']}  ",
+            f"Referee: {s['referee']}; each pair of games from one two-ply opening, polyzero White in the "
+            f"first of the pair.",
+            "",
+            "| polyzero | opponent | games | W / D / L | score [95% CI] | Elo difference [95% CI] | "
+            "illegal moves (polyzero / Stockfish) | valid PGN games | mean plies |",
+            "|---|---|---|---|---|---|---|---|---|",
+            f"| {s['polyzero']} | {s['stockfish']} | {s['games']} | {s['wins']} / {s['draws']} / {s['losses']} | "
+            f"{s['score']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}] | {_elo_text(s)} | "
+            f"{s['illegal_moves']['polyzero']} / {s['illegal_moves']['stockfish']} | "
+            f"{s['pgn_games_valid']} / {s['games']} | {s['mean_plies']:.0f} |",
+            "",
+            f"Seconds a move: polyzero {s['seconds_per_move']['polyzero']:.3f}, "
+            f"Stockfish {s['seconds_per_move']['stockfish']:.3f}; wall clock {s['wall_minutes']:.1f} min.",
+            "",
+        ]
+    )
 
 
 if __name__ == "__main__":

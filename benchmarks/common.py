@@ -25,13 +25,23 @@ RESULTS = ROOT / "benchmarks" / "results"
 PY = sys.executable
 POLYZERO = [PY, "-m", "polyzero"]  # the interpreter running the script, however it was found
 # One intra-op thread for every library a benchmark's processes run (torch, XLA, BLAS).
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-              "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}
+ONE_THREAD = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+}
 # A `polyzero train` that a benchmark stops by the clock: no evaluation, no step limit,
 # checkpoints only when stopped, all of them kept.
-POLYZERO_SETS = ["threads=1", "eval.every=0", "train.steps=100000000", "train.checkpoint_every=100000000",
-                 "train.keep_checkpoints=100000"]
+POLYZERO_SETS = [
+    "threads=1",
+    "eval.every=0",
+    "train.steps=100000000",
+    "train.checkpoint_every=100000000",
+    "train.keep_checkpoints=100000",
+]
 
 
 # ----------------------------------------------------------------------------- records
@@ -157,11 +167,11 @@ def keep_mark(ckpt: Path, dest: Path) -> None:
     os.replace(tmp, dest)
 
 
-def _segment_command(run: Path, ckpt: Path | None, train_args: list[str], core: int | None,
-                     launch_args) -> list[str]:
+def _segment_command(run: Path, ckpt: Path | None, train_args: list[str], core: int | None, launch_args) -> list[str]:
     if ckpt is None:
-        cmd = [*POLYZERO, "train", *train_args, "--run-dir", str(run), "--no-progress"] + \
-              [x for s in POLYZERO_SETS for x in ("--set", s)]
+        cmd = [*POLYZERO, "train", *train_args, "--run-dir", str(run), "--no-progress"] + [
+            x for s in POLYZERO_SETS for x in ("--set", s)
+        ]
     else:
         cmd = [*POLYZERO, "train", "--resume", str(run), "--no-progress"]
     return taskset(core) + cmd + list(launch_args)
@@ -181,8 +191,16 @@ def _run_until(cmd: list[str], log_path: Path, seconds: float, env: dict) -> int
         return proc.wait()
 
 
-def train_segments(work: Path, arm: str, train_args: list[str], budget_s: float, mark_s: float,
-                   core: int | None, log_prefix: str | None = None, launch_args: list[str] = ()) -> None:
+def train_segments(
+    work: Path,
+    arm: str,
+    train_args: list[str],
+    budget_s: float,
+    mark_s: float,
+    core: int | None,
+    log_prefix: str | None = None,
+    launch_args: list[str] = (),
+) -> None:
     """`polyzero train TRAIN_ARGS` in segments of `mark_s` wall clock; SIGTERM at each mark
     writes a checkpoint, the next segment resumes it (both with LAUNCH_ARGS, such as
     `--workers 2`), and the mark's network is kept under WORK/ARM_marks/. The x-axis is
@@ -203,19 +221,27 @@ def train_segments(work: Path, arm: str, train_args: list[str], budget_s: float,
             return
         target = min((int(wall // mark_s) + 1) * mark_s, budget_s)
         t_start = time.time()
-        returncode = _run_until(_segment_command(run, ckpt, train_args, core, launch_args),
-                                work / f"{arm}_train.log", target - wall, env)
+        returncode = _run_until(
+            _segment_command(run, ckpt, train_args, core, launch_args), work / f"{arm}_train.log", target - wall, env
+        )
         t_end = time.time()
         ckpt, state = latest_polyzero(run)
         if state is None:
             raise SystemExit(f"polyzero train wrote no checkpoint (see {work / f'{arm}_train.log'})")
         mark_dir = work / f"{arm}_marks" / f"wc{int(round(target)):06d}"
         keep_mark(ckpt, mark_dir)
-        rec = {"mark_s": target, "wall_s": wall + (t_end - t_start), "checkpoint": str(mark_dir.relative_to(work)),
-               "source": ckpt.name,
-               "elapsed": state["elapsed"], "train_time": state["train_time"], "learning_step": state["step"],
-               "games": (state.get("actor") or {}).get("stats", {}).get("games"),
-               "utc": utcnow(), "returncode": returncode}
+        rec = {
+            "mark_s": target,
+            "wall_s": wall + (t_end - t_start),
+            "checkpoint": str(mark_dir.relative_to(work)),
+            "source": ckpt.name,
+            "elapsed": state["elapsed"],
+            "train_time": state["train_time"],
+            "learning_step": state["step"],
+            "games": (state.get("actor") or {}).get("stats", {}).get("games"),
+            "utc": utcnow(),
+            "returncode": returncode,
+        }
         with open(seg_file, "a") as f:
             f.write(json.dumps(rec) + "\n")
         print(f"[{prefix}] {rec['wall_s'] / 60:.1f} min: step {rec['learning_step']} -> {ckpt.name}", flush=True)
@@ -243,8 +269,7 @@ def probe_median_ms(k=5) -> float:
 
 def record_probe(work: Path, label: str) -> dict:
     """A speed probe and the load average, appended to WORK/probes.jsonl."""
-    rec = {"label": label, "utc": utcnow(), "probe_ms": round(probe_median_ms(), 3),
-           "loadavg": os.getloadavg()}
+    rec = {"label": label, "utc": utcnow(), "probe_ms": round(probe_median_ms(), 3), "loadavg": os.getloadavg()}
     with open(work / "probes.jsonl", "a") as f:
         f.write(json.dumps(rec) + "\n")
     return rec
@@ -260,8 +285,9 @@ def time_interleaved(jobs, min_calls, min_total_s, max_rounds, block_s=0.03, blo
     probe = []
     t_start = time.perf_counter()
     r = 0
-    while (min(len(v) for v in times.values()) < min_calls
-           or time.perf_counter() - t_start < min_total_s) and r < max_rounds:
+    while (
+        min(len(v) for v in times.values()) < min_calls or time.perf_counter() - t_start < min_total_s
+    ) and r < max_rounds:
         for name, fn, args_list in jobs:
             t_block, k = time.perf_counter(), 0
             while k < block_min_calls or time.perf_counter() - t_block < block_s:
@@ -284,8 +310,14 @@ def summarize(ts):
     def q(f):
         return ts[min(len(ts) - 1, int(f * (len(ts) - 1) + 0.5))]
 
-    return {"n": len(ts), "median_s": statistics.median(ts), "min_s": ts[0],
-            "p25_s": q(0.25), "p75_s": q(0.75), "max_s": ts[-1]}
+    return {
+        "n": len(ts),
+        "median_s": statistics.median(ts),
+        "min_s": ts[0],
+        "p25_s": q(0.25),
+        "p75_s": q(0.75),
+        "max_s": ts[-1],
+    }
 
 
 # ----------------------------------------------------------------------------- the machine
@@ -304,15 +336,21 @@ def _lscpu(fields: tuple[str, ...]) -> dict:
 
 def machine_info() -> dict:
     """Python, the CPU count and lscpu's model and topology (the timing benchmarks)."""
-    return {"python": platform.python_version(), "cpu_count": os.cpu_count(),
-            **_lscpu(("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket"))}
+    return {
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        **_lscpu(("Model name", "CPU(s)", "Thread(s) per core", "Core(s) per socket")),
+    }
 
 
 def machine() -> dict:
     """The platform, lscpu's model, topology and cache, and the memory (the training benchmarks)."""
-    info = {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-            **_lscpu(("Model name", "CPU(s)", "Core(s) per socket", "Thread(s) per core",
-                      "Hypervisor vendor", "L3 cache"))}
+    info = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        **_lscpu(("Model name", "CPU(s)", "Core(s) per socket", "Thread(s) per core", "Hypervisor vendor", "L3 cache")),
+    }
     try:
         with open("/proc/meminfo") as f:
             info["mem_total"] = next(x for x in f if x.startswith("MemTotal")).split(":")[1].strip()

@@ -41,6 +41,7 @@ trainer; --tag names the run so its work directory and report stand apart:
 Targets (the issue): >= 90% vs MCTS-Solver 1x and >= 60% vs 10x within 60 minutes
 of training, ahead of OpenSpiel's AlphaZero at every equal wall-clock point.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,9 +91,19 @@ def train_polyzero(args, work: Path, arm: str = "polyzero") -> None:
 
 def train_openspiel(args, work: Path) -> None:
     core = args.core_openspiel if args.cores_per_arm == 1 else None
-    cmd = taskset(core) + [PY, str(ROOT / "benchmarks" / "openspiel_az.py"), "train",
-                            "--dir", str(work / "openspiel"), "--budget-min", str(args.budget_min),
-                            "--mark-min", str(args.mark_min), "--actors", str(args.cores_per_arm)]
+    cmd = taskset(core) + [
+        PY,
+        str(ROOT / "benchmarks" / "openspiel_az.py"),
+        "train",
+        "--dir",
+        str(work / "openspiel"),
+        "--budget-min",
+        str(args.budget_min),
+        "--mark-min",
+        str(args.mark_min),
+        "--actors",
+        str(args.cores_per_arm),
+    ]
     with open(work / "openspiel_train.log", "a") as log:
         log.write(f"\n# {utcnow()} {' '.join(cmd)}\n")
         log.flush()
@@ -110,6 +121,7 @@ def prune_state(work: Path) -> None:
     import torch
 
     from polyzero.train.checkpoint import _prune
+
     for arm in ("polyzero", "muzero"):
         run = work / arm
         if (run / "checkpoints").is_dir():
@@ -129,6 +141,7 @@ def prune_state(work: Path) -> None:
 
 def phase_train(args, work: Path) -> None:
     import threading
+
     record_probe(work, "train-start")
     stop = threading.Event()
 
@@ -160,11 +173,13 @@ def phase_train(args, work: Path) -> None:
 def make_agent(arm: str, ck: dict, game):
     if arm != "openspiel":
         from polyzero.train.agents import load_search_player
+
         p = load_search_player(f"{ck['path']}@{AGENT_SIMS}", game)
         p.sample_moves = 0  # most-visited move from the first move on
         return p
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from openspiel_az import OpenSpielAZPlayer
+
     return OpenSpielAZPlayer(ck["dir"], ck["name"], game, AGENT_SIMS, jit=True)
 
 
@@ -223,13 +238,26 @@ def eval_worker(args, work: Path) -> None:
         seed = args.seed * 1_000_003 + 7919 * c + (0 if lv == "1x" else 104729)
         t0 = time.time()
         res = play_match(game, agents[key], solvers[lv], args.chunk, seed=seed)
-        rec = {"arm": arm, "mark_s": mark, "level": lv, "chunk": c, "seed": seed, "wins": res.wins,
-               "draws": res.draws, "losses": res.losses, "seconds": time.time() - t0,
-               "probe_ms": round(probe_median_ms(3), 3), "utc": utcnow()}
+        rec = {
+            "arm": arm,
+            "mark_s": mark,
+            "level": lv,
+            "chunk": c,
+            "seed": seed,
+            "wins": res.wins,
+            "draws": res.draws,
+            "losses": res.losses,
+            "seconds": time.time() - t0,
+            "probe_ms": round(probe_median_ms(3), 3),
+            "utc": utcnow(),
+        }
         write_json_atomic(out, rec)
         claim.unlink(missing_ok=True)
-        print(f"[eval {arm} {mark / 60:.0f}min {lv} chunk {c}] W{res.wins} D{res.draws} L{res.losses} "
-              f"({rec['seconds']:.0f}s)", flush=True)
+        print(
+            f"[eval {arm} {mark / 60:.0f}min {lv} chunk {c}] W{res.wins} D{res.draws} L{res.losses} "
+            f"({rec['seconds']:.0f}s)",
+            flush=True,
+        )
 
 
 def parse_deadline(s: str | None) -> float | None:
@@ -252,17 +280,37 @@ def phase_eval(args, work: Path) -> None:
     for i in range(args.eval_workers):
         core = cores[i] if i < len(cores) else None
         log = open(work / f"eval_worker{i}.log", "a")
-        procs.append(subprocess.Popen(taskset(core) + cmd, stdout=log, stderr=subprocess.STDOUT,
-                                      env={**os.environ, **ONE_THREAD}, cwd=ROOT))
+        procs.append(
+            subprocess.Popen(
+                taskset(core) + cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ONE_THREAD}, cwd=ROOT
+            )
+        )
     for p in procs:
         p.wait()
     record_probe(work, "eval-end")
 
 
 def _passthrough(args) -> list[str]:
-    out = ["--work", str(args.work), "--budget-min", str(args.budget_min), "--mark-min", str(args.mark_min),
-           "--games", str(args.games), "--chunk", str(args.chunk), "--seed", str(args.seed),
-           "--arms", ",".join(args.arms), "--search", args.search, "--tag", args.tag]
+    out = [
+        "--work",
+        str(args.work),
+        "--budget-min",
+        str(args.budget_min),
+        "--mark-min",
+        str(args.mark_min),
+        "--games",
+        str(args.games),
+        "--chunk",
+        str(args.chunk),
+        "--seed",
+        str(args.seed),
+        "--arms",
+        ",".join(args.arms),
+        "--search",
+        args.search,
+        "--tag",
+        args.tag,
+    ]
     if args.games_10x is not None:
         out += ["--games-10x", str(args.games_10x)]
     if args.deadline:
@@ -287,25 +335,47 @@ def main(argv=None) -> None:
     p.add_argument("--core-polyzero", type=int, default=0)
     p.add_argument("--core-openspiel", type=int, default=1)
     p.add_argument("--core-muzero", type=int, default=1, help="the muzero arm (connect_four_muzero)")
-    p.add_argument("--cores-per-arm", type=int, choices=[1, 2], default=1,
-                   help="1: the arms train at the same time, one pinned core each; 2: one after the "
-                        "other on both cores (polyzero --workers 2, OpenSpiel 2 actors), the issue's protocol")
+    p.add_argument(
+        "--cores-per-arm",
+        type=int,
+        choices=[1, 2],
+        default=1,
+        help="1: the arms train at the same time, one pinned core each; 2: one after the "
+        "other on both cores (polyzero --workers 2, OpenSpiel 2 actors), the issue's protocol",
+    )
     p.add_argument("--eval-workers", type=int, default=2)
     p.add_argument("--deadline", default=None, help="eval: take no new chunk after HH:MM UTC")
-    p.add_argument("--marks-10x", default="", metavar="MIN,MIN",
-                   help="eval: play the 10x games only at these marks (minutes; default every mark), "
-                        "since 10x is the slower level")
+    p.add_argument(
+        "--marks-10x",
+        default="",
+        metavar="MIN,MIN",
+        help="eval: play the 10x games only at these marks (minutes; default every mark), "
+        "since 10x is the slower level",
+    )
     p.add_argument("--shared-note", default="The machine was shared with other jobs (see the speed probe).")
     p.add_argument("--note", action="append", help="a line for the report's notes (repeatable)")
     p.add_argument("--search", choices=["puct", "gumbel"], default="puct", help="the polyzero arm's search")
-    p.add_argument("--polyzero-set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a `polyzero train --set` for the polyzero arm (repeatable)")
-    p.add_argument("--muzero-set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a `polyzero train --set` for the muzero arm (repeatable)")
+    p.add_argument(
+        "--polyzero-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a `polyzero train --set` for the polyzero arm (repeatable)",
+    )
+    p.add_argument(
+        "--muzero-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a `polyzero train --set` for the muzero arm (repeatable)",
+    )
     p.add_argument("--tag", default="", help="suffix of the run's name: work dir and results NAME_TAG.*")
-    p.add_argument("--keep-state", action="store_true",
-                   help="work dir benchmarks/results/NAME/, pruned after training to what a later session "
-                        "needs to go on (commit it): for runs longer than a session")
+    p.add_argument(
+        "--keep-state",
+        action="store_true",
+        help="work dir benchmarks/results/NAME/, pruned after training to what a later session "
+        "needs to go on (commit it): for runs longer than a session",
+    )
     args = p.parse_args(argv)
     args.name = f"{NAME}_{args.tag}" if args.tag else NAME
     default_work = RESULTS / args.name if args.keep_state else ROOT / "runs" / "bench" / args.name

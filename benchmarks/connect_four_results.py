@@ -24,13 +24,27 @@ def checkpoints(work: Path, arm: str, budget_s: float) -> list[dict]:
     if arm != "openspiel":
         for r in read_jsonl(work / f"{arm}_segments.jsonl"):
             if r["mark_s"] <= budget_s + 1e-6:
-                out.append({"mark_s": r["mark_s"], "wall_s": r["wall_s"], "path": str(work / r["checkpoint"]),
-                            "learning_step": r["learning_step"], "train_time": r["train_time"]})
+                out.append(
+                    {
+                        "mark_s": r["mark_s"],
+                        "wall_s": r["wall_s"],
+                        "path": str(work / r["checkpoint"]),
+                        "learning_step": r["learning_step"],
+                        "train_time": r["train_time"],
+                    }
+                )
     else:
         for r in read_jsonl(work / "openspiel" / "wallclock.jsonl"):
             if r["mark_s"] <= budget_s + 1e-6:
-                out.append({"mark_s": r["mark_s"], "wall_s": r["elapsed"], "dir": str(work / "openspiel"),
-                            "name": r["checkpoint"], "learning_step": r["learning_step"]})
+                out.append(
+                    {
+                        "mark_s": r["mark_s"],
+                        "wall_s": r["elapsed"],
+                        "dir": str(work / "openspiel"),
+                        "name": r["checkpoint"],
+                        "learning_step": r["learning_step"],
+                    }
+                )
     return out
 
 
@@ -48,8 +62,11 @@ def collect_curves(args, work: Path) -> dict:
     for arm in ARMS:
         pts = []
         for ck in checkpoints(work, arm, args.budget_min * 60):
-            pt = {"minutes": round(ck["wall_s"] / 60, 2), "mark_min": ck["mark_s"] / 60,
-                  "learning_step": ck["learning_step"]}
+            pt = {
+                "minutes": round(ck["wall_s"] / 60, 2),
+                "mark_min": ck["mark_s"] / 60,
+                "learning_step": ck["learning_step"],
+            }
             if "train_time" in ck:
                 pt["polyzero_train_time_min"] = round(ck["train_time"] / 60, 2)
             for lv in LEVELS:
@@ -58,9 +75,15 @@ def collect_curves(args, work: Path) -> dict:
                     n = acc["wins"] + acc["draws"] + acc["losses"]
                     score = (acc["wins"] + 0.5 * acc["draws"]) / n
                     lo, hi = wilson(score, n)
-                    pt[lv] = {"score": round(score, 4), "ci95": [round(lo, 4), round(hi, 4)], "games": n,
-                              "wins": acc["wins"], "draws": acc["draws"], "losses": acc["losses"],
-                              "eval_seconds": round(acc["seconds"], 1)}
+                    pt[lv] = {
+                        "score": round(score, 4),
+                        "ci95": [round(lo, 4), round(hi, 4)],
+                        "games": n,
+                        "wins": acc["wins"],
+                        "draws": acc["draws"],
+                        "losses": acc["losses"],
+                        "eval_seconds": round(acc["seconds"], 1),
+                    }
             pts.append(pt)
         if pts:
             curves[arm] = pts
@@ -76,9 +99,13 @@ def targets(curves: dict) -> dict:
         if not within60 or not any(lv in p for p in within60):
             return {"met": None, "note": "not measured"}
         covered = max(p["mark_min"] for p in within60 if lv in p)
-        return {"met": bool(hits), "first_mark_min": min(hits) if hits else None,
-                "trained_up_to_min": covered, "threshold": thr,
-                "note": "" if hits or covered >= 60 else f"only {covered:.0f} of the 60 minutes trained/evaluated"}
+        return {
+            "met": bool(hits),
+            "first_mark_min": min(hits) if hits else None,
+            "trained_up_to_min": covered,
+            "threshold": thr,
+            "note": "" if hits or covered >= 60 else f"only {covered:.0f} of the 60 minutes trained/evaluated",
+        }
 
     ahead = []
     by_mark = {p["mark_min"]: p for p in osp}
@@ -88,16 +115,35 @@ def targets(curves: dict) -> dict:
             continue
         for lv in LEVELS:
             if lv in p and lv in q:
-                ahead.append({"mark_min": p["mark_min"], "level": lv, "polyzero": p[lv]["score"],
-                              "openspiel": q[lv]["score"], "ahead": p[lv]["score"] > q[lv]["score"],
-                              "ahead_beyond_ci": p[lv]["ci95"][0] > q[lv]["ci95"][1]})
-    out = {"vs_1x_90pct_within_60min": reached("1x", 0.9), "vs_10x_60pct_within_60min": reached("10x", 0.6),
-           "ahead_of_openspiel_at_every_point": {"met": all(a["ahead"] for a in ahead) if ahead else None,
-                                                 "points": ahead}}
+                ahead.append(
+                    {
+                        "mark_min": p["mark_min"],
+                        "level": lv,
+                        "polyzero": p[lv]["score"],
+                        "openspiel": q[lv]["score"],
+                        "ahead": p[lv]["score"] > q[lv]["score"],
+                        "ahead_beyond_ci": p[lv]["ci95"][0] > q[lv]["ci95"][1],
+                    }
+                )
+    out = {
+        "vs_1x_90pct_within_60min": reached("1x", 0.9),
+        "vs_10x_60pct_within_60min": reached("10x", 0.6),
+        "ahead_of_openspiel_at_every_point": {
+            "met": all(a["ahead"] for a in ahead) if ahead else None,
+            "points": ahead,
+        },
+    }
     mz = {p["mark_min"]: p for p in curves.get("muzero", [])}
-    ratios = [{"mark_min": p["mark_min"], "muzero": mz[p["mark_min"]]["1x"]["score"], "alphazero": p["1x"]["score"],
-               "met": mz[p["mark_min"]]["1x"]["score"] >= 0.8 * p["1x"]["score"]}
-              for p in pz if p["mark_min"] in mz and "1x" in p and "1x" in mz[p["mark_min"]]]
+    ratios = [
+        {
+            "mark_min": p["mark_min"],
+            "muzero": mz[p["mark_min"]]["1x"]["score"],
+            "alphazero": p["1x"]["score"],
+            "met": mz[p["mark_min"]]["1x"]["score"] >= 0.8 * p["1x"]["score"],
+        }
+        for p in pz
+        if p["mark_min"] in mz and "1x" in p and "1x" in mz[p["mark_min"]]
+    ]
     if ratios:  # connect_four_muzero: MuZero at least 80% of AlphaZero's 1x score at equal wall clock
         # "given enough training" (the paper): the first mark from which every later mark meets it
         since = None
@@ -105,20 +151,41 @@ def targets(curves: dict) -> dict:
             if not r["met"]:
                 break
             since = r["mark_min"]
-        out["muzero_80pct_of_alphazero_1x"] = {"met": all(r["met"] for r in ratios),
-                                               "met_from_min": since, "points": ratios}
+        out["muzero_80pct_of_alphazero_1x"] = {
+            "met": all(r["met"] for r in ratios),
+            "met_from_min": since,
+            "points": ratios,
+        }
     return out
+
+
+# How the two AlphaZero arms differ beyond the settings they share.
+ARM_DIFFERENCES = [
+    "OpenSpiel's learner does len(replay)//batch minibatches per learning step (up to 64 "
+    "of 256 once the buffer is full) vs polyzero's 4 of 256; not configurable there",
+    "OpenSpiel's search is a sequential Python MCTSBot with one unbatched, un-jitted "
+    "network call per leaf; polyzero batches 64 concurrent games",
+    "polyzero search: q_normalisation=bounds, unvisited_q=zero; OpenSpiel: PUCT with "
+    "raw mean value, unvisited children valued by prior term only",
+    "OpenSpiel has no seed (model init seed 0, actors unseeded) and no resume (our "
+    "wrapper restarts the learner from its last wall-clock checkpoint with an empty "
+    "replay buffer, not used in this run unless stated)",
+    "OpenSpiel's Dirichlet noise is applied by MCTSBot at the root of each search, as "
+    "polyzero does; temperature_drop=10 ~ sample_moves=10",
+]
 
 
 def phase_report(args, work: Path) -> dict:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from openspiel_az import OPENSPIEL_CONFIG
+
     curves = collect_curves(args, work)
     pz_cfg = None
     ck, _ = latest_polyzero(work / "polyzero")
     if ck is not None:
         try:
             import tomllib
+
             pz_cfg = tomllib.loads((ck / "config.toml").read_text())
         except Exception:  # noqa: BLE001 - the report still goes out
             pz_cfg = None
@@ -134,50 +201,15 @@ def phase_report(args, work: Path) -> dict:
         "machine_shared": args.shared_note,
         "speed_probe_ms": read_jsonl(work / "probes.jsonl"),
         "speed_probe_note": "median of 5 runs of a fixed pure-Python loop (idea of /work/shared/bench/speedprobe.py); "
-                            "~2.7 ms on this VM when quiet, larger when the host/other jobs compete",
+        "~2.7 ms on this VM when quiet, larger when the host/other jobs compete",
         "commands": meta.get("commands", []),
         "seed": args.seed,
         "budget_min": args.budget_min,
         "mark_min": args.mark_min,
-        "protocol": {
-            "agent": f"{AGENT_SIMS} simulations, no Dirichlet noise, most-visited move (polyzero: "
-                     "load_search_player(CKPT@100), sample_moves=0; OpenSpiel: mcts.MCTSBot + "
-                     "AlphaZeroEvaluator, solve=False, no noise)",
-            "opponents": {lv: f"MCTS-Solver, {s} simulations: OpenSpiel's C++ MCTSBot, solve=True, uct_c=2, "
-                                  f"1 random rollout per leaf (polyzero.eval make_player('mcts-solver:{s}'))"
-                              for lv, s in LEVELS.items()},
-            "games_per_point": games_used,
-            "games_requested": {"1x": args.games, "10x": args.games_10x if args.games_10x is not None
-                                else args.games},
-            "seats": "alternated (the agent moves first in even games)",
-            "x_axis": "training wall-clock minutes: polyzero = cumulative process time of its train "
-                      "segments (start to exit, imports and checkpoint writes included); OpenSpiel = time "
-                      "since its launch when its learner's latest weights were copied",
-            "concurrency": _concurrency(args),
-            "evaluation_time": "excluded from training time (eval runs after training)",
-            "polyzero_arm": "polyzero train connect_four --algo alphazero --search "
-                            + shlex.join([args.search] + [x for s in args.polyzero_set for x in ("--set", s)])
-                            + " (shipped preset; the agent evaluates with the same search)",
-            **({"muzero_arm": "polyzero train connect_four --algo muzero "
-                              + shlex.join(x for s in args.muzero_set for x in ("--set", s))}
-               if "muzero" in args.arms else {}),
-        },
+        "protocol": _protocol(args, games_used),
         "network": "both arms: residual tower of 3 blocks x 64 channels (polyzero preset net.blocks=3, "
-                   "channels=64; OpenSpiel nn_model=resnet, nn_depth=3, nn_width=64)",
-        "configs": {"polyzero": pz_cfg, "openspiel": os_cfg,
-                    "differences": [
-                        "OpenSpiel's learner does len(replay)//batch minibatches per learning step (up to 64 "
-                        "of 256 once the buffer is full) vs polyzero's 4 of 256; not configurable there",
-                        "OpenSpiel's search is a sequential Python MCTSBot with one unbatched, un-jitted "
-                        "network call per leaf; polyzero batches 64 concurrent games",
-                        "polyzero search: q_normalisation=bounds, unvisited_q=zero; OpenSpiel: PUCT with "
-                        "raw mean value, unvisited children valued by prior term only",
-                        "OpenSpiel has no seed (model init seed 0, actors unseeded) and no resume (our "
-                        "wrapper restarts the learner from its last wall-clock checkpoint with an empty "
-                        "replay buffer, not used in this run unless stated)",
-                        "OpenSpiel's Dirichlet noise is applied by MCTSBot at the root of each search, as "
-                        "polyzero does; temperature_drop=10 ~ sample_moves=10",
-                    ]},
+        "channels=64; OpenSpiel nn_model=resnet, nn_depth=3, nn_width=64)",
+        "configs": {"polyzero": pz_cfg, "openspiel": os_cfg, "differences": ARM_DIFFERENCES},
         "curves": curves,
         "targets": targets(curves),
         "versions": versions(),
@@ -191,22 +223,61 @@ def phase_report(args, work: Path) -> dict:
     return report
 
 
+def _protocol(args, games_used: dict) -> dict:
+    """How the arms were trained and evaluated, for the report."""
+    return {
+        "agent": f"{AGENT_SIMS} simulations, no Dirichlet noise, most-visited move (polyzero: "
+        "load_search_player(CKPT@100), sample_moves=0; OpenSpiel: mcts.MCTSBot + "
+        "AlphaZeroEvaluator, solve=False, no noise)",
+        "opponents": {
+            lv: f"MCTS-Solver, {s} simulations: OpenSpiel's C++ MCTSBot, solve=True, uct_c=2, "
+            f"1 random rollout per leaf (polyzero.eval make_player('mcts-solver:{s}'))"
+            for lv, s in LEVELS.items()
+        },
+        "games_per_point": games_used,
+        "games_requested": {"1x": args.games, "10x": args.games_10x if args.games_10x is not None else args.games},
+        "seats": "alternated (the agent moves first in even games)",
+        "x_axis": "training wall-clock minutes: polyzero = cumulative process time of its train "
+        "segments (start to exit, imports and checkpoint writes included); OpenSpiel = time "
+        "since its launch when its learner's latest weights were copied",
+        "concurrency": _concurrency(args),
+        "evaluation_time": "excluded from training time (eval runs after training)",
+        "polyzero_arm": "polyzero train connect_four --algo alphazero --search "
+        + shlex.join([args.search] + [x for s in args.polyzero_set for x in ("--set", s)])
+        + " (shipped preset; the agent evaluates with the same search)",
+        **(
+            {
+                "muzero_arm": "polyzero train connect_four --algo muzero "
+                + shlex.join(x for s in args.muzero_set for x in ("--set", s))
+            }
+            if "muzero" in args.arms
+            else {}
+        ),
+    }
+
+
 def _concurrency(args) -> str:
     if args.cores_per_arm > 1:
-        return (f"the arms trained one after the other, each on all {args.cores_per_arm} cores: polyzero with "
-                f"`--workers {args.cores_per_arm}` (self-play on {args.cores_per_arm} Ray actors, the learner "
-                f"beside them, 1 torch thread each), OpenSpiel with {args.cores_per_arm} actor processes and "
-                "its learner (1 XLA thread each); the issue's protocol of 2 cores per arm")
-    return ("both arms trained at the same time, each pinned to one core with taskset (polyzero core "
-            f"{args.core_polyzero}, OpenSpiel core {args.core_openspiel}), 1 intra-op thread each (OMP/XLA "
-            "flags, polyzero threads=1). This deviates from the issue's '2 cores' per arm; it is what makes "
-            "the two arms see the same machine conditions on a shared 2-core VM.")
+        return (
+            f"the arms trained one after the other, each on all {args.cores_per_arm} cores: polyzero with "
+            f"`--workers {args.cores_per_arm}` (self-play on {args.cores_per_arm} Ray actors, the learner "
+            f"beside them, 1 torch thread each), OpenSpiel with {args.cores_per_arm} actor processes and "
+            "its learner (1 XLA thread each); the issue's protocol of 2 cores per arm"
+        )
+    return (
+        "both arms trained at the same time, each pinned to one core with taskset (polyzero core "
+        f"{args.core_polyzero}, OpenSpiel core {args.core_openspiel}), 1 intra-op thread each (OMP/XLA "
+        "flags, polyzero threads=1). This deviates from the issue's '2 cores' per arm; it is what makes "
+        "the two arms see the same machine conditions on a shared 2-core VM."
+    )
 
 
 def plot(curves: dict, path: Path, search: str = "puct", cores: int = 1) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, lv in zip(axes, LEVELS):
         for arm, color in (("polyzero", "tab:blue"), ("openspiel", "tab:orange"), ("muzero", "tab:green")):
@@ -217,9 +288,19 @@ def plot(curves: dict, path: Path, search: str = "puct", cores: int = 1) -> None
             y = [p[lv]["score"] for p in pts]
             lo = [p[lv]["score"] - p[lv]["ci95"][0] for p in pts]
             hi = [p[lv]["ci95"][1] - p[lv]["score"] for p in pts]
-            ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=3, color=color,
-                        label={"polyzero": f"polyzero AlphaZero ({search})", "openspiel": "OpenSpiel AlphaZero",
-                               "muzero": "polyzero MuZero"}[arm])
+            ax.errorbar(
+                x,
+                y,
+                yerr=[lo, hi],
+                marker="o",
+                capsize=3,
+                color=color,
+                label={
+                    "polyzero": f"polyzero AlphaZero ({search})",
+                    "openspiel": "OpenSpiel AlphaZero",
+                    "muzero": "polyzero MuZero",
+                }[arm],
+            )
         ax.axhline(0.9 if lv == "1x" else 0.6, ls="--", color="grey", lw=0.8, label="target")
         ax.set_title(f"vs MCTS-Solver {lv} ({LEVELS[lv]} sims); agent at {AGENT_SIMS} sims")
         ax.set_xlabel(f"training wall clock (min, {cores} core{'s' if cores > 1 else ''} per arm)")
@@ -234,18 +315,30 @@ def plot(curves: dict, path: Path, search: str = "puct", cores: int = 1) -> None
 
 def markdown(r: dict) -> str:
     m = r["machine"]
-    lines = [f"# Benchmark `{r['benchmark']}`", "",
-             f"Generated {r['generated_utc']}. Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', m['cpus'])} "
-             f"CPUs ({m.get('Hypervisor vendor', '')} VM), {m.get('mem_total', '')}. {r['machine_shared']}", "",
-             f"Seed {r['seed']}; training budget {r['budget_min']:g} min per arm; checkpoints every "
-             f"{r['mark_min']:g} min of wall clock.", "",
-             "## Protocol", ""]
+    lines = [
+        f"# Benchmark `{r['benchmark']}`",
+        "",
+        f"Generated {r['generated_utc']}. Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', m['cpus'])} "
+        f"CPUs ({m.get('Hypervisor vendor', '')} VM), {m.get('mem_total', '')}. {r['machine_shared']}",
+        "",
+        f"Seed {r['seed']}; training budget {r['budget_min']:g} min per arm; checkpoints every "
+        f"{r['mark_min']:g} min of wall clock.",
+        "",
+        "## Protocol",
+        "",
+    ]
     for k, v in r["protocol"].items():
         lines.append(f"- **{k}**: {json.dumps(v) if not isinstance(v, str) else v}")
-    lines += [f"- **network**: {r['network']}", "", "## Curves", "",
-              "Score = (W + D/2) / N for the agent, Wilson 95% interval; minutes of training wall clock.", "",
-              "| arm | minutes | learning steps | vs 1x | games | vs 10x | games |",
-              "|---|---:|---:|---|---:|---|---:|"]
+    lines += [
+        f"- **network**: {r['network']}",
+        "",
+        "## Curves",
+        "",
+        "Score = (W + D/2) / N for the agent, Wilson 95% interval; minutes of training wall clock.",
+        "",
+        "| arm | minutes | learning steps | vs 1x | games | vs 10x | games |",
+        "|---|---:|---:|---|---:|---|---:|",
+    ]
     for arm, pts in r["curves"].items():
         for p in pts:
             cells = []
@@ -257,39 +350,70 @@ def markdown(r: dict) -> str:
                     cells += ["-", "0"]
             lines.append(f"| {arm} | {p['minutes']:.1f} | {p['learning_step']} | " + " | ".join(cells) + " |")
     lines += ["", f"![curves]({r['benchmark']}.png)", "", "## Targets", ""]
-    t = r["targets"]
+    lines += _targets_markdown(r["targets"])
+    lines += [
+        "",
+        "## Machine speed probe (shared machine)",
+        "",
+        "| when | UTC | probe ms | loadavg |",
+        "|---|---|---:|---|",
+    ]
+    for p in r["speed_probe_ms"]:
+        lines.append(
+            f"| {p['label']} | {p['utc']} | {p['probe_ms']:.2f} | {', '.join(f'{x:.2f}' for x in p['loadavg'])} |"
+        )
+    lines += ["", f"{r['speed_probe_note']}.", "", "## Commands", ""]
+    lines += [f"    {c}" for c in r["commands"]]
+    lines += ["", "## Configurations", "", "Differences between the arms:", ""]
+    lines += [f"- {d}" for d in r["configs"]["differences"]]
+    lines += [
+        "",
+        "OpenSpiel Config:",
+        "",
+        "```json",
+        json.dumps(r["configs"]["openspiel"], indent=1),
+        "```",
+        "",
+        "polyzero config (resolved, from the last checkpoint):",
+        "",
+        "```json",
+        json.dumps(r["configs"]["polyzero"], indent=1),
+        "```",
+        "",
+        "## Versions",
+        "",
+    ]
+    lines += [f"- {k}: {v}" for k, v in r["versions"].items()]
+    if r["notes"]:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in r["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _targets_markdown(t: dict) -> list[str]:
+    """The report's Targets section: each target, met or not, and the points it rests on."""
+    lines = []
     for k in ("vs_1x_90pct_within_60min", "vs_10x_60pct_within_60min"):
         v = t[k]
-        lines.append(f"- `{k}`: met = {v['met']}" + (f", first at {v['first_mark_min']:g} min"
-                                                       if v.get("first_mark_min") else "")
-                     + (f" ({v['note']})" if v.get("note") else ""))
+        lines.append(
+            f"- `{k}`: met = {v['met']}"
+            + (f", first at {v['first_mark_min']:g} min" if v.get("first_mark_min") else "")
+            + (f" ({v['note']})" if v.get("note") else "")
+        )
     if "muzero_80pct_of_alphazero_1x" in t:
         m = t["muzero_80pct_of_alphazero_1x"]
         since = m.get("met_from_min")
-        lines.append(f"- `muzero_80pct_of_alphazero_1x` (connect_four_muzero): met at every mark = {m['met']}; "
-                     + (f"met from {since:g} min to the end of training" if since is not None
-                        else "not met at the last mark"))
+        lines.append(
+            f"- `muzero_80pct_of_alphazero_1x` (connect_four_muzero): met at every mark = {m['met']}; "
+            + (f"met from {since:g} min to the end of training" if since is not None else "not met at the last mark")
+        )
         for p in m["points"]:
             lines.append(f"  - {p['mark_min']:g} min: MuZero {p['muzero']:.3f} vs AlphaZero {p['alphazero']:.3f}")
     a = t["ahead_of_openspiel_at_every_point"]
     lines.append(f"- `ahead_of_openspiel_at_every_point`: met = {a['met']}")
     for p in a["points"]:
-        lines.append(f"  - {p['mark_min']:g} min, {p['level']}: polyzero {p['polyzero']:.3f} vs OpenSpiel "
-                     f"{p['openspiel']:.3f} ({'ahead' if p['ahead'] else 'NOT ahead'}"
-                     f"{', beyond the CIs' if p['ahead_beyond_ci'] else ''})")
-    lines += ["", "## Machine speed probe (shared machine)", "", "| when | UTC | probe ms | loadavg |",
-              "|---|---|---:|---|"]
-    for p in r["speed_probe_ms"]:
-        lines.append(f"| {p['label']} | {p['utc']} | {p['probe_ms']:.2f} | "
-                     f"{', '.join(f'{x:.2f}' for x in p['loadavg'])} |")
-    lines += ["", f"{r['speed_probe_note']}.", "", "## Commands", ""]
-    lines += [f"    {c}" for c in r["commands"]]
-    lines += ["", "## Configurations", "", "Differences between the arms:", ""]
-    lines += [f"- {d}" for d in r["configs"]["differences"]]
-    lines += ["", "OpenSpiel Config:", "", "```json", json.dumps(r["configs"]["openspiel"], indent=1), "```", "",
-              "polyzero config (resolved, from the last checkpoint):", "", "```json",
-              json.dumps(r["configs"]["polyzero"], indent=1), "```", "", "## Versions", ""]
-    lines += [f"- {k}: {v}" for k, v in r["versions"].items()]
-    if r["notes"]:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in r["notes"]]
-    return "\n".join(lines) + "\n"
+        lines.append(
+            f"  - {p['mark_min']:g} min, {p['level']}: polyzero {p['polyzero']:.3f} vs OpenSpiel "
+            f"{p['openspiel']:.3f} ({'ahead' if p['ahead'] else 'NOT ahead'}"
+            f"{', beyond the CIs' if p['ahead_beyond_ci'] else ''})"
+        )
+    return lines

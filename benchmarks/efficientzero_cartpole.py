@@ -42,8 +42,11 @@ from polyzero.eval.auc import learning_curve_auc, welch_one_sided
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-REANALYSE_VALUE = ["muzero.reanalyse_fraction=0.8", "muzero.reanalyse_bootstrap=search",
-                   "muzero.reanalyse_targets=value"]
+REANALYSE_VALUE = [
+    "muzero.reanalyse_fraction=0.8",
+    "muzero.reanalyse_bootstrap=search",
+    "muzero.reanalyse_targets=value",
+]
 ARMS = {
     "plain": [],
     "value_prefix": ["muzero.value_prefix=true"],
@@ -69,15 +72,35 @@ def _finished(run: Path, steps: int) -> bool:
 
 
 def _command(arm: str, seed: int, args, run: Path) -> list[str]:
-    sets = [f"train.steps={args.steps}", f"eval.every={args.eval_every}", f"eval.games={args.eval_games}",
-            "eval.final_games=0", "threads=1", f"train.checkpoint_every={args.steps}", *ARMS[arm]]
-    return [sys.executable, "-m", "polyzero", "train", "cartpole", "--algo", "muzero", "--seed", str(seed),
-            "--run-dir", str(run), "--no-progress"] + [x for s in sets for x in ("--set", s)]
+    sets = [
+        f"train.steps={args.steps}",
+        f"eval.every={args.eval_every}",
+        f"eval.games={args.eval_games}",
+        "eval.final_games=0",
+        "threads=1",
+        f"train.checkpoint_every={args.steps}",
+        *ARMS[arm],
+    ]
+    return [
+        sys.executable,
+        "-m",
+        "polyzero",
+        "train",
+        "cartpole",
+        "--algo",
+        "muzero",
+        "--seed",
+        str(seed),
+        "--run-dir",
+        str(run),
+        "--no-progress",
+    ] + [x for s in sets for x in ("--set", s)]
 
 
 def train(args, work: Path) -> None:
-    todo = [(arm, seed) for seed in args.seeds for arm in args.arms
-            if not _finished(work / arm / f"seed{seed}", args.steps)]
+    todo = [
+        (arm, seed) for seed in args.seeds for arm in args.arms if not _finished(work / arm / f"seed{seed}", args.steps)
+    ]
     running: list[tuple[str, subprocess.Popen]] = []
     while todo or running:
         while todo and len(running) < args.jobs:
@@ -87,8 +110,12 @@ def train(args, work: Path) -> None:
             run.parent.mkdir(parents=True, exist_ok=True)
             log = open(work / f"{arm}_seed{seed}.log", "w")
             _log(f"start {arm} seed {seed}")
-            running.append((f"{arm} seed {seed}", subprocess.Popen(_command(arm, seed, args, run), stdout=log,
-                                                                   stderr=subprocess.STDOUT, cwd=ROOT)))
+            running.append(
+                (
+                    f"{arm} seed {seed}",
+                    subprocess.Popen(_command(arm, seed, args, run), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT),
+                )
+            )
         time.sleep(2)
         for name, proc in [r for r in running if r[1].poll() is not None]:
             running.remove((name, proc))
@@ -110,8 +137,9 @@ def _curve(run: Path) -> dict:
 def report(args, work: Path) -> None:
     arms = {}
     for arm in args.arms:
-        seeds = {s: _curve(work / arm / f"seed{s}") for s in args.seeds
-                 if _finished(work / arm / f"seed{s}", args.steps)}
+        seeds = {
+            s: _curve(work / arm / f"seed{s}") for s in args.seeds if _finished(work / arm / f"seed{s}", args.steps)
+        }
         if not seeds:
             continue
         steps = sorted({p["step"] for c in seeds.values() for p in c["points"]})
@@ -119,26 +147,51 @@ def report(args, work: Path) -> None:
         for step in steps:
             values = {s: p["return"] for s, c in seeds.items() for p in c["points"] if p["step"] == step}
             env = [p["env_steps"] for c in seeds.values() for p in c["points"] if p["step"] == step]
-            table.append({"step": step, "env_steps_mean": float(np.mean(env)),
-                          "mean": float(np.mean(list(values.values()))),
-                          "per_seed": {str(s): v for s, v in values.items()}})
-        auc = [learning_curve_auc([p["step"] for p in c["points"]], [p["return"] for p in c["points"]],
-                                  total_steps=args.steps, normalise=True) for c in seeds.values()]
-        arms[arm] = {"overrides": ARMS[arm], "seeds": sorted(seeds), "curve": table,
-                     "auc_per_seed": auc, "auc": _mean_interval(auc),
-                     "train_seconds_mean": float(np.mean([c["train_seconds"] for c in seeds.values()]))}
+            table.append(
+                {
+                    "step": step,
+                    "env_steps_mean": float(np.mean(env)),
+                    "mean": float(np.mean(list(values.values()))),
+                    "per_seed": {str(s): v for s, v in values.items()},
+                }
+            )
+        auc = [
+            learning_curve_auc(
+                [p["step"] for p in c["points"]],
+                [p["return"] for p in c["points"]],
+                total_steps=args.steps,
+                normalise=True,
+            )
+            for c in seeds.values()
+        ]
+        arms[arm] = {
+            "overrides": ARMS[arm],
+            "seeds": sorted(seeds),
+            "curve": table,
+            "auc_per_seed": auc,
+            "auc": _mean_interval(auc),
+            "train_seconds_mean": float(np.mean([c["train_seconds"] for c in seeds.values()])),
+        }
     for arm, control in CONTROL.items():
         if arm in arms and control in arms and min(len(arms[arm]["seeds"]), len(arms[control]["seeds"])) > 1:
             _, p_value = welch_one_sided(arms[arm]["auc_per_seed"], arms[control]["auc_per_seed"])
             arms[arm]["against_control"] = {"control": control, "welch_one_sided_p": p_value}
-    out = {"benchmark": "efficientzero_cartpole", "date": time.strftime("%Y-%m-%d"),
-           "command": f"python benchmarks/efficientzero_cartpole.py all --seeds {','.join(map(str, args.seeds))} "
-                      f"--steps {args.steps} --eval-every {args.eval_every} --eval-games {args.eval_games} "
-                      f"--jobs {args.jobs}",
-           "machine": f"{os.cpu_count()}-core {platform.machine()} CPU, one torch thread per run, {args.jobs} runs "
-                      f"at once; load average {os.getloadavg()[1]:.1f} over the 5 minutes before the report",
-           "settings": {"steps": args.steps, "eval_every": args.eval_every, "eval_games": args.eval_games,
-                        "positions_per_step": 200}, "arms": arms}
+    out = {
+        "benchmark": "efficientzero_cartpole",
+        "date": time.strftime("%Y-%m-%d"),
+        "command": f"python benchmarks/efficientzero_cartpole.py all --seeds {','.join(map(str, args.seeds))} "
+        f"--steps {args.steps} --eval-every {args.eval_every} --eval-games {args.eval_games} "
+        f"--jobs {args.jobs}",
+        "machine": f"{os.cpu_count()}-core {platform.machine()} CPU, one torch thread per run, {args.jobs} runs "
+        f"at once; load average {os.getloadavg()[1]:.1f} over the 5 minutes before the report",
+        "settings": {
+            "steps": args.steps,
+            "eval_every": args.eval_every,
+            "eval_games": args.eval_games,
+            "positions_per_step": 200,
+        },
+        "arms": arms,
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=1) + "\n")
     (RESULTS / f"{args.out}.md").write_text(_markdown(out))
@@ -156,15 +209,24 @@ def _markdown(out: dict) -> str:
     arms = out["arms"]
     steps = sorted({row["step"] for a in arms.values() for row in a["curve"]})
     head = "| arm | " + " | ".join(f"step {s}" for s in steps) + " | AUC, 95% interval | vs control | training s |"
-    lines = [f"# efficientzero_cartpole ({out['date']})", "", f"`{out['command']}`", "",
-             f"Machine: {out['machine']}.", "",
-             "Mean evaluation return (CartPole-v1, cap 500) over the seeds at each evaluation step "
-             f"({out['settings']['eval_games']} episodes each; {out['settings']['positions_per_step']} new "
-             "positions per learning step); each seed's value in brackets. A smoke-level measurement.", "",
-             "AUC: the mean return over the run's learning steps (the curve interpolated between "
-             "evaluations), per seed, then its mean over the seeds with a 95% t interval; vs control: "
-             "Welch's one-sided p of the switch's AUC above its control's.", "",
-             head, "|" + "---|" * (len(steps) + 4)]
+    lines = [
+        f"# efficientzero_cartpole ({out['date']})",
+        "",
+        f"`{out['command']}`",
+        "",
+        f"Machine: {out['machine']}.",
+        "",
+        "Mean evaluation return (CartPole-v1, cap 500) over the seeds at each evaluation step "
+        f"({out['settings']['eval_games']} episodes each; {out['settings']['positions_per_step']} new "
+        "positions per learning step); each seed's value in brackets. A smoke-level measurement.",
+        "",
+        "AUC: the mean return over the run's learning steps (the curve interpolated between "
+        "evaluations), per seed, then its mean over the seeds with a 95% t interval; vs control: "
+        "Welch's one-sided p of the switch's AUC above its control's.",
+        "",
+        head,
+        "|" + "---|" * (len(steps) + 4),
+    ]
     for name, a in arms.items():
         cells = []
         for s in steps:
@@ -173,9 +235,10 @@ def _markdown(out: dict) -> str:
             cells.append("" if row is None else f"{row['mean']:.1f} ({per_seed})")
         auc, vs = a["auc"], a.get("against_control")
         versus = f"p = {vs['welch_one_sided_p']:.2f} vs {vs['control']}" if vs else ""
-        lines.append(f"| {name} | " + " | ".join(cells)
-                     + f" | {auc['mean']:.1f} [{auc['low']:.1f}, {auc['high']:.1f}] | "
-                     f"{versus} | {a['train_seconds_mean']:.0f} |")
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {auc['mean']:.1f} [{auc['low']:.1f}, {auc['high']:.1f}] | "
+            f"{versus} | {a['train_seconds_mean']:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

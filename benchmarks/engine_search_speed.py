@@ -55,8 +55,14 @@ from common import machine_info, probe_ms, write_results  # noqa: E402
 
 DEFAULT_OUT = "benchmarks/results/engine_search_speed.json"
 ANCHOR_PYTHON = HERE / ".venv-anchor" / "bin" / "python"
-SEARCH = dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min", c1=1.25, c2=19652.0,
-              dirichlet_fraction=0.0)
+SEARCH = dict(
+    selection="muzero",
+    q_normalisation="parent_siblings",
+    unvisited_q="min",
+    c1=1.25,
+    c2=19652.0,
+    dirichlet_fraction=0.0,
+)
 
 
 def observation(seed: int) -> np.ndarray:
@@ -99,8 +105,12 @@ def worker_main() -> None:
         req = json.loads(line)
         op, sims = req["op"], req.get("sims")
         if op == "meta":
-            out = {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "mctx": mctx.__version__,
-                   "devices": [str(d) for d in jax.devices()]}
+            out = {
+                "jax": jax.__version__,
+                "jaxlib": jaxlib.__version__,
+                "mctx": mctx.__version__,
+                "devices": [str(d) for d in jax.devices()],
+            }
         elif op == "prepare":
             t0 = time.perf_counter()
             policies[sims] = tinynet.mctx_policy(sims)
@@ -121,10 +131,16 @@ class Anchor:
     def __init__(self, python: str, threads: int):
         env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(sys.path))
         if threads == 1:
-            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-                                "intra_op_parallelism_threads=1").strip()
-        self.proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
+            env["XLA_FLAGS"] = (
+                env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+            ).strip()
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).resolve()), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self.xla_flags = env.get("XLA_FLAGS")
 
     def ask(self, **req) -> dict:
@@ -158,8 +174,9 @@ class PolyzeroMove:
         from polyzero.search.mcts import run_search
 
         logits, value, hidden = self.net.initial(observation(seed))
-        model = LearnedModel(logits, value, hidden, self.net.recurrent, discount=-1.0,
-                             num_nodes=self.params.num_simulations + 1)
+        model = LearnedModel(
+            logits, value, hidden, self.net.recurrent, discount=-1.0, num_nodes=self.params.num_simulations + 1
+        )
         result = run_search(model, self.params, self.rng)
         self.calls = result.model_calls
         return result
@@ -168,8 +185,10 @@ class PolyzeroMove:
 def time_moves(anchor: Anchor | None, net, sims: int, args) -> dict:
     """Blocked round-robin of sequential, leaf-batched (and mctx) moves at `sims`."""
     seeds = list(range(args.positions))
-    jobs = {"sequential": PolyzeroMove(net, sims, 1), f"leaf_batch_{args.leaf_batch}":
-            PolyzeroMove(net, sims, args.leaf_batch)}
+    jobs = {
+        "sequential": PolyzeroMove(net, sims, 1),
+        f"leaf_batch_{args.leaf_batch}": PolyzeroMove(net, sims, args.leaf_batch),
+    }
     row = {"simulations": sims}
     for move in jobs.values():
         move(0)  # compile and warm up
@@ -177,8 +196,9 @@ def time_moves(anchor: Anchor | None, net, sims: int, args) -> dict:
         row["mctx_first_call_s"] = anchor.ask(op="prepare", sims=sims)["first_call_s"]
     times = {name: [] for name in [*jobs, *(["mctx"] if anchor else [])]}
     probes, t_start, rounds = [], time.perf_counter(), 0
-    while (min(len(v) for v in times.values()) < args.min_calls
-           or time.perf_counter() - t_start < args.min_total_s) and rounds < args.max_rounds:
+    while (
+        min(len(v) for v in times.values()) < args.min_calls or time.perf_counter() - t_start < args.min_total_s
+    ) and rounds < args.max_rounds:
         for name, move in jobs.items():
             times[name] += timed_block(move, seeds, args.block_s)
         if anchor is not None:
@@ -186,8 +206,12 @@ def time_moves(anchor: Anchor | None, net, sims: int, args) -> dict:
         probes.append(probe_ms())
         rounds += 1
     for name, ts in times.items():
-        row[name] = {"n": len(ts), "median_ms": statistics.median(ts) * 1e3, "min_ms": min(ts) * 1e3,
-                     "max_ms": max(ts) * 1e3}
+        row[name] = {
+            "n": len(ts),
+            "median_ms": statistics.median(ts) * 1e3,
+            "min_ms": min(ts) * 1e3,
+            "max_ms": max(ts) * 1e3,
+        }
     row["calls_per_move"] = {name: move.calls for name, move in jobs.items()}
     row["probe_ms_median"] = statistics.median(probes)
     if anchor is not None:
@@ -203,12 +227,18 @@ def compare_visits(anchor: Anchor | None, net, sims: int, args) -> dict:
     seq = np.array([PolyzeroMove(net, sims, 1)(s).root_visits[0] for s in seeds], float)
     bat = np.array([PolyzeroMove(net, sims, args.leaf_batch)(s).root_visits[0] for s in seeds], float)
     tv = 0.5 * np.abs(seq / sims - bat / sims).sum(1)
-    out = {"simulations": sims, "positions": len(seeds),
-           "total_variation_mean": float(tv.mean()), "total_variation_max": float(tv.max()),
-           "total_variation_quartiles": [float(q) for q in np.percentile(tv, [25, 50, 75])],
-           "top_move_agreement": float(np.mean(seq.argmax(1) == bat.argmax(1))),
-           "top_move_visit_share": {"sequential": float(np.mean(seq.max(1) / sims)),
-                                    "leaf_batch": float(np.mean(bat.max(1) / sims))}}
+    out = {
+        "simulations": sims,
+        "positions": len(seeds),
+        "total_variation_mean": float(tv.mean()),
+        "total_variation_max": float(tv.max()),
+        "total_variation_quartiles": [float(q) for q in np.percentile(tv, [25, 50, 75])],
+        "top_move_agreement": float(np.mean(seq.argmax(1) == bat.argmax(1))),
+        "top_move_visit_share": {
+            "sequential": float(np.mean(seq.max(1) / sims)),
+            "leaf_batch": float(np.mean(bat.max(1) / sims)),
+        },
+    }
     if anchor is not None:
         mv = np.array(anchor.ask(op="visits", sims=sims, seeds=seeds)["visits"], float)
         out["sequential_equals_mctx_fraction"] = float(np.mean((mv == seq).all(1)))
@@ -229,11 +259,27 @@ def go_player(args):
 
         run = str(Path(args.go_work) / f"go{args.go_board}_seed{args.seed}_steps{args.go_train_steps}")
         if not Path(run).exists():
-            cfg = build_config(game_spec, "alphazero", overrides=[
-                "net.kind=resnet", "net.blocks=2", "net.channels=32", "search.num_simulations=32",
-                "selfplay.concurrent_games=32", "train.positions_per_step=256", "train.minibatches_per_step=4",
-                "train.batch_size=128", "train.replay_size=8192", f"train.steps={args.go_train_steps}",
-                "train.symmetries=true", "eval.every=0", "eval.final_games=0", "threads=1", f"seed={args.seed}"])
+            cfg = build_config(
+                game_spec,
+                "alphazero",
+                overrides=[
+                    "net.kind=resnet",
+                    "net.blocks=2",
+                    "net.channels=32",
+                    "search.num_simulations=32",
+                    "selfplay.concurrent_games=32",
+                    "train.positions_per_step=256",
+                    "train.minibatches_per_step=4",
+                    "train.batch_size=128",
+                    "train.replay_size=8192",
+                    f"train.steps={args.go_train_steps}",
+                    "train.symmetries=true",
+                    "eval.every=0",
+                    "eval.final_games=0",
+                    "threads=1",
+                    f"seed={args.seed}",
+                ],
+            )
             t0 = time.perf_counter()
             Trainer.create(cfg, Path(run), progress=False).run()
             print(f"trained {run} for {args.go_train_steps} steps in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -259,65 +305,104 @@ def go_arena(args) -> dict:
 
     def player(k, name):
         params = dataclasses.replace(base.params, num_simulations=args.go_max_simulations, leaf_batch=k)
-        return Counting(base.algo, base.evaluate, params, name, seed=args.seed,
-                        sample_moves=args.go_sample_moves, move_seconds=args.move_seconds)
+        return Counting(
+            base.algo,
+            base.evaluate,
+            params,
+            name,
+            seed=args.seed,
+            sample_moves=args.go_sample_moves,
+            move_seconds=args.move_seconds,
+        )
 
     batched, sequential = player(args.leaf_batch, f"leaf_batch_{args.leaf_batch}"), player(1, "sequential")
     t0 = time.perf_counter()
     res = play_match(game, batched, sequential, args.go_games, seed=args.seed)
-    return {"game": f"go(board_size={args.go_board},komi={args.go_komi})", "network": run,
-            "train_steps": args.go_train_steps if args.go_run is None else None,
-            "move_seconds": args.move_seconds, "games": res.games, "wins": res.wins, "draws": res.draws,
-            "losses": res.losses, "score_leaf_batch": res.score, "ci95": [res.ci_low, res.ci_high],
-            "simulations_per_move": {name: {"mean": float(np.mean(v)), "median": float(np.median(v))}
-                                     for name, v in searched.items()},
-            "sample_moves": args.go_sample_moves, "seconds": time.perf_counter() - t0}
+    return {
+        "game": f"go(board_size={args.go_board},komi={args.go_komi})",
+        "network": run,
+        "train_steps": args.go_train_steps if args.go_run is None else None,
+        "move_seconds": args.move_seconds,
+        "games": res.games,
+        "wins": res.wins,
+        "draws": res.draws,
+        "losses": res.losses,
+        "score_leaf_batch": res.score,
+        "ci95": [res.ci_low, res.ci_high],
+        "simulations_per_move": {
+            name: {"mean": float(np.mean(v)), "median": float(np.median(v))} for name, v in searched.items()
+        },
+        "sample_moves": args.go_sample_moves,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 # ------------------------------------------------------------------ report
 def markdown(results: dict) -> str:
     meta, k = results["meta"], results["meta"]["leaf_batch"]
     anchor = meta.get("mctx", {})
-    lines = ["# One-game search at engine speed (B = 1): polyzero vs mctx", "",
-             f"Command: `{meta['command']}`  ", f"Machine: {meta['machine'].get('Model name')} "
-             f"({meta['machine']['cpu_count']} CPUs), load {meta['machine']['loadavg_start']} at the start; "
-             f"torch {meta['torch']}, numba {meta['numba']}, mctx {anchor.get('mctx', '-')}, "
-             f"jax {anchor.get('jax', '-')}; "
-             f"{meta['threads']} thread(s) each; XLA_FLAGS {meta.get('xla_flags')}.", "",
-             "Time per move (median ms; the root's network call and the search; blocked round-robin, mctx in its "
-             "own process). Speed-up = mctx / polyzero; the target is >= 3x with leaf batching 16.", "",
-             f"| simulations | sequential | leaf batch {k} | mctx | sequential vs mctx | leaf batch {k} vs mctx | "
-             "network calls (seq / batched) | probe ms |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# One-game search at engine speed (B = 1): polyzero vs mctx",
+        "",
+        f"Command: `{meta['command']}`  ",
+        f"Machine: {meta['machine'].get('Model name')} "
+        f"({meta['machine']['cpu_count']} CPUs), load {meta['machine']['loadavg_start']} at the start; "
+        f"torch {meta['torch']}, numba {meta['numba']}, mctx {anchor.get('mctx', '-')}, "
+        f"jax {anchor.get('jax', '-')}; "
+        f"{meta['threads']} thread(s) each; XLA_FLAGS {meta.get('xla_flags')}.",
+        "",
+        "Time per move (median ms; the root's network call and the search; blocked round-robin, mctx in its "
+        "own process). Speed-up = mctx / polyzero; the target is >= 3x with leaf batching 16.",
+        "",
+        f"| simulations | sequential | leaf batch {k} | mctx | sequential vs mctx | leaf batch {k} vs mctx | "
+        "network calls (seq / batched) | probe ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results["speed"]:
         bat = r[f"leaf_batch_{k}"]
         mc = r.get("mctx")
-        lines.append(f"| {r['simulations']} | {r['sequential']['median_ms']:.2f} | {bat['median_ms']:.2f} | "
-                     + (f"{mc['median_ms']:.2f} | {r['sequential_speedup_vs_mctx']:.2f}x | "
-                        f"**{r[f'leaf_batch_{k}_speedup_vs_mctx']:.2f}x** | " if mc else "- | - | - | ")
-                     + f"{r['calls_per_move']['sequential']} / {r['calls_per_move'][f'leaf_batch_{k}']} | "
-                     f"{r['probe_ms_median']:.2f} |")
+        lines.append(
+            f"| {r['simulations']} | {r['sequential']['median_ms']:.2f} | {bat['median_ms']:.2f} | "
+            + (
+                f"{mc['median_ms']:.2f} | {r['sequential_speedup_vs_mctx']:.2f}x | "
+                f"**{r[f'leaf_batch_{k}_speedup_vs_mctx']:.2f}x** | "
+                if mc
+                else "- | - | - | "
+            )
+            + f"{r['calls_per_move']['sequential']} / {r['calls_per_move'][f'leaf_batch_{k}']} | "
+            f"{r['probe_ms_median']:.2f} |"
+        )
     v = results["visits"]
-    lines += ["", f"## How leaf batching {k} changes the search ({v['simulations']} simulations, "
-              f"{v['positions']} positions)", "",
-              f"- total variation between the root visit distributions: mean {v['total_variation_mean']:.3f}, "
-              f"quartiles {', '.join(f'{q:.3f}' for q in v['total_variation_quartiles'])}, max "
-              f"{v['total_variation_max']:.3f};",
-              f"- the same most visited move: {v['top_move_agreement']:.0%} of positions; the most visited move's "
-              f"share: {v['top_move_visit_share']['sequential']:.3f} sequential, "
-              f"{v['top_move_visit_share']['leaf_batch']:.3f} batched;"]
+    lines += [
+        "",
+        f"## How leaf batching {k} changes the search ({v['simulations']} simulations, {v['positions']} positions)",
+        "",
+        f"- total variation between the root visit distributions: mean {v['total_variation_mean']:.3f}, "
+        f"quartiles {', '.join(f'{q:.3f}' for q in v['total_variation_quartiles'])}, max "
+        f"{v['total_variation_max']:.3f};",
+        f"- the same most visited move: {v['top_move_agreement']:.0%} of positions; the most visited move's "
+        f"share: {v['top_move_visit_share']['sequential']:.3f} sequential, "
+        f"{v['top_move_visit_share']['leaf_batch']:.3f} batched;",
+    ]
     if "sequential_equals_mctx_fraction" in v:
-        lines.append(f"- the sequential search's visit counts equal mctx's in "
-                     f"{v['sequential_equals_mctx_fraction']:.0%} of positions (max |diff| "
-                     f"{v['sequential_vs_mctx_max_abs_diff']:.0f}).")
+        lines.append(
+            f"- the sequential search's visit counts equal mctx's in "
+            f"{v['sequential_equals_mctx_fraction']:.0%} of positions (max |diff| "
+            f"{v['sequential_vs_mctx_max_abs_diff']:.0f})."
+        )
     if "go" in results:
         g = results["go"]
         sims = ", ".join(f"{n} {s['mean']:.0f}" for n, s in g["simulations_per_move"].items())
-        lines += ["", f"## Go at equal time: leaf batch {k} vs sequential", "",
-                  f"{g['game']}, {g['move_seconds']} s per move, network {g['network']} "
-                  f"({g['train_steps']} learning steps here; `None`: given), first {g['sample_moves']} moves "
-                  f"sampled by visits, seats alternating: **{g['score_leaf_batch']:.3f}** "
-                  f"[{g['ci95'][0]:.3f}, {g['ci95'][1]:.3f}] over {g['games']} games (W {g['wins']} D {g['draws']} "
-                  f"L {g['losses']}); simulations per move (mean): {sims}."]
+        lines += [
+            "",
+            f"## Go at equal time: leaf batch {k} vs sequential",
+            "",
+            f"{g['game']}, {g['move_seconds']} s per move, network {g['network']} "
+            f"({g['train_steps']} learning steps here; `None`: given), first {g['sample_moves']} moves "
+            f"sampled by visits, seats alternating: **{g['score_leaf_batch']:.3f}** "
+            f"[{g['ci95'][0]:.3f}, {g['ci95'][1]:.3f}] over {g['games']} games (W {g['wins']} D {g['draws']} "
+            f"L {g['losses']}); simulations per move (mean): {sims}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -372,12 +457,19 @@ def main(argv=None):
     tinynet.check(1e-5)
     net = tinynet.TinyNetNumpy(args.net_mode)
     anchor = None if args.no_mctx else Anchor(args.mctx_python, args.threads)
-    meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-            "machine": {**machine_info(), "platform": platform.platform(), "loadavg_start": os.getloadavg()},
-            "torch": torch.__version__, "numba": numba.__version__, "numpy": np.__version__,
-            "net_mode": args.net_mode, "leaf_batch": args.leaf_batch, "search": SEARCH, "threads": args.threads,
-            "mctx_python": None if anchor is None else args.mctx_python,
-            "xla_flags": None if anchor is None else anchor.xla_flags}
+    meta = {
+        "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "machine": {**machine_info(), "platform": platform.platform(), "loadavg_start": os.getloadavg()},
+        "torch": torch.__version__,
+        "numba": numba.__version__,
+        "numpy": np.__version__,
+        "net_mode": args.net_mode,
+        "leaf_batch": args.leaf_batch,
+        "search": SEARCH,
+        "threads": args.threads,
+        "mctx_python": None if anchor is None else args.mctx_python,
+        "xla_flags": None if anchor is None else anchor.xla_flags,
+    }
     try:
         if anchor is not None:
             meta["mctx"] = anchor.ask(op="meta")

@@ -4,7 +4,8 @@ resumed again and again, must finish exactly where uninterrupted runs finish.
 Scenarios: AlphaZero, MuZero, Gumbel AlphaZero and Go-Exploit (GESC) on tic-tac-toe,
 NDMZ on Nannon, Student of Games on Kuhn poker, in-process; AlphaZero under Ray
 (`--workers 2`). Each scenario gets a share of the faults, one per launch of the CLI
-(`--resume` after the first), then a last launch runs to the end:
+(`--resume` after the first), then a last launch runs to the end; the runs are long
+enough for their faults (`run_steps`: 8 learning steps a fault, 30 at least):
 
 * `kill`: SIGKILL at a random moment of training;
 * `ckpt`: SIGKILL inside a checkpoint write, at a random stage of it (the write's
@@ -50,35 +51,90 @@ sys.path.insert(0, str(ROOT))
 from polyzero.train.checkpoint import FAULT_ENV, latest_checkpoint, read_learner  # noqa: E402
 from polyzero.train.metrics import read_metrics  # noqa: E402
 
-SMALL = ["train.steps=30", "train.checkpoint_every=4", "train.keep_checkpoints=2", "train.positions_per_step=24",
-         "train.minibatches_per_step=2", "train.batch_size=16", "train.replay_size=512", "search.num_simulations=4",
-         "selfplay.concurrent_games=4", "net.kind=mlp", "net.width=16", "net.layers=1", "net.value_hidden=8",
-         "eval.every=0", "eval.final_games=0", "threads=1", "seed=11"]
-SOG = ["train.steps=30", "train.checkpoint_every=4", "train.keep_checkpoints=2", "train.batch_size=16",
-       "train.minibatches_per_step=2", "train.replay_size=512", "eval.every=0", "eval.final_games=0", "net.width=16",
-       "net.layers=1", "sog.simulations=4", "sog.solve_simulations=4", "sog.episodes_per_step=1",
-       "sog.solves_per_step=2", "threads=1", "seed=11"]
+SMALL = [
+    "train.steps=30",
+    "train.checkpoint_every=4",
+    "train.keep_checkpoints=2",
+    "train.positions_per_step=24",
+    "train.minibatches_per_step=2",
+    "train.batch_size=16",
+    "train.replay_size=512",
+    "search.num_simulations=4",
+    "selfplay.concurrent_games=4",
+    "net.kind=mlp",
+    "net.width=16",
+    "net.layers=1",
+    "net.value_hidden=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=11",
+]
+SOG = [
+    "train.steps=30",
+    "train.checkpoint_every=4",
+    "train.keep_checkpoints=2",
+    "train.batch_size=16",
+    "train.minibatches_per_step=2",
+    "train.replay_size=512",
+    "eval.every=0",
+    "eval.final_games=0",
+    "net.width=16",
+    "net.layers=1",
+    "sog.simulations=4",
+    "sog.solve_simulations=4",
+    "sog.episodes_per_step=1",
+    "sog.solves_per_step=2",
+    "threads=1",
+    "seed=11",
+]
 SCENARIOS = {  # name: (game, algo, overrides, workers)
     "alphazero": ("tic_tac_toe", "alphazero", SMALL, 0),
     "muzero": ("tic_tac_toe", "muzero", SMALL + ["muzero.hidden_size=16"], 0),
     "gumbel": ("tic_tac_toe", "alphazero", SMALL + ["search.kind=gumbel"], 0),
-    "go-exploit": ("tic_tac_toe", "alphazero", SMALL + ["start.archive=search", "start.initial_probability=0.2",
-                                                        "start.archive_size=500"], 0),
+    "go-exploit": (
+        "tic_tac_toe",
+        "alphazero",
+        SMALL + ["start.archive=search", "start.initial_probability=0.2", "start.archive_size=500"],
+        0,
+    ),
     "ndmz": ("nannon", "ndmz", SMALL + ["ndmz.hidden_size=16"], 0),
     "sog": ("kuhn_poker", "sog", SOG, 0),
     "alphazero-ray": ("tic_tac_toe", "alphazero", SMALL + ["train.steps=40", "ray.worker_cpus=0.5"], 2),
 }
 STAGES = ("file", "written", "renamed", "pointer_written", "switched", "pruned")  # reached by every write
-METRIC_KEYS = ("replay/size", "selfplay/games", "selfplay/positions", "sog/solves", "sog/td_targets",
-               "sog/query_buffer", "archive/size", "archive/seen")
+METRIC_KEYS = (
+    "replay/size",
+    "selfplay/games",
+    "selfplay/positions",
+    "sog/solves",
+    "sog/td_targets",
+    "sog/query_buffer",
+    "archive/size",
+    "archive/seen",
+)
 LAUNCH_TIMEOUT = 900
+# A launch trains ~4 learning steps before its fault lands (a kill 0.2-2.5 s in, a write
+# fault at one of the first 3 checkpoints): a run of 8 steps per fault outlasts its faults.
+STEPS_PER_FAULT = 8
 
 
-def train_command(name: str, run: Path, fresh: bool) -> list[str]:
+def run_steps(name: str, faults: int) -> int:
+    """The learning steps of a scenario's runs: its config's, or more when many faults
+    are planned (a run that finishes first leaves the rest of its faults undelivered)."""
+    base = int(next(o for o in SCENARIOS[name][2][::-1] if o.startswith("train.steps=")).split("=")[1])
+    return max(base, STEPS_PER_FAULT * (faults + 1))
+
+
+def train_command(name: str, run: Path, fresh: bool, steps: int) -> list[str]:
     game, algo, overrides, workers = SCENARIOS[name]
     cmd = [sys.executable, "-m", "polyzero", "train", "--no-progress"]
-    cmd += [game, "--algo", algo, "--run-dir", str(run)] + sum((["--set", o] for o in overrides), []) \
-        if fresh else ["--resume", str(run)]
+    overrides = overrides + [f"train.steps={steps}"]
+    cmd += (
+        [game, "--algo", algo, "--run-dir", str(run)] + sum((["--set", o] for o in overrides), [])
+        if fresh
+        else ["--resume", str(run)]
+    )
     return cmd + (["--workers", str(workers)] if workers else [])
 
 
@@ -86,8 +142,14 @@ class Launch:
     """One CLI process, its stderr gathered by a thread."""
 
     def __init__(self, cmd: list[str], env: dict | None = None):
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+            cwd=ROOT,
+        )
         self.lines: list[str] = []
         self.training = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -127,8 +189,9 @@ def descendants(pid: int) -> dict[int, str]:
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
             parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-            cmdline[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace")
+            cmdline[int(entry)] = (
+                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            )
         except (OSError, IndexError, ValueError):
             continue
     out, frontier = {}, [pid]
@@ -207,15 +270,25 @@ def clean_up_after(before: dict[int, str]) -> list[str]:
     return left
 
 
-def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
+def torture(name: str, plan: list[str], work: Path, rng: random.Random, steps: int) -> dict:
     """Launch, fault, resume until `plan` is spent; then run to the end."""
     run = work / name
     shutil.rmtree(run, ignore_errors=True)
     workers = SCENARIOS[name][3]
     kinds = ("kill", "ckpt", "pair")
-    res = {"planned": dict.fromkeys(kinds, 0), "delivered": dict.fromkeys(kinds, 0),
-           "pair_outcomes": {"checkpointed": 0, "killed": 0}, "worker_kills": 0, "learner_kills": 0,
-           "launches": 0, "resumes": 0, "resumes_ok": 0, "ray_processes_left": [], "failures": []}
+    res = {
+        "planned": dict.fromkeys(kinds, 0),
+        "delivered": dict.fromkeys(kinds, 0),
+        "pair_outcomes": {"checkpointed": 0, "killed": 0},
+        "worker_kills": 0,
+        "learner_kills": 0,
+        "steps": steps,
+        "launches": 0,
+        "resumes": 0,
+        "resumes_ok": 0,
+        "ray_processes_left": [],
+        "failures": [],
+    }
     for kind in plan:
         res["planned"][kind] += 1
     queue = list(plan)
@@ -225,7 +298,7 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
         if kind == "ckpt":
             env[FAULT_ENV] = f"{rng.choice(STAGES)}:kill:{rng.randint(1, 3)}"
         fresh = latest_checkpoint(run) is None
-        launch = Launch(train_command(name, run, fresh), env)
+        launch = Launch(train_command(name, run, fresh, steps), env)
         res["launches"] += 1
         if not fresh:
             res["resumes"] += 1
@@ -257,10 +330,10 @@ def torture(name: str, plan: list[str], work: Path, rng: random.Random) -> dict:
     return res
 
 
-def reference(name: str, work: Path) -> Path:
+def reference(name: str, work: Path, steps: int) -> Path:
     run = work / f"{name}-reference"
     shutil.rmtree(run, ignore_errors=True)
-    launch = Launch(train_command(name, run, True))
+    launch = Launch(train_command(name, run, True, steps))
     rc = launch.wait()
     if rc != 0:
         raise SystemExit(f"the uninterrupted {name} run failed: " + " | ".join(launch.lines[-5:]))
@@ -271,13 +344,14 @@ def train_records(run: Path) -> list[dict]:
     return [r for r in read_metrics(run) if r["kind"] == "train"]
 
 
-def compare(name: str, run: Path, ref: Path | None) -> dict:
+def compare(run: Path, ref: Path | None, steps: int) -> dict:
     """Finished? one record per step? and against the uninterrupted run: weights, metrics."""
-    steps = int(next(o for o in SCENARIOS[name][2][::-1] if o.startswith("train.steps=")).split("=")[1])
     latest = latest_checkpoint(run)
     recs = train_records(run)
-    out = {"finished": latest is not None and latest.name == f"step_{steps:06d}",
-           "one_record_per_step": [r["step"] for r in recs] == list(range(1, steps + 1))}
+    out = {
+        "finished": latest is not None and latest.name == f"step_{steps:06d}",
+        "one_record_per_step": [r["step"] for r in recs] == list(range(1, steps + 1)),
+    }
     if ref is None:
         return out
     a, b = read_learner(latest)["net"], read_learner(latest_checkpoint(ref))["net"]
@@ -319,13 +393,17 @@ def main() -> None:
         # Each kind dealt round-robin from its own first scenario, so a short run spreads them.
         kills = share(args.kills, names, i)
         in_ckpt = min(kills, share(-(-args.kills // 3), names, (i + 2) % len(names)))  # a third in writes
-        plan = ["ckpt"] * in_ckpt + ["kill"] * (kills - in_ckpt) + \
-            ["pair"] * share(args.pairs, names, (i + 4) % len(names))
+        plan = (
+            ["ckpt"] * in_ckpt
+            + ["kill"] * (kills - in_ckpt)
+            + ["pair"] * share(args.pairs, names, (i + 4) % len(names))
+        )
         rng.shuffle(plan)
         t0 = time.time()
-        ref = None if SCENARIOS[name][3] else reference(name, args.work)
-        res = torture(name, plan, args.work, rng)
-        res.update(compare(name, args.work / name, ref))
+        steps = run_steps(name, len(plan))
+        ref = None if SCENARIOS[name][3] else reference(name, args.work, steps)
+        res = torture(name, plan, args.work, rng, steps)
+        res.update(compare(args.work / name, ref, steps))
         res["seconds"] = round(time.time() - t0, 1)
         results["scenarios"][name] = res
         print(f"{name}: {json.dumps(res)}", flush=True)
@@ -338,8 +416,17 @@ def main() -> None:
 
 
 def totals(scenarios: dict) -> dict:
-    t = {"sigkills_random": 0, "sigkills_in_checkpoint_writes": 0, "pairs": 0, "worker_kills": 0,
-         "learner_kills": 0, "resumes": 0, "resumes_ok": 0, "failures": 0, "ray_processes_left": 0}
+    t = {
+        "sigkills_random": 0,
+        "sigkills_in_checkpoint_writes": 0,
+        "pairs": 0,
+        "worker_kills": 0,
+        "learner_kills": 0,
+        "resumes": 0,
+        "resumes_ok": 0,
+        "failures": 0,
+        "ray_processes_left": 0,
+    }
     for r in scenarios.values():
         t["sigkills_random"] += r["delivered"]["kill"]
         t["sigkills_in_checkpoint_writes"] += r["delivered"]["ckpt"]
@@ -350,8 +437,9 @@ def totals(scenarios: dict) -> dict:
         t["ray_processes_left"] += len(r["ray_processes_left"])
     t["sigkills"] = t["sigkills_random"] + t["sigkills_in_checkpoint_writes"]
     t["all_finished"] = all(r["finished"] and r["one_record_per_step"] for r in scenarios.values())
-    t["all_identical"] = all(r.get("weights_identical", True) and r.get("metrics_identical", True)
-                             for r in scenarios.values())
+    t["all_identical"] = all(
+        r.get("weights_identical", True) and r.get("metrics_identical", True) for r in scenarios.values()
+    )
     return t
 
 
@@ -359,27 +447,41 @@ def markdown(results: dict, argv: str) -> str:
     def mark(v):
         return "n/a" if v is None else ("yes" if v else "**no**")
 
-    lines = [f"# Fault injection (`python benchmarks/fault_injection.py {argv}`)", "",
-             "| scenario | SIGKILL random | SIGKILL in checkpoint write | TERM→KILL pairs (checkpointed / killed) "
-             "| Ray worker / learner kills | resumes ok | finished, one record per step | weights identical "
-             "| metrics identical | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Fault injection (`python benchmarks/fault_injection.py {argv}`)",
+        "",
+        "| scenario | steps | SIGKILL random | SIGKILL in checkpoint write "
+        "| TERM→KILL pairs (checkpointed / killed) | Ray worker / learner kills | resumes ok "
+        "| finished, one record per step | weights identical "
+        "| metrics identical | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in results["scenarios"].items():
         p = r["pair_outcomes"]
-        lines.append(f"| {name} | {r['delivered']['kill']} | {r['delivered']['ckpt']} | {r['delivered']['pair']} "
-                     f"({p['checkpointed']} / {p['killed']}) | {r['worker_kills']} / {r['learner_kills']} "
-                     f"| {r['resumes_ok']}/{r['resumes']} | {mark(r['finished'] and r['one_record_per_step'])} "
-                     f"| {mark(r.get('weights_identical'))} | {mark(r.get('metrics_identical'))} | {r['seconds']} |")
+        lines.append(
+            f"| {name} | {r.get('steps', '')} | {r['delivered']['kill']} | {r['delivered']['ckpt']} "
+            f"| {r['delivered']['pair']} "
+            f"({p['checkpointed']} / {p['killed']}) | {r['worker_kills']} / {r['learner_kills']} "
+            f"| {r['resumes_ok']}/{r['resumes']} | {mark(r['finished'] and r['one_record_per_step'])} "
+            f"| {mark(r.get('weights_identical'))} | {mark(r.get('metrics_identical'))} | {r['seconds']} |"
+        )
     t = results["totals"]
-    lines += ["", f"Totals: {t['sigkills']} SIGKILLs ({t['sigkills_in_checkpoint_writes']} inside checkpoint "
-                  f"writes), {t['pairs']} SIGTERM-then-SIGKILL pairs, {t['worker_kills']} Ray worker and "
-                  f"{t['learner_kills']} learner kills; {t['resumes_ok']}/{t['resumes']} resumes worked; "
-                  f"failures {t['failures']}; every run finished: {mark(t['all_finished'])}; every deterministic "
-                  f"run identical to its uninterrupted twin: {mark(t['all_identical'])}.", ""]
+    lines += [
+        "",
+        f"Totals: {t['sigkills']} SIGKILLs ({t['sigkills_in_checkpoint_writes']} inside checkpoint "
+        f"writes), {t['pairs']} SIGTERM-then-SIGKILL pairs, {t['worker_kills']} Ray worker and "
+        f"{t['learner_kills']} learner kills; {t['resumes_ok']}/{t['resumes']} resumes worked; "
+        f"failures {t['failures']}; every run finished: {mark(t['all_finished'])}; every deterministic "
+        f"run identical to its uninterrupted twin: {mark(t['all_identical'])}.",
+        "",
+    ]
     for name, r in results["scenarios"].items():
         lines += [f"- {name}: {f}" for f in r["failures"]]
         if r["ray_processes_left"]:
-            lines.append(f"- {name}: Ray processes still alive 3 s after the supervisor's SIGKILL (then "
-                         f"killed by the soak): {', '.join(r['ray_processes_left'])}")
+            lines.append(
+                f"- {name}: Ray processes still alive 3 s after the supervisor's SIGKILL (then "
+                f"killed by the soak): {', '.join(r['ray_processes_left'])}"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -53,16 +53,26 @@ def _write_summary(results: dict[int, dict], args) -> None:
     command = f"{COMMAND} --cases {args.cases} --seed {args.seed}"
     if args.minutes is not None:
         command += f" --minutes {args.minutes:g}"
-    summary = {"command": command, "seed": args.seed, "cases": len(results),
-               "note": f"cases 0..{len(results) - 1} of the {args.cases:,}-case stream; rerun the "
-                       "command to resume with the rest", "classes": dict(counts),
-               "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
-               "bad": sorted(bad, key=lambda r: r["id"])[:200]}
+    summary = {
+        "command": command,
+        "seed": args.seed,
+        "cases": len(results),
+        "note": f"cases 0..{len(results) - 1} of the {args.cases:,}-case stream; rerun the "
+        "command to resume with the rest",
+        "classes": dict(counts),
+        "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
+        "bad": sorted(bad, key=lambda r: r["id"])[:200],
+    }
     (RESULTS / "fuzz_inputs.json").write_text(json.dumps(summary, indent=1) + "\n")
     classes = ["ok", "clean_error", *fuzz_cases.BAD_CLASSES]
-    lines = [f"# Fuzz of the CLI's inputs ({len(results)} cases, seed {args.seed})", "",
-             f"Command: `{command}` ({summary['note']})", "",
-             "| kind | " + " | ".join(classes) + " |", "|---" * (len(classes) + 1) + "|"]
+    lines = [
+        f"# Fuzz of the CLI's inputs ({len(results)} cases, seed {args.seed})",
+        "",
+        f"Command: `{command}` ({summary['note']})",
+        "",
+        "| kind | " + " | ".join(classes) + " |",
+        "|---" * (len(classes) + 1) + "|",
+    ]
     for kind, c in sorted(by_kind.items()):
         lines.append(f"| {kind} | " + " | ".join(str(c.get(k, 0)) for k in classes) + " |")
     lines.append("| **all** | " + " | ".join(f"**{counts.get(k, 0)}**" for k in classes) + " |")
@@ -70,8 +80,9 @@ def _write_summary(results: dict[int, dict], args) -> None:
         lines += ["", "## Cases not handled cleanly", ""]
         for r in sorted(bad, key=lambda r: r["id"])[:50]:
             tail = r["stderr_tail"].strip().splitlines()[-1:] or [""]
-            lines.append(f"- #{r['id']} {r['class']} `{' '.join(r['argv'])[:160]}` "
-                         f"{r.get('corrupt') or ''}: {tail[0][:200]}")
+            lines.append(
+                f"- #{r['id']} {r['class']} `{' '.join(r['argv'])[:160]}` {r.get('corrupt') or ''}: {tail[0][:200]}"
+            )
     (RESULTS / "fuzz_inputs.md").write_text("\n".join(lines) + "\n")
 
 

@@ -59,8 +59,12 @@ TARGET = {"size": 7, "opponent": "gnugo:1", "score": 0.5, "within_min": 180}
 
 
 def arms(args) -> list[dict]:
-    return [{"name": f"{algo}-go{size}-s{seed}", "algo": algo, "size": size, "seed": seed}
-            for size in args.sizes for algo in args.algos for seed in args.seeds]
+    return [
+        {"name": f"{algo}-go{size}-s{seed}", "algo": algo, "size": size, "seed": seed}
+        for size in args.sizes
+        for algo in args.algos
+        for seed in args.seeds
+    ]
 
 
 # ----------------------------------------------------------------------------- train
@@ -79,7 +83,7 @@ def train(args, work: Path) -> None:
         return
     import threading
 
-    for pair in (todo[i:i + 2] for i in range(0, len(todo), 2)):  # two arms at a time, a core each
+    for pair in (todo[i : i + 2] for i in range(0, len(todo), 2)):  # two arms at a time, a core each
         threads = [threading.Thread(target=one, args=(arm, core)) for core, arm in enumerate(pair)]
         for t in threads:
             t.start()
@@ -118,8 +122,14 @@ def play_chunk(task: dict) -> dict:
     finally:
         if hasattr(opponent, "close"):
             opponent.close()
-    out = {**task, "spec": spec, "wins": res.wins, "draws": res.draws, "losses": res.losses,
-           "seconds": time.time() - t0}
+    out = {
+        **task,
+        "spec": spec,
+        "wins": res.wins,
+        "draws": res.draws,
+        "losses": res.losses,
+        "seconds": time.time() - t0,
+    }
     path = Path(task["path"])
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(out))
@@ -154,19 +164,33 @@ def evaluate(args, work: Path) -> None:
                     sims = f"__n{args.eval_sims}" if args.eval_sims else ""
                     path = cache / f"{arm['name']}__wc{wc:06d}{sims}__{opp.replace(':', '-')}__c{k:03d}.json"
                     if not path.exists():
-                        tasks.append({"arm": arm["name"], "algo": arm["algo"], "size": arm["size"],
-                                      "seed": 1000 * k + arm["seed"], "train_seed": arm["seed"], "mark_s": wc,
-                                      "game": GAMES[arm["size"]], "checkpoint": str(work / mark["checkpoint"]),
-                                      "opponent": opp, "games": args.chunk, "path": str(path),
-                                      "agent_sims": args.eval_sims})
+                        tasks.append(
+                            {
+                                "arm": arm["name"],
+                                "algo": arm["algo"],
+                                "size": arm["size"],
+                                "seed": 1000 * k + arm["seed"],
+                                "train_seed": arm["seed"],
+                                "mark_s": wc,
+                                "game": GAMES[arm["size"]],
+                                "checkpoint": str(work / mark["checkpoint"]),
+                                "opponent": opp,
+                                "games": args.chunk,
+                                "path": str(path),
+                                "agent_sims": args.eval_sims,
+                            }
+                        )
     print(f"[eval] {len(tasks)} chunks of {args.chunk} games to play", flush=True)
     os.environ.update(ONE_THREAD)
     # Spawned, not forked: a forked worker's first chunk ran 40x slower (821 s against 19 s for
     # the same 2 games on the smoke test), torch's and numba's thread pools being forked state.
     with ProcessPoolExecutor(max_workers=args.eval_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for out in pool.map(play_chunk, tasks):
-            print(f"[eval] {out['arm']} @{out['mark_s'] / 60:.0f} min vs {out['spec']}: "
-                  f"W {out['wins']} D {out['draws']} L {out['losses']} ({out['seconds']:.0f} s)", flush=True)
+            print(
+                f"[eval] {out['arm']} @{out['mark_s'] / 60:.0f} min vs {out['spec']}: "
+                f"W {out['wins']} D {out['draws']} L {out['losses']} ({out['seconds']:.0f} s)",
+                flush=True,
+            )
 
 
 # ----------------------------------------------------------------------------- report
@@ -179,6 +203,26 @@ def _t_interval(values: list[float]) -> tuple[float, float, float]:
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
     half = stats.t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
     return mean, mean - half, mean + half
+
+
+def _pooled(rows: list[dict]) -> list[dict]:
+    """The per-run scores averaged over seeds, per (algorithm, board, mark, opponent)."""
+    pooled = []
+    for key in sorted({(r["algo"], r["size"], r["mark_min"], r["opponent"]) for r in rows}):
+        scores = [r["score"] for r in rows if (r["algo"], r["size"], r["mark_min"], r["opponent"]) == key]
+        mean, lo, hi = _t_interval(scores)
+        pooled.append(
+            {
+                "algo": key[0],
+                "size": key[1],
+                "mark_min": key[2],
+                "opponent": key[3],
+                "seeds": len(scores),
+                "mean": mean,
+                "t95": [lo, hi],
+            }
+        )
+    return pooled
 
 
 def report(args, work: Path) -> dict:
@@ -196,25 +240,52 @@ def report(args, work: Path) -> dict:
         n = p["wins"] + p["draws"] + p["losses"]
         score = (p["wins"] + p["draws"] / 2) / n
         lo, hi = wilson(score, n)
-        rows.append({"algo": algo, "size": size, "seed": seed, "mark_min": mark_s / 60, "opponent": opp,
-                     "spec": p["spec"], "games": n, "wins": p["wins"], "draws": p["draws"],
-                     "losses": p["losses"], "score": score, "ci95": [lo, hi], "seconds": p["seconds"]})
-    pooled = []
-    for key in sorted({(r["algo"], r["size"], r["mark_min"], r["opponent"]) for r in rows}):
-        scores = [r["score"] for r in rows if (r["algo"], r["size"], r["mark_min"], r["opponent"]) == key]
-        mean, lo, hi = _t_interval(scores)
-        pooled.append({"algo": key[0], "size": key[1], "mark_min": key[2], "opponent": key[3],
-                       "seeds": len(scores), "mean": mean, "t95": [lo, hi]})
-    target = [p for p in pooled if p["size"] == TARGET["size"] and p["opponent"] == TARGET["opponent"]
-              and p["mark_min"] <= TARGET["within_min"] + 1e-6]
-    summary = {"benchmark": NAME, "command": "python benchmarks/go_gnugo.py " + " ".join(sys.argv[1:]),
-               "machine": machine(), "budget_min": args.budget_min, "cores_per_arm": args.cores_per_arm,
-               "agent_simulations": args.eval_sims or "the run's eval.simulations",
-               "games": GAMES, "presets": PRESETS, "missing_opponents": missing_opponents(args.opponents),
-               "target": {**TARGET, "met": {a: any(p["mean"] >= TARGET["score"] for p in target if p["algo"] == a)
-                                            for a in sorted({p["algo"] for p in target})}},
-               "points": rows, "pooled": pooled,
-               "training": {arm["name"]: read_jsonl(work / f"{arm['name']}_segments.jsonl") for arm in arms(args)}}
+        rows.append(
+            {
+                "algo": algo,
+                "size": size,
+                "seed": seed,
+                "mark_min": mark_s / 60,
+                "opponent": opp,
+                "spec": p["spec"],
+                "games": n,
+                "wins": p["wins"],
+                "draws": p["draws"],
+                "losses": p["losses"],
+                "score": score,
+                "ci95": [lo, hi],
+                "seconds": p["seconds"],
+            }
+        )
+    pooled = _pooled(rows)
+    target = [
+        p
+        for p in pooled
+        if p["size"] == TARGET["size"]
+        and p["opponent"] == TARGET["opponent"]
+        and p["mark_min"] <= TARGET["within_min"] + 1e-6
+    ]
+    summary = {
+        "benchmark": NAME,
+        "command": "python benchmarks/go_gnugo.py " + " ".join(sys.argv[1:]),
+        "machine": machine(),
+        "budget_min": args.budget_min,
+        "cores_per_arm": args.cores_per_arm,
+        "agent_simulations": args.eval_sims or "the run's eval.simulations",
+        "games": GAMES,
+        "presets": PRESETS,
+        "missing_opponents": missing_opponents(args.opponents),
+        "target": {
+            **TARGET,
+            "met": {
+                a: any(p["mean"] >= TARGET["score"] for p in target if p["algo"] == a)
+                for a in sorted({p["algo"] for p in target})
+            },
+        },
+        "points": rows,
+        "pooled": pooled,
+        "training": {arm["name"]: read_jsonl(work / f"{arm['name']}_segments.jsonl") for arm in arms(args)},
+    }
     name = f"{NAME}_{args.tag}" if args.tag else NAME
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -224,31 +295,52 @@ def report(args, work: Path) -> dict:
 
 
 def markdown(s: dict) -> str:
-    lines = [f"# {NAME}", "", f"Command: `{s['command']}`  ",
-             f"Machine: {s['machine'].get('Model name', s['machine']['platform'])}, {s['machine']['cpus']} CPUs; "
-             f"training budget {s['budget_min']:g} min per arm on {s['cores_per_arm']} core(s); the agent plays "
-             f"at {s['agent_simulations']} simulations a move.  ",
-             f"Games: {', '.join(s['games'].values())}.", ""]
+    lines = [
+        f"# {NAME}",
+        "",
+        f"Command: `{s['command']}`  ",
+        f"Machine: {s['machine'].get('Model name', s['machine']['platform'])}, {s['machine']['cpus']} CPUs; "
+        f"training budget {s['budget_min']:g} min per arm on {s['cores_per_arm']} core(s); the agent plays "
+        f"at {s['agent_simulations']} simulations a move.  ",
+        f"Games: {', '.join(s['games'].values())}.",
+        "",
+    ]
     for opp, why in s["missing_opponents"].items():
         lines.append(f"- not played: {opp} ({why})")
-    lines += ["", "## Mean over seeds (t 95% interval)", "",
-              "| algorithm | board | mark (min) | opponent | seeds | mean score [95% CI] |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Mean over seeds (t 95% interval)",
+        "",
+        "| algorithm | board | mark (min) | opponent | seeds | mean score [95% CI] |",
+        "|---|---|---|---|---|---|",
+    ]
     for p in s["pooled"]:
         ci = "" if math.isnan(p["t95"][0]) else f" [{p['t95'][0]:.3f}, {p['t95'][1]:.3f}]"
-        lines.append(f"| {p['algo']} | {p['size']}x{p['size']} | {p['mark_min']:g} | {p['opponent']} | "
-                     f"{p['seeds']} | {p['mean']:.3f}{ci} |")
-    lines += ["", "## Per run (Wilson 95% interval)", "",
-              "| algorithm | board | seed | mark (min) | opponent | games | W / D / L | score [95% CI] |",
-              "|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {p['algo']} | {p['size']}x{p['size']} | {p['mark_min']:g} | {p['opponent']} | "
+            f"{p['seeds']} | {p['mean']:.3f}{ci} |"
+        )
+    lines += [
+        "",
+        "## Per run (Wilson 95% interval)",
+        "",
+        "| algorithm | board | seed | mark (min) | opponent | games | W / D / L | score [95% CI] |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in s["points"]:
-        lines.append(f"| {r['algo']} | {r['size']}x{r['size']} | {r['seed']} | {r['mark_min']:g} | {r['spec']} | "
-                     f"{r['games']} | {r['wins']} / {r['draws']} / {r['losses']} | "
-                     f"{r['score']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] |")
+        lines.append(
+            f"| {r['algo']} | {r['size']}x{r['size']} | {r['seed']} | {r['mark_min']:g} | {r['spec']} | "
+            f"{r['games']} | {r['wins']} / {r['draws']} / {r['losses']} | "
+            f"{r['score']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] |"
+        )
     t = s["target"]
-    lines += ["", f"Target: >= {t['score']:.0%} against {t['opponent']} on {t['size']}x{t['size']} within "
-                  f"{t['within_min']} min: " + (", ".join(f"{a} {'met' if m else 'not met'}"
-                                                           for a, m in t["met"].items()) or "no point yet"), ""]
+    lines += [
+        "",
+        f"Target: >= {t['score']:.0%} against {t['opponent']} on {t['size']}x{t['size']} within "
+        f"{t['within_min']} min: "
+        + (", ".join(f"{a} {'met' if m else 'not met'}" for a, m in t["met"].items()) or "no point yet"),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -267,8 +359,12 @@ def main(argv=None) -> None:
     p.add_argument("--chunk", type=int, default=20, help="games per cached chunk (even)")
     p.add_argument("--eval-marks", choices=["last", "all"], default="all")
     p.add_argument("--eval-workers", type=int, default=2)
-    p.add_argument("--eval-sims", type=int, default=None,
-                   help="the agent's simulations a move in the ladder (default: the run's eval.simulations)")
+    p.add_argument(
+        "--eval-sims",
+        type=int,
+        default=None,
+        help="the agent's simulations a move in the ladder (default: the run's eval.simulations)",
+    )
     p.add_argument("--tag", default="", help="suffix of the work directory and the results' names")
     p.add_argument("--work", default=None, help="default: runs/bench/go_gnugo[_TAG]")
     args = p.parse_args(argv)

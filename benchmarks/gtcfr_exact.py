@@ -38,19 +38,86 @@ from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree, public_observation_function
 from polyzero.sog.exploitability import tabular_from
 from polyzero.sog.flat_cfr import FlatCFR
-from polyzero.sog.gtcfr import GTCFR, SearchTree, SoGSettings
+from polyzero.sog.gtcfr import GTCFR, SoGSettings
+from polyzero.sog.search_tree import SearchTree
 from polyzero.sog.values import ExactValueFunction
 
 RESULTS = Path(__file__).parent / "results"
 
 
 def _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds) -> None:
-    result = {"game": args.game, "checkpoints": checkpoints, "c": args.c, "solve_iterations": args.solve,
-              "warm_start": not args.cold, "tolerance": args.tolerance, "seed": args.seed, "machine": machine,
-              "command": command, "mbb_per_hand": rows, "tree_sizes": sizes,
-              "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds}}
+    result = {
+        "game": args.game,
+        "checkpoints": checkpoints,
+        "c": args.c,
+        "solve_iterations": args.solve,
+        "warm_start": not args.cold,
+        "tolerance": args.tolerance,
+        "seed": args.seed,
+        "machine": machine,
+        "command": command,
+        "mbb_per_hand": rows,
+        "tree_sizes": sizes,
+        "seconds": {"solvers": solvers_seconds, "gtcfr": gtcfr_seconds},
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+
+
+def _mbb(game, policy) -> float:
+    """The exploitability of an OpenSpiel policy in mbb/h (1000 x chips)."""
+    return 1000.0 * exploitability.exploitability(game, policy)
+
+
+def _solver_curves(game, checkpoints: list[int]) -> tuple[list, list, float]:
+    """(iteration, mbb/h) at each checkpoint of CFR+ with simultaneous updates on the whole
+    tree and of OpenSpiel's alternating CFRPlusSolver, and the seconds both took."""
+    simultaneous_rows, alternating_rows = [], []
+    start = time.time()
+    simultaneous = FlatCFR(PublicTree(game))  # = PublicTreeCFR, vectorised (tests/test_sog_cfr.py)
+    alternating = cfr.CFRPlusSolver(game)
+    for t in range(1, checkpoints[-1] + 1):
+        simultaneous.iterate()
+        alternating.evaluate_and_update_policy()
+        if t in checkpoints:
+            simultaneous_rows.append((t, _mbb(game, tabular_from(game, simultaneous.average_policy()))))
+            alternating_rows.append((t, _mbb(game, alternating.average_policy())))
+            print(
+                f"t={t}: simultaneous {simultaneous_rows[-1][1]:.2f}  alternating {alternating_rows[-1][1]:.2f} mbb/h",
+                flush=True,
+            )
+    return simultaneous_rows, alternating_rows, time.time() - start
+
+
+def _gtcfr_curve(args, game, checkpoints: list[int]) -> tuple[list, list, float]:
+    """(iteration, mbb/h) of GT-CFR with exact leaves at each checkpoint, its tree's
+    (iteration, public states, leaves) there, and the seconds it took."""
+    rows, sizes = [], []
+    start = time.time()
+    values = ExactValueFunction(
+        game, iterations=args.solve, warm_start=not args.cold, tolerance=args.tolerance, average_policies=True
+    )
+    root = PublicTree(game, max_depth=0).nodes[0]
+    tree = SearchTree(game, root, public_observation_function(game))
+    tree.expand(0)
+    search = GTCFR(tree, values, SoGSettings(), np.random.default_rng(args.seed))
+    done = 0
+    for t in range(1, checkpoints[-1] + 1):
+        if t > 1:
+            target = int(np.floor((t - 1) * args.c + 1e-9))
+            if target > done:
+                search.expansion_phase(target - done)
+                done = target
+        search.iterate()
+        if t in checkpoints:
+            rows.append((t, _mbb(game, tabular_from(game, search.full_average_policy()))))
+            sizes.append((t, len(tree.nodes), len(search.cfr.leaves)))
+            print(
+                f"t={t}: GT-CFR exact {rows[-1][1]:.2f} mbb/h, tree {len(tree.nodes)} "
+                f"public states ({len(search.cfr.leaves)} leaves), {time.time() - start:.0f} s",
+                flush=True,
+            )
+    return rows, sizes, time.time() - start
 
 
 def main(argv=None) -> int:
@@ -60,72 +127,51 @@ def main(argv=None) -> int:
     ap.add_argument("--c", type=float, default=1.0, help="GT-CFR expansions per CFR iteration")
     ap.add_argument("--solve", type=int, default=100, help="CFR+ iterations per exact leaf query")
     ap.add_argument("--cold", action="store_true", help="solve every leaf query from scratch (no warm start)")
-    ap.add_argument("--tolerance", type=float, default=None,
-                    help="keep solving a leaf until its subgame's exploitability (chips) is at most this")
+    ap.add_argument(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="keep solving a leaf until its subgame's exploitability (chips) is at most this",
+    )
     ap.add_argument("--seed", type=int, default=0, help="GT-CFR's expansion sampling")
     ap.add_argument("--out", default="gtcfr_exact")
     args = ap.parse_args(argv)
     checkpoints = sorted(int(x) for x in args.checkpoints.split(","))
     game = load_game(args.game)
-    scale = 1000.0
-
-    def expl(policy_table) -> float:
-        return scale * exploitability.exploitability(game, tabular_from(game, policy_table))
-
-    rows = {"simultaneous_cfr_plus": [], "openspiel_cfr_plus": [], "gtcfr_exact": []}
-    start = time.time()
-    simultaneous = FlatCFR(PublicTree(game))  # = PublicTreeCFR, vectorised (tests/test_sog_cfr.py)
-    alternating = cfr.CFRPlusSolver(game)
-    for t in range(1, checkpoints[-1] + 1):
-        simultaneous.iterate()
-        alternating.evaluate_and_update_policy()
-        if t in checkpoints:
-            rows["simultaneous_cfr_plus"].append((t, expl(simultaneous.average_policy())))
-            rows["openspiel_cfr_plus"].append(
-                (t, scale * exploitability.exploitability(game, alternating.average_policy())))
-            print(f"t={t}: simultaneous {rows['simultaneous_cfr_plus'][-1][1]:.2f}  "
-                  f"alternating {rows['openspiel_cfr_plus'][-1][1]:.2f} mbb/h", flush=True)
-    solvers_seconds = time.time() - start
-
-    start = time.time()
-    values = ExactValueFunction(game, iterations=args.solve, warm_start=not args.cold, tolerance=args.tolerance,
-                                average_policies=True)
-    root = PublicTree(game, max_depth=0).nodes[0]
-    tree = SearchTree(game, root, public_observation_function(game))
-    tree.expand(0)
-    search = GTCFR(tree, values, SoGSettings(), np.random.default_rng(args.seed))
-    done = 0
-    sizes = []
-    for t in range(1, checkpoints[-1] + 1):
-        if t > 1:
-            target = int(np.floor((t - 1) * args.c + 1e-9))
-            if target > done:
-                search.expansion_phase(target - done)
-                done = target
-        search.iterate()
-        if t in checkpoints:
-            rows["gtcfr_exact"].append((t, expl(search.full_average_policy())))
-            sizes.append((t, len(tree.nodes), len(search.cfr.leaves)))
-            print(f"t={t}: GT-CFR exact {rows['gtcfr_exact'][-1][1]:.2f} mbb/h, tree {len(tree.nodes)} "
-                  f"public states ({len(search.cfr.leaves)} leaves), {time.time() - start:.0f} s", flush=True)
-    gtcfr_seconds = time.time() - start
+    rows: dict[str, list] = {}
+    rows["simultaneous_cfr_plus"], rows["openspiel_cfr_plus"], solvers_seconds = _solver_curves(game, checkpoints)
+    rows["gtcfr_exact"], sizes, gtcfr_seconds = _gtcfr_curve(args, game, checkpoints)
 
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}, {platform.system()})"
     command = "python benchmarks/gtcfr_exact.py " + " ".join(argv if argv is not None else sys.argv[1:])
     _write_json(args, checkpoints, machine, command, rows, sizes, solvers_seconds, gtcfr_seconds)
-    lines = [f"# GT-CFR with exact leaf values on {args.game}", "",
-             f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
-             f"{args.solve} CFR+ iterations per query ({'cold' if args.cold else 'warm'} start"
-             + (f", then more until the subgame's exploitability is at most {args.tolerance:g} chips" if args.tolerance
-                else "") + "), best-response values; GT-CFR's policy: Theorem 1's average "
-             "(`GTCFR.full_average_policy`).", "",
-             "| iterations | simultaneous CFR+ (whole tree) | OpenSpiel CFRPlusSolver (alternating) | "
-             "GT-CFR, exact leaves | GT-CFR tree (public states / leaves) |", "|---|---|---|---|---|"]
+    lines = [
+        f"# GT-CFR with exact leaf values on {args.game}",
+        "",
+        f"Machine: {machine}. Command: `{command}`. Seed {args.seed}; c = {args.c}; exact leaves: "
+        f"{args.solve} CFR+ iterations per query ({'cold' if args.cold else 'warm'} start"
+        + (
+            f", then more until the subgame's exploitability is at most {args.tolerance:g} chips"
+            if args.tolerance
+            else ""
+        )
+        + "), best-response values; GT-CFR's policy: Theorem 1's average "
+        "(`GTCFR.full_average_policy`).",
+        "",
+        "| iterations | simultaneous CFR+ (whole tree) | OpenSpiel CFRPlusSolver (alternating) | "
+        "GT-CFR, exact leaves | GT-CFR tree (public states / leaves) |",
+        "|---|---|---|---|---|",
+    ]
     for i, t in enumerate(checkpoints):
-        lines.append(f"| {t} | {rows['simultaneous_cfr_plus'][i][1]:.2f} | {rows['openspiel_cfr_plus'][i][1]:.2f} | "
-                     f"{rows['gtcfr_exact'][i][1]:.2f} | {sizes[i][1]} / {sizes[i][2]} |")
-    lines += ["", f"Exploitability in mbb/h (1000 x OpenSpiel's exploitability in chips). Wall time: solvers "
-              f"{solvers_seconds:.0f} s, GT-CFR {gtcfr_seconds:.0f} s."]
+        lines.append(
+            f"| {t} | {rows['simultaneous_cfr_plus'][i][1]:.2f} | {rows['openspiel_cfr_plus'][i][1]:.2f} | "
+            f"{rows['gtcfr_exact'][i][1]:.2f} | {sizes[i][1]} / {sizes[i][2]} |"
+        )
+    lines += [
+        "",
+        f"Exploitability in mbb/h (1000 x OpenSpiel's exploitability in chips). Wall time: solvers "
+        f"{solvers_seconds:.0f} s, GT-CFR {gtcfr_seconds:.0f} s.",
+    ]
     (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -86,8 +86,15 @@ def phase_eval(args, work: Path) -> None:
             start = time.time()
             table = search_policy_table(game, sog_reference_player(spec, game, seed=seed))
             value = scale * exploitability.exploitability(game, tabular_from(game, table))
-            rec = {"game": args.game, "spec": spec, "seed": seed, "exploitability": value, "unit": unit,
-                   "seconds": time.time() - start, "policy": table}
+            rec = {
+                "game": args.game,
+                "spec": spec,
+                "seed": seed,
+                "exploitability": value,
+                "unit": unit,
+                "seconds": time.time() - start,
+                "policy": table,
+            }
             write_json_atomic(path, rec)  # a cell is either whole or absent
             print(f"[eval] {args.game} {spec} seed {seed}: {value:.2f} {unit} ({rec['seconds']:.0f} s)", flush=True)
 
@@ -118,9 +125,12 @@ def phase_h2h(args, work: Path) -> None:
     out = work / _safe(args.game) / f"h2h_{_safe(args.h2h_sog)}_vs_{_safe(args.h2h_ismcts)}_{args.hands}.json"
     if out.exists():
         return
-    seeds = [s for s in range(args.seeds)
-             if table_path(work, args.game, args.h2h_sog, s).exists()
-             and table_path(work, args.game, args.h2h_ismcts, s).exists()]
+    seeds = [
+        s
+        for s in range(args.seeds)
+        if table_path(work, args.game, args.h2h_sog, s).exists()
+        and table_path(work, args.game, args.h2h_ismcts, s).exists()
+    ]
     if not seeds:
         print(f"[h2h] no seed has both {args.h2h_sog} and {args.h2h_ismcts}: run eval first", flush=True)
         return
@@ -131,8 +141,10 @@ def phase_h2h(args, work: Path) -> None:
         sog = load_table(table_path(work, args.game, args.h2h_sog, seed))
         ismcts = load_table(table_path(work, args.game, args.h2h_ismcts, seed))
         pair = [tabular_from(game, sog), tabular_from(game, ismcts)]
-        exact.append(0.5 * (policy_value(game.new_initial_state(), pair)[0]
-                            + policy_value(game.new_initial_state(), pair[::-1])[1]))
+        exact.append(
+            0.5
+            * (policy_value(game.new_initial_state(), pair)[0] + policy_value(game.new_initial_state(), pair[::-1])[1])
+        )
         hands = -(-args.hands // len(seeds))  # at least --hands in all
         for i in range(hands):
             seat = i % 2  # seats swapped every hand
@@ -140,13 +152,23 @@ def phase_h2h(args, work: Path) -> None:
             payoffs.append(play_hand(game, tables, rng)[seat])
     payoffs = 1000.0 * np.array(payoffs)
     half = 1.96 * payoffs.std(ddof=1) / math.sqrt(len(payoffs))
-    rec = {"sog": args.h2h_sog, "ismcts": args.h2h_ismcts, "seeds": seeds, "hands": len(payoffs),
-           "mean_mbb": float(payoffs.mean()), "ci95_mbb": [float(payoffs.mean() - half), float(payoffs.mean() + half)],
-           "exact_mbb": float(1000.0 * np.mean(exact)), "seconds": time.time() - start}
+    rec = {
+        "sog": args.h2h_sog,
+        "ismcts": args.h2h_ismcts,
+        "seeds": seeds,
+        "hands": len(payoffs),
+        "mean_mbb": float(payoffs.mean()),
+        "ci95_mbb": [float(payoffs.mean() - half), float(payoffs.mean() + half)],
+        "exact_mbb": float(1000.0 * np.mean(exact)),
+        "seconds": time.time() - start,
+    }
     out.write_text(json.dumps(rec))
-    print(f"[h2h] {rec['sog']} vs {rec['ismcts']}: {rec['mean_mbb']:.0f} mbb/h "
-          f"[{rec['ci95_mbb'][0]:.0f}, {rec['ci95_mbb'][1]:.0f}] over {rec['hands']} hands "
-          f"(exact {rec['exact_mbb']:.0f})", flush=True)
+    print(
+        f"[h2h] {rec['sog']} vs {rec['ismcts']}: {rec['mean_mbb']:.0f} mbb/h "
+        f"[{rec['ci95_mbb'][0]:.0f}, {rec['ci95_mbb'][1]:.0f}] over {rec['hands']} hands "
+        f"(exact {rec['exact_mbb']:.0f})",
+        flush=True,
+    )
 
 
 def phase_report(args, work: Path) -> dict:
@@ -157,41 +179,70 @@ def phase_report(args, work: Path) -> dict:
     rows = []
     for (game, spec), recs in cells.items():
         values = [r["exploitability"] for r in recs]
-        rows.append({"game": game, "spec": spec, "seeds": [r["seed"] for r in recs], "values": values,
-                     "min": min(values), "mean": float(np.mean(values)), "max": max(values),
-                     "unit": recs[0]["unit"], "seconds_per_seed": float(np.mean([r["seconds"] for r in recs]))})
+        rows.append(
+            {
+                "game": game,
+                "spec": spec,
+                "seeds": [r["seed"] for r in recs],
+                "values": values,
+                "min": min(values),
+                "mean": float(np.mean(values)),
+                "max": max(values),
+                "unit": recs[0]["unit"],
+                "seconds_per_seed": float(np.mean([r["seconds"] for r in recs])),
+            }
+        )
     git = git_commit()
     for r in rows:
         r["commit"] = git[:10]
     h2h = [json.loads(p.read_text()) for p in sorted(work.glob("*/h2h_*.json"))]
     rows, h2h = _carry_previous(rows, h2h)
     order = ["kuhn_poker", "leduc_poker"]
-    rows.sort(key=lambda r: (order.index(r["game"]) if r["game"] in order else 9, r["game"],
-                             not r["spec"].startswith("ismcts"), _spec_key(r["spec"])))
+    rows.sort(
+        key=lambda r: (
+            order.index(r["game"]) if r["game"] in order else 9,
+            r["game"],
+            not r["spec"].startswith("ismcts"),
+            _spec_key(r["spec"]),
+        )
+    )
     machine = f"{platform.node()} ({platform.processor() or platform.machine()}), {__import__('os').cpu_count()} CPUs"
     result = {"machine": machine, "git": git, "rows": rows, "head_to_head": h2h}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "gtcfr_search.json").write_text(json.dumps(result, indent=2))
-    lines = ["# Benchmark `gtcfr_search`: the re-solving search player with exact leaf values", "",
-             f"Machine: {machine}; commit {git[:10]}. Commands: the module docstring of "
-             "`benchmarks/gtcfr_search.py`. Exploitability min / mean / max over seeds (poker in mbb/h, "
-             "Scotland Yard in reward units); seconds per seed = building one seed's whole policy; commit = the "
-             "run that measured the row (rows of earlier runs are carried over from the previous report "
-             "when WORK no longer holds their cells).", "",
-             "| game | player | seeds | min | mean | max | seconds per seed | commit |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Benchmark `gtcfr_search`: the re-solving search player with exact leaf values",
+        "",
+        f"Machine: {machine}; commit {git[:10]}. Commands: the module docstring of "
+        "`benchmarks/gtcfr_search.py`. Exploitability min / mean / max over seeds (poker in mbb/h, "
+        "Scotland Yard in reward units); seconds per seed = building one seed's whole policy; commit = the "
+        "run that measured the row (rows of earlier runs are carried over from the previous report "
+        "when WORK no longer holds their cells).",
+        "",
+        "| game | player | seeds | min | mean | max | seconds per seed | commit |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         digits = 1 if r["unit"] == "mbb/h" else 3  # reward units lie in [0, 2]
         low, mean, high = (f"{max(r[k], 0.0):.{digits}f}" for k in ("min", "mean", "max"))  # -1e-12 is 0
-        lines.append(f"| {r['game']} | `{r['spec']}` | {len(r['values'])} | {low} | {mean} | {high} | "
-                     f"{r['seconds_per_seed']:.0f} | {r['commit']} |")
+        lines.append(
+            f"| {r['game']} | `{r['spec']}` | {len(r['values'])} | {low} | {mean} | {high} | "
+            f"{r['seconds_per_seed']:.0f} | {r['commit']} |"
+        )
     if h2h:
-        lines += ["", "Leduc head-to-head (each seed's tabulated policies; seats swapped every hand; "
-                  "SoG's winnings in mbb/h, normal 95% interval; exact = expected value of the same pairs):", "",
-                  "| SoG | IS-MCTS | hands | mean | 95% interval | exact |", "|---|---|---:|---:|---|---:|"]
+        lines += [
+            "",
+            "Leduc head-to-head (each seed's tabulated policies; seats swapped every hand; "
+            "SoG's winnings in mbb/h, normal 95% interval; exact = expected value of the same pairs):",
+            "",
+            "| SoG | IS-MCTS | hands | mean | 95% interval | exact |",
+            "|---|---|---:|---:|---|---:|",
+        ]
         for h in h2h:
-            lines.append(f"| `{h['sog']}` | `{h['ismcts']}` | {h['hands']} | {h['mean_mbb']:.0f} | "
-                         f"[{h['ci95_mbb'][0]:.0f}, {h['ci95_mbb'][1]:.0f}] | {h['exact_mbb']:.0f} |")
+            lines.append(
+                f"| `{h['sog']}` | `{h['ismcts']}` | {h['hands']} | {h['mean_mbb']:.0f} | "
+                f"[{h['ci95_mbb'][0]:.0f}, {h['ci95_mbb'][1]:.0f}] | {h['exact_mbb']:.0f} |"
+            )
     (RESULTS / "gtcfr_search.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return result

@@ -54,6 +54,7 @@ from common import (  # noqa: E402
     taskset,
     train_segments,
 )
+from gumbel_few_simulations_plot import plot  # noqa: E402
 
 LEVELS = ("1x", "10x")
 
@@ -68,8 +69,17 @@ def arms(args) -> list[tuple[str, list[str], tuple[int, int]]]:
     for n in args.sims:
         for seed in args.seeds:
             for search in ("puct", "gumbel"):
-                train = [args.game, "--algo", args.algo, "--search", search, "--seed", str(seed),
-                         "--set", f"search.num_simulations={n}"]
+                train = [
+                    args.game,
+                    "--algo",
+                    args.algo,
+                    "--search",
+                    search,
+                    "--seed",
+                    str(seed),
+                    "--set",
+                    f"search.num_simulations={n}",
+                ]
                 out.append((arm_name(args.algo, search, n, seed), train, (n, seed)))
     return out
 
@@ -82,8 +92,9 @@ def ledger_dir(args) -> Path:
 def pair_evaluated(args, ledger: Path, n: int, seed: int) -> bool:
     """Both runs of the pair (n, seed) finished and every evaluation is in the ledger."""
     names = [arm_name(args.algo, s, n, seed) for s in ("puct", "gumbel")]
-    return all(finished(args, ledger, name) for name in names) and \
-        all((ledger / "eval" / f"{k}.json").exists() for k in eval_keys(args, ledger, n, seed))
+    return all(finished(args, ledger, name) for name in names) and all(
+        (ledger / "eval" / f"{k}.json").exists() for k in eval_keys(args, ledger, n, seed)
+    )
 
 
 def phase_train(args, work: Path) -> None:
@@ -92,7 +103,7 @@ def phase_train(args, work: Path) -> None:
     done = {(n, s) for n in args.sims for s in args.seeds if pair_evaluated(args, ledger, n, s)}
     queue = [(name, train) for name, train, pair in arms(args) if pair not in done]
     if args.pairs is not None:
-        queue = queue[:2 * args.pairs]
+        queue = queue[: 2 * args.pairs]
     lock = threading.Lock()
 
     def worker(core: int):
@@ -113,8 +124,10 @@ def phase_train(args, work: Path) -> None:
 def marks(folder: Path, name: str, work: Path | None = None) -> list[dict]:
     """The marks of run `name` as recorded in `folder` (the work folder or the ledger),
     checkpoint paths resolved against `work`."""
-    return [{"mark_s": r["mark_s"], "path": str((work or folder) / r["checkpoint"]), "step": r["learning_step"]}
-            for r in read_jsonl(folder / f"{name}_segments.jsonl")]
+    return [
+        {"mark_s": r["mark_s"], "path": str((work or folder) / r["checkpoint"]), "step": r["learning_step"]}
+        for r in read_jsonl(folder / f"{name}_segments.jsonl")
+    ]
 
 
 def finished(args, work: Path, name: str) -> bool:
@@ -125,8 +138,12 @@ def finished(args, work: Path, name: str) -> bool:
 def eval_keys(args, ledger: Path, n: int, seed: int) -> list[str]:
     """The ledger keys of the pair's evaluations (its marks as the ledger records them)."""
     puct, gumbel = (arm_name(args.algo, s, n, seed) for s in ("puct", "gumbel"))
-    keys = [f"{name}-{int(m['mark_s']):06d}-{level}"
-            for name in (puct, gumbel) for m in marks(ledger, name) for level in LEVELS]
+    keys = [
+        f"{name}-{int(m['mark_s']):06d}-{level}"
+        for name in (puct, gumbel)
+        for m in marks(ledger, name)
+        for level in LEVELS
+    ]
     keys += [f"duel-{args.algo}-n{n}-s{seed}-{int(m['mark_s']):06d}" for m in marks(ledger, gumbel)]
     return keys
 
@@ -144,8 +161,12 @@ def untrained_mark(args, work: Path, name: str, n: int, seed: int) -> dict:
         search = name.split("-")[1]
         run = work / f"{name}_untrained"
         shutil.rmtree(run, ignore_errors=True)
-        cfg = build_config(args.game, args.algo, None, [f"seed={seed}", f"search.kind={search}",
-                                                        f"search.num_simulations={n}", *POLYZERO_SETS])
+        cfg = build_config(
+            args.game,
+            args.algo,
+            None,
+            [f"seed={seed}", f"search.kind={search}", f"search.num_simulations={n}", *POLYZERO_SETS],
+        )
         keep_mark(Trainer.create(cfg, run, progress=False).save(), dest)
         shutil.rmtree(run)
     return {"mark_s": 0.0, "path": str(dest), "step": 0}
@@ -181,12 +202,23 @@ def eval_jobs(args, work: Path, ledger: Path) -> list[tuple[str, list[str], obje
             for name in (puct, gumbel):
                 for mark in [untrained_mark(args, work, name, n, seed)] + marks(ledger, name, work):
                     for level, spec in opponents.items():
-                        jobs.append((f"{name}-{int(mark['mark_s']):06d}-{level}", [mark["path"]],
-                                     lambda m=mark, spec=spec: match(f"{m['path']}@{args.eval_sims}", spec)))
+                        jobs.append(
+                            (
+                                f"{name}-{int(mark['mark_s']):06d}-{level}",
+                                [mark["path"]],
+                                lambda m=mark, spec=spec: match(f"{m['path']}@{args.eval_sims}", spec),
+                            )
+                        )
             for mp, mg in zip(marks(ledger, puct, work), marks(ledger, gumbel, work)):
-                jobs.append((f"duel-{args.algo}-n{n}-s{seed}-{int(mg['mark_s']):06d}", [mg["path"], mp["path"]],
-                             lambda mp=mp, mg=mg: match(f"{mg['path']}@{args.eval_sims}",
-                                                        f"{mp['path']}@{args.eval_sims}", args.duel_sample_moves)))
+                jobs.append(
+                    (
+                        f"duel-{args.algo}-n{n}-s{seed}-{int(mg['mark_s']):06d}",
+                        [mg["path"], mp["path"]],
+                        lambda mp=mp, mg=mg: match(
+                            f"{mg['path']}@{args.eval_sims}", f"{mp['path']}@{args.eval_sims}", args.duel_sample_moves
+                        ),
+                    )
+                )
     return [job for job in jobs if not (ledger / "eval" / f"{job[0]}.json").exists()]
 
 
@@ -209,24 +241,53 @@ def phase_eval(args, work: Path) -> None:
     jobs = eval_jobs(args, work, ledger)
     ready = [job for job in jobs if all(Path(p).exists() for p in job[1])]
     if len(ready) < len(jobs) and args.shard is None:
-        print(f"{len(jobs) - len(ready)} evaluations wait for checkpoints that are not in {work}; "
-              "`train` trains their pairs again", flush=True)
+        print(
+            f"{len(jobs) - len(ready)} evaluations wait for checkpoints that are not in {work}; "
+            "`train` trains their pairs again",
+            flush=True,
+        )
     jobs = ready
     if args.shard is not None:
-        for key, _, fn in jobs[args.shard::args.cores]:
+        for key, _, fn in jobs[args.shard :: args.cores]:
             cached(ledger, key, fn)
         return
     if len(jobs) < 2 or args.cores == 1:
         for key, _, fn in jobs:
             cached(ledger, key, fn)
         return
-    base = [sys.executable, str(Path(__file__).resolve()), "eval", "--game", args.game, "--algo", args.algo,
-            "--sims", *map(str, args.sims), "--seeds", *map(str, args.seeds), "--budget-min", str(args.budget_min),
-            "--mark-min", str(args.mark_min), "--eval-sims", str(args.eval_sims), "--games", str(args.games),
-            "--duel-sample-moves", str(args.duel_sample_moves),
-            "--seed", str(args.seed), "--cores", str(args.cores), "--work", str(work)]
-    procs = [subprocess.Popen(taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
-             for i in range(args.cores)]
+    base = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "eval",
+        "--game",
+        args.game,
+        "--algo",
+        args.algo,
+        "--sims",
+        *map(str, args.sims),
+        "--seeds",
+        *map(str, args.seeds),
+        "--budget-min",
+        str(args.budget_min),
+        "--mark-min",
+        str(args.mark_min),
+        "--eval-sims",
+        str(args.eval_sims),
+        "--games",
+        str(args.games),
+        "--duel-sample-moves",
+        str(args.duel_sample_moves),
+        "--seed",
+        str(args.seed),
+        "--cores",
+        str(args.cores),
+        "--work",
+        str(work),
+    ]
+    procs = [
+        subprocess.Popen(taskset(i) + base + ["--shard", str(i)], env={**os.environ, **ONE_THREAD})
+        for i in range(args.cores)
+    ]
     if any([p.wait() != 0 for p in procs]):  # noqa: C419 - a list: wait for every process
         raise SystemExit("an evaluation process failed (see above)")
 
@@ -262,8 +323,15 @@ def _pooled(args, ledger: Path, pairs: dict) -> tuple[dict, dict, dict]:
                     point["steps"].append(mark["step"])
                     for level in LEVELS:
                         point[level].append(rec(f"{name}-{int(mark['mark_s']):06d}-{level}"))
-            pts = [{"minutes": m / 60, "seeds": len(pt["steps"]), "mean_steps": sum(pt["steps"]) / len(pt["steps"]),
-                    **{lv: _score(pt[lv]) for lv in LEVELS}} for m, pt in sorted(by_mark.items())]
+            pts = [
+                {
+                    "minutes": m / 60,
+                    "seeds": len(pt["steps"]),
+                    "mean_steps": sum(pt["steps"]) / len(pt["steps"]),
+                    **{lv: _score(pt[lv]) for lv in LEVELS},
+                }
+                for m, pt in sorted(by_mark.items())
+            ]
             curves[f"{search}-n{n}"] = pts
             if pts:
                 final[f"{search}-n{n}"] = pts[-1]
@@ -271,7 +339,8 @@ def _pooled(args, ledger: Path, pairs: dict) -> tuple[dict, dict, dict]:
         for seed in pairs[f"n{n}"]:
             for mark in marks(ledger, arm_name(args.algo, "gumbel", n, seed)):
                 duel_marks.setdefault(mark["mark_s"], []).append(
-                    rec(f"duel-{args.algo}-n{n}-s{seed}-{int(mark['mark_s']):06d}"))
+                    rec(f"duel-{args.algo}-n{n}-s{seed}-{int(mark['mark_s']):06d}")
+                )
         duels[f"n{n}"] = [{"minutes": m / 60, "seeds": len(rs), **_score(rs)} for m, rs in sorted(duel_marks.items())]
     return curves, final, duels
 
@@ -289,86 +358,73 @@ def phase_report(args, work: Path) -> dict:
     git = git_commit()
     command = "python benchmarks/gumbel_few_simulations.py " + shlex.join(sys.argv[1:])
     name = ledger.name
-    result = {"game": args.game, "algo": args.algo, "command": command, "git": git, "machine": machine_line(),
-              "seeds": args.seeds, "pairs_evaluated": pairs, "budget_min": args.budget_min,
-              "eval_sims": args.eval_sims, "games_per_eval": args.games, "curves": curves, "duels": duels,
-              "targets": targets}
+    result = {
+        "game": args.game,
+        "algo": args.algo,
+        "command": command,
+        "git": git,
+        "machine": machine_line(),
+        "seeds": args.seeds,
+        "pairs_evaluated": pairs,
+        "budget_min": args.budget_min,
+        "eval_sims": args.eval_sims,
+        "games_per_eval": args.games,
+        "curves": curves,
+        "duels": duels,
+        "targets": targets,
+    }
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
     missing = {k: sorted(set(args.seeds) - set(v)) for k, v in pairs.items() if set(v) != set(args.seeds)}
-    lines = [f"# Benchmark `gumbel_few_simulations`: {args.algo} on {args.game}", "",
-             f"- command: `{command}` (report at commit {git[:10]}); one torch thread per run, the two runs of a "
-             f"pair (same n and seed) side by side on the two cores",
-             f"- machine: {machine_line()}",
-             f"- {args.budget_min:g} min of training per run; agents play at {args.eval_sims} simulations, "
-             f"{args.games} games per (run, mark, opponent), seats alternated, the first {args.duel_sample_moves} "
-             "plies of the head-to-head games sampled from the visits; scores pooled over the seeds "
-             "evaluated, Wilson 95% CI; the ledger (per-run marks and per-evaluation results) is in "
-             f"`benchmarks/results/{name}/`",
-             f"- pairs evaluated (seeds per n): {json.dumps(pairs)}"
-             + (f"; **still missing: {json.dumps(missing)}**" if missing else ""), "",
-             "| search | minutes | seeds | mean learning steps | vs MCTS-Solver 1x | vs 10x |",
-             "|---|---:|---:|---:|---|---|"]
+    lines = [
+        f"# Benchmark `gumbel_few_simulations`: {args.algo} on {args.game}",
+        "",
+        f"- command: `{command}` (report at commit {git[:10]}); one torch thread per run, the two runs of a "
+        f"pair (same n and seed) side by side on the two cores",
+        f"- machine: {machine_line()}",
+        f"- {args.budget_min:g} min of training per run; agents play at {args.eval_sims} simulations, "
+        f"{args.games} games per (run, mark, opponent), seats alternated, the first {args.duel_sample_moves} "
+        "plies of the head-to-head games sampled from the visits; scores pooled over the seeds "
+        "evaluated, Wilson 95% CI; the ledger (per-run marks and per-evaluation results) is in "
+        f"`benchmarks/results/{name}/`",
+        f"- pairs evaluated (seeds per n): {json.dumps(pairs)}"
+        + (f"; **still missing: {json.dumps(missing)}**" if missing else ""),
+        "",
+        "| search | minutes | seeds | mean learning steps | vs MCTS-Solver 1x | vs 10x |",
+        "|---|---:|---:|---:|---|---|",
+    ]
 
     def cell(r):
         return f"{r['score']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] ({r['games']})" if r else "-"
 
     for key, pts in curves.items():
         for p in pts:
-            lines.append(f"| {key} | {p['minutes']:g} | {p['seeds']} | {p['mean_steps']:.0f} | "
-                         + " | ".join(cell(p.get(lv)) for lv in LEVELS) + " |")
-    lines += ["", "Head to head, Gumbel against pUCT at the same n, seed and mark (Gumbel's score):", "",
-              "| n | minutes | seeds | Gumbel's score |", "|---:|---:|---:|---|"]
+            lines.append(
+                f"| {key} | {p['minutes']:g} | {p['seeds']} | {p['mean_steps']:.0f} | "
+                + " | ".join(cell(p.get(lv)) for lv in LEVELS)
+                + " |"
+            )
+    lines += [
+        "",
+        "Head to head, Gumbel against pUCT at the same n, seed and mark (Gumbel's score):",
+        "",
+        "| n | minutes | seeds | Gumbel's score |",
+        "|---:|---:|---:|---|",
+    ]
     for key, pts in duels.items():
         for p in pts:
             lines.append(f"| {key[1:]} | {p['minutes']:g} | {p['seeds']} | {cell(p)} |")
-    lines += ["", f"Targets (last mark, vs MCTS-Solver 1x, intervals not overlapping): {json.dumps(targets)}"
-              + (" (provisional: not every seed is in)" if missing else "")]
+    lines += [
+        "",
+        f"Targets (last mark, vs MCTS-Solver 1x, intervals not overlapping): {json.dumps(targets)}"
+        + (" (provisional: not every seed is in)" if missing else ""),
+    ]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     if any(curves.values()):
-        plot(result, RESULTS / f"{name}.png")
+        plot(result, RESULTS / f"{name}.png", LEVELS)
         lines.append(f"\n![learning curves]({name}.png)")
         (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return result
-
-
-def plot(result: dict, path: Path) -> None:
-    """Score against training minutes: vs MCTS-Solver 1x and 10x per (search, n), and
-    Gumbel's head-to-head score against pUCT per n; Wilson 95% intervals."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def bars(ax, pts, **kw):
-        ax.errorbar([p["minutes"] for p in pts], [p["score"] for p in pts], capsize=3,
-                    yerr=[[p["score"] - p["ci95"][0] for p in pts], [p["ci95"][1] - p["score"] for p in pts]], **kw)
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
-    colors = dict(zip(sorted({int(k.split("-n")[1]) for k in result["curves"]}),
-                      ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")))
-    for ax, level in zip(axes, LEVELS):
-        for key, pts in result["curves"].items():
-            search, n = key.split("-n")
-            pts = [{"minutes": p["minutes"], **p[level]} for p in pts if p.get(level)]
-            if pts:
-                bars(ax, pts, color=colors[int(n)], ls="-" if search == "gumbel" else "--",
-                     marker="o" if search == "gumbel" else "s", label=f"{search}, n = {n}")
-        ax.set_title(f"vs MCTS-Solver {level} ({result['eval_sims'] * int(level[:-1])} sims)")
-    for key, pts in result["duels"].items():
-        if pts:
-            bars(axes[2], pts, color=colors[int(key[1:])], marker="o", label=f"n = {key[1:]}")
-    axes[2].axhline(0.5, color="grey", lw=0.8)
-    axes[2].set_title("Gumbel against pUCT, same n, seed and minute")
-    for ax in axes:
-        ax.set_xlabel("training wall clock (min, 1 core each)")
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel(f"score at {result['eval_sims']} sims, pooled over seeds")
-    fig.suptitle(f"gumbel_few_simulations: {result['algo']} on {result['game']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(argv=None) -> None:
@@ -382,12 +438,20 @@ def main(argv=None) -> None:
     p.add_argument("--mark-min", type=float, default=10.0)
     p.add_argument("--eval-sims", type=int, default=64)
     p.add_argument("--games", type=int, default=50, help="games per (mark, opponent)")
-    p.add_argument("--duel-sample-moves", type=int, default=2,
-                   help="head to head, the first plies are sampled from the visits (tau 1): two agents "
-                        "without noise would otherwise replay the same two games")
+    p.add_argument(
+        "--duel-sample-moves",
+        type=int,
+        default=2,
+        help="head to head, the first plies are sampled from the visits (tau 1): two agents "
+        "without noise would otherwise replay the same two games",
+    )
     p.add_argument("--cores", type=int, default=2)
-    p.add_argument("--pairs", type=int, default=None,
-                   help="train at most this many (n, seed) pairs not yet in the ledger (one session's share)")
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help="train at most this many (n, seed) pairs not yet in the ledger (one session's share)",
+    )
     p.add_argument("--shard", type=int, default=None, help=argparse.SUPPRESS)  # an eval process of --cores
     p.add_argument("--seed", type=int, default=0, help="evaluation seed")
     p.add_argument("--work", type=Path, default=None)

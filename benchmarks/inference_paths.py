@@ -59,28 +59,48 @@ def entry_points(names):
             out[name] = (make, dtypes, inputs)
 
     tiny = tinynet.make_params()
-    add("tiny_mlp_recurrent", lambda: tinynet.TinyMuZeroNet(tiny).eval(), (np.float32, np.int64),
-        lambda b, r: (r.standard_normal((b, tinynet.HID), np.float32), r.integers(0, tinynet.A, b)))
-    for game, algo_name, label in (("connect_four", "alphazero", "alphazero_connect_four"),
-                                   ("tic_tac_toe", "alphazero", "alphazero_tic_tac_toe_mlp")):
+    add(
+        "tiny_mlp_recurrent",
+        lambda: tinynet.TinyMuZeroNet(tiny).eval(),
+        (np.float32, np.int64),
+        lambda b, r: (r.standard_normal((b, tinynet.HID), np.float32), r.integers(0, tinynet.A, b)),
+    )
+    for game, algo_name, label in (
+        ("connect_four", "alphazero", "alphazero_connect_four"),
+        ("tic_tac_toe", "alphazero", "alphazero_tic_tac_toe_mlp"),
+    ):
         net = _preset_net(game, algo_name)
         state = net.state_dict()
-        add(label, lambda g=game, a=algo_name, s=state: _loaded(_preset_net(g, a), s), (np.float32,),
-            lambda b, r, shape=net.obs_shape: (r.random((b, *shape), np.float32),))
+        add(
+            label,
+            lambda g=game, a=algo_name, s=state: _loaded(_preset_net(g, a), s),
+            (np.float32,),
+            lambda b, r, shape=net.obs_shape: (r.random((b, *shape), np.float32),),
+        )
     for game, label in (("connect_four", "muzero_connect_four"), ("tic_tac_toe", "muzero_tic_tac_toe_mlp")):
         net = _preset_net(game, "muzero")
         state, hid = net.state_dict(), int(np.prod(net.hidden_shape))
         make = lambda g=game, s=state: _loaded(_preset_net(g, "muzero"), s)  # noqa: E731
-        add(f"{label}_initial", lambda m=make: muzero_nets._Initial(m()), (np.float32,),
-            lambda b, r, shape=net.obs_shape: (r.random((b, *shape), np.float32),))
-        add(f"{label}_recurrent", lambda m=make: muzero_nets._Recurrent(m()), (np.float32, np.int64),
-            lambda b, r, h=hid, a=net.num_actions: (r.random((b, h), np.float32), r.integers(0, a, b)))
+        add(
+            f"{label}_initial",
+            lambda m=make: muzero_nets._Initial(m()),
+            (np.float32,),
+            lambda b, r, shape=net.obs_shape: (r.random((b, *shape), np.float32),),
+        )
+        add(
+            f"{label}_recurrent",
+            lambda m=make: muzero_nets._Recurrent(m()),
+            (np.float32, np.int64),
+            lambda b, r, h=hid, a=net.num_actions: (r.random((b, h), np.float32), r.integers(0, a, b)),
+        )
     nd = _preset_net("nannon", "ndmz")
     nd_state = nd.state_dict()
-    add("ndmz_nannon_recurrent",
+    add(
+        "ndmz_nannon_recurrent",
         lambda s=nd_state: ndmz_nets._Recurrent(_loaded(_preset_net("nannon", "ndmz"), s)),
         (np.float32, np.int64),
-        lambda b, r: (r.standard_normal((b, nd.spec.hidden_size), np.float32), r.integers(0, nd.num_actions, b)))
+        lambda b, r: (r.standard_normal((b, nd.spec.hidden_size), np.float32), r.integers(0, nd.num_actions, b)),
+    )
     return out
 
 
@@ -139,47 +159,78 @@ def run_entry(name, make, dtypes, inputs, paths, batches, args):
             row[p] = {**summarize(ts[p]), "max_abs_err_vs_eager": errs[p]}
         rows.append(row)
         eager_ms = row["eager"]["median_s"] * 1e3
-        print(f"{name} B={b:4d}  " + "  ".join(
-            f"{p} {row[p]['median_s']*1e3:8.3f} ms ({eager_ms / (row[p]['median_s']*1e3):.2f}x, "
-            f"err {errs[p]:.1e})" for p in calls) + f"  (probe {row['probe_ms']:.2f} ms)", flush=True)
-    refresh = {p: refresh_ms(c, m, sets[16 if 16 in batches else batches[0]][0], args.refresh_repeats)
-               for p, (c, m) in calls.items()}
+        print(
+            f"{name} B={b:4d}  "
+            + "  ".join(
+                f"{p} {row[p]['median_s'] * 1e3:8.3f} ms ({eager_ms / (row[p]['median_s'] * 1e3):.2f}x, "
+                f"err {errs[p]:.1e})"
+                for p in calls
+            )
+            + f"  (probe {row['probe_ms']:.2f} ms)",
+            flush=True,
+        )
+    refresh = {
+        p: refresh_ms(c, m, sets[16 if 16 in batches else batches[0]][0], args.refresh_repeats)
+        for p, (c, m) in calls.items()
+    }
     print(f"{name}: refresh ms " + ", ".join(f"{p} {v:.1f}" for p, v in refresh.items()), flush=True)
     return {"entry": name, "build_s": build, "refresh_ms": refresh, "rows": rows, "failed": failed}
+
+
+def _path_cell(row: dict, path: str) -> str:
+    """A path's median ms at one batch size, its speed-up over eager and its largest
+    difference from eager."""
+    if path not in row:
+        return "failed"
+    t = row[path]
+    speedup = row["eager"]["median_s"] / t["median_s"]
+    return f"{t['median_s'] * 1e3:.3f} ({speedup:.2f}x, err {t['max_abs_err_vs_eager']:.0e})"
 
 
 def render_markdown(result) -> str:
     m = result["meta"]
     paths = m["paths"]
-    lines = ["# Inference paths: every `net.inference` backend, same weights, one process", "",
-             f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; "
-             f"torch {m['torch']}, onnxruntime {m.get('onnxruntime', '-')}; {m['threads']} thread(s)",
-             f"- command: `{m['command']}`",
-             f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}",
-             "- median ms per call, all paths interleaved (blocked round-robin) at each batch size; "
-             "in brackets the speed-up over eager; err: max abs difference from eager over all outputs", ""]
+    lines = [
+        "# Inference paths: every `net.inference` backend, same weights, one process",
+        "",
+        f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; "
+        f"torch {m['torch']}, onnxruntime {m.get('onnxruntime', '-')}; {m['threads']} thread(s)",
+        f"- command: `{m['command']}`",
+        f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}",
+        "- median ms per call, all paths interleaved (blocked round-robin) at each batch size; "
+        "in brackets the speed-up over eager; err: max abs difference from eager over all outputs",
+        "",
+    ]
     for e in result["entries"]:
-        lines += [f"## {e['entry']}", "",
-                  "| B | " + " | ".join(paths) + " | probe ms |",
-                  "|---:|" + "---:|" * len(paths) + "---:|"]
+        lines += [
+            f"## {e['entry']}",
+            "",
+            "| B | " + " | ".join(paths) + " | probe ms |",
+            "|---:|" + "---:|" * len(paths) + "---:|",
+        ]
         for r in e["rows"]:
-            eager = r["eager"]["median_s"]
-            lines.append(f"| {r['B']} | " + " | ".join(
-                f"{r[p]['median_s']*1e3:.3f} ({eager / r[p]['median_s']:.2f}x, err {r[p]['max_abs_err_vs_eager']:.0e})"
-                if p in r else "failed" for p in paths) + f" | {r['probe_ms']:.2f} |")
-        lines += ["", "first build (and first call at each batch size) s: "
-                  + ", ".join(f"{p} {v:.2f}" for p, v in e["build_s"].items()),
-                  "", "weight refresh ms (load_state_dict + rebuild at the next call, less a plain call): "
-                  + ", ".join(f"{p} {v:.1f}" for p, v in e["refresh_ms"].items()), ""]
+            lines.append(f"| {r['B']} | " + " | ".join(_path_cell(r, p) for p in paths) + f" | {r['probe_ms']:.2f} |")
+        lines += [
+            "",
+            "first build (and first call at each batch size) s: "
+            + ", ".join(f"{p} {v:.2f}" for p, v in e["build_s"].items()),
+            "",
+            "weight refresh ms (load_state_dict + rebuild at the next call, less a plain call): "
+            + ", ".join(f"{p} {v:.1f}" for p, v in e["refresh_ms"].items()),
+            "",
+        ]
         lines += [f"{p} failed: `{why}`" for p, why in e["failed"].items()] + ([""] if e["failed"] else [])
     return "\n".join(lines)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--entries", default="tiny_mlp_recurrent,alphazero_connect_four,alphazero_tic_tac_toe_mlp,"
-                    "muzero_connect_four_initial,muzero_connect_four_recurrent,muzero_tic_tac_toe_mlp_recurrent,"
-                    "ndmz_nannon_recurrent")
+    ap.add_argument(
+        "--entries",
+        default="tiny_mlp_recurrent,alphazero_connect_four,alphazero_tic_tac_toe_mlp,"
+        "muzero_connect_four_initial,muzero_connect_four_recurrent,muzero_tic_tac_toe_mlp_recurrent,"
+        "ndmz_nannon_recurrent",
+    )
     ap.add_argument("--paths", default=",".join(PATHS))
     ap.add_argument("--batch-sizes", default="1,16,64,256")
     ap.add_argument("--threads", type=int, default=1)
@@ -197,11 +248,17 @@ def main(argv=None):
     if "eager" not in paths:
         paths.insert(0, "eager")
     batches = [int(b) for b in args.batch_sizes.split(",")]
-    meta = {"command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-            "machine": machine_info(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "paths": paths, "loadavg_start": os.getloadavg()}
+    meta = {
+        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "machine": machine_info(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "paths": paths,
+        "loadavg_start": os.getloadavg(),
+    }
     try:
         import onnxruntime
+
         meta["onnxruntime"] = onnxruntime.__version__
     except ImportError:
         paths = [p for p in paths if p != "onnx"]

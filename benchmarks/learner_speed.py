@@ -69,8 +69,13 @@ ARMS = [
     Arm("muzero_fused_step", "connect_four", "muzero", "alphazero", ["train.fused_step=true"]),
     Arm("alphazero_compiled", "connect_four", "alphazero", "alphazero", ["train.compile=true"]),
     Arm("muzero_compiled", "connect_four", "muzero", "alphazero", ["train.compile=true"]),
-    Arm("alphazero_nannon_ndmz_trunk", "nannon", "alphazero", "alphazero_nannon_ndmz_trunk",
-        ["net.width=256", "train.batch_size=512"]),
+    Arm(
+        "alphazero_nannon_ndmz_trunk",
+        "nannon",
+        "alphazero",
+        "alphazero_nannon_ndmz_trunk",
+        ["net.width=256", "train.batch_size=512"],
+    ),
     Arm("ndmz", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk"),
     Arm("alphazero_sog_trunk", "connect_four", "alphazero", "alphazero_sog_trunk", SOG_TRUNK),
     Arm("sog_cvpn", "connect_four", "sog", "alphazero_sog_trunk"),
@@ -101,12 +106,15 @@ class RandomCVPNExamples:
         legal = rng.random((batch, s, a)) < 0.7
         legal[..., 0] = True
         policy = rng.random((batch, s, a)) * legal
-        return {"x": rng.random((batch, self.e.input_size), dtype=np.float32),
-                "value": rng.uniform(-1, 1, (batch, 2, s)).astype(np.float32),
-                "value_mask": (rng.random((batch, 2, s)) < 0.8).astype(np.float32),
-                "policy": (policy / policy.sum(-1, keepdims=True)).astype(np.float32),
-                "policy_mask": (rng.random((batch, s)) < 0.5).astype(np.float32),
-                "legal": legal, "player": rng.integers(0, 2, batch)}
+        return {
+            "x": rng.random((batch, self.e.input_size), dtype=np.float32),
+            "value": rng.uniform(-1, 1, (batch, 2, s)).astype(np.float32),
+            "value_mask": (rng.random((batch, 2, s)) < 0.8).astype(np.float32),
+            "policy": (policy / policy.sum(-1, keepdims=True)).astype(np.float32),
+            "policy_mask": (rng.random((batch, s)) < 0.5).astype(np.float32),
+            "legal": legal,
+            "player": rng.integers(0, 2, batch),
+        }
 
 
 def setup(arm: Arm, batch: int | None):
@@ -150,8 +158,9 @@ def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, war
     learner = Learner(algo, cfg.train, device)
     floor_net = algo.build_network().to(device).train()
     rng = np.random.default_rng(0)
-    fixed = {k: torch.from_numpy(v).to(device) for k, v in sampler.sample(cfg.train.batch_size, rng).items()
-             if k != "index"}
+    fixed = {
+        k: torch.from_numpy(v).to(device) for k, v in sampler.sample(cfg.train.batch_size, rng).items() if k != "index"
+    }
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     step_s, floor_s = [], []
     for i in range(warmup + steps):
@@ -166,9 +175,16 @@ def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, war
             step_s.append(t1 - t0)
             floor_s.append(t2 - t1)
     step, floor = statistics.median(step_s), statistics.median(floor_s)
-    return {"steps_per_s": 1 / step, "floor_steps_per_s": 1 / floor, "learner_over_floor": step / floor,
-            "examples_per_s": cfg.train.batch_size / step, "step_ms": step * 1e3, "floor_ms": floor * 1e3,
-            "step_ms_all": [x * 1e3 for x in step_s], "floor_ms_all": [x * 1e3 for x in floor_s]}
+    return {
+        "steps_per_s": 1 / step,
+        "floor_steps_per_s": 1 / floor,
+        "learner_over_floor": step / floor,
+        "examples_per_s": cfg.train.batch_size / step,
+        "step_ms": step * 1e3,
+        "floor_ms": floor * 1e3,
+        "step_ms_all": [x * 1e3 for x in step_s],
+        "floor_ms_all": [x * 1e3 for x in floor_s],
+    }
 
 
 # ------------------------------------------------------------------ where the time goes
@@ -189,22 +205,32 @@ def profile_arm(arm: Arm, batch: int, updates: int) -> dict:
             learner.update(b)
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
-    ops = sorted(({"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events),
-                 key=lambda r: -r["share"])
-    groups = {"convolution": ("convolution",), "matrix products": ("aten::mm", "aten::addmm", "aten::bmm"),
-              "batch norm": ("batch_norm",),
-              "layout and copies": ("copy_", "contiguous", "clone", "cat"),
-              "gradient accumulation (add_)": ("aten::add_",), "relu": ("relu", "clamp_min", "threshold_backward"),
-              "optimizer and L2 (fused Adam, foreach)": ("_fused_adam", "_foreach")}
+    ops = sorted(
+        ({"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events),
+        key=lambda r: -r["share"],
+    )
+    groups = {
+        "convolution": ("convolution",),
+        "matrix products": ("aten::mm", "aten::addmm", "aten::bmm"),
+        "batch norm": ("batch_norm",),
+        "layout and copies": ("copy_", "contiguous", "clone", "cat"),
+        "gradient accumulation (add_)": ("aten::add_",),
+        "relu": ("relu", "clamp_min", "threshold_backward"),
+        "optimizer and L2 (fused Adam, foreach)": ("_fused_adam", "_foreach"),
+    }
     shares = {g: sum(r["share"] for r in ops if any(k in r["op"] for k in keys)) for g, keys in groups.items()}
     shares["everything else (elementwise math of the loss, scaling, softmax, ...)"] = 1 - sum(shares.values())
-    return {"arm": arm.name, "batch": cfg.train.batch_size, "updates": updates, "group_shares": shares,
-            "top_ops": ops[:20]}
+    return {
+        "arm": arm.name,
+        "batch": cfg.train.batch_size,
+        "updates": updates,
+        "group_shares": shares,
+        "top_ops": ops[:20],
+    }
 
 
 # ------------------------------------------------------------------ old loss against new
-LOSS_AB = {"muzero_tic_tac_toe_mlp": 256, "muzero_cartpole_support": 256, "ndmz_nannon": 512,
-           "muzero_connect_four": 64}
+LOSS_AB = {"muzero_tic_tac_toe_mlp": 256, "muzero_cartpole_support": 256, "ndmz_nannon": 512, "muzero_connect_four": 64}
 
 
 def loss_ab(rounds: int) -> list[dict]:
@@ -224,8 +250,10 @@ def loss_ab(rounds: int) -> list[dict]:
         torch.manual_seed(0)
         net = algo.build_network().train()
         reference = t.reference_ndmz_loss if algo_name == "ndmz" else t.reference_muzero_loss
-        fns = {"old": lambda: reference(algo, net, tensors)[0].backward(),
-               "new": lambda: algo.loss(net, tensors)[0].backward()}
+        fns = {
+            "old": lambda: reference(algo, net, tensors)[0].backward(),
+            "new": lambda: algo.loss(net, tensors)[0].backward(),
+        }
         times = {k: [] for k in fns}
         for r in range(rounds + 1):
             for k, fn in fns.items():
@@ -242,37 +270,55 @@ def loss_ab(rounds: int) -> list[dict]:
 
 # ------------------------------------------------------------------ report
 def render(result) -> str:
-    lines = ["# Learner training steps per second beside the floor and AlphaZero", "",
-             f"- command: `{result['command']}`",
-             f"- machine: {result['machine'].get('Model name', '?')}, {result['machine'].get('CPU(s)')} CPUs, "
-             f"GPU {result['gpu']}; torch {torch.__version__}; CPU learner with {result['cpu_threads']} torch threads",
-             f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']}",
-             "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
-             "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
-             "on one batch, timed in the same rounds; medians of "
-             f"{result['steps']} rounds after {result['warmup']} warm-up rounds", "",
-             "| arm | game | batch | device | steps / s | floor steps / s | learner / floor "
-             "| vs AlphaZero at the same trunk |",
-             "|---|---|---:|---|---:|---:|---:|---:|"]
+    lines = [
+        "# Learner training steps per second beside the floor and AlphaZero",
+        "",
+        f"- command: `{result['command']}`",
+        f"- machine: {result['machine'].get('Model name', '?')}, {result['machine'].get('CPU(s)')} CPUs, "
+        f"GPU {result['gpu']}; torch {torch.__version__}; CPU learner with {result['cpu_threads']} torch threads",
+        f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']}",
+        "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
+        "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
+        "on one batch, timed in the same rounds; medians of "
+        f"{result['steps']} rounds after {result['warmup']} warm-up rounds",
+        "",
+        "| arm | game | batch | device | steps / s | floor steps / s | learner / floor "
+        "| vs AlphaZero at the same trunk |",
+        "|---|---|---:|---|---:|---:|---:|---:|",
+    ]
     rows = result["rows"]
     for r in rows:
         base = next((x for x in rows if x["arm"] == r["baseline"] and x["device"] == r["device"]), None)
         vs = f"{r['steps_per_s'] / base['steps_per_s']:.2f}x" if base else "-"
-        lines.append(f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
-                     f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} |")
+        lines.append(
+            f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
+            f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} |"
+        )
     for p in result.get("profiles", []):
-        lines += ["", f"Where the learner's time goes: {p['arm']}, batch {p['batch']}, torch.profiler over "
-                  f"{p['updates']} updates (share of self CPU time):", "",
-                  "| group | share |", "|---|---:|"]
+        lines += [
+            "",
+            f"Where the learner's time goes: {p['arm']}, batch {p['batch']}, torch.profiler over "
+            f"{p['updates']} updates (share of self CPU time):",
+            "",
+            "| group | share |",
+            "|---|---:|",
+        ]
         lines += [f"| {g} | {v:.1%} |" for g, v in p["group_shares"].items()]
         lines += ["", "| operator | share | calls |", "|---|---:|---:|"]
         lines += [f"| {r['op']} | {r['share']:.1%} | {r['calls']} |" for r in p["top_ops"][:12]]
     if result.get("loss_ab"):
-        lines += ["", "The loss alone (forward and backward, fixed batch, presets' networks), the code before "
-                  "the learner work against the current, interleaved:", "",
-                  "| case | batch | old ms | new ms | speed-up |", "|---|---:|---:|---:|---:|"]
-        lines += [f"| {r['case']} | {r['batch']} | {r['old_ms']:.1f} | {r['new_ms']:.1f} | {r['speedup']:.2f}x |"
-                  for r in result["loss_ab"]]
+        lines += [
+            "",
+            "The loss alone (forward and backward, fixed batch, presets' networks), the code before "
+            "the learner work against the current, interleaved:",
+            "",
+            "| case | batch | old ms | new ms | speed-up |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r['case']} | {r['batch']} | {r['old_ms']:.1f} | {r['new_ms']:.1f} | {r['speedup']:.2f}x |"
+            for r in result["loss_ab"]
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -284,10 +330,19 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--cpu-threads", type=int, default=os.cpu_count(), help="torch threads for the CPU learner")
-    ap.add_argument("--loss-ab", type=int, default=0, metavar="ROUNDS",
-                    help="also time the loss alone, old code against new, this many rounds")
-    ap.add_argument("--profile", default="", metavar="ARMS",
-                    help="also profile these arms' updates (comma list) with torch.profiler")
+    ap.add_argument(
+        "--loss-ab",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also time the loss alone, old code against new, this many rounds",
+    )
+    ap.add_argument(
+        "--profile",
+        default="",
+        metavar="ARMS",
+        help="also profile these arms' updates (comma list) with torch.profiler",
+    )
     ap.add_argument("--profile-updates", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
@@ -304,18 +359,43 @@ def main(argv=None) -> None:
         algo, cfg, sampler = setup(arm, args.batch_size)
         for dev in devices:
             r = time_arm(arm, algo, cfg, sampler, torch.device(dev), args.steps, args.warmup)
-            rows.append({"arm": arm.name, "game": arm.game, "algo": arm.algo, "baseline": arm.baseline,
-                         "overrides": arm.overrides, "device": dev, "batch_size": cfg.train.batch_size, **r})
-            print(f"{arm.name} {dev} batch {cfg.train.batch_size}: {r['steps_per_s']:.2f} steps/s, floor "
-                  f"{r['floor_steps_per_s']:.2f}, learner/floor {r['learner_over_floor']:.2f}", flush=True)
+            rows.append(
+                {
+                    "arm": arm.name,
+                    "game": arm.game,
+                    "algo": arm.algo,
+                    "baseline": arm.baseline,
+                    "overrides": arm.overrides,
+                    "device": dev,
+                    "batch_size": cfg.train.batch_size,
+                    **r,
+                }
+            )
+            print(
+                f"{arm.name} {dev} batch {cfg.train.batch_size}: {r['steps_per_s']:.2f} steps/s, floor "
+                f"{r['floor_steps_per_s']:.2f}, learner/floor {r['learner_over_floor']:.2f}",
+                flush=True,
+            )
     loss_rows = loss_ab(args.loss_ab) if args.loss_ab else []
-    profiles = [profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
-                for name in args.profile.split(",") if name]
-    result = {"command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-              "machine": machine_info(), "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-              "torch": torch.__version__, "cpu_threads": args.cpu_threads, "steps": args.steps,
-              "warmup": args.warmup, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": rows,
-              "loss_ab": loss_rows, "profiles": profiles}
+    profiles = [
+        profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
+        for name in args.profile.split(",")
+        if name
+    ]
+    result = {
+        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "machine": machine_info(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "torch": torch.__version__,
+        "cpu_threads": args.cpu_threads,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "loadavg_start": load0,
+        "loadavg_end": os.getloadavg(),
+        "rows": rows,
+        "loss_ab": loss_rows,
+        "profiles": profiles,
+    }
     write_results(args.out, result, render(result))
     print(render(result))
 

@@ -54,8 +54,12 @@ RESULTS = ROOT / "benchmarks" / "results"
 GAME = "minatar-breakout"
 ARMS = {
     "muzero": [],
-    "reanalyze": ["muzero.reanalyse_fraction=0.8", "muzero.td_steps=5", "muzero.value_loss_weight=0.25",
-                  "train.positions_per_step=512"],
+    "reanalyze": [
+        "muzero.reanalyse_fraction=0.8",
+        "muzero.td_steps=5",
+        "muzero.value_loss_weight=0.25",
+        "train.positions_per_step=512",
+    ],
     "muzero_paper_ratio": ["train.minibatches_per_step=1", "train.positions_per_step=1280"],
     # the control: plain MuZero at Reanalyze's 2.0 samples per stored state
     "muzero_reanalyze_ratio": ["train.positions_per_step=512"],
@@ -91,16 +95,34 @@ def train(args, work: Path) -> None:
         if (run / "checkpoints").exists():
             cmd = [*POLYZERO, "train", "--resume", str(run), "--no-progress"]
         else:
-            cmd = [*POLYZERO, "train", GAME, "--algo", "muzero", "--run-dir", str(run), "--no-progress",
-                   "--seed", str(args.seed)]
-            for o in extra + args.set + ["train.steps=1000000", "eval.every=0", "eval.final_games=0",
-                              f"train.checkpoint_every={every}", "train.keep_checkpoints=100000",
-                              f"search.kind={args.search}"]:
+            cmd = [
+                *POLYZERO,
+                "train",
+                GAME,
+                "--algo",
+                "muzero",
+                "--run-dir",
+                str(run),
+                "--no-progress",
+                "--seed",
+                str(args.seed),
+            ]
+            for o in (
+                extra
+                + args.set
+                + [
+                    "train.steps=1000000",
+                    "eval.every=0",
+                    "eval.final_games=0",
+                    f"train.checkpoint_every={every}",
+                    "train.keep_checkpoints=100000",
+                    f"search.kind={args.search}",
+                ]
+            ):
                 cmd += ["--set", o]
         _log(f"{arm}: training {left / 60:.1f} min: {' '.join(cmd)}")
         log = open(work / f"{arm}.log", "a")
-        running.append((subprocess.Popen(cmd, stdout=log, stderr=log), log, time.time(), left, spent,
-                        spent_file))
+        running.append((subprocess.Popen(cmd, stdout=log, stderr=log), log, time.time(), left, spent, spent_file))
     for proc, log, t0, left, spent, spent_file in running:
         try:
             proc.wait(timeout=max(0.0, t0 + left - time.time()))
@@ -128,7 +150,7 @@ def _to_evaluate(work: Path, arm: str, extra: int) -> list[Path]:
         return []
     reached = min(_positions(c[-1]) for a in ARMS if (c := _checkpoints(work / a)))
     common = [c for c in ckpts if _positions(c) <= reached]
-    beyond = ckpts[len(common):]
+    beyond = ckpts[len(common) :]
     if len(beyond) > extra:
         beyond = [beyond[round(i)] for i in np.linspace(0, len(beyond) - 1, extra)] if extra else []
     return common + beyond
@@ -156,16 +178,19 @@ def evaluate(args, work: Path) -> None:
             state = json.loads((ckpt / "state.json").read_text())
             player = load_search_player(str(ckpt), game, seed=args.seed)
             res = play_single_agent(game, player, args.episodes, seed=args.seed + 1)
-            res.update(step=state["step"], positions=state["actor"]["stats"]["positions"],
-                       train_time=state["train_time"])
+            res.update(
+                step=state["step"], positions=state["actor"]["stats"]["positions"], train_time=state["train_time"]
+            )
             write_json_atomic(path, res)
             _log(f"{arm} {ckpt.name}: {res['mean_return']:.2f} [{res['ci_low']:.2f}, {res['ci_high']:.2f}]")
 
 
 def report(args, work: Path) -> dict:
     out = work / "eval"
-    curves = {arm: sorted((json.loads(p.read_text()) for p in out.glob(f"{arm}-step_*.json")),
-                          key=lambda r: r["step"]) for arm in ARMS}
+    curves = {
+        arm: sorted((json.loads(p.read_text()) for p in out.glob(f"{arm}-step_*.json")), key=lambda r: r["step"])
+        for arm in ARMS
+    }
     curves = {arm: pts for arm, pts in curves.items() if pts}
     random = json.loads((out / "random.json").read_text())
     for pts in curves.values():
@@ -173,12 +198,19 @@ def report(args, work: Path) -> dict:
             p.pop("returns", None)
     random.pop("returns", None)
     result = {
-        "benchmark": "minatar_muzero", "game": GAME, "seed": args.seed, "budget_min": args.budget_min,
+        "benchmark": "minatar_muzero",
+        "game": GAME,
+        "seed": args.seed,
+        "budget_min": args.budget_min,
         "search": args.search,
-        "episodes": args.episodes, "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        "episodes": args.episodes,
+        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
-        "random": random, "curves": curves,
-        "targets": _targets(curves, random), "overrides": args.set, "out": args.out,
+        "random": random,
+        "curves": curves,
+        "targets": _targets(curves, random),
+        "overrides": args.set,
+        "out": args.out,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
@@ -190,8 +222,11 @@ def report(args, work: Path) -> dict:
 def _targets(curves, random) -> dict:
     best = {arm: max((p["mean_return"] for p in pts), default=0.0) for arm, pts in curves.items()}
     five_x = {arm: b >= 5 * random["mean_return"] for arm, b in best.items()}
-    ahead = {plain: equal_positions(curves["reanalyze"], curves[plain])
-             for plain in PLAIN_ARMS if plain in curves and "reanalyze" in curves}
+    ahead = {
+        plain: equal_positions(curves["reanalyze"], curves[plain])
+        for plain in PLAIN_ARMS
+        if plain in curves and "reanalyze" in curves
+    }
     return {"best_mean_return": best, "at_least_5x_random": five_x, "reanalyze_vs_plain": ahead}
 
 
@@ -207,44 +242,73 @@ def equal_positions(reanalyze: list[dict], plain: list[dict]) -> dict:
         return float(np.interp(xs, [p["positions"] for p in pts], [p[key] for p in pts]).mean())
 
     r, p = mean(reanalyze, "mean_return"), mean(plain, "mean_return")
-    return {"positions": int(end), "reanalyze": round(r, 3), "plain": round(p, 3),
-            "ahead": mean(reanalyze, "ci_low") > mean(plain, "ci_high")}
+    return {
+        "positions": int(end),
+        "reanalyze": round(r, 3),
+        "plain": round(p, 3),
+        "ahead": mean(reanalyze, "ci_low") > mean(plain, "ci_high"),
+    }
 
 
 def _markdown(r: dict) -> str:
-    lines = ["# Benchmark `minatar_muzero`", "",
-             f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset, {r['search']} root search), "
-             f"{r['budget_min']:g} minutes of training wall clock per arm, one core each, the other core "
-             f"busy (two arms, or an arm and probes), seed {r['seed']}. "
-             "Arms: `muzero` the preset (4.0 samples per stored "
-             "state); `reanalyze` Appendix H (re-searched policy targets for 0.8 of the samples, target "
-             "network, n = 5, value weight 0.25, 2.0 samples per stored state); `muzero_paper_ratio` "
-             "plain MuZero at Appendix H's 0.1 samples per stored state; `muzero_reanalyze_ratio` the "
-             "control, plain MuZero at Reanalyze's 2.0." + (
-                 " Overrides on every arm: " + ", ".join(f"`{o}`" for o in r["overrides"]) + "."
-                 if r.get("overrides") else ""), "",
-             f"- machine: {r['machine']}", f"- command: `python benchmarks/{r['command']}`",
-             f"- evaluation: mean return over {r['episodes']} episodes, no noise, most-visited action; "
-             f"normal 95% interval",
-             f"- random policy, same run: {r['random']['mean_return']:.2f} "
-             f"[{r['random']['ci_low']:.2f}, {r['random']['ci_high']:.2f}]", "",
-             "| arm | learning steps | environment steps | train min | mean return | 95% CI |",
-             "|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Benchmark `minatar_muzero`",
+        "",
+        f"MuZero and MuZero Reanalyze on MinAtar Breakout (`{GAME}` preset, {r['search']} root search), "
+        f"{r['budget_min']:g} minutes of training wall clock per arm, one core each, the other core "
+        f"busy (two arms, or an arm and probes), seed {r['seed']}. "
+        "Arms: `muzero` the preset (4.0 samples per stored "
+        "state); `reanalyze` Appendix H (re-searched policy targets for 0.8 of the samples, target "
+        "network, n = 5, value weight 0.25, 2.0 samples per stored state); `muzero_paper_ratio` "
+        "plain MuZero at Appendix H's 0.1 samples per stored state; `muzero_reanalyze_ratio` the "
+        "control, plain MuZero at Reanalyze's 2.0."
+        + (
+            " Overrides on every arm: " + ", ".join(f"`{o}`" for o in r["overrides"]) + "."
+            if r.get("overrides")
+            else ""
+        ),
+        "",
+        f"- machine: {r['machine']}",
+        f"- command: `python benchmarks/{r['command']}`",
+        f"- evaluation: mean return over {r['episodes']} episodes, no noise, most-visited action; normal 95% interval",
+        f"- random policy, same run: {r['random']['mean_return']:.2f} "
+        f"[{r['random']['ci_low']:.2f}, {r['random']['ci_high']:.2f}]",
+        "",
+        "| arm | learning steps | environment steps | train min | mean return | 95% CI |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for arm, pts in r["curves"].items():
         for p in pts:
-            lines.append(f"| {arm} | {p['step']} | {p['positions']} | {p['train_time'] / 60:.1f} | "
-                         f"{p['mean_return']:.2f} | [{p['ci_low']:.2f}, {p['ci_high']:.2f}] |")
+            lines.append(
+                f"| {arm} | {p['step']} | {p['positions']} | {p['train_time'] / 60:.1f} | "
+                f"{p['mean_return']:.2f} | [{p['ci_low']:.2f}, {p['ci_high']:.2f}] |"
+            )
     t = r["targets"]
-    lines += ["", "Targets: at least 5x the random policy's return: " +
-              ", ".join(f"{a} {'met' if ok else 'not met'} (best {t['best_mean_return'][a]:.2f})"
-                        for a, ok in t["at_least_5x_random"].items())
-              + ".", "", "Reanalyze against plain MuZero at equal environment steps (mean return over the "
-              "environment steps both reached, straight lines between checkpoints; ahead when the "
-              "intervals' averaged bounds are apart): " +
-              ("; ".join(f"against `{a}` over {c['positions']} steps, {c['reanalyze']:.2f} vs {c['plain']:.2f}, "
-                         f"{'ahead' if c['ahead'] else 'not ahead'}" for a, c in t["reanalyze_vs_plain"].items())
-               or "not measured") + ".",
-              "", f"![curves]({r.get('out', 'minatar_muzero')}.png)", ""]
+    lines += [
+        "",
+        "Targets: at least 5x the random policy's return: "
+        + ", ".join(
+            f"{a} {'met' if ok else 'not met'} (best {t['best_mean_return'][a]:.2f})"
+            for a, ok in t["at_least_5x_random"].items()
+        )
+        + ".",
+        "",
+        "Reanalyze against plain MuZero at equal environment steps (mean return over the "
+        "environment steps both reached, straight lines between checkpoints; ahead when the "
+        "intervals' averaged bounds are apart): "
+        + (
+            "; ".join(
+                f"against `{a}` over {c['positions']} steps, {c['reanalyze']:.2f} vs {c['plain']:.2f}, "
+                f"{'ahead' if c['ahead'] else 'not ahead'}"
+                for a, c in t["reanalyze_vs_plain"].items()
+            )
+            or "not measured"
+        )
+        + ".",
+        "",
+        f"![curves]({r.get('out', 'minatar_muzero')}.png)",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -258,9 +322,13 @@ def _plot(curves, random, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for arm, pts in curves.items():
         if pts:
-            ax.errorbar([p["positions"] for p in pts], [p["mean_return"] for p in pts],
-                        yerr=[[p["mean_return"] - p["ci_low"] for p in pts],
-                              [p["ci_high"] - p["mean_return"] for p in pts]], marker=".", label=arm)
+            ax.errorbar(
+                [p["positions"] for p in pts],
+                [p["mean_return"] for p in pts],
+                yerr=[[p["mean_return"] - p["ci_low"] for p in pts], [p["ci_high"] - p["mean_return"] for p in pts]],
+                marker=".",
+                label=arm,
+            )
     ax.axhline(random["mean_return"], color="grey", linestyle="--", label="random")
     ax.set_xscale("log")  # the 0.1-samples-per-state arm covers several times the others' steps
     ax.set_xticks([1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6])
@@ -281,19 +349,39 @@ def main(argv=None) -> None:
     p.add_argument("phase", choices=["train", "eval", "report", "all"])
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "minatar_muzero")
     p.add_argument("--budget-min", type=float, default=30.0, help="training wall clock per arm (minutes)")
-    p.add_argument("--arms", default=",".join(ARMS),
-                   help=f"comma-separated arms to train and evaluate, side by side ({', '.join(ARMS)})")
-    p.add_argument("--checkpoint-positions", type=int, default=12800,
-                   help="environment steps between checkpoints (rounded to whole learning steps per arm)")
+    p.add_argument(
+        "--arms",
+        default=",".join(ARMS),
+        help=f"comma-separated arms to train and evaluate, side by side ({', '.join(ARMS)})",
+    )
+    p.add_argument(
+        "--checkpoint-positions",
+        type=int,
+        default=12800,
+        help="environment steps between checkpoints (rounded to whole learning steps per arm)",
+    )
     p.add_argument("--episodes", type=int, default=100)
-    p.add_argument("--eval-beyond", type=int, default=6,
-                   help="checkpoints evaluated per arm beyond the environment steps every arm reached")
+    p.add_argument(
+        "--eval-beyond",
+        type=int,
+        default=6,
+        help="checkpoints evaluated per arm beyond the environment steps every arm reached",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a config override added to every arm a fresh run starts with (probes; repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override added to every arm a fresh run starts with (probes; repeatable)",
+    )
     p.add_argument("--out", default="minatar_muzero", help="report name under benchmarks/results/")
-    p.add_argument("--search", choices=["gumbel", "puct"], default="gumbel",
-                   help="root search of both arms (the preset's gumbel; puct is MuZero's own)")
+    p.add_argument(
+        "--search",
+        choices=["gumbel", "puct"],
+        default="gumbel",
+        help="root search of both arms (the preset's gumbel; puct is MuZero's own)",
+    )
     args = p.parse_args(argv)
     args.arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in args.arms if a not in ARMS]

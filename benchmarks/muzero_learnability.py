@@ -46,14 +46,18 @@ def examples(algo, game, n: int, positives: float, rng: np.random.Generator):
             state.apply_action(int(rng.choice(legal)))
     pairs = [(o, a, 1.0) for o, a in found[True]] + [(o, a, 0.0) for o, a in found[False]]
     order = rng.permutation(len(pairs))
-    return (torch.tensor(np.array([pairs[i][0] for i in order])), torch.tensor([pairs[i][1] for i in order]),
-            torch.tensor([pairs[i][2] for i in order]))
+    return (
+        torch.tensor(np.array([pairs[i][0] for i in order])),
+        torch.tensor([pairs[i][1] for i in order]),
+        torch.tensor([pairs[i][2] for i in order]),
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--positives", type=float, default=0.4,
-                    help="share of winning (position, column) pairs in the training set")
+    ap.add_argument(
+        "--positives", type=float, default=0.4, help="share of winning (position, column) pairs in the training set"
+    )
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
@@ -84,13 +88,18 @@ def main() -> None:
             with torch.no_grad():
                 _, reward = net.dynamics(net.represent(test[0]), test[1])
             win = test[2] > 0
-            rows.append({"step": step, "loss": loss.item(),
-                         "accuracy": ((reward > 0.5) == win).float().mean().item(),
-                         "r_win": reward[win].mean().item(), "r_other": reward[~win].mean().item(),
-                         "seconds": round(time.time() - start, 1)})
+            rows.append(
+                {
+                    "step": step,
+                    "loss": loss.item(),
+                    "accuracy": ((reward > 0.5) == win).float().mean().item(),
+                    "r_win": reward[win].mean().item(),
+                    "r_other": reward[~win].mean().item(),
+                    "seconds": round(time.time() - start, 1),
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
-    result = {"command": " ".join(["python", *sys.argv]), "train_positives": train[2].mean().item(),
-              "rows": rows}
+    result = {"command": " ".join(["python", *sys.argv]), "train_positives": train[2].mean().item(), "rows": rows}
     if args.out:
         runs = json.loads(args.out.read_text()) if args.out.exists() else []
         args.out.write_text(json.dumps(runs + [result], indent=1))

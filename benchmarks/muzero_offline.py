@@ -83,8 +83,13 @@ class PlainQ(torch.nn.Module):
     def __init__(self, obs_size: int, num_actions: int):
         super().__init__()
         self.num_actions = num_actions
-        self.net = torch.nn.Sequential(torch.nn.Linear(obs_size + num_actions, 128), torch.nn.ReLU(),
-                                       torch.nn.Linear(128, 128), torch.nn.ReLU(), torch.nn.Linear(128, 1))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(obs_size + num_actions, 128),
+            torch.nn.ReLU(),
+            torch.nn.Linear(128, 128),
+            torch.nn.ReLU(),
+            torch.nn.Linear(128, 1),
+        )
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         onehot = torch.nn.functional.one_hot(action, self.num_actions).float()
@@ -125,34 +130,58 @@ def model_test(algo, net, positions, sims: int, rng: np.random.Generator) -> dic
     net.eval()
     q = one_step(algo, positions, model_q(net))
     params = algo.cfg.search.params(sims)
-    result = algo.search(algo.make_evaluator(net, torch.device("cpu")), [s for s, _ in positions],
-                         params, rng, add_noise=False)
-    return {"argmax_q_wins": q["argmax_wins"], "q_win": q["win"], "q_other": q["other"],
-            "search_takes": share_good(result.root_visits.argmax(-1), positions),
-            "prior_takes": share_good(result.root_prior.argmax(-1), positions)}
+    result = algo.search(
+        algo.make_evaluator(net, torch.device("cpu")), [s for s, _ in positions], params, rng, add_noise=False
+    )
+    return {
+        "argmax_q_wins": q["argmax_wins"],
+        "q_win": q["win"],
+        "q_other": q["other"],
+        "search_takes": share_good(result.root_visits.argmax(-1), positions),
+        "prior_takes": share_good(result.root_prior.argmax(-1), positions),
+    }
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("game", help="a board game with a muzero preset: tic_tac_toe, connect_four")
     ap.add_argument("--games", type=int, default=4000, help="behaviour games in replay")
-    ap.add_argument("--replay-from", type=Path, default=None, metavar="CKPT",
-                    help="train on the replay buffer of this self-play checkpoint instead")
+    ap.add_argument(
+        "--replay-from",
+        type=Path,
+        default=None,
+        metavar="CKPT",
+        help="train on the replay buffer of this self-play checkpoint instead",
+    )
     ap.add_argument("--take", type=float, default=0.5, help="probability of taking an immediate win")
-    ap.add_argument("--uniform-policy", action="store_true",
-                    help="policy targets uniform over the legal moves, not the behaviour policy")
+    ap.add_argument(
+        "--uniform-policy",
+        action="store_true",
+        help="policy targets uniform over the legal moves, not the behaviour policy",
+    )
     ap.add_argument("--updates", type=int, default=2000, help="learning updates (minibatches)")
     ap.add_argument("--every", type=int, default=250, help="test the model every this many updates")
     ap.add_argument("--tests", type=int, default=200, help="held-out win positions")
-    ap.add_argument("--control", action="store_true",
-                    help="also train the plain network on the same minibatches (control_argmax_q_wins)")
-    ap.add_argument("--terms", default="full",
-                    help="full (MuZero's loss, the learner) or a comma list of value0, value1, policy "
-                         "(a one-step unroll on those terms alone)")
+    ap.add_argument(
+        "--control",
+        action="store_true",
+        help="also train the plain network on the same minibatches (control_argmax_q_wins)",
+    )
+    ap.add_argument(
+        "--terms",
+        default="full",
+        help="full (MuZero's loss, the learner) or a comma list of value0, value1, policy "
+        "(a one-step unroll on those terms alone)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--set", action="append", default=[], help="config overrides, as for polyzero train")
     ap.add_argument("--label", default="")
     ap.add_argument("--out", type=Path, default=None, help="append the rows to this JSON file")
+    return ap
+
+
+def main() -> None:
+    ap = _parser()
     args = ap.parse_args()
     terms = set() if args.terms == "full" else set(args.terms.split(","))
     if not terms <= {"value0", "value1", "policy"}:
@@ -180,13 +209,20 @@ def main() -> None:
     rows = []
     for update in range(args.updates + 1):
         if update % args.every == 0:
-            row = {"label": args.label, "game": args.game, "set": args.set, "terms": args.terms,
-                   "data": str(args.replay_from) if args.replay_from else f"{args.games} games", "update": update,
-                   "seconds": round(time.time() - start, 1),
-                   **model_test(algo, learner.net, positions, cfg.search.num_simulations, rng)}
+            row = {
+                "label": args.label,
+                "game": args.game,
+                "set": args.set,
+                "terms": args.terms,
+                "data": str(args.replay_from) if args.replay_from else f"{args.games} games",
+                "update": update,
+                "seconds": round(time.time() - start, 1),
+                **model_test(algo, learner.net, positions, cfg.search.num_simulations, rng),
+            }
             if control is not None:
                 row["control_argmax_q_wins"] = one_step(
-                    algo, positions, lambda obs, actions: -control(obs, actions).numpy())["argmax_wins"]
+                    algo, positions, lambda obs, actions: -control(obs, actions).numpy()
+                )["argmax_wins"]
             rows.append(row)
             print(json.dumps(row), flush=True)
         if update < args.updates:

@@ -65,19 +65,40 @@ def main() -> None:
             cache = work / f"{name}-{moves}.json"
             if not cache.exists():
                 t0 = time.time()
-                res = probe_run(args.muzero_marks / name, baseline=args.baseline_marks / name, games=args.games,
-                                seed=args.seed, out=work / f"{name}-{moves}", moves=moves)
+                res = probe_run(
+                    args.muzero_marks / name,
+                    baseline=args.baseline_marks / name,
+                    games=args.games,
+                    seed=args.seed,
+                    out=work / f"{name}-{moves}",
+                    moves=moves,
+                )
                 res["seconds"] = time.time() - t0
                 cache.write_text(json.dumps(res, indent=1))
             res = json.loads(cache.read_text())
             score = points.get(minutes, {})
-            rows.append({"mark_min": minutes, "moves": moves, "learning_step": res["learning_step"],
-                         "muzero_1x": score.get("muzero"), "alphazero_1x": score.get("alphazero"),
-                         "summary": summarise(res), "metrics": res["metrics"]})
+            rows.append(
+                {
+                    "mark_min": minutes,
+                    "moves": moves,
+                    "learning_step": res["learning_step"],
+                    "muzero_1x": score.get("muzero"),
+                    "alphazero_1x": score.get("alphazero"),
+                    "summary": summarise(res),
+                    "metrics": res["metrics"],
+                }
+            )
             print(minutes, moves, rows[-1]["summary"], flush=True)
-    result = {"benchmark": "muzero_probe", "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": " ".join(sys.argv), "machine": platform.platform(), "games": args.games,
-              "seed": args.seed, "report": str(args.report), "rows": rows}
+    result = {
+        "benchmark": "muzero_probe",
+        "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join(sys.argv),
+        "machine": platform.platform(),
+        "games": args.games,
+        "seed": args.seed,
+        "report": str(args.report),
+        "rows": rows,
+    }
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     args.out.with_suffix(".md").write_text(markdown(result))
     plot(result, args.out.with_suffix(".png"))
@@ -85,13 +106,18 @@ def main() -> None:
 
 
 def markdown(result: dict) -> str:
-    lines = [f"# The learned model over training time ({result['generated_utc']})", "",
-             f"`{result['command']}`", "",
-             f"{result['games']} games per probe, seed {result['seed']}; k-step figures are means over "
-             "k = 1..K (K = the run's unroll); baseline = the AlphaZero arm's network at the same mark.", "",
-             "| minutes | moves | step | MuZero 1x | AlphaZero 1x | legal top move | agrees with f(h(o)) | "
-             "value drift | agrees with AlphaZero (k=0 / k>=1) | value vs AlphaZero (k=0 / k>=1) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# The learned model over training time ({result['generated_utc']})",
+        "",
+        f"`{result['command']}`",
+        "",
+        f"{result['games']} games per probe, seed {result['seed']}; k-step figures are means over "
+        "k = 1..K (K = the run's unroll); baseline = the AlphaZero arm's network at the same mark.",
+        "",
+        "| minutes | moves | step | MuZero 1x | AlphaZero 1x | legal top move | agrees with f(h(o)) | "
+        "value drift | agrees with AlphaZero (k=0 / k>=1) | value vs AlphaZero (k=0 / k>=1) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in result["rows"]:
         s = r["summary"]
         lines.append(
@@ -99,7 +125,8 @@ def markdown(result: dict) -> str:
             f"{s['legal_top']['mean_k1_to_K']:.3f} | {s['agree_self']['mean_k1_to_K']:.3f} | "
             f"{s['value_drift']['mean_k1_to_K']:.3f} | {s['agree_baseline']['k0']:.3f} / "
             f"{s['agree_baseline']['mean_k1_to_K']:.3f} | {s['value_vs_baseline']['k0']:.3f} / "
-            f"{s['value_vs_baseline']['mean_k1_to_K']:.3f} |")
+            f"{s['value_vs_baseline']['mean_k1_to_K']:.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -114,10 +141,20 @@ def plot(result: dict, path: Path) -> None:
         rows = [r for r in result["rows"] if r["moves"] == moves]
         x = [r["mark_min"] for r in rows]
         for name, ax in (("agree_self", axes[0]), ("value_drift", axes[1]), ("agree_baseline", axes[0])):
-            ax.plot(x, [r["summary"][name]["mean_k1_to_K"] for r in rows], style, marker="o",
-                    label=f"{name} ({moves} moves)")
-        axes[1].plot(x, [r["summary"]["value_vs_baseline"]["mean_k1_to_K"] for r in rows], style, marker="s",
-                     label=f"value_vs_baseline ({moves} moves)")
+            ax.plot(
+                x,
+                [r["summary"][name]["mean_k1_to_K"] for r in rows],
+                style,
+                marker="o",
+                label=f"{name} ({moves} moves)",
+            )
+        axes[1].plot(
+            x,
+            [r["summary"]["value_vs_baseline"]["mean_k1_to_K"] for r in rows],
+            style,
+            marker="s",
+            label=f"value_vs_baseline ({moves} moves)",
+        )
     rows = [r for r in result["rows"] if r["moves"] == "model"]
     axes[2].plot([r["mark_min"] for r in rows], [r["muzero_1x"] for r in rows], marker="o", label="MuZero")
     axes[2].plot([r["mark_min"] for r in rows], [r["alphazero_1x"] for r in rows], marker="o", label="AlphaZero")

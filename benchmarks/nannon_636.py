@@ -57,8 +57,14 @@ def _trainer(args, run: Path, method: str):
 
     if latest_checkpoint(run) is not None:
         return Trainer.resume(run, progress=False)
-    sets = [f"seed={args.seed}", "threads=1", "eval.every=0", "eval.final_games=0",
-            "train.keep_checkpoints=100000", *args.set]
+    sets = [
+        f"seed={args.seed}",
+        "threads=1",
+        "eval.every=0",
+        "eval.final_games=0",
+        "train.keep_checkpoints=100000",
+        *args.set,
+    ]
     trainer = Trainer.create(build_config(args.game, method, None, sets), run, progress=False)
     trainer.save()  # step 0: the untrained network
     return trainer
@@ -87,9 +93,17 @@ def _train_td(args, run: Path) -> None:
 
     def save():
         # No policy table: on 12-5-6 it is 85 MB per checkpoint; eval rebuilds it from the net.
-        torch.save({"net": td.net.state_dict(), "optimizer": td.optimizer.state_dict(), "rounds": td.rounds,
-                    "games": td.games, "train_time": train_time, "rng": json.dumps(td.rng.bit_generator.state)},
-                   ckpts / f"step_{td.rounds:06d}.pt")
+        torch.save(
+            {
+                "net": td.net.state_dict(),
+                "optimizer": td.optimizer.state_dict(),
+                "rounds": td.rounds,
+                "games": td.games,
+                "train_time": train_time,
+                "rng": json.dumps(td.rng.bit_generator.state),
+            },
+            ckpts / f"step_{td.rounds:06d}.pt",
+        )
 
     if not done:
         save()
@@ -103,7 +117,7 @@ def _train_td(args, run: Path) -> None:
 
 
 def phase_train(args, work: Path) -> None:
-    for method in ([args.method] if args.method else METHODS):
+    for method in [args.method] if args.method else METHODS:
         run = work / method / "run"
         if method == "td":
             _train_td(args, run)
@@ -120,8 +134,14 @@ def checkpoints(work: Path, method: str) -> list[dict]:
     if method == "td":
         for path in sorted(root.glob("step_*.pt")):
             state = torch.load(path, weights_only=True)
-            out.append({"path": str(path), "step": state["rounds"], "minutes": state["train_time"] / 60,
-                        "games": state["games"]})
+            out.append(
+                {
+                    "path": str(path),
+                    "step": state["rounds"],
+                    "minutes": state["train_time"] / 60,
+                    "games": state["games"],
+                }
+            )
         return out
     for path in sorted(root.glob("step_*")):
         state = json.loads((path / "state.json").read_text())
@@ -215,7 +235,7 @@ def evaluate_checkpoint(args, method: str, point: dict, games: int) -> dict:
 
 def phase_eval(args, work: Path) -> None:
     cells = []
-    for method in ([args.method] if args.method else METHODS):
+    for method in [args.method] if args.method else METHODS:
         # The chunk that crosses the budget overshoots it; score what the budget trained.
         within = [p for p in checkpoints(work, method) if p["minutes"] <= args.budget_min]
         for point in spread(within, args.points):
@@ -229,30 +249,56 @@ def phase_eval(args, work: Path) -> None:
     def games(method: str, point: dict) -> int:
         return max(args.games, args.final_games) if point is last[method] else args.games
 
-    for name, method, point in (reversed(cells) if args.reverse else cells):
+    for name, method, point in reversed(cells) if args.reverse else cells:
         cached(work, name, lambda: evaluate_checkpoint(args, method, point, games(method, point)), show)
 
 
 # ----------------------------------------------------------------------------- report
 def phase_report(args, work: Path) -> dict:
-    rows = sorted((json.loads(p.read_text()) for p in (work / "eval").glob("*.json")),
-                  key=lambda r: (METHODS.index(r["method"]), r["minutes"]))
+    rows = sorted(
+        (json.loads(p.read_text()) for p in (work / "eval").glob("*.json")),
+        key=lambda r: (METHODS.index(r["method"]), r["minutes"]),
+    )
     ndmz = [r for r in rows if r["method"] == "ndmz"]
     within = [r for r in ndmz if r["minutes"] <= 60 and "exact_vs_optimal" in r.get("search", {})]
     best = max((r["search"]["exact_vs_optimal"] for r in within), default=None)
-    dyn = [r for r in ndmz if "dynamics" in r]
+    dyn = _ndmz_dynamics(rows)
     last_dyn = dyn[-1]["dynamics"]["top_move"] if dyn else None
-    targets = {"ndmz_search_best_exact_vs_optimal_within_60min": best,
-               "ndmz_search_ge_0.49_within_60min": best is not None and best >= 0.49,
-               "ndmz_top_move_per_k_at_last_checkpoint": last_dyn,
-               "ndmz_top_move_ge_0.95_every_k": last_dyn is not None and min(last_dyn) >= 0.95}
+    targets = {
+        "ndmz_search_best_exact_vs_optimal_within_60min": best,
+        "ndmz_search_ge_0.49_within_60min": best is not None and best >= 0.49,
+        "ndmz_top_move_per_k_at_last_checkpoint": last_dyn,
+        "ndmz_top_move_ge_0.95_every_k": last_dyn is not None and min(last_dyn) >= 0.95,
+    }
     command = "python benchmarks/nannon_636.py " + " ".join(sys.argv[1:])
     git = git_commit()
-    result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
-              "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
-                         f"{__import__('os').cpu_count()} CPUs", "rows": rows, "targets": targets}
+    result = {
+        "game": args.game,
+        "seed": args.seed,
+        "command": command,
+        "git": git,
+        "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
+        f"{__import__('os').cpu_count()} CPUs",
+        "rows": rows,
+        "targets": targets,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    lines = markdown(args, result)
+    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    plot_curves(rows, RESULTS / f"{args.out}.png", args.game)
+    print("\n".join(lines))
+    return result
+
+
+def _ndmz_dynamics(rows: list[dict]) -> list[dict]:
+    """The NDMZ checkpoints whose dynamics were tested."""
+    return [r for r in rows if r["method"] == "ndmz" and "dynamics" in r]
+
+
+def markdown(args, result: dict) -> list[str]:
+    """The report's lines: a row per checkpoint and agent, the dynamics tests, the targets."""
+    rows, command, git = result["rows"], result["command"], result["git"]
 
     def cell(part: dict | None, key: str) -> str:
         if not part or key not in part:
@@ -262,40 +308,60 @@ def phase_report(args, work: Path) -> dict:
 
     live = ""
     if any("exact_vs_optimal" not in r.get("search", {"exact_vs_optimal": 0}) for r in rows):
-        live = (f"; the search agent plays live games, at the last checkpoint "
-                f"{max(args.games, args.final_games)} against the optimal player")
-    lines = [f"# Benchmark `{args.out}`: NDMZ, chance-aware AlphaZero and TD(lambda) on {args.game}", "",
-             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.", "",
-             "Scores are win probabilities (both seats, the opening roll included): exact, and over "
-             f"{args.games} sampled games (Wilson 95% interval{live}). "
-             "Minutes: training time of the checkpoint.", "",
-             "| method | step | minutes | agent | exact vs optimal | exact vs random | sampled vs optimal "
-             "| sampled vs random |", "|---|---:|---:|---|---:|---:|---:|---:|"]
+        live = (
+            f"; the search agent plays live games, at the last checkpoint "
+            f"{max(args.games, args.final_games)} against the optimal player"
+        )
+    lines = [
+        f"# Benchmark `{args.out}`: NDMZ, chance-aware AlphaZero and TD(lambda) on {args.game}",
+        "",
+        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+        "",
+        "Scores are win probabilities (both seats, the opening roll included): exact, and over "
+        f"{args.games} sampled games (Wilson 95% interval{live}). "
+        "Minutes: training time of the checkpoint.",
+        "",
+        "| method | step | minutes | agent | exact vs optimal | exact vs random | sampled vs optimal "
+        "| sampled vs random |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
     for r in rows:
         for agent in ("raw", "search"):
             if agent in r:
                 label = agent if agent == "raw" else f"search {r.get('simulations')}"
-                lines.append(f"| {r['method']} | {r['step']} | {r['minutes']:.1f} | {label} | "
-                             f"{cell(r[agent], 'exact_vs_optimal')} | {cell(r[agent], 'exact_vs_random')} | "
-                             f"{cell(r[agent], 'sampled_vs_optimal')} | {cell(r[agent], 'sampled_vs_random')} |")
-    if dyn:
-        k = len(dyn[0]["dynamics"]["top_move"])
-        lines += ["", "NDMZ dynamics tests (Section 4.3, 500 random games): top-move / uniform accuracy per k; "
-                  "and per search of the search agent, the g + f evaluations (the initial h + f included) "
-                  "and the iterations that backed up a value.", "",
-                  "| step | minutes | " + " | ".join(f"k={i}" for i in range(k)) + " | evaluations | backups |",
-                  "|---:|---:|" + "---|" * k + "---:|---:|"]
-        for r in dyn:
-            d, cost = r["dynamics"], r.get("per_search", {})
-            lines.append(f"| {r['step']} | {r['minutes']:.1f} | " + " | ".join(
-                f"{t:.3f} / {u:.3f}" for t, u in zip(d["top_move"], d["uniform"])) + " | "
-                + " | ".join(f"{cost[key]:.1f}" if key in cost else "" for key in ("network_evaluations", "backups"))
-                + " |")
-    lines += ["", f"Targets: {json.dumps(targets)}"]
-    (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
-    plot_curves(rows, RESULTS / f"{args.out}.png", args.game)
-    print("\n".join(lines))
-    return result
+                lines.append(
+                    f"| {r['method']} | {r['step']} | {r['minutes']:.1f} | {label} | "
+                    f"{cell(r[agent], 'exact_vs_optimal')} | {cell(r[agent], 'exact_vs_random')} | "
+                    f"{cell(r[agent], 'sampled_vs_optimal')} | {cell(r[agent], 'sampled_vs_random')} |"
+                )
+    lines += _dynamics_table(_ndmz_dynamics(rows))
+    return lines + ["", f"Targets: {json.dumps(result['targets'])}"]
+
+
+def _dynamics_table(dyn: list[dict]) -> list[str]:
+    """The NDMZ dynamics tests and search costs per checkpoint (none: no lines)."""
+    if not dyn:
+        return []
+    k = len(dyn[0]["dynamics"]["top_move"])
+    lines = [
+        "",
+        "NDMZ dynamics tests (Section 4.3, 500 random games): top-move / uniform accuracy per k; "
+        "and per search of the search agent, the g + f evaluations (the initial h + f included) "
+        "and the iterations that backed up a value.",
+        "",
+        "| step | minutes | " + " | ".join(f"k={i}" for i in range(k)) + " | evaluations | backups |",
+        "|---:|---:|" + "---|" * k + "---:|---:|",
+    ]
+    for r in dyn:
+        d, cost = r["dynamics"], r.get("per_search", {})
+        lines.append(
+            f"| {r['step']} | {r['minutes']:.1f} | "
+            + " | ".join(f"{t:.3f} / {u:.3f}" for t, u in zip(d["top_move"], d["uniform"]))
+            + " | "
+            + " | ".join(f"{cost[key]:.1f}" if key in cost else "" for key in ("network_evaluations", "backups"))
+            + " |"
+        )
+    return lines
 
 
 def plot_curves(rows: list[dict], path: Path, game: str) -> None:
@@ -337,9 +403,13 @@ def main(argv=None) -> None:
     p.add_argument("--td-chunk", type=int, default=10, help="TD(lambda) rounds between kept checkpoints")
     p.add_argument("--points", type=int, default=4, help="trained checkpoints evaluated per method")
     p.add_argument("--games", type=int, default=1000, help="sampled games against each opponent")
-    p.add_argument("--final-games", type=int, default=10000,
-                   help="live games of the final checkpoint's search agent against the optimal player "
-                        "on games too large to tabulate (12-5-6)")
+    p.add_argument(
+        "--final-games",
+        type=int,
+        default=10000,
+        help="live games of the final checkpoint's search agent against the optimal player "
+        "on games too large to tabulate (12-5-6)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")

@@ -38,10 +38,12 @@ NUMPY_ENGINE_COMMIT = "fd464a8"  # "search: one tree engine ...": its parent hol
 
 def numpy_engine():
     """The NumPy NDMZ engine, loaded from git as a module of polyzero.search."""
-    commit = subprocess.run(["git", "rev-parse", NUMPY_ENGINE_COMMIT + "^"], capture_output=True, text=True,
-                            cwd=HERE.parent, check=True).stdout.strip()
-    source = subprocess.run(["git", "show", f"{commit}:{OLD_PATH}"], capture_output=True, text=True, cwd=HERE.parent,
-                            check=True).stdout
+    commit = subprocess.run(
+        ["git", "rev-parse", NUMPY_ENGINE_COMMIT + "^"], capture_output=True, text=True, cwd=HERE.parent, check=True
+    ).stdout.strip()
+    source = subprocess.run(
+        ["git", "show", f"{commit}:{OLD_PATH}"], capture_output=True, text=True, cwd=HERE.parent, check=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "ndmz_numpy.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("polyzero.search.ndmz_numpy", path)
@@ -87,8 +89,13 @@ def main(argv=None):
     algo = make_algorithm(build_config("nannon", "ndmz"), game)
     torch.manual_seed(0)
     ev = algo.make_evaluator(algo.build_network(), "cpu")
-    results = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])), "numpy_commit": commit,
-               "loadavg": os.getloadavg(), "simulations": args.sims, "rows": []}
+    results = {
+        "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "numpy_commit": commit,
+        "loadavg": os.getloadavg(),
+        "simulations": args.sims,
+        "rows": [],
+    }
     for batch in (int(x) for x in args.batch_sizes.split(",")):
         states = roots(game, batch, seed=batch)
         obs, legal = algo.encode(states), legal_action_mask(states, algo.num_actions)
@@ -107,25 +114,36 @@ def main(argv=None):
         row = {"batch": batch}
         for name in engines:
             value, top, calls = (float(np.mean(x)) for x in zip(*stats[name]))
-            row[name] = {"median_s": statistics.median(times[name]), "min_s": min(times[name]),
-                         "us_per_tree_and_simulation": statistics.median(times[name]) / batch / args.sims * 1e6,
-                         "mean_root_value": value, "top_move_share": top, "model_calls": calls}
+            row[name] = {
+                "median_s": statistics.median(times[name]),
+                "min_s": min(times[name]),
+                "us_per_tree_and_simulation": statistics.median(times[name]) / batch / args.sims * 1e6,
+                "mean_root_value": value,
+                "top_move_share": top,
+                "model_calls": calls,
+            }
         row["speedup"] = row["numpy"]["median_s"] / row["compiled"]["median_s"]
         results["rows"].append(row)
         print(json.dumps(row), flush=True)
-    lines = ["# NDMZ search: the compiled core vs the NumPy engine it replaced", "",
-             f"Command: `{results['command']}`; NumPy engine from git `{commit[:10]}`; load {results['loadavg']}; "
-             f"the Nannon preset's untrained network, {args.sims} simulations, one thread, {args.rounds} interleaved "
-             "rounds (median).", "",
-             "| roots | NumPy s | compiled s | speed-up | us per tree and simulation (NumPy, compiled) | "
-             "mean root value (NumPy, compiled) | top-move visit share (NumPy, compiled) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# NDMZ search: the compiled core vs the NumPy engine it replaced",
+        "",
+        f"Command: `{results['command']}`; NumPy engine from git `{commit[:10]}`; load {results['loadavg']}; "
+        f"the Nannon preset's untrained network, {args.sims} simulations, one thread, {args.rounds} interleaved "
+        "rounds (median).",
+        "",
+        "| roots | NumPy s | compiled s | speed-up | us per tree and simulation (NumPy, compiled) | "
+        "mean root value (NumPy, compiled) | top-move visit share (NumPy, compiled) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in results["rows"]:
         o, c = r["numpy"], r["compiled"]
-        lines.append(f"| {r['batch']} | {o['median_s']:.3f} | {c['median_s']:.3f} | {r['speedup']:.2f}x | "
-                     f"{o['us_per_tree_and_simulation']:.1f}, {c['us_per_tree_and_simulation']:.1f} | "
-                     f"{o['mean_root_value']:.3f}, {c['mean_root_value']:.3f} | {o['top_move_share']:.3f}, "
-                     f"{c['top_move_share']:.3f} |")
+        lines.append(
+            f"| {r['batch']} | {o['median_s']:.3f} | {c['median_s']:.3f} | {r['speedup']:.2f}x | "
+            f"{o['us_per_tree_and_simulation']:.1f}, {c['us_per_tree_and_simulation']:.1f} | "
+            f"{o['mean_root_value']:.3f}, {c['mean_root_value']:.3f} | {o['top_move_share']:.3f}, "
+            f"{c['top_move_share']:.3f} |"
+        )
     write_results(args.out, results, "\n".join(lines) + "\n")
 
 

@@ -17,6 +17,7 @@ wall-clock checkpoint (weights and Adam state; the replay buffer starts empty).
 plays with `mcts.MCTSBot` + `AlphaZeroEvaluator` (no noise, most-visited move),
 behind polyzero's Player protocol (`name`, `reset(seed)`, `act(states)`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,27 +30,27 @@ from pathlib import Path
 # where OpenSpiel's Config has an equivalent.
 OPENSPIEL_CONFIG = dict(
     game="connect_four",
-    learning_rate=1e-3,          # train.learning_rate
-    weight_decay=1e-5,           # train.l2 (an L2 term in the loss, Adam)
+    learning_rate=1e-3,  # train.learning_rate
+    weight_decay=1e-5,  # train.l2 (an L2 term in the loss, Adam)
     decouple_weight_decay=False,
-    train_batch_size=256,        # train.batch_size
-    replay_buffer_size=2**14,    # train.replay_size = 16384
-    replay_buffer_reuse=32,      # 16384 // 32 = 512 new states per learning step = train.positions_per_step
-    max_steps=0,                 # unbounded: stopped by wall clock
-    checkpoint_freq=10**9,       # only the rolling checkpoint--1; wall-clock copies are ours
+    train_batch_size=256,  # train.batch_size
+    replay_buffer_size=2**14,  # train.replay_size = 16384
+    replay_buffer_reuse=32,  # 16384 // 32 = 512 new states per learning step = train.positions_per_step
+    max_steps=0,  # unbounded: stopped by wall clock
+    checkpoint_freq=10**9,  # only the rolling checkpoint--1; wall-clock copies are ours
     actors=1,
     evaluators=0,
     evaluation_window=100,
     eval_levels=7,
-    uct_c=1.0,                   # search.c_puct
-    max_simulations=16,          # search.num_simulations (self-play; 50 before 2026-11-25)
-    policy_alpha=1.0,            # search.dirichlet_alpha
-    policy_epsilon=0.25,         # search.dirichlet_fraction
-    temperature=1.0,             # selfplay.temperature
-    temperature_drop=10,         # selfplay.sample_moves
+    uct_c=1.0,  # search.c_puct
+    max_simulations=16,  # search.num_simulations (self-play; 50 before 2026-11-25)
+    policy_alpha=1.0,  # search.dirichlet_alpha
+    policy_epsilon=0.25,  # search.dirichlet_fraction
+    temperature=1.0,  # selfplay.temperature
+    temperature_drop=10,  # selfplay.sample_moves
     nn_model="resnet",
-    nn_width=64,                 # net.channels
-    nn_depth=3,                  # net.blocks
+    nn_width=64,  # net.channels
+    nn_depth=3,  # net.blocks
     observation_shape=None,
     output_size=None,
     verbose=False,
@@ -74,8 +75,31 @@ def _copy_latest(run_dir: Path, name: str, learned) -> None:
             time.sleep(0.5)
 
 
-def _train(args) -> None:
+def _settings(args, run_dir: Path, resumed: bool) -> dict:
+    """OPENSPIEL_CONFIG with --actors; a resumed run keeps the settings it started with."""
+    settings = {**OPENSPIEL_CONFIG, "actors": args.actors}
+    saved = run_dir / "config.json"
+    if resumed and saved.exists():
+        started = json.loads(saved.read_text())
+        settings.update({k: started[k] for k in OPENSPIEL_CONFIG if k in started and k != "actors"})
+    return settings
+
+
+def _stop_training() -> None:
+    """End the training process once its last mark is written."""
+    import multiprocessing
     import signal
+
+    os.kill(os.getpid(), signal.SIGINT)  # alpha_zero() stops its actors and returns
+    # ... unless the interrupt lands where OpenSpiel swallows it (seen once: the
+    # learner went on waiting for its actor); the marks are written, so end it.
+    time.sleep(120)
+    for child in multiprocessing.active_children():
+        child.kill()
+    os._exit(0)
+
+
+def _train(args) -> None:
     import threading
 
     from open_spiel.python.algorithms.alpha_zero import alpha_zero as az
@@ -122,26 +146,24 @@ def _train(args) -> None:
             name = f"checkpoint-wc{int(round(mark)):06d}"
             _copy_latest(run_dir, name, lambda: state["step"] != steps0)
             with open(marks_file, "a") as f:
-                f.write(json.dumps({"mark_s": mark, "elapsed": time.time() - t0, "learning_step": state["step"],
-                                    "checkpoint": name, "wall_time": time.time()}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "mark_s": mark,
+                            "elapsed": time.time() - t0,
+                            "learning_step": state["step"],
+                            "checkpoint": name,
+                            "wall_time": time.time(),
+                        }
+                    )
+                    + "\n"
+                )
             if mark >= budget:
-                os.kill(os.getpid(), signal.SIGINT)  # alpha_zero() stops its actors and returns
-                # ... unless the interrupt lands where OpenSpiel swallows it (seen once: the
-                # learner went on waiting for its actor); the marks are written, so end it.
-                time.sleep(120)
-                import multiprocessing
-                for child in multiprocessing.active_children():
-                    child.kill()
-                os._exit(0)
+                _stop_training()
             k += 1
 
     az._init_model_from_config = init_model
-    settings = {**OPENSPIEL_CONFIG, "actors": args.actors}
-    saved = run_dir / "config.json"
-    if resume_from and saved.exists():  # a resumed run keeps the settings it started with
-        started = json.loads(saved.read_text())
-        settings.update({k: started[k] for k in OPENSPIEL_CONFIG if k in started and k != "actors"})
-    config = az.Config(path=str(run_dir), **settings)
+    config = az.Config(path=str(run_dir), **_settings(args, run_dir, resumed=resume_from is not None))
     with open(run_dir / "sessions.jsonl", "a") as f:
         f.write(json.dumps({"start": time.time(), "offset_s": offset, "budget_s": budget, "mark_s": mark_s}) + "\n")
     threading.Thread(target=keeper, daemon=True).start()
@@ -163,9 +185,16 @@ def load_model(run_dir: str | Path, checkpoint: str):
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
     game = pyspiel.load_game(cfg["game"])
     model = utils.api_selector(cfg.get("nn_api_version", "nnx")).Model.build_model(
-        cfg["nn_model"], game.observation_tensor_shape(), game.num_distinct_actions(),
-        cfg["nn_width"], cfg["nn_depth"], cfg["weight_decay"], cfg["learning_rate"],
-        str(Path(run_dir).resolve()), decouple_weight_decay=cfg["decouple_weight_decay"])
+        cfg["nn_model"],
+        game.observation_tensor_shape(),
+        game.num_distinct_actions(),
+        cfg["nn_width"],
+        cfg["nn_depth"],
+        cfg["weight_decay"],
+        cfg["learning_rate"],
+        str(Path(run_dir).resolve()),
+        decouple_weight_decay=cfg["decouple_weight_decay"],
+    )
     model.load_checkpoint(checkpoint.removeprefix("checkpoint-"))
     return model, cfg
 
@@ -187,11 +216,16 @@ def jit_inference(model) -> None:
         return value, jax.nn.softmax(policy_logits)
 
     def inference(observation, legals_mask):
-        value, policy = forward(model._state.params, model._state.batch_stats,
-                                jnp.asarray(observation, dtype=jnp.float32), jnp.asarray(legals_mask, dtype=bool))
+        value, policy = forward(
+            model._state.params,
+            model._state.batch_stats,
+            jnp.asarray(observation, dtype=jnp.float32),
+            jnp.asarray(legals_mask, dtype=bool),
+        )
         return np.asarray(value), np.asarray(policy)
 
     import numpy as np
+
     model.inference = inference
 
 
@@ -217,9 +251,16 @@ class OpenSpielAZPlayer:
 
     def reset(self, seed: int = 0) -> None:
         self.bot = self._mcts.MCTSBot(
-            self.game, self.uct_c, self.simulations, self.evaluator, solve=False,
-            random_state=self._np.random.RandomState(seed), dirichlet_noise=None,
-            child_selection_fn=self._mcts.SearchNode.puct_value, dont_return_chance_node=True)
+            self.game,
+            self.uct_c,
+            self.simulations,
+            self.evaluator,
+            solve=False,
+            random_state=self._np.random.RandomState(seed),
+            dirichlet_noise=None,
+            child_selection_fn=self._mcts.SearchNode.puct_value,
+            dont_return_chance_node=True,
+        )
 
     def act(self, states) -> list[int]:
         return [int(self.bot.step(s)) for s in states]

@@ -59,6 +59,7 @@ def stage_timers(acc: dict):
                 return fn(*args, **kwargs)
             finally:
                 acc[name] += time.perf_counter() - t
+
         return wrapper
 
     for (owner, attr), name in STAGES.items():
@@ -95,8 +96,7 @@ def profile(net, kind: str, batch: int, sims: int, repeats: int) -> dict:
             t = time.perf_counter()
             logits, value, hidden = net.initial(obs)
             acc["root network"] += time.perf_counter() - t
-            model = LearnedModel(logits, value, hidden, recurrent, -1.0, num_nodes=sims + 1,
-                                 store=store)
+            model = LearnedModel(logits, value, hidden, recurrent, -1.0, num_nodes=sims + 1, store=store)
             mcts.search(model, params, rng, add_noise=True)
             store = model.hidden  # reused, as polyzero's MuZero does
             if r:

@@ -66,8 +66,13 @@ def main() -> None:
     args = ap.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
     cfg = build_config(args.game, "alphazero", overrides=["threads=1"] + args.overrides)
-    ray.init(num_cpus=max(counts), include_dashboard=False, _node_ip_address="127.0.0.1",
-             log_to_driver=False, runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    ray.init(
+        num_cpus=max(counts),
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
+    )
     # Workers search on the CPU unless --set ray.worker_gpus=F gives each a share of a GPU.
     remote = ray.remote(num_cpus=1, num_gpus=cfg.ray.worker_gpus)(SelfPlayWorker)
     pool = [remote.remote(cfg.to_dict(), i) for i in range(max(counts))]
@@ -75,7 +80,7 @@ def main() -> None:
     rows = {n: [] for n in counts}
     probes = []
     for r in range(args.rounds):
-        for n in (counts if r % 2 == 0 else counts[::-1]):
+        for n in counts if r % 2 == 0 else counts[::-1]:
             probes.append(probe_ms())
             rows[n].append(measure(pool[:n], args.seconds, chunk))
             print(f"round {r} workers {n}: {rows[n][-1]}", flush=True)
@@ -86,27 +91,41 @@ def main() -> None:
         summary[n]["efficiency"] = summary[n]["speedup"] / (n / counts[0])
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if "Model name" in line), "?")
-    where = (f"each worker on {cfg.ray.worker_gpus:g} of a GPU ({torch.cuda.get_device_name(0)})"
-             if cfg.ray.worker_gpus > 0 else "workers on the CPU")
+    where = (
+        f"each worker on {cfg.ray.worker_gpus:g} of a GPU ({torch.cuda.get_device_name(0)})"
+        if cfg.ray.worker_gpus > 0
+        else "workers on the CPU"
+    )
     result = {
         "command": " ".join([os.path.basename(sys.executable), *sys.argv]),
         "machine": {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version()},
-        "workers_on": where, "game": args.game, "config": cfg.to_dict(), "rounds": rows, "summary": summary,
+        "workers_on": where,
+        "game": args.game,
+        "config": cfg.to_dict(),
+        "rounds": rows,
+        "summary": summary,
         "probe_ms": {"median": statistics.median(probes), "min": min(probes), "max": max(probes)},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
-    lines = [f"# Self-play scaling ({args.game})", "",
-             f"- command: `{result['command']}`", f"- machine: {model}, {os.cpu_count()} cores",
-             f"- {where}, one torch thread per worker; learner paused; {args.rounds} interleaved rounds of "
-             f"{args.seconds:.0f} s; speed probe median {result['probe_ms']['median']:.2f} ms "
-             f"(min {result['probe_ms']['min']:.2f}, max {result['probe_ms']['max']:.2f})", "",
-             "| workers | positions searched / s | finished-game positions / s | speed-up | efficiency |",
-             "|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"# Self-play scaling ({args.game})",
+        "",
+        f"- command: `{result['command']}`",
+        f"- machine: {model}, {os.cpu_count()} cores",
+        f"- {where}, one torch thread per worker; learner paused; {args.rounds} interleaved rounds of "
+        f"{args.seconds:.0f} s; speed probe median {result['probe_ms']['median']:.2f} ms "
+        f"(min {result['probe_ms']['min']:.2f}, max {result['probe_ms']['max']:.2f})",
+        "",
+        "| workers | positions searched / s | finished-game positions / s | speed-up | efficiency |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for n in counts:
         s = summary[n]
-        lines.append(f"| {n} | {s['searches_per_s']:.1f} | {s['positions_per_s']:.1f} | "
-                     f"{s['speedup']:.2f}x | {s['efficiency']:.2f} |")
+        lines.append(
+            f"| {n} | {s['searches_per_s']:.1f} | {s['positions_per_s']:.1f} | "
+            f"{s['speedup']:.2f}x | {s['efficiency']:.2f} |"
+        )
     Path(args.out).with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     ray.shutdown()

@@ -76,8 +76,10 @@ def muzero_row(args, net, jparams, b: int, n: int, inputs: tuple, visit_check: l
     pz = PolyzeroMuZero(net, n)
     pz(obs_list[0])  # warm (numba compile/cache load)
     row = {"B": b, "num_simulations": n}
-    jobs = [("polyzero", pz, [(o,) for o in obs_list]),
-            ("net_alone", net_alone_fn(net, n, b), [(o,) for o in obs_list])]
+    jobs = [
+        ("polyzero", pz, [(o,) for o in obs_list]),
+        ("net_alone", net_alone_fn(net, n, b), [(o,) for o in obs_list]),
+    ]
     res0 = pz(obs_list[0])
     row["polyzero_depth"] = res0.tree.depth_stats()
     if jparams is not None:
@@ -94,18 +96,20 @@ def muzero_row(args, net, jparams, b: int, n: int, inputs: tuple, visit_check: l
     # share of each polyzero call spent outside the network (network calls
     # timed inside the search), median over calls
     row["polyzero_outside_net_share_inner"] = 1 - statistics.median(pz.net_shares)
-    row["polyzero_outside_net_share_alone"] = \
-        1 - row["net_alone"]["median_s"] / row["polyzero"]["median_s"]
+    row["polyzero_outside_net_share_alone"] = 1 - row["net_alone"]["median_s"] / row["polyzero"]["median_s"]
     row["polyzero_mean_ms"] = statistics.mean(ts["polyzero"]) * 1e3
     row["mctx_mean_ms"] = statistics.mean(ts["mctx"]) * 1e3 if "mctx" in ts else None
-    line = (f"B={b:4d} sims={n:3d}  polyzero {row['polyzero']['median_s']*1e3:9.3f} ms"
-            f"  net-alone {row['net_alone']['median_s']*1e3:9.3f} ms")
+    line = (
+        f"B={b:4d} sims={n:3d}  polyzero {row['polyzero']['median_s'] * 1e3:9.3f} ms"
+        f"  net-alone {row['net_alone']['median_s'] * 1e3:9.3f} ms"
+    )
     if jparams is not None:
         row["speedup_vs_mctx"] = row["mctx"]["median_s"] / row["polyzero"]["median_s"]
-        line += (f"  mctx {row['mctx']['median_s']*1e3:9.3f} ms  "
-                 f"x{row['speedup_vs_mctx']:.2f}")
-    line += (f"  outside-net {row['polyzero_outside_net_share_inner']:.2f}"
-             f"  (probe {row['probe_ms']:.2f} ms, wall {time.perf_counter()-t_wall:.1f} s)")
+        line += f"  mctx {row['mctx']['median_s'] * 1e3:9.3f} ms  x{row['speedup_vs_mctx']:.2f}"
+    line += (
+        f"  outside-net {row['polyzero_outside_net_share_inner']:.2f}"
+        f"  (probe {row['probe_ms']:.2f} ms, wall {time.perf_counter() - t_wall:.1f} s)"
+    )
     print(line, flush=True)
     return row
 
@@ -119,8 +123,7 @@ def mctx_job(pz, jparams, b: int, n: int, inputs: tuple, row: dict, visit_check:
     obs_list, no_mask, invalid = inputs
     mc = make_mctx(n)
     keys = list(jax.random.split(jax.random.PRNGKey(42), 4))
-    jobs_args = [(jparams, keys[i], jnp.asarray(obs_list[i]), jnp.asarray(no_mask))
-                 for i in range(4)]
+    jobs_args = [(jparams, keys[i], jnp.asarray(obs_list[i]), jnp.asarray(no_mask)) for i in range(4)]
     t0 = time.perf_counter()
     _, mv, mpar = mc(*jobs_args[0])
     row["mctx_first_call_s"] = time.perf_counter() - t0
@@ -131,13 +134,20 @@ def mctx_job(pz, jparams, b: int, n: int, inputs: tuple, row: dict, visit_check:
         _, mv, _ = mc(jparams, keys[0], jnp.asarray(obs_list[0]), jnp.asarray(inv))
         mv = np.asarray(mv)
         diff = np.abs(pv.astype(np.int64) - mv)
-        chk = {"B": b, "num_simulations": n, "root": label,
-               "rows_exact": float((diff.sum(axis=1) == 0).mean()),
-               "max_abs_diff": int(diff.max()),
-               "masked_actions_visited": int(pv[inv].sum()) + int(mv[inv].sum())}
+        chk = {
+            "B": b,
+            "num_simulations": n,
+            "root": label,
+            "rows_exact": float((diff.sum(axis=1) == 0).mean()),
+            "max_abs_diff": int(diff.max()),
+            "masked_actions_visited": int(pv[inv].sum()) + int(mv[inv].sum()),
+        }
         visit_check.append(chk)
-        print(f"visit check B={b} sims={n} ({label}): rows exact "
-              f"{chk['rows_exact']:.3f}, max |diff| {chk['max_abs_diff']}", flush=True)
+        print(
+            f"visit check B={b} sims={n} ({label}): rows exact "
+            f"{chk['rows_exact']:.3f}, max |diff| {chk['max_abs_diff']}",
+            flush=True,
+        )
     return "mctx", mc, jobs_args
 
 
@@ -192,9 +202,12 @@ def alphazero_section(args, num_sims=64, batch=256):
     net = algo.build_network()
     n_params = int(sum(p.numel() for p in net.parameters()))
     evaluate = Evaluator(net, "cpu")
-    params = SearchParams(**{**{k: getattr(cfg.search, k) for k in vars(cfg.search)
-                                if k in SearchParams.__dataclass_fields__},
-                             "num_simulations": num_sims})
+    params = SearchParams(
+        **{
+            **{k: getattr(cfg.search, k) for k in vars(cfg.search) if k in SearchParams.__dataclass_fields__},
+            "num_simulations": num_sims,
+        }
+    )
     rng = np.random.default_rng(SEED)
 
     state_sets = [random_openings(game, batch, seed) for seed in range(2)]
@@ -214,8 +227,10 @@ def alphazero_section(args, num_sims=64, batch=256):
         for _ in range(num_sims + 1):
             evaluate(obs)
 
-    jobs = [("alphazero_search", search_job, [(s,) for s in state_sets]),
-            ("network_alone", net_job, [(o,) for o in obs_sets])]
+    jobs = [
+        ("alphazero_search", search_job, [(s,) for s in state_sets]),
+        ("network_alone", net_job, [(o,) for o in obs_sets]),
+    ]
     ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=200)
     s = summarize(ts["alphazero_search"])
     n = summarize(ts["network_alone"])
@@ -225,11 +240,16 @@ def alphazero_section(args, num_sims=64, batch=256):
     algo.search(counting, state_sets[1], params, rng, add_noise=False)
     total = time.perf_counter() - t0
     return {
-        "B": batch, "num_simulations": num_sims, "network": repr(cfg.net),
+        "B": batch,
+        "num_simulations": num_sims,
+        "network": repr(cfg.net),
         "parameters": n_params,
-        "search_ms": s["median_s"] * 1e3, "network_alone_ms": n["median_s"] * 1e3,
+        "search_ms": s["median_s"] * 1e3,
+        "network_alone_ms": n["median_s"] * 1e3,
         "ratio": s["median_s"] / n["median_s"],
-        "search": s, "network_alone": n, "probe_ms": statistics.median(probe),
+        "search": s,
+        "network_alone": n,
+        "probe_ms": statistics.median(probe),
         "network_calls_per_search": calls_per_search,
         "net_share_inside_one_search": counting.net_s / total,
         "depth": depth,
@@ -238,15 +258,21 @@ def alphazero_section(args, num_sims=64, batch=256):
 
 def run_meta(args, argv, net_err: float) -> dict:
     """The run's command, machine, library versions, threads and settings."""
-    meta = {"command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-            "seed": SEED, "machine": machine_info(), "torch": torch.__version__,
-            "numpy": np.__version__, "torch_threads": torch.get_num_threads(),
-            "tree_kernel_threads": numba.get_num_threads(),
-            "net_mode": args.net_mode, "net_parameters": tinynet.num_parameters(),
-            "net_max_abs_err_vs_numpy": net_err, "loadavg_start": os.getloadavg(),
-            "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY",
-                                                   "XLA_FLAGS", "JAX_PLATFORMS")},
-            "search_params": MUZERO_PARAMS}
+    meta = {
+        "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "seed": SEED,
+        "machine": machine_info(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "tree_kernel_threads": numba.get_num_threads(),
+        "net_mode": args.net_mode,
+        "net_parameters": tinynet.num_parameters(),
+        "net_max_abs_err_vs_numpy": net_err,
+        "loadavg_start": os.getloadavg(),
+        "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "XLA_FLAGS", "JAX_PLATFORMS")},
+        "search_params": MUZERO_PARAMS,
+    }
     meta["numba"] = numba.__version__
     return meta
 
@@ -263,33 +289,52 @@ def mctx_params(meta: dict):
         print(f"mctx comparison skipped: {e}", flush=True)
         meta["mctx_skipped"] = str(e)
         return None
-    meta.update(jax=jax.__version__, jaxlib=jaxlib.__version__, mctx=mctx.__version__,
-                jax_devices=[str(d) for d in jax.devices()])
+    meta.update(
+        jax=jax.__version__,
+        jaxlib=jaxlib.__version__,
+        mctx=mctx.__version__,
+        jax_devices=[str(d) for d in jax.devices()],
+    )
     return jax.tree_util.tree_map(jnp.asarray, tinynet.make_params())
 
 
 # ------------------------------------------------------------------ main
-def main(argv=None):
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batch-sizes", default="1,16,256")
     ap.add_argument("--sims", default="16,64")
     ap.add_argument("--min-total-s", type=float, default=4.0)
     ap.add_argument("--min-calls", type=int, default=9)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--net-mode", default="compiled:auto",
-                    choices=["lean", "script", "eager_ref"] + [f"compiled:{m}" for m in tinynet.COMPILED_MODES],
-                    help="compiled:auto (default) is the path self-play takes (net.inference = auto)")
-    ap.add_argument("--mode", default="interleaved", choices=["interleaved", "alone"],
-                    help="interleaved: every job in this process, round-robin; alone: each library in "
-                         "its own process (search_throughput_alone.py)")
+    ap.add_argument(
+        "--net-mode",
+        default="compiled:auto",
+        choices=["lean", "script", "eager_ref"] + [f"compiled:{m}" for m in tinynet.COMPILED_MODES],
+        help="compiled:auto (default) is the path self-play takes (net.inference = auto)",
+    )
+    ap.add_argument(
+        "--mode",
+        default="interleaved",
+        choices=["interleaved", "alone"],
+        help="interleaved: every job in this process, round-robin; alone: each library in "
+        "its own process (search_throughput_alone.py)",
+    )
     ap.add_argument("--library", choices=search_throughput_alone.LIBRARIES, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--no-mctx", action="store_true")
     ap.add_argument("--no-alphazero", action="store_true")
-    ap.add_argument("--gumbel", action="store_true",
-                    help="only the Gumbel section (Gumbel, Full Gumbel, pUCT, mctx.gumbel_muzero_policy)")
+    ap.add_argument(
+        "--gumbel",
+        action="store_true",
+        help="only the Gumbel section (Gumbel, Full Gumbel, pUCT, mctx.gumbel_muzero_policy)",
+    )
     ap.add_argument("--quick", action="store_true", help="small settings for a smoke run")
     ap.add_argument("--out", default=DEFAULT_OUT)
+    return ap
+
+
+def main(argv=None):
+    ap = _parser()
     args = ap.parse_args(argv)
     if args.quick:
         args.batch_sizes, args.sims = "1,16", "16"
@@ -334,15 +379,17 @@ def main(argv=None):
             results["rows"].append(muzero_row(args, net, jparams, b, n, inputs, results["visit_check"]))
 
     if not args.no_alphazero:
-        az = alphazero_section(args, num_sims=16 if args.quick else 64,
-                               batch=16 if args.quick else 256)
+        az = alphazero_section(args, num_sims=16 if args.quick else 64, batch=16 if args.quick else 256)
         results["alphazero"] = az
         if "skipped" in az:
             print("AlphaZero mode skipped:", az["skipped"], flush=True)
         else:
-            print(f"AlphaZero B={az['B']} sims={az['num_simulations']}: search "
-                  f"{az['search_ms']:.1f} ms, network alone {az['network_alone_ms']:.1f} ms, "
-                  f"ratio {az['ratio']:.3f} (probe {az['probe_ms']:.2f} ms)", flush=True)
+            print(
+                f"AlphaZero B={az['B']} sims={az['num_simulations']}: search "
+                f"{az['search_ms']:.1f} ms, network alone {az['network_alone_ms']:.1f} ms, "
+                f"ratio {az['ratio']:.3f} (probe {az['probe_ms']:.2f} ms)",
+                flush=True,
+            )
     results["meta"]["loadavg_end"] = os.getloadavg()
 
     if args.out:
@@ -353,48 +400,61 @@ def main(argv=None):
 def render_markdown(results) -> str:
     m = results["meta"]
     mach = m["machine"]
-    lines = ["# Search throughput: polyzero vs mctx, interleaved in one process", "",
-             f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
-             f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)}; "
-             f"JAX on {', '.join(m.get('jax_devices', ['-']))}",
-             f"- command: `{m['command']}`",
-             f"- seed {m['seed']}; python {mach['python']}, torch {m['torch']}, numpy {m['numpy']}, "
-             f"numba {m.get('numba')}, jax {m.get('jax', '-')}, jaxlib {m.get('jaxlib', '-')}, "
-             f"mctx {m.get('mctx', '-')}",
-             f"- network: the anchor tiny MuZero MLP ({m['net_parameters']} parameters), "
-             f"PyTorch '{m['net_mode']}' path, max |err| vs NumPy reference "
-             f"{m['net_max_abs_err_vs_numpy']:.1e}",
-             f"- search: {m['search_params']} (mctx: muzero_policy, dirichlet_fraction=0)",
-             f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}", "",
-             "Mode: interleaved (both libraries in this one process, blocked round-robin; "
-             "`--mode alone` times each in its own process). "
-             "Median ms per policy call (root forward + search), interleaved in the same run; "
-             "speed-up = mctx / polyzero. 'outside net' = share of polyzero's time not spent "
-             "in the network (inner: network calls timed inside the search; alone: 1 - "
-             "net-alone / polyzero). Depth: mean node depth / max depth.", "",
-             "| B | sims | polyzero ms | mctx ms | speed-up | polyzero sims/s | mctx sims/s "
-             "| net alone ms | outside net (inner / alone) | depth polyzero | depth mctx | probe ms |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# Search throughput: polyzero vs mctx, interleaved in one process",
+        "",
+        f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
+        f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)}; "
+        f"JAX on {', '.join(m.get('jax_devices', ['-']))}",
+        f"- command: `{m['command']}`",
+        f"- seed {m['seed']}; python {mach['python']}, torch {m['torch']}, numpy {m['numpy']}, "
+        f"numba {m.get('numba')}, jax {m.get('jax', '-')}, jaxlib {m.get('jaxlib', '-')}, "
+        f"mctx {m.get('mctx', '-')}",
+        f"- network: the anchor tiny MuZero MLP ({m['net_parameters']} parameters), "
+        f"PyTorch '{m['net_mode']}' path, max |err| vs NumPy reference "
+        f"{m['net_max_abs_err_vs_numpy']:.1e}",
+        f"- search: {m['search_params']} (mctx: muzero_policy, dirichlet_fraction=0)",
+        f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}",
+        "",
+        "Mode: interleaved (both libraries in this one process, blocked round-robin; "
+        "`--mode alone` times each in its own process). "
+        "Median ms per policy call (root forward + search), interleaved in the same run; "
+        "speed-up = mctx / polyzero. 'outside net' = share of polyzero's time not spent "
+        "in the network (inner: network calls timed inside the search; alone: 1 - "
+        "net-alone / polyzero). Depth: mean node depth / max depth.",
+        "",
+        "| B | sims | polyzero ms | mctx ms | speed-up | polyzero sims/s | mctx sims/s "
+        "| net alone ms | outside net (inner / alone) | depth polyzero | depth mctx | probe ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results["rows"]:
         pz, na = r["polyzero"], r["net_alone"]
         mc = r.get("mctx")
         pd, md_ = r["polyzero_depth"], r.get("mctx_depth")
         lines.append(
-            f"| {r['B']} | {r['num_simulations']} | {pz['median_s']*1e3:.3f} | "
-            + (f"{mc['median_s']*1e3:.3f} | **{r['speedup_vs_mctx']:.2f}x** | " if mc else "- | - | ")
-            + f"{pz['sims_per_s']:,.0f} | " + (f"{mc['sims_per_s']:,.0f} | " if mc else "- | ")
-            + f"{na['median_s']*1e3:.3f} | {r['polyzero_outside_net_share_inner']:.2f} / "
+            f"| {r['B']} | {r['num_simulations']} | {pz['median_s'] * 1e3:.3f} | "
+            + (f"{mc['median_s'] * 1e3:.3f} | **{r['speedup_vs_mctx']:.2f}x** | " if mc else "- | - | ")
+            + f"{pz['sims_per_s']:,.0f} | "
+            + (f"{mc['sims_per_s']:,.0f} | " if mc else "- | ")
+            + f"{na['median_s'] * 1e3:.3f} | {r['polyzero_outside_net_share_inner']:.2f} / "
             f"{r['polyzero_outside_net_share_alone']:.2f} | "
             f"{pd['mean_node_depth']:.2f} / {pd['max_depth']} | "
             + (f"{md_['mean_node_depth']:.2f} / {md_['max_depth']} | " if md_ else "- | ")
-            + f"{r['probe_ms']:.2f} |")
+            + f"{r['probe_ms']:.2f} |"
+        )
     if results["visit_check"]:
-        lines += ["", "## Root visit counts, polyzero vs mctx (same batch, before timing)", "",
-                  "| B | sims | root | rows matching exactly | max abs diff | visits to masked actions |",
-                  "|---:|---:|---|---:|---:|---:|"]
+        lines += [
+            "",
+            "## Root visit counts, polyzero vs mctx (same batch, before timing)",
+            "",
+            "| B | sims | root | rows matching exactly | max abs diff | visits to masked actions |",
+            "|---:|---:|---|---:|---:|---:|",
+        ]
         for c in results["visit_check"]:
-            lines.append(f"| {c['B']} | {c['num_simulations']} | {c['root']} | "
-                         f"{c['rows_exact']:.3f} | {c['max_abs_diff']} | {c['masked_actions_visited']} |")
+            lines.append(
+                f"| {c['B']} | {c['num_simulations']} | {c['root']} | "
+                f"{c['rows_exact']:.3f} | {c['max_abs_diff']} | {c['masked_actions_visited']} |"
+            )
     az = results.get("alphazero")
     if az:
         lines += ["", "## AlphaZero mode (Connect Four preset network)", ""]
@@ -405,13 +465,15 @@ def render_markdown(results) -> str:
                 f"Network: {az['network']}, {az['parameters']:,} parameters; B = {az['B']} random "
                 f"Connect Four openings, {az['num_simulations']} simulations, "
                 f"{az['network_calls_per_search']['calls']} network calls per search "
-                f"(mean {az['network_calls_per_search']['mean_rows_per_call']:.1f} rows per call).", "",
+                f"(mean {az['network_calls_per_search']['mean_rows_per_call']:.1f} rows per call).",
+                "",
                 "| search ms | same number of network calls alone ms | ratio (target <= 1.15) "
                 "| network share inside one search | depth mean / max | probe ms |",
                 "|---:|---:|---:|---:|---:|---:|",
                 f"| {az['search_ms']:.1f} | {az['network_alone_ms']:.1f} | **{az['ratio']:.3f}** | "
                 f"{az['net_share_inside_one_search']:.2f} | {az['depth']['mean_node_depth']:.2f} / "
-                f"{az['depth']['max_depth']} | {az['probe_ms']:.2f} |"]
+                f"{az['depth']['max_depth']} | {az['probe_ms']:.2f} |",
+            ]
     lines.append("")
     return "\n".join(lines)
 

@@ -42,8 +42,10 @@ def child(args) -> None:
             if args.library == "polyzero":
                 pz = st.PolyzeroMuZero(net, n)
                 visits = pz(obs_list[0]).root_visits  # also warms the kernels
-                jobs = [("polyzero", pz, [(o,) for o in obs_list]),
-                        ("net_alone", st.net_alone_fn(net, n, b), [(o,) for o in obs_list])]
+                jobs = [
+                    ("polyzero", pz, [(o,) for o in obs_list]),
+                    ("net_alone", st.net_alone_fn(net, n, b), [(o,) for o in obs_list]),
+                ]
             else:
                 import jax
                 import jax.numpy as jnp
@@ -57,13 +59,20 @@ def child(args) -> None:
                 loop(*call_args[0])
                 jobs = [("mctx", mc, call_args), ("mctx_net_loop", loop, call_args)]
             ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500)
-            row = {"B": b, "num_simulations": n, "probe_ms": statistics.median(probe),
-                   "root_visits": visits.astype(int).tolist()}
+            row = {
+                "B": b,
+                "num_simulations": n,
+                "probe_ms": statistics.median(probe),
+                "root_visits": visits.astype(int).tolist(),
+            }
             for name in ts:
                 row[name] = {**summarize(ts[name]), "sims_per_s": b * n / statistics.median(ts[name])}
             rows.append(row)
-            print(f"[{args.library} alone] B={b} sims={n} " + "  ".join(
-                f"{k} {row[k]['median_s'] * 1e3:.3f} ms" for k in ts), flush=True)
+            print(
+                f"[{args.library} alone] B={b} sims={n} "
+                + "  ".join(f"{k} {row[k]['median_s'] * 1e3:.3f} ms" for k in ts),
+                flush=True,
+            )
     with open(args.child_out, "w") as fh:
         json.dump({"library": args.library, "loadavg": os.getloadavg(), "rows": rows}, fh)
 
@@ -71,51 +80,82 @@ def child(args) -> None:
 def run(args, meta: dict, libraries=LIBRARIES) -> dict:
     """Start one child per library, then merge their rows and compare root visits."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "search_throughput.py")
-    common = ["--batch-sizes", args.batch_sizes, "--sims", args.sims, "--threads", str(args.threads),
-              "--min-total-s", str(args.min_total_s), "--min-calls", str(args.min_calls),
-              "--net-mode", args.net_mode]
+    common = [
+        "--batch-sizes",
+        args.batch_sizes,
+        "--sims",
+        args.sims,
+        "--threads",
+        str(args.threads),
+        "--min-total-s",
+        str(args.min_total_s),
+        "--min-calls",
+        str(args.min_calls),
+        "--net-mode",
+        args.net_mode,
+    ]
     children = {}
     with tempfile.TemporaryDirectory() as tmp:
         for lib in libraries:
             out = os.path.join(tmp, f"{lib}.json")
-            subprocess.run([sys.executable, script, "--library", lib, "--child-out", out, *common],
-                           check=True)
+            subprocess.run([sys.executable, script, "--library", lib, "--child-out", out, *common], check=True)
             with open(out) as fh:
                 children[lib] = json.load(fh)
     rows, checks = [], []
     for pz in children["polyzero"]["rows"]:
         row = {k: pz[k] for k in ("B", "num_simulations", "polyzero", "net_alone")}
         row["probe_ms"] = {"polyzero": pz["probe_ms"]}
-        mc = next((r for r in children.get("mctx", {}).get("rows", [])
-                   if (r["B"], r["num_simulations"]) == (pz["B"], pz["num_simulations"])), None)
+        mc = next(
+            (
+                r
+                for r in children.get("mctx", {}).get("rows", [])
+                if (r["B"], r["num_simulations"]) == (pz["B"], pz["num_simulations"])
+            ),
+            None,
+        )
         if mc:
             row.update(mctx=mc["mctx"], mctx_net_loop=mc["mctx_net_loop"])
             row["probe_ms"]["mctx"] = mc["probe_ms"]
             row["speedup_vs_mctx"] = mc["mctx"]["median_s"] / pz["polyzero"]["median_s"]
             row["net_alone_vs_xla_loop"] = pz["net_alone"]["median_s"] / mc["mctx_net_loop"]["median_s"]
             diff = np.abs(np.asarray(pz["root_visits"]) - np.asarray(mc["root_visits"]))
-            checks.append({"B": pz["B"], "num_simulations": pz["num_simulations"], "root": "all legal",
-                           "rows_exact": float((diff.sum(axis=1) == 0).mean()), "max_abs_diff": int(diff.max())})
+            checks.append(
+                {
+                    "B": pz["B"],
+                    "num_simulations": pz["num_simulations"],
+                    "root": "all legal",
+                    "rows_exact": float((diff.sum(axis=1) == 0).mean()),
+                    "max_abs_diff": int(diff.max()),
+                }
+            )
         rows.append(row)
-    return {"meta": {**meta, "mode": "alone", "children_loadavg": {k: v["loadavg"] for k, v in children.items()}},
-            "rows": rows, "visit_check": checks}
+    return {
+        "meta": {**meta, "mode": "alone", "children_loadavg": {k: v["loadavg"] for k, v in children.items()}},
+        "rows": rows,
+        "visit_check": checks,
+    }
 
 
 def render(results) -> str:
     m = results["meta"]
     mach = m["machine"]
-    lines = ["# Search throughput, each library alone in its own process: polyzero vs mctx", "",
-             f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
-             f"torch threads {m['torch_threads']}",
-             f"- command: `{m['command']}`",
-             f"- network: the anchor tiny MuZero MLP, polyzero's '{m['net_mode']}' path; search: {m['search_params']}",
-             f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}", "",
-             "Median ms per policy call, each library in its own process (mode: alone); net alone: "
-             "polyzero's 1 + n network calls at batch B without a tree; XLA loop: mctx's root_fn + n "
-             "recurrent_fn in one jitted fori_loop.", "",
-             "| B | sims | polyzero ms | mctx ms | speed-up | polyzero net alone ms | XLA loop ms "
-             "| net alone / XLA loop | probe ms (polyzero / mctx) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Search throughput, each library alone in its own process: polyzero vs mctx",
+        "",
+        f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
+        f"torch threads {m['torch_threads']}",
+        f"- command: `{m['command']}`",
+        f"- network: the anchor tiny MuZero MLP, polyzero's '{m['net_mode']}' path; search: {m['search_params']}",
+        f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}",
+        "",
+        "Median ms per policy call, each library in its own process (mode: alone); net alone: "
+        "polyzero's 1 + n network calls at batch B without a tree; XLA loop: mctx's root_fn + n "
+        "recurrent_fn in one jitted fori_loop.",
+        "",
+        "| B | sims | polyzero ms | mctx ms | speed-up | polyzero net alone ms | XLA loop ms "
+        "| net alone / XLA loop | probe ms (polyzero / mctx) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in results["rows"]:
         mc, loop = r.get("mctx"), r.get("mctx_net_loop")
         lines.append(
@@ -123,10 +163,19 @@ def render(results) -> str:
             + (f"{mc['median_s'] * 1e3:.3f} | **{r['speedup_vs_mctx']:.2f}x** | " if mc else "- | - | ")
             + f"{r['net_alone']['median_s'] * 1e3:.3f} | "
             + (f"{loop['median_s'] * 1e3:.3f} | {r['net_alone_vs_xla_loop']:.2f} | " if loop else "- | - | ")
-            + " / ".join(f"{v:.2f}" for v in r["probe_ms"].values()) + " |")
+            + " / ".join(f"{v:.2f}" for v in r["probe_ms"].values())
+            + " |"
+        )
     if results["visit_check"]:
-        lines += ["", "Root visit counts, polyzero vs mctx (same batch, all legal):", "",
-                  "| B | sims | rows matching exactly | max abs diff |", "|---:|---:|---:|---:|"]
-        lines += [f"| {c['B']} | {c['num_simulations']} | {c['rows_exact']:.3f} | {c['max_abs_diff']} |"
-                  for c in results["visit_check"]]
+        lines += [
+            "",
+            "Root visit counts, polyzero vs mctx (same batch, all legal):",
+            "",
+            "| B | sims | rows matching exactly | max abs diff |",
+            "|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {c['B']} | {c['num_simulations']} | {c['rows_exact']:.3f} | {c['max_abs_diff']} |"
+            for c in results["visit_check"]
+        ]
     return "\n".join(lines) + "\n"

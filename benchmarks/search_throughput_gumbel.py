@@ -16,8 +16,9 @@ from search_throughput_jobs import MUZERO_PARAMS, PolyzeroMuZero, batch_inputs, 
 
 # mctx-equivalent Gumbel settings: gumbel_muzero_policy's qtransform_completed_by_mix_value
 # (value_scale 0.1, maxvisit_init 50, min-max of the completed Q), m = 16.
-GUMBEL_PARAMS = dict(gumbel_q_normalisation="completed_minmax", c_visit=50.0, c_scale=0.1,
-                     max_considered_actions=16, gumbel_scale=1.0)
+GUMBEL_PARAMS = dict(
+    gumbel_q_normalisation="completed_minmax", c_visit=50.0, c_scale=0.1, max_considered_actions=16, gumbel_scale=1.0
+)
 
 
 def mctx_gumbel_draw(key, batch):
@@ -25,8 +26,7 @@ def mctx_gumbel_draw(key, batch):
     import jax
 
     _, gumbel_rng = jax.random.split(key)
-    return np.asarray(jax.random.gumbel(gumbel_rng, shape=(batch, tinynet.A), dtype=np.float32),
-                      np.float64)
+    return np.asarray(jax.random.gumbel(gumbel_rng, shape=(batch, tinynet.A), dtype=np.float32), np.float64)
 
 
 def bookkeeping_per_level(pz, obs, calls=5):
@@ -69,28 +69,32 @@ def gumbel_section(args, net, jparams, batch_sizes, sims_list):
 
                 mc = make_mctx(n, gumbel=True)
                 keys = list(jax.random.split(jax.random.PRNGKey(42), 4))
-                jobs_args = [(jparams, keys[i], jnp.asarray(obs_list[i]), jnp.asarray(no_mask))
-                             for i in range(4)]
+                jobs_args = [(jparams, keys[i], jnp.asarray(obs_list[i]), jnp.asarray(no_mask)) for i in range(4)]
                 mc(*jobs_args[0])
                 for label, inv in (("all legal", no_mask), ("random root mask", invalid)):
                     g = mctx_gumbel_draw(keys[0], b)
                     res = searches["full_gumbel"](obs_list[0], root_legal=~inv, gumbel=g)
-                    act, mv, _, weights = mc(jparams, keys[0], jnp.asarray(obs_list[0]),
-                                             jnp.asarray(inv))
+                    act, mv, _, weights = mc(jparams, keys[0], jnp.asarray(obs_list[0]), jnp.asarray(inv))
                     mv = np.asarray(mv)
                     diff = np.abs(res.root_visits.astype(np.int64) - mv)
-                    chk = {"B": b, "num_simulations": n, "root": label,
-                           "rows_exact": float((diff.sum(axis=1) == 0).mean()),
-                           "max_abs_diff": int(diff.max()),
-                           "actions_equal": float((res.action == np.asarray(act)).mean()),
-                           "max_abs_policy_diff": float(np.abs(res.policy_target -
-                                                               np.asarray(weights)).max()),
-                           "masked_actions_visited": int(res.root_visits[inv].sum()) + int(mv[inv].sum())}
+                    chk = {
+                        "B": b,
+                        "num_simulations": n,
+                        "root": label,
+                        "rows_exact": float((diff.sum(axis=1) == 0).mean()),
+                        "max_abs_diff": int(diff.max()),
+                        "actions_equal": float((res.action == np.asarray(act)).mean()),
+                        "max_abs_policy_diff": float(np.abs(res.policy_target - np.asarray(weights)).max()),
+                        "masked_actions_visited": int(res.root_visits[inv].sum()) + int(mv[inv].sum()),
+                    }
                     out["visit_check"].append(chk)
-                    print(f"gumbel visit check B={b} sims={n} ({label}): rows exact "
-                          f"{chk['rows_exact']:.3f}, max |diff| {chk['max_abs_diff']}, actions "
-                          f"equal {chk['actions_equal']:.3f}, max |pi' diff| "
-                          f"{chk['max_abs_policy_diff']:.1e}", flush=True)
+                    print(
+                        f"gumbel visit check B={b} sims={n} ({label}): rows exact "
+                        f"{chk['rows_exact']:.3f}, max |diff| {chk['max_abs_diff']}, actions "
+                        f"equal {chk['actions_equal']:.3f}, max |pi' diff| "
+                        f"{chk['max_abs_policy_diff']:.1e}",
+                        flush=True,
+                    )
                 jobs.append(("mctx_gumbel", mc, jobs_args))
             ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500)
             row["probe_ms"] = statistics.median(probe)
@@ -104,14 +108,15 @@ def gumbel_section(args, net, jparams, batch_sizes, sims_list):
                 row[f"{name}_levels_per_simulation"] = levels_per_sim
                 row[f"{name}_depth"] = pz(obs_list[1]).tree.depth_stats()
             for name in ("gumbel", "full_gumbel"):
-                row[f"{name}_bookkeeping_vs_puct"] = (row[f"{name}_bookkeeping_us_per_level"] /
-                                                     row["puct_bookkeeping_us_per_level"])
+                row[f"{name}_bookkeeping_vs_puct"] = (
+                    row[f"{name}_bookkeeping_us_per_level"] / row["puct_bookkeeping_us_per_level"]
+                )
                 if "mctx_gumbel" in row:
                     row[f"{name}_speedup_vs_mctx"] = row["mctx_gumbel"]["median_s"] / row[name]["median_s"]
-            line = f"B={b:4d} sims={n:3d} " + "  ".join(
-                f"{name} {row[name]['median_s']*1e3:8.3f} ms" for name in ts)
+            line = f"B={b:4d} sims={n:3d} " + "  ".join(f"{name} {row[name]['median_s'] * 1e3:8.3f} ms" for name in ts)
             line += "  bookkeeping/level vs puct: " + ", ".join(
-                f"{k} {row[f'{k}_bookkeeping_vs_puct']:.2f}" for k in ("gumbel", "full_gumbel"))
+                f"{k} {row[f'{k}_bookkeeping_vs_puct']:.2f}" for k in ("gumbel", "full_gumbel")
+            )
             print(line, flush=True)
             out["rows"].append(row)
     return out
@@ -119,46 +124,61 @@ def gumbel_section(args, net, jparams, batch_sizes, sims_list):
 
 def render_gumbel_markdown(meta, g) -> str:
     mach = meta["machine"]
-    lines = ["# Gumbel search throughput: polyzero vs mctx.gumbel_muzero_policy", "",
-             f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
-             f"torch threads {meta['torch_threads']}, tree-kernel threads {meta.get('tree_kernel_threads', 1)}",
-             f"- command: `{meta['command']}`",
-             f"- seed {meta['seed']}; numba {meta.get('numba')}, jax {meta.get('jax', '-')}, "
-             f"mctx {meta.get('mctx', '-')}",
-             f"- network: the anchor tiny MuZero MLP ({meta['net_parameters']} parameters, "
-             f"{tinynet.A} actions), PyTorch '{meta['net_mode']}' path",
-             f"- polyzero Gumbel settings: {g['params']}; pUCT inside `gumbel`: {MUZERO_PARAMS}",
-             f"- load average start/end: {meta['loadavg_start']} / {meta.get('loadavg_end')}", "",
-             "Median ms per policy call (root forward + search), all jobs interleaved in the same "
-             "run. Speed-up = mctx / polyzero. Net alone: the same network calls without a tree "
-             "(1 root + n recurrent at batch B), polyzero's floor. Bookkeeping per level = (call "
-             "time - network time) / (B x levels visited), in microseconds, relative to pUCT's; "
-             "Gumbel trees are shallower (levels per simulation), so per-simulation costs weigh "
-             "more per level.", "",
-             "| B | sims | pUCT ms | gumbel ms | full_gumbel ms | mctx gumbel ms | full_gumbel speed-up "
-             "| gumbel speed-up | net alone ms | bookkeeping us/level puct / gumbel / full | gumbel/puct | full/puct "
-             "| levels per simulation puct / gumbel / full |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    lines = [
+        "# Gumbel search throughput: polyzero vs mctx.gumbel_muzero_policy",
+        "",
+        f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
+        f"torch threads {meta['torch_threads']}, tree-kernel threads {meta.get('tree_kernel_threads', 1)}",
+        f"- command: `{meta['command']}`",
+        f"- seed {meta['seed']}; numba {meta.get('numba')}, jax {meta.get('jax', '-')}, mctx {meta.get('mctx', '-')}",
+        f"- network: the anchor tiny MuZero MLP ({meta['net_parameters']} parameters, "
+        f"{tinynet.A} actions), PyTorch '{meta['net_mode']}' path",
+        f"- polyzero Gumbel settings: {g['params']}; pUCT inside `gumbel`: {MUZERO_PARAMS}",
+        f"- load average start/end: {meta['loadavg_start']} / {meta.get('loadavg_end')}",
+        "",
+        "Median ms per policy call (root forward + search), all jobs interleaved in the same "
+        "run. Speed-up = mctx / polyzero. Net alone: the same network calls without a tree "
+        "(1 root + n recurrent at batch B), polyzero's floor. Bookkeeping per level = (call "
+        "time - network time) / (B x levels visited), in microseconds, relative to pUCT's; "
+        "Gumbel trees are shallower (levels per simulation), so per-simulation costs weigh "
+        "more per level.",
+        "",
+        "| B | sims | pUCT ms | gumbel ms | full_gumbel ms | mctx gumbel ms | full_gumbel speed-up "
+        "| gumbel speed-up | net alone ms | bookkeeping us/level puct / gumbel / full | gumbel/puct | full/puct "
+        "| levels per simulation puct / gumbel / full |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
     for r in g["rows"]:
         mc = r.get("mctx_gumbel")
         lines.append(
-            f"| {r['B']} | {r['num_simulations']} | {r['puct']['median_s']*1e3:.3f} | "
-            f"{r['gumbel']['median_s']*1e3:.3f} | {r['full_gumbel']['median_s']*1e3:.3f} | "
-            + (f"{mc['median_s']*1e3:.3f} | **{r['full_gumbel_speedup_vs_mctx']:.2f}x** | "
-               f"{r['gumbel_speedup_vs_mctx']:.2f}x | " if mc else "- | - | - | ")
-            + f"{r['net_alone']['median_s']*1e3:.3f} | "
+            f"| {r['B']} | {r['num_simulations']} | {r['puct']['median_s'] * 1e3:.3f} | "
+            f"{r['gumbel']['median_s'] * 1e3:.3f} | {r['full_gumbel']['median_s'] * 1e3:.3f} | "
+            + (
+                f"{mc['median_s'] * 1e3:.3f} | **{r['full_gumbel_speedup_vs_mctx']:.2f}x** | "
+                f"{r['gumbel_speedup_vs_mctx']:.2f}x | "
+                if mc
+                else "- | - | - | "
+            )
+            + f"{r['net_alone']['median_s'] * 1e3:.3f} | "
             + f"{r['puct_bookkeeping_us_per_level']:.3f} / {r['gumbel_bookkeeping_us_per_level']:.3f}"
             f" / {r['full_gumbel_bookkeeping_us_per_level']:.3f} | "
             f"{r['gumbel_bookkeeping_vs_puct']:.2f} | {r['full_gumbel_bookkeeping_vs_puct']:.2f} | "
             f"{r['puct_levels_per_simulation']:.2f} / {r['gumbel_levels_per_simulation']:.2f} / "
-            f"{r['full_gumbel_levels_per_simulation']:.2f} |")
+            f"{r['full_gumbel_levels_per_simulation']:.2f} |"
+        )
     if g["visit_check"]:
-        lines += ["", "## Root visit counts, Full Gumbel (mctx-equivalent mode) vs mctx, same Gumbel draws", "",
-                  "| B | sims | root | rows matching exactly | max abs diff | A_{n+1} equal | max abs pi' diff "
-                  "| visits to masked actions |",
-                  "|---:|---:|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "## Root visit counts, Full Gumbel (mctx-equivalent mode) vs mctx, same Gumbel draws",
+            "",
+            "| B | sims | root | rows matching exactly | max abs diff | A_{n+1} equal | max abs pi' diff "
+            "| visits to masked actions |",
+            "|---:|---:|---|---:|---:|---:|---:|---:|",
+        ]
         for c in g["visit_check"]:
-            lines.append(f"| {c['B']} | {c['num_simulations']} | {c['root']} | {c['rows_exact']:.3f} | "
-                         f"{c['max_abs_diff']} | {c['actions_equal']:.3f} | "
-                         f"{c['max_abs_policy_diff']:.1e} | {c['masked_actions_visited']} |")
+            lines.append(
+                f"| {c['B']} | {c['num_simulations']} | {c['root']} | {c['rows_exact']:.3f} | "
+                f"{c['max_abs_diff']} | {c['actions_equal']:.3f} | "
+                f"{c['max_abs_policy_diff']:.1e} | {c['masked_actions_visited']} |"
+            )
     return "\n".join(lines) + "\n"

@@ -27,9 +27,11 @@ def depth_from_parents(parents):
         ok = par >= 0
         depth[ok, j] = depth[ok, par[ok]] + 1
     valid = np.concatenate([np.ones((b, 1), bool), parents[:, 1:] >= 0], axis=1)
-    return {"mean_node_depth": float(depth[valid].mean()),
-            "max_depth_mean_over_batch": float(depth.max(axis=1).mean()),
-            "max_depth": int(depth.max())}
+    return {
+        "mean_node_depth": float(depth[valid].mean()),
+        "max_depth_mean_over_batch": float(depth.max(axis=1).mean()),
+        "max_depth": int(depth.max()),
+    }
 
 
 def batch_inputs(b: int) -> tuple[list, np.ndarray, np.ndarray]:
@@ -44,8 +46,14 @@ def batch_inputs(b: int) -> tuple[list, np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------ polyzero (MuZero mode)
-MUZERO_PARAMS = dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min",
-                     c1=1.25, c2=19652.0, dirichlet_fraction=0.0)
+MUZERO_PARAMS = dict(
+    selection="muzero",
+    q_normalisation="parent_siblings",
+    unvisited_q="min",
+    c1=1.25,
+    c2=19652.0,
+    dirichlet_fraction=0.0,
+)
 
 
 class PolyzeroMuZero:
@@ -72,9 +80,16 @@ class PolyzeroMuZero:
         net0 = self.net_s
         logits, value, hidden = self.net.initial(obs)
         self.net_s += time.perf_counter() - t0
-        model = LearnedModel(logits, value, hidden, self._timed_recurrent, discount=-1.0,
-                             root_legal=root_legal, num_nodes=self.params.num_simulations + 1,
-                             store=self.store)
+        model = LearnedModel(
+            logits,
+            value,
+            hidden,
+            self._timed_recurrent,
+            discount=-1.0,
+            root_legal=root_legal,
+            num_nodes=self.params.num_simulations + 1,
+            store=self.store,
+        )
         self.store = model.hidden  # reused by the next call, as polyzero's MuZero does
         self.calls += 1
         if self.params.kind == "puct":
@@ -97,6 +112,7 @@ def net_alone_fn(net: tinynet.TinyNetNumpy, num_simulations: int, batch: int):
         net.initial(obs)
         for i in range(num_simulations):
             net.recurrent(store[idx[i % 8]], acts[i % 8])
+
     return f
 
 

@@ -69,11 +69,16 @@ def probe(ckpt: Path, games: int, seed: int) -> dict:
     late = [entropy(np.asarray(p)) for t in trajs for p in t.policies[8:]]
     gap = [abs(v - t.returns[pl]) for t in trajs for v, pl in zip(t.root_values, t.players)]
     first = np.array([t.returns[0] for t in trajs])
-    out = {"checkpoint": ckpt.name, "games": len(trajs),
-           "mean_length": float(np.mean([len(t.actions) for t in trajs])),
-           "policy_entropy_moves_1_8": float(np.mean(early)), "policy_entropy_after_8": float(np.mean(late)),
-           "root_value_error": float(np.mean(gap)),
-           "first_player_win": float(np.mean(first > 0)), "draw": float(np.mean(first == 0))}
+    out = {
+        "checkpoint": ckpt.name,
+        "games": len(trajs),
+        "mean_length": float(np.mean([len(t.actions) for t in trajs])),
+        "policy_entropy_moves_1_8": float(np.mean(early)),
+        "policy_entropy_after_8": float(np.mean(late)),
+        "root_value_error": float(np.mean(gap)),
+        "first_player_win": float(np.mean(first > 0)),
+        "draw": float(np.mean(first == 0)),
+    }
     for k in (4, 8, 12):
         out[f"distinct_openings_{k}"] = len({tuple(t.actions[:k]) for t in trajs}) / len(trajs)
     if game.num_players() == 2:
@@ -98,8 +103,11 @@ def missed_wins(game, trajs) -> dict:
                 skipped.append(t.returns[mover])
             state.apply_action(a)
     chances = taken + len(skipped)
-    return {"selfplay_win_chances": chances, "selfplay_wins_taken": taken / chances if chances else float("nan"),
-            "skipped_win_mover_won": float(np.mean(np.asarray(skipped) > 0)) if skipped else float("nan")}
+    return {
+        "selfplay_win_chances": chances,
+        "selfplay_wins_taken": taken / chances if chances else float("nan"),
+        "skipped_win_mover_won": float(np.mean(np.asarray(skipped) > 0)) if skipped else float("nan"),
+    }
 
 
 def immediate_wins(state) -> list[int]:
@@ -169,10 +177,12 @@ def one_step(algo, positions: list, score) -> dict:
 def model_q(net):
     """The learned model's one-step Q of the mover, r(s, a) - v(g(s, a)) (the opponent
     moves next), as a score for `one_step`."""
+
     def q(obs, actions):
         s2, reward = net.dynamics(net.represent(obs), actions)
         r = net.reward_scalar(reward, len(actions), s2)
         return (r - net.value_scalar(net.predict(s2)[1])).numpy()
+
     return q
 
 
@@ -184,8 +194,13 @@ def model_tactics(ckpt: Path, positions: list) -> dict:
     q = one_step(algo, positions, model_q(net))
     out = {"model_argmax_q_wins": q["argmax_wins"], "model_q_win": q["win"], "model_q_other": q["other"]}
     if net.reward_head is not None:  # board games have one with muzero.terminal_reward only
-        r = one_step(algo, positions, lambda obs, actions: net.reward_scalar(
-            net.dynamics(net.represent(obs), actions)[1], len(actions), None).numpy())
+        r = one_step(
+            algo,
+            positions,
+            lambda obs, actions: net.reward_scalar(
+                net.dynamics(net.represent(obs), actions)[1], len(actions), None
+            ).numpy(),
+        )
         out.update(model_argmax_r_wins=r["argmax_wins"], model_r_win=r["win"], model_r_other=r["other"])
     return out
 

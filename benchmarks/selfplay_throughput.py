@@ -56,6 +56,7 @@ class Recording:
             if self.record:
                 self.calls.append((name, [(a.shape, a.dtype) for a in arrays]))
             return fn(*arrays)
+
         return call
 
     def __getattr__(self, name):
@@ -68,9 +69,18 @@ class Recording:
 def replay_alone(evaluate, calls, num_actions: int) -> float:
     """Seconds the recorded network calls take alone, on random inputs of their shapes."""
     rng = np.random.default_rng(0)
-    inputs = [(name, [rng.random(shape).astype(dtype) if dtype.kind == "f" else
-                      rng.integers(0, num_actions, shape).astype(dtype) for shape, dtype in spec])
-              for name, spec in calls]
+    inputs = [
+        (
+            name,
+            [
+                rng.random(shape).astype(dtype)
+                if dtype.kind == "f"
+                else rng.integers(0, num_actions, shape).astype(dtype)
+                for shape, dtype in spec
+            ],
+        )
+        for name, spec in calls
+    ]
     t0 = time.perf_counter()
     for name, arrays in inputs:
         getattr(evaluate, name)(*arrays)
@@ -90,6 +100,7 @@ def gpu_sampler(device: str):
     def loop():
         while not done.wait(0.2):
             samples.append(torch.cuda.utilization())
+
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
 
@@ -97,6 +108,7 @@ def gpu_sampler(device: str):
         done.set()
         thread.join()
         return float(np.mean(samples)) / 100 if samples else None
+
     return stop
 
 
@@ -108,8 +120,9 @@ def make_actor(preset: str, games: int, inference: str, device: str, seed: int, 
     from polyzero.train.selfplay import SelfPlayActor
 
     game_name, algo_name, overrides = PRESETS[preset]
-    cfg = build_config(game_name, algo_name, overrides=overrides + [
-        f"selfplay.concurrent_games={games}", f"net.inference={inference}"])
+    cfg = build_config(
+        game_name, algo_name, overrides=overrides + [f"selfplay.concurrent_games={games}", f"net.inference={inference}"]
+    )
     game = load_game(cfg.game)
     algo = make_algorithm(cfg, game)
     torch.manual_seed(seed)
@@ -137,9 +150,13 @@ def interleaved(preset: str, games: int, inferences: list[str], rounds: int, thr
             if r >= 2:  # two warm-up moves (the first builds the compiled path)
                 times[i].append(time.perf_counter() - t0)
     med = {i: float(np.median(t)) for i, t in times.items()}
-    return {"preset": preset, "games": games, "rounds": rounds,
-            "positions_per_s": {i: games / m for i, m in med.items()},
-            "speedup_vs_first": {i: med[inferences[0]] / m for i, m in med.items()}}
+    return {
+        "preset": preset,
+        "games": games,
+        "rounds": rounds,
+        "positions_per_s": {i: games / m for i, m in med.items()},
+        "speedup_vs_first": {i: med[inferences[0]] / m for i, m in med.items()},
+    }
 
 
 def run_actor(job: dict) -> dict:
@@ -147,8 +164,9 @@ def run_actor(job: dict) -> dict:
     from polyzero.nets.inference import set_threads
 
     set_threads(job["threads"])
-    algo, evaluate, actor = make_actor(job["preset"], job["games"], job["inference"], job["device"],
-                                       job["seed"], job.get("checkpoint"))
+    algo, evaluate, actor = make_actor(
+        job["preset"], job["games"], job["inference"], job["device"], job["seed"], job.get("checkpoint")
+    )
     for _ in range(job["warmup_ticks"]):
         actor.tick()
     stop_gpu = gpu_sampler(job["device"])
@@ -162,16 +180,32 @@ def run_actor(job: dict) -> dict:
     gpu = stop_gpu() if stop_gpu else None
     net_s = replay_alone(evaluate.evaluate, evaluate.calls, algo.num_actions)
     positions = actor.stats["searches"] - s0
-    return {"positions": positions, "simulations": actor.stats["simulations"] - sim0, "wall_s": wall,
-            "network_alone_s": net_s, "network_calls": len(evaluate.calls),
-            "mean_rows_per_call": float(np.mean([spec[0][0][0] for _, spec in evaluate.calls])),
-            "gpu_busy": gpu}
+    return {
+        "positions": positions,
+        "simulations": actor.stats["simulations"] - sim0,
+        "wall_s": wall,
+        "network_alone_s": net_s,
+        "network_calls": len(evaluate.calls),
+        "mean_rows_per_call": float(np.mean([spec[0][0][0] for _, spec in evaluate.calls])),
+        "gpu_busy": gpu,
+    }
 
 
 def measure(preset, games, actors, device, inference, args) -> dict:
-    jobs = [{"preset": preset, "games": games, "device": device, "seed": i, "threads": args.threads,
-             "seconds": args.seconds, "warmup_ticks": args.warmup_ticks, "inference": inference,
-             "checkpoint": args.checkpoint} for i in range(actors)]
+    jobs = [
+        {
+            "preset": preset,
+            "games": games,
+            "device": device,
+            "seed": i,
+            "threads": args.threads,
+            "seconds": args.seconds,
+            "warmup_ticks": args.warmup_ticks,
+            "inference": inference,
+            "checkpoint": args.checkpoint,
+        }
+        for i in range(actors)
+    ]
     if actors == 1:
         parts = [run_actor(jobs[0])]
     else:
@@ -181,55 +215,80 @@ def measure(preset, games, actors, device, inference, args) -> dict:
     wall = max(p["wall_s"] for p in parts)
     # the ceiling: every actor's calls alone, as if they ran side by side as the actors did
     net_alone = max(p["network_alone_s"] for p in parts)
-    row = {"preset": preset, "games": games, "actors": actors, "device": device, "inference": inference,
-           "positions_per_s": positions / wall, "simulations_per_s": sum(p["simulations"] for p in parts) / wall,
-           "network_ceiling_positions_per_s": positions / net_alone,
-           "mean_rows_per_call": float(np.mean([p["mean_rows_per_call"] for p in parts])),
-           "gpu_busy": parts[0]["gpu_busy"], "actors_detail": parts}
+    row = {
+        "preset": preset,
+        "games": games,
+        "actors": actors,
+        "device": device,
+        "inference": inference,
+        "positions_per_s": positions / wall,
+        "simulations_per_s": sum(p["simulations"] for p in parts) / wall,
+        "network_ceiling_positions_per_s": positions / net_alone,
+        "mean_rows_per_call": float(np.mean([p["mean_rows_per_call"] for p in parts])),
+        "gpu_busy": parts[0]["gpu_busy"],
+        "actors_detail": parts,
+    }
     row["share_of_ceiling"] = row["positions_per_s"] / row["network_ceiling_positions_per_s"]
     return row
 
 
 def render(result) -> str:
     m = result["meta"]
-    lines = ["# Self-play throughput against concurrent games, actors and device", "",
-             f"- command: `{m['command']}`",
-             f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs, GPU {m['gpu']}; "
-             f"torch {m['torch']}; {m['threads']} torch thread(s) per actor",
-             f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
-             f"- {m['seconds']} s of self-play per setting after {m['warmup_ticks']} warm-up moves; untrained "
-             "networks unless a checkpoint is named; positions = positions searched (one per live game per move); "
-             "ceiling = the same network calls alone", "",
-             "| preset | concurrent games | actors | device | net.inference | positions / s | simulations / s "
-             "| network-only ceiling positions / s | share of ceiling | rows per network call | GPU busy |",
-             "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# Self-play throughput against concurrent games, actors and device",
+        "",
+        f"- command: `{m['command']}`",
+        f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs, GPU {m['gpu']}; "
+        f"torch {m['torch']}; {m['threads']} torch thread(s) per actor",
+        f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
+        f"- {m['seconds']} s of self-play per setting after {m['warmup_ticks']} warm-up moves; untrained "
+        "networks unless a checkpoint is named; positions = positions searched (one per live game per move); "
+        "ceiling = the same network calls alone",
+        "",
+        "| preset | concurrent games | actors | device | net.inference | positions / s | simulations / s "
+        "| network-only ceiling positions / s | share of ceiling | rows per network call | GPU busy |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in result["rows"]:
         gpu = f"{r['gpu_busy']:.2f}" if r["gpu_busy"] is not None else "-"
-        lines.append(f"| {r['preset']} | {r['games']} | {r['actors']} | {r['device']} | {r['inference']} | "
-                     f"{r['positions_per_s']:,.0f} | "
-                     f"{r['simulations_per_s']:,.0f} | {r['network_ceiling_positions_per_s']:,.0f} | "
-                     f"{r['share_of_ceiling']:.2f} | {r['mean_rows_per_call']:.1f} | {gpu} |")
+        lines.append(
+            f"| {r['preset']} | {r['games']} | {r['actors']} | {r['device']} | {r['inference']} | "
+            f"{r['positions_per_s']:,.0f} | "
+            f"{r['simulations_per_s']:,.0f} | {r['network_ceiling_positions_per_s']:,.0f} | "
+            f"{r['share_of_ceiling']:.2f} | {r['mean_rows_per_call']:.1f} | {gpu} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def render_interleaved(result) -> str:
     m = result["meta"]
     paths = list(result["interleaved"][0]["positions_per_s"])
-    lines = ["# Self-play throughput, net.inference paths interleaved in one process", "",
-             f"- command: `{m['command']}`",
-             f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; "
-             f"torch {m['torch']}; "
-             f"{m['threads']} torch thread(s)",
-             f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
-             "- one actor per path, the same seed; each round one move (one search over every live game) "
-             "of each path in turn; positions / s = games / median seconds per move", "",
-             "| preset | concurrent games | rounds | " + " | ".join(f"{p} positions / s" for p in paths)
-             + " | " + " | ".join(f"{p} / {paths[0]}" for p in paths[1:]) + " |",
-             "|---|---:|---:|" + "---:|" * (2 * len(paths) - 1)]
+    lines = [
+        "# Self-play throughput, net.inference paths interleaved in one process",
+        "",
+        f"- command: `{m['command']}`",
+        f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; "
+        f"torch {m['torch']}; "
+        f"{m['threads']} torch thread(s)",
+        f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
+        "- one actor per path, the same seed; each round one move (one search over every live game) "
+        "of each path in turn; positions / s = games / median seconds per move",
+        "",
+        "| preset | concurrent games | rounds | "
+        + " | ".join(f"{p} positions / s" for p in paths)
+        + " | "
+        + " | ".join(f"{p} / {paths[0]}" for p in paths[1:])
+        + " |",
+        "|---|---:|---:|" + "---:|" * (2 * len(paths) - 1),
+    ]
     for r in result["interleaved"]:
-        lines.append(f"| {r['preset']} | {r['games']} | {r['rounds']} | "
-                     + " | ".join(f"{r['positions_per_s'][p]:,.0f}" for p in paths) + " | "
-                     + " | ".join(f"**{r['speedup_vs_first'][p]:.2f}x**" for p in paths[1:]) + " |")
+        lines.append(
+            f"| {r['preset']} | {r['games']} | {r['rounds']} | "
+            + " | ".join(f"{r['positions_per_s'][p]:,.0f}" for p in paths)
+            + " | "
+            + " | ".join(f"**{r['speedup_vs_first'][p]:.2f}x**" for p in paths[1:])
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -240,27 +299,44 @@ def main(argv=None):
     ap.add_argument("--actors", default="1,2", help="actor processes at once")
     ap.add_argument("--devices", default="cpu,cuda", help="cuda is skipped where there is none")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per actor")
-    ap.add_argument("--inference", default="auto",
-                    help="net.inference of the actors; a comma list (e.g. eager,auto) runs each, back to back")
+    ap.add_argument(
+        "--inference",
+        default="auto",
+        help="net.inference of the actors; a comma list (e.g. eager,auto) runs each, back to back",
+    )
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--warmup-ticks", type=int, default=3)
     ap.add_argument("--checkpoint", default=None, help="a run's checkpoint to take the weights from")
-    ap.add_argument("--interleave", type=int, default=0, metavar="ROUNDS",
-                    help="instead: every --inference path in one process, one move each per round, "
-                         "this many rounds (A/B under a noisy machine)")
+    ap.add_argument(
+        "--interleave",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="instead: every --inference path in one process, one move each per round, "
+        "this many rounds (A/B under a noisy machine)",
+    )
     ap.add_argument("--quick", action="store_true", help="smoke run: 16 games, one actor, 3 s")
     ap.add_argument("--out", default="benchmarks/results/selfplay_throughput.json")
     args = ap.parse_args(argv)
     if args.quick:
         args.games, args.actors, args.seconds, args.warmup_ticks = "16", "1", 3.0, 1
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
-    meta = {"command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-            "machine": machine_info(), "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "torch": torch.__version__, "threads": args.threads,
-            "seconds": args.seconds, "warmup_ticks": args.warmup_ticks, "loadavg_start": os.getloadavg()}
+    meta = {
+        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "machine": machine_info(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "seconds": args.seconds,
+        "warmup_ticks": args.warmup_ticks,
+        "loadavg_start": os.getloadavg(),
+    }
     if args.interleave:
-        rows = [interleaved(p, int(g), args.inference.split(","), args.interleave, args.threads)
-                for p in args.presets.split(",") for g in args.games.split(",")]
+        rows = [
+            interleaved(p, int(g), args.inference.split(","), args.interleave, args.threads)
+            for p in args.presets.split(",")
+            for g in args.games.split(",")
+        ]
         for r in rows:
             print(r, flush=True)
         meta["loadavg_end"] = os.getloadavg()
@@ -271,15 +347,19 @@ def main(argv=None):
     for preset in args.presets.split(","):
         for device in devices:
             for games in [int(g) for g in args.games.split(",")]:
-                for actors, inference in [(int(a), i) for a in args.actors.split(",")
-                                          for i in args.inference.split(",")]:
+                for actors, inference in [
+                    (int(a), i) for a in args.actors.split(",") for i in args.inference.split(",")
+                ]:
                     r = measure(preset, games, actors, device, inference, args)
                     rows.append(r)
-                    print(f"{preset} games={games} actors={actors} {device} {inference}: "
-                          f"{r['positions_per_s']:.0f} positions/s, "
-                          f"{r['simulations_per_s']:.0f} simulations/s, "
-                          f"ceiling {r['network_ceiling_positions_per_s']:.0f} "
-                          f"({r['share_of_ceiling']:.2f})", flush=True)
+                    print(
+                        f"{preset} games={games} actors={actors} {device} {inference}: "
+                        f"{r['positions_per_s']:.0f} positions/s, "
+                        f"{r['simulations_per_s']:.0f} simulations/s, "
+                        f"ceiling {r['network_ceiling_positions_per_s']:.0f} "
+                        f"({r['share_of_ceiling']:.2f})",
+                        flush=True,
+                    )
     meta["loadavg_end"] = os.getloadavg()
     result = {"meta": meta, "rows": rows}
     write_results(args.out, result, render(result))

@@ -105,26 +105,44 @@ def phase_eval(args, work: Path) -> None:
     def path(name: str, j: int) -> Path:
         return work / "eval" / "chunks" / f"{name}.chunk{j}.json"
 
-    todo = [(name, j, agent, opponent, n)
-            for name, _, agent, opponent in cells if not (work / "eval" / f"{name}.json").exists()
-            for j, n in enumerate(sizes) if not path(name, j).exists()]
+    todo = [
+        (name, j, agent, opponent, n)
+        for name, _, agent, opponent in cells
+        if not (work / "eval" / f"{name}.json").exists()
+        for j, n in enumerate(sizes)
+        if not path(name, j).exists()
+    ]
 
     def save(key: tuple[str, int], rec: dict) -> None:
         write_json_atomic(path(*key), rec)
         print(f"[eval] {key[0]} chunk {key[1]}: W{rec['wins']} D{rec['draws']} L{rec['losses']}", flush=True)
 
     # chunk j's agent plays with seed S * 10000 + 2j, its opponent with that + 1
-    run_jobs([((name, j), _chunk, (agent, opponent, n, args.seed * 10_000 + 2 * j))
-              for name, j, agent, opponent, n in todo], args.jobs, save)
+    run_jobs(
+        [((name, j), _chunk, (agent, opponent, n, args.seed * 10_000 + 2 * j)) for name, j, agent, opponent, n in todo],
+        args.jobs,
+        save,
+    )
     for name, point, agent, opponent in cells:
         parts = [path(name, j) for j in range(len(sizes))]
         if all(p.exists() for p in parts):
             recs = [json.loads(p.read_text()) for p in parts]
             res = MatchResult(*(sum(r[k] for r in recs) for k in ("wins", "draws", "losses")))
-            cached(work, name, lambda: {
-                "spec": agent, "opponent": opponent,
-                "values": [res.score], "wins": res.wins, "draws": res.draws, "losses": res.losses,
-                "ci": [res.ci_low, res.ci_high], "machines": sorted({r["machine"] for r in recs}), **point})
+            cached(
+                work,
+                name,
+                lambda: {
+                    "spec": agent,
+                    "opponent": opponent,
+                    "values": [res.score],
+                    "wins": res.wins,
+                    "draws": res.draws,
+                    "losses": res.losses,
+                    "ci": [res.ci_low, res.ci_high],
+                    "machines": sorted({r["machine"] for r in recs}),
+                    **point,
+                },
+            )
 
 
 def phase_report(args, work: Path) -> dict:
@@ -134,23 +152,36 @@ def phase_report(args, work: Path) -> dict:
     command = "python benchmarks/sog_connect_four.py " + " ".join(sys.argv[1:])
     solver = [r for r in rows if r["opponent"].startswith("mcts-solver")]
     target = {"vs_mcts_solver_1x_50pct": bool(solver and max(r["values"][0] for r in solver) >= 0.5)}
-    result = {"command": command, "git": git, "seed": args.seed, "machine": machine_line(), "rows": rows,
-              "targets": target}
+    result = {
+        "command": command,
+        "git": git,
+        "seed": args.seed,
+        "machine": machine_line(),
+        "rows": rows,
+        "targets": target,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
-    lines = ["# Benchmark `sog_connect_four`" + (f" ({args.out})" if args.out != "sog_connect_four" else ""), "",
-             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
-             "", "The agent is SoG(100, 1) with the network at that step; `minutes` = training time of the checkpoint; "
-             "the AlphaZero opponent is the `connect_four_alphazero` benchmark's polyzero checkpoint nearest "
-             "the same training wall clock, searching 100 simulations.", "",
-             "| step | minutes | move | opponent | score [95% CI] | W / D / L | Elo gap |",
-             "|---:|---:|---|---|---|---|---:|"]
+    lines = [
+        "# Benchmark `sog_connect_four`" + (f" ({args.out})" if args.out != "sog_connect_four" else ""),
+        "",
+        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+        "",
+        "The agent is SoG(100, 1) with the network at that step; `minutes` = training time of the checkpoint; "
+        "the AlphaZero opponent is the `connect_four_alphazero` benchmark's polyzero checkpoint nearest "
+        "the same training wall clock, searching 100 simulations.",
+        "",
+        "| step | minutes | move | opponent | score [95% CI] | W / D / L | Elo gap |",
+        "|---:|---:|---|---|---|---|---:|",
+    ]
     for r in rows:
         opponent = r["opponent"].replace(f"{ROOT}/", "")
         move = "most probable" if "final=argmax" in r["spec"] else "sampled"
-        lines.append(f"| {r['step']} | {r['minutes']:.1f} | {move} | `{opponent}` | {r['values'][0]:.3f} "
-                     f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['wins']} / {r['draws']} / {r['losses']} | "
-                     f"{elo_text(r['values'][0], r['ci'])} |")
+        lines.append(
+            f"| {r['step']} | {r['minutes']:.1f} | {move} | `{opponent}` | {r['values'][0]:.3f} "
+            f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['wins']} / {r['draws']} / {r['losses']} | "
+            f"{elo_text(r['values'][0], r['ci'])} |"
+        )
     played_on = sorted({m for r in rows for m in r.get("machines", [])})
     if played_on:  # chunks played in parallel (--jobs), possibly on another machine
         lines += ["", "Games played on: " + "; ".join(played_on) + "."]
@@ -167,21 +198,37 @@ def main(argv=None) -> None:
     p.add_argument("--budget-min", type=float, default=60.0)
     p.add_argument("--chunk-steps", type=int, default=10)
     p.add_argument("--points", type=int, default=4)
-    p.add_argument("--at", type=float, nargs="+", metavar="MIN",
-                   help="eval: the checkpoints nearest these minutes of training instead of --points")
+    p.add_argument(
+        "--at",
+        type=float,
+        nargs="+",
+        metavar="MIN",
+        help="eval: the checkpoints nearest these minutes of training instead of --points",
+    )
     p.add_argument("--games", type=int, default=100)
     p.add_argument("--chunk-games", type=int, default=10, help="games per cached chunk of a cell")
     p.add_argument("--jobs", type=int, default=1, help="processes playing chunks in parallel")
     p.add_argument("--agent-sims", type=int, default=100)
-    p.add_argument("--final", choices=["sample", "argmax"], default="sample",
-                   help="the agent's move: sampled from the re-solved policy (sound self-play's) or its most "
-                        "probable one (final=argmax)")
+    p.add_argument(
+        "--final",
+        choices=["sample", "argmax"],
+        default="sample",
+        help="the agent's move: sampled from the re-solved policy (sound self-play's) or its most "
+        "probable one (final=argmax)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="sog_connect_four", help="results name under benchmarks/results/")
-    p.add_argument("--az-marks", type=Path, default=AZ_MARKS,
-                   help="the AlphaZero benchmark's WORK whose marks are the equal-wall-clock opponents")
-    p.add_argument("--reverse", action="store_true",
-                   help="evaluate last cell first: a second eval process run so shares the work through the cache")
+    p.add_argument(
+        "--az-marks",
+        type=Path,
+        default=AZ_MARKS,
+        help="the AlphaZero benchmark's WORK whose marks are the equal-wall-clock opponents",
+    )
+    p.add_argument(
+        "--reverse",
+        action="store_true",
+        help="evaluate last cell first: a second eval process run so shares the work through the cache",
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args(argv)
     args.game = "connect_four"

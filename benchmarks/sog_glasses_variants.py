@@ -33,8 +33,10 @@ from common import RESULTS, ROOT, git_commit, machine_line, write_json_atomic  #
 def variant_spec(rounds: int, reveal: str, detectives_first: bool, detective_taxi: int | None = None) -> str:
     """A glasses variant with every parameter that differs between variants spelled out."""
     taxi = rounds if detective_taxi is None else detective_taxi
-    return (f"scotland_yard(map=glasses,rounds={rounds},reveal_rounds={reveal},"
-            f"detectives_first={str(detectives_first).lower()},mrx_taxi={rounds},detective_taxi={taxi})")
+    return (
+        f"scotland_yard(map=glasses,rounds={rounds},reveal_rounds={reveal},"
+        f"detectives_first={str(detectives_first).lower()},mrx_taxi={rounds},detective_taxi={taxi})"
+    )
 
 
 def candidates() -> list[str]:
@@ -70,12 +72,20 @@ def solve(spec: str, tolerance: float, max_iterations: int) -> dict:
             break
     value, low, high = (root_value(solver, b) for b in (None, 1, 0))
     decisions = tree.of_kind(DECISION)
-    return {"spec": spec, "value_mrx": value, "exploitability": exploitability, "iterations": solver.iteration,
-            "mrx_guaranteed": low, "mrx_best_response": high,
-            "histories": sum(len(n.worlds) for n in tree.nodes),
-            "terminals": sum(len(n.worlds) for n in tree.of_kind(TERMINAL)),
-            "public_states": len(tree.nodes), "decision_public_states": len(decisions),
-            "info_states": tree.num_info_states(), "seconds": time.time() - t0}
+    return {
+        "spec": spec,
+        "value_mrx": value,
+        "exploitability": exploitability,
+        "iterations": solver.iteration,
+        "mrx_guaranteed": low,
+        "mrx_best_response": high,
+        "histories": sum(len(n.worlds) for n in tree.nodes),
+        "terminals": sum(len(n.worlds) for n in tree.of_kind(TERMINAL)),
+        "public_states": len(tree.nodes),
+        "decision_public_states": len(decisions),
+        "info_states": tree.num_info_states(),
+        "seconds": time.time() - t0,
+    }
 
 
 def root_value(solver, best_response: int | None) -> float:
@@ -96,7 +106,7 @@ def bracket(rec: dict) -> tuple[float, float, bool]:
 
 
 def label(spec: str) -> str:
-    params = dict(item.split("=", 1) for item in spec[spec.index("(") + 1:-1].split(","))
+    params = dict(item.split("=", 1) for item in spec[spec.index("(") + 1 : -1].split(","))
     first = "detectives" if params["detectives_first"] == "true" else "Mr X"
     short = "" if params["detective_taxi"] == params["rounds"] else f", detectives {params['detective_taxi']} taxi"
     return f"{params['rounds']} rounds, {first} first, reveal {params['reveal_rounds']}{short}"
@@ -108,22 +118,30 @@ def report(rows: list[dict], args) -> None:
     result = {"command": command, "git": git, "machine": machine_line(), "tolerance": args.tolerance, "variants": rows}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sog_glasses_variants.json").write_text(json.dumps(result, indent=2))
-    lines = ["# Benchmark `sog_glasses_variants`: Scotland Yard's glasses map, solved exactly", "",
-             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}).", "",
-             "Mr X's value (+1 he escapes, -1 he is caught) under CFR+ on the whole public tree (the solve stops "
-             f"at exploitability {args.tolerance:g} or {args.max_iterations} iterations); the true value v* lies in "
-             "[low, high]: low = Mr X's average policy against the detectives' best response, high = his best "
-             "response to theirs (solves cached before these were recorded: the value -/+ twice the "
-             "exploitability). "
-             "Mr X starts at 6, the detectives at 1 and 11, everyone on taxi tickets, one per round unless "
-             "said.", "",
-             "| variant | Mr X's value | [low, high] | exploitability | iterations | histories | "
-             "decision public states | v* strictly inside (-1, 1) |", "|---|---:|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Benchmark `sog_glasses_variants`: Scotland Yard's glasses map, solved exactly",
+        "",
+        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}).",
+        "",
+        "Mr X's value (+1 he escapes, -1 he is caught) under CFR+ on the whole public tree (the solve stops "
+        f"at exploitability {args.tolerance:g} or {args.max_iterations} iterations); the true value v* lies in "
+        "[low, high]: low = Mr X's average policy against the detectives' best response, high = his best "
+        "response to theirs (solves cached before these were recorded: the value -/+ twice the "
+        "exploitability). "
+        "Mr X starts at 6, the detectives at 1 and 11, everyone on taxi tickets, one per round unless "
+        "said.",
+        "",
+        "| variant | Mr X's value | [low, high] | exploitability | iterations | histories | "
+        "decision public states | v* strictly inside (-1, 1) |",
+        "|---|---:|---|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         low, high, inside = r["low"], r["high"], r["strictly_inside"]
-        lines.append(f"| {label(r['spec'])} | {r['value_mrx']:+.4f} | [{low:+.4f}, {high:+.4f}] | "
-                     f"{r['exploitability']:.1e} | {r['iterations']} | {r['histories']:,} | "
-                     f"{r['decision_public_states']:,} | {'yes' if inside else 'no'} |")
+        lines.append(
+            f"| {label(r['spec'])} | {r['value_mrx']:+.4f} | [{low:+.4f}, {high:+.4f}] | "
+            f"{r['exploitability']:.1e} | {r['iterations']} | {r['histories']:,} | "
+            f"{r['decision_public_states']:,} | {'yes' if inside else 'no'} |"
+        )
     (RESULTS / "sog_glasses_variants.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -144,8 +162,11 @@ def main(argv=None) -> None:
             rec = solve(spec, args.tolerance, args.max_iterations)
             write_json_atomic(path, rec)
         rec["low"], rec["high"], rec["strictly_inside"] = bracket(rec)
-        print(f"{label(spec)}: {rec['value_mrx']:+.4f} in [{rec['low']:+.4f}, {rec['high']:+.4f}] (exploitability "
-              f"{rec['exploitability']:.1e}, {rec['iterations']} iterations, {rec['seconds']:.0f} s)", flush=True)
+        print(
+            f"{label(spec)}: {rec['value_mrx']:+.4f} in [{rec['low']:+.4f}, {rec['high']:+.4f}] (exploitability "
+            f"{rec['exploitability']:.1e}, {rec['iterations']} iterations, {rec['seconds']:.0f} s)",
+            flush=True,
+        )
         rows.append(rec)
     report(rows, args)
 

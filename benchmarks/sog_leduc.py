@@ -91,19 +91,35 @@ def phase_eval(args, work: Path) -> None:
             cells.append((f"step{point['step']:06d}-sog{s}", f"sog:{s},1,net={point['path']}", s, seeds, point))
     if args.reverse:
         cells.reverse()
-    todo = [(name, spec, sims, seed) for name, spec, sims, seeds, _ in cells
-            if not (work / "eval" / f"{name}.json").exists()
-            for seed in range(seeds) if not _seed_path(work, name, seed).exists()]
+    todo = [
+        (name, spec, sims, seed)
+        for name, spec, sims, seeds, _ in cells
+        if not (work / "eval" / f"{name}.json").exists()
+        for seed in range(seeds)
+        if not _seed_path(work, name, seed).exists()
+    ]
     todo.sort(key=lambda t: -t[2])  # the biggest searches first, so that in parallel the small ones fill the end
-    run_jobs([((name, seed), seed_value, (args.game, spec, seed)) for name, spec, _, seed in todo], args.jobs,
-             lambda key, rec: _save_seed(work, *key, rec))
+    run_jobs(
+        [((name, seed), seed_value, (args.game, spec, seed)) for name, spec, _, seed in todo],
+        args.jobs,
+        lambda key, rec: _save_seed(work, *key, rec),
+    )
     for name, spec, _, seeds, point in cells:  # a cell is complete when every seed of it is
         parts = [_seed_path(work, name, seed) for seed in range(seeds)]
         if parts and all(path.exists() for path in parts):
             recs = [json.loads(path.read_text()) for path in parts]
-            cached(work, name, lambda: {"spec": spec, "values": [r["value"] for r in recs], "unit": recs[0]["unit"],
-                                         "seed_seconds": sum(r["seconds"] for r in recs),
-                                         "machines": sorted({r["machine"] for r in recs}), **point})
+            cached(
+                work,
+                name,
+                lambda: {
+                    "spec": spec,
+                    "values": [r["value"] for r in recs],
+                    "unit": recs[0]["unit"],
+                    "seed_seconds": sum(r["seconds"] for r in recs),
+                    "machines": sorted({r["machine"] for r in recs}),
+                    **point,
+                },
+            )
 
 
 def _seed_path(work: Path, name: str, seed: int) -> Path:
@@ -122,8 +138,14 @@ def seed_value(game_string: str, spec: str, seed: int) -> dict:
     game = load_game(game_string)
     t0 = time.time()
     report = player_exploitability(game, lambda _: sog_reference_player(spec, game, seed=seed), 1)
-    return {"spec": spec, "seed": seed, "value": report.values[0], "unit": report.unit,
-            "seconds": time.time() - t0, "machine": machine_line()}
+    return {
+        "spec": spec,
+        "seed": seed,
+        "value": report.values[0],
+        "unit": report.unit,
+        "seconds": time.time() - t0,
+        "machine": machine_line(),
+    }
 
 
 def _save_seed(work: Path, name: str, seed: int, rec: dict) -> None:
@@ -136,8 +158,11 @@ def phase_report(args, work: Path) -> dict:
 
     rows = [json.loads(p.read_text()) for p in sorted((work / "eval").glob("*.json"))]
     for r in rows:
-        r["min"], r["mean"], r["max"] = (float(np.min(r["values"])), float(np.mean(r["values"])),
-                                         float(np.max(r["values"])))
+        r["min"], r["mean"], r["max"] = (
+            float(np.min(r["values"])),
+            float(np.mean(r["values"])),
+            float(np.max(r["values"])),
+        )
     anchors = [r for r in rows if r["spec"].startswith("ismcts")]
     sog = sorted((r for r in rows if r["spec"].startswith("sog")), key=lambda r: (r["step"], r["spec"]))
     best_ismcts = min((r["mean"] for r in anchors), default=None)
@@ -148,33 +173,54 @@ def phase_report(args, work: Path) -> dict:
         hits = [r["minutes"] for r in sog100 if r["minutes"] <= minutes and r["mean"] < level]
         return round(min(hits), 1) if hits else None
 
-    target = fig3_shape(sog, anchors) if args.game != "leduc_poker" else {  # Leduc: the issue's targets
-              "best_ismcts_mean": best_ismcts, "paper_best_ismcts": 465.0,
-              "sog100_below_ismcts_within_2h": first_below(bar, 120) is not None,
-              "sog100_first_below_ismcts_at_min": first_below(bar, 120),
-              "sog100_below_200_within_6h": first_below(200.0, 360) is not None,
-              "sog100_first_below_200_at_min": first_below(200.0, 360)}
+    target = (
+        fig3_shape(sog, anchors)
+        if args.game != "leduc_poker"
+        else {  # Leduc: the issue's targets
+            "best_ismcts_mean": best_ismcts,
+            "paper_best_ismcts": 465.0,
+            "sog100_below_ismcts_within_2h": first_below(bar, 120) is not None,
+            "sog100_first_below_ismcts_at_min": first_below(bar, 120),
+            "sog100_below_200_within_6h": first_below(200.0, 360) is not None,
+            "sog100_first_below_200_at_min": first_below(200.0, 360),
+        }
+    )
     command = "python benchmarks/sog_leduc.py " + " ".join(sys.argv[1:])
     git = git_commit()
-    result = {"game": args.game, "seed": args.seed, "command": command, "git": git,
-              "machine": machine_line(),
-              "anchors": anchors, "sog": sog, "targets": target}
+    result = {
+        "game": args.game,
+        "seed": args.seed,
+        "command": command,
+        "git": git,
+        "machine": machine_line(),
+        "anchors": anchors,
+        "sog": sog,
+        "targets": target,
+    }
     RESULTS.mkdir(exist_ok=True)
     name = args.out
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
     unit = rows[0]["unit"] if rows else "mbb/h"
     f = ".1f" if unit == "mbb/h" else ".3f"
     evaluated_on = sorted({m for r in rows for m in r.get("machines", [])})
-    lines = [f"# Benchmark `{name}`: Student of Games on {args.game}", "",
-             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.", "",
-             f"Exploitability in {unit} (min / mean / max over seeds); minutes = training time of the checkpoint.", "",
-             "| player | step | minutes | seeds | min | mean | max |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"# Benchmark `{name}`: Student of Games on {args.game}",
+        "",
+        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+        "",
+        f"Exploitability in {unit} (min / mean / max over seeds); minutes = training time of the checkpoint.",
+        "",
+        "| player | step | minutes | seeds | min | mean | max |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in anchors:
         lines.append(f"| `{r['spec']}` | | | {len(r['values'])} | {r['min']:{f}} | {r['mean']:{f}} | {r['max']:{f}} |")
     for r in sog:
         label = r["spec"].split(",net=")[0] + (" (untrained)" if r["step"] == 0 else "")
-        lines.append(f"| `{label}` | {r['step']} | {r['minutes']:.1f} | {len(r['values'])} | {r['min']:{f}} | "
-                     f"{r['mean']:{f}} | {r['max']:{f}} |")
+        lines.append(
+            f"| `{label}` | {r['step']} | {r['minutes']:.1f} | {len(r['values'])} | {r['min']:{f}} | "
+            f"{r['mean']:{f}} | {r['max']:{f}} |"
+        )
     if evaluated_on:  # seeds evaluated in parallel (--jobs), possibly on another machine
         lines += ["", "Seeds evaluated on: " + "; ".join(evaluated_on) + "."]
     if target is not None:
@@ -195,13 +241,17 @@ def fig3_shape(sog: list[dict], anchors: list[dict]) -> dict:
     sims = lambda r: int(r["spec"].split(":")[1].split(",")[0])  # noqa: E731
     first, last = min(r["step"] for r in sog), max(r["step"] for r in sog)
     at = {(r["step"], sims(r)): r["mean"] for r in sog}
-    training = {s: {"untrained": at[(first, s)], "final": at[(last, s)], "falls": at[(last, s)] < at[(first, s)]}
-                for (step, s) in at if step == last and (first, s) in at}
+    training = {
+        s: {"untrained": at[(first, s)], "final": at[(last, s)], "falls": at[(last, s)] < at[(first, s)]}
+        for (step, s) in at
+        if step == last and (first, s) in at
+    }
     final = sorted((s, m) for (step, s), m in at.items() if step == last)
     search = {"final_by_sims": final, "falls": all(a[1] > b[1] for a, b in zip(final, final[1:]))}
     sog100 = at.get((last, 100))
-    ismcts = {r["spec"]: {"mean": r["mean"], "sog100_below": sog100 is not None and sog100 < r["mean"]}
-              for r in anchors}
+    ismcts = {
+        r["spec"]: {"mean": r["mean"], "sog100_below": sog100 is not None and sog100 < r["mean"]} for r in anchors
+    }
     return {"falls_with_training": training, "falls_with_search": search, "vs_ismcts": ismcts}
 
 
@@ -216,7 +266,7 @@ def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, gam
     for spec in sorted({r["spec"].split(",net=")[0] for r in sog}, key=lambda s: int(s[4:].split(",")[0])):
         rows = sorted((r for r in sog if r["spec"].startswith(spec + ",")), key=lambda r: r["minutes"])
         x = [r["minutes"] for r in rows]
-        line, = ax.plot(x, [r["mean"] for r in rows], marker="o", label=f"SoG({spec[4:]})")
+        (line,) = ax.plot(x, [r["mean"] for r in rows], marker="o", label=f"SoG({spec[4:]})")
         ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], alpha=0.2, color=line.get_color())
     for r in anchors:
         ax.axhline(r["mean"], linestyle="--", linewidth=1, color="gray")
@@ -244,13 +294,21 @@ def main(argv=None) -> None:
     p.add_argument("--final-sims", type=int, default=1000, help="SoG(s, 1) at the final point")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--final-seeds", type=int, default=3)
-    p.add_argument("--ismcts", type=int, nargs="*", default=None,
-                   help="IS-MCTS anchors' simulations (default: 100 1000 10000 on poker, 100 1000 otherwise)")
+    p.add_argument(
+        "--ismcts",
+        type=int,
+        nargs="*",
+        default=None,
+        help="IS-MCTS anchors' simulations (default: 100 1000 10000 on poker, 100 1000 otherwise)",
+    )
     p.add_argument("--anchor-seeds", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="processes evaluating seeds in parallel")
-    p.add_argument("--reverse", action="store_true",
-                   help="evaluate last cell first: a second eval process run so shares the work through the cache")
+    p.add_argument(
+        "--reverse",
+        action="store_true",
+        help="evaluate last cell first: a second eval process run so shares the work through the cache",
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
     short = {"scotland_yard": "glasses"}.get(args.game.split("(")[0], args.game.split("(")[0].replace("_poker", ""))

@@ -52,8 +52,9 @@ def _seed_work(args, seed: int) -> Path:
 def phase_train(args, work: Path) -> None:
     for seed in range(args.seeds):
         seed_args = argparse.Namespace(**{**vars(args), "seed": seed})
-        train_in_chunks(sog_trainer(seed_args, _seed_work(args, seed)), args.budget_min, args.chunk_steps,
-                        f"train seed {seed}")
+        train_in_chunks(
+            sog_trainer(seed_args, _seed_work(args, seed)), args.budget_min, args.chunk_steps, f"train seed {seed}"
+        )
 
 
 def phase_eval(args, work: Path) -> None:
@@ -65,8 +66,10 @@ def phase_eval(args, work: Path) -> None:
                     path = work / "eval" / f"seed{seed}-step{point['step']:06d}-sog{s}-s{search_seed}.json"
                     if not path.exists():
                         spec = f"sog:{s},1,net={point['path']}"
-                        key = (path, {"step": point["step"], "minutes": point["minutes"], "mark": mark,
-                                      "training_seed": seed})
+                        key = (
+                            path,
+                            {"step": point["step"], "minutes": point["minutes"], "mark": mark, "training_seed": seed},
+                        )
                         tasks.append((key, seed_value, (args.game, spec, search_seed)))
     run_jobs(tasks, args.jobs, lambda key, rec: _save(key, rec))
     cfr_path = work / "eval" / "cfr.json"
@@ -132,34 +135,63 @@ def phase_report(args, work: Path) -> dict:
         minutes = float(np.mean([recs[0]["minutes"] for recs in by_seed.values()]))
         cfr = cfr_at(curve, minutes * 60)
         mean, low, high = interval(per_seed)
-        table.append({"sims": sims, "mark": mark, "minutes": minutes, "training_seeds": len(per_seed),
-                      "search_seeds": len(next(iter(by_seed.values()))), "per_seed": per_seed,
-                      "mean": mean, "low": low, "high": high, "cfr_plus": cfr,
-                      "ratio_to_cfr_plus": mean / cfr["exploitability"] if cfr["exploitability"] > 0 else None})
+        table.append(
+            {
+                "sims": sims,
+                "mark": mark,
+                "minutes": minutes,
+                "training_seeds": len(per_seed),
+                "search_seeds": len(next(iter(by_seed.values()))),
+                "per_seed": per_seed,
+                "mean": mean,
+                "low": low,
+                "high": high,
+                "cfr_plus": cfr,
+                "ratio_to_cfr_plus": mean / cfr["exploitability"] if cfr["exploitability"] > 0 else None,
+            }
+        )
     git = git_commit()
     command = "python benchmarks/sog_liars_dice.py " + " ".join(sys.argv[1:])
     final = [t for t in table if t["sims"] == 100 and t["mark"] == max(x["mark"] for x in table)]
-    target = {"sog100_within_2x_of_cfr_plus_at_the_end": bool(final and final[0]["ratio_to_cfr_plus"] is not None
-                                                              and final[0]["ratio_to_cfr_plus"] <= 2.0)}
-    result = {"game": args.game, "command": command, "git": git, "machine": machine_line(), "rows": table,
-              "cfr_plus": curve, "targets": target}
+    target = {
+        "sog100_within_2x_of_cfr_plus_at_the_end": bool(
+            final and final[0]["ratio_to_cfr_plus"] is not None and final[0]["ratio_to_cfr_plus"] <= 2.0
+        )
+    }
+    result = {
+        "game": args.game,
+        "command": command,
+        "git": git,
+        "machine": machine_line(),
+        "rows": table,
+        "cfr_plus": curve,
+        "targets": target,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
-    lines = [f"# Benchmark `{args.out}`: Student of Games on {args.game} beside CFR+", "",
-             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}).", "",
-             "Exploitability in reward units (a game is worth +-1), exact best response. SoG: mean over "
-             "training seeds of each seed's mean over search seeds, with a 95% t-interval over training seeds; "
-             "minutes: the checkpoints' training time (mean over seeds). CFR+: the whole game solved by "
-             "public-tree CFR+ in the same run, its last point within the same wall clock.", "",
-             "| player | minutes | training seeds x search seeds | mean [95% interval] | per training seed | "
-             "CFR+ at that wall clock (iterations) | ratio |", "|---|---:|---|---|---|---|---:|"]
+    lines = [
+        f"# Benchmark `{args.out}`: Student of Games on {args.game} beside CFR+",
+        "",
+        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}).",
+        "",
+        "Exploitability in reward units (a game is worth +-1), exact best response. SoG: mean over "
+        "training seeds of each seed's mean over search seeds, with a 95% t-interval over training seeds; "
+        "minutes: the checkpoints' training time (mean over seeds). CFR+: the whole game solved by "
+        "public-tree CFR+ in the same run, its last point within the same wall clock.",
+        "",
+        "| player | minutes | training seeds x search seeds | mean [95% interval] | per training seed | "
+        "CFR+ at that wall clock (iterations) | ratio |",
+        "|---|---:|---|---|---|---|---:|",
+    ]
     for t in table:
         label = f"SoG({t['sims']}, 1)" + (" untrained" if t["mark"] == 0 else "")
         ratio = f"{t['ratio_to_cfr_plus']:.1f}" if t["ratio_to_cfr_plus"] is not None else "-"
-        lines.append(f"| {label} | {t['minutes']:.1f} | {t['training_seeds']} x {t['search_seeds']} | "
-                     f"{t['mean']:.4f} [{t['low']:.4f}, {t['high']:.4f}] | "
-                     f"{', '.join(f'{v:.4f}' for v in t['per_seed'])} | {t['cfr_plus']['exploitability']:.2e} "
-                     f"({t['cfr_plus']['iterations']}) | {ratio} |")
+        lines.append(
+            f"| {label} | {t['minutes']:.1f} | {t['training_seeds']} x {t['search_seeds']} | "
+            f"{t['mean']:.4f} [{t['low']:.4f}, {t['high']:.4f}] | "
+            f"{', '.join(f'{v:.4f}' for v in t['per_seed'])} | {t['cfr_plus']['exploitability']:.2e} "
+            f"({t['cfr_plus']['iterations']}) | {ratio} |"
+        )
     write_markdown(args.out, lines + ["", f"Targets: {json.dumps(target)}"])
     return result
 

@@ -57,9 +57,18 @@ def measure(games: int, every: int) -> list[dict]:
                 encoding.input(public_state_at(game, state), ranges)
                 peak = tracemalloc.get_traced_memory()[1]
                 tracemalloc.stop()
-                rows.append({"seed": seed, "round": state.round(), "history": len(state.history()),
-                             "worlds": len(node.worlds), "public_state_s": t1 - t0, "input_s": t2 - t1,
-                             "peak_mb": peak / 1e6, "input_size": int(x.size)})
+                rows.append(
+                    {
+                        "seed": seed,
+                        "round": state.round(),
+                        "history": len(state.history()),
+                        "worlds": len(node.worlds),
+                        "public_state_s": t1 - t0,
+                        "input_s": t2 - t1,
+                        "peak_mb": peak / 1e6,
+                        "input_size": int(x.size),
+                    }
+                )
             state.apply_action(int(rng.choice(state.legal_actions())))
     return rows
 
@@ -77,31 +86,47 @@ def main(argv=None) -> None:
     git = git_commit()
     command = "python benchmarks/sog_london_beliefs.py " + " ".join(sys.argv[1:])
     worlds = [r["worlds"] for r in rows]
-    summary = {"measurements": len(rows), "worlds_max": max(worlds), "worlds_mean": float(np.mean(worlds)),
-               "public_state_s_mean": float(np.mean([r["public_state_s"] for r in rows])),
-               "public_state_s_max": max(r["public_state_s"] for r in rows),
-               "input_s_mean": float(np.mean([r["input_s"] for r in rows])),
-               "peak_mb_max": max(r["peak_mb"] for r in rows), "input_size": rows[0]["input_size"],
-               "input_size_with_public_history": path_input}
+    summary = {
+        "measurements": len(rows),
+        "worlds_max": max(worlds),
+        "worlds_mean": float(np.mean(worlds)),
+        "public_state_s_mean": float(np.mean([r["public_state_s"] for r in rows])),
+        "public_state_s_max": max(r["public_state_s"] for r in rows),
+        "input_s_mean": float(np.mean([r["input_s"] for r in rows])),
+        "peak_mb_max": max(r["peak_mb"] for r in rows),
+        "input_size": rows[0]["input_size"],
+        "input_size_with_public_history": path_input,
+    }
     result = {"command": command, "git": git, "machine": machine_line(), "summary": summary, "rows": rows}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "sog_london_beliefs.json").write_text(json.dumps(result, indent=2))
     by_round = {}
     for r in rows:
         by_round.setdefault(r["round"], []).append(r)
-    lines = ["# Benchmark `sog_london_beliefs`: public states and beliefs on the London board", "",
-             f"Machine: {result['machine']} (shared, times indicative). Command: `{command}` (commit {git[:10]}).",
-             "", f"{args.games} uniformly random games; at the detectives' first move of every {args.every}nd "
-             "round: the public state (`public_state_at`) and the CVPN's input for it.", "",
-             "| round | public states | worlds (mean / max) | public state s (mean / max) | CVPN input s (mean) "
-             "| peak Python memory MB (max) |", "|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# Benchmark `sog_london_beliefs`: public states and beliefs on the London board",
+        "",
+        f"Machine: {result['machine']} (shared, times indicative). Command: `{command}` (commit {git[:10]}).",
+        "",
+        f"{args.games} uniformly random games; at the detectives' first move of every {args.every}nd "
+        "round: the public state (`public_state_at`) and the CVPN's input for it.",
+        "",
+        "| round | public states | worlds (mean / max) | public state s (mean / max) | CVPN input s (mean) "
+        "| peak Python memory MB (max) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
     for rnd, rs in sorted(by_round.items()):
         w = [r["worlds"] for r in rs]
         t = [r["public_state_s"] for r in rs]
-        lines.append(f"| {rnd} | {len(rs)} | {np.mean(w):.1f} / {max(w)} | {np.mean(t):.3f} / {max(t):.3f} | "
-                     f"{np.mean([r['input_s'] for r in rs]):.4f} | {max(r['peak_mb'] for r in rs):.2f} |")
-    lines += ["", f"CVPN input: {summary['input_size']:,} numbers (public observation + 199 + 1 range slots); "
-              f"with the public history instead (`mrx_recall=path`): {path_input:,}."]
+        lines.append(
+            f"| {rnd} | {len(rs)} | {np.mean(w):.1f} / {max(w)} | {np.mean(t):.3f} / {max(t):.3f} | "
+            f"{np.mean([r['input_s'] for r in rs]):.4f} | {max(r['peak_mb'] for r in rs):.2f} |"
+        )
+    lines += [
+        "",
+        f"CVPN input: {summary['input_size']:,} numbers (public observation + 199 + 1 range slots); "
+        f"with the public history instead (`mrx_recall=path`): {path_input:,}.",
+    ]
     (RESULTS / "sog_london_beliefs.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

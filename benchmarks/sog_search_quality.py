@@ -58,8 +58,7 @@ class AlphaZeroLeaves(ValueFunction):
         for q, state, lg, v in zip(queries, states, logits, np.asarray(values).reshape(-1)):
             mover = state.current_player()
             per_player = [v if p == mover else -v for p in range(2)]
-            cfv = [np.array([per_player[p]]) * self.encoding.reach_mass(q.public_state, q.ranges, p)
-                   for p in range(2)]
+            cfv = [np.array([per_player[p]]) * self.encoding.reach_mass(q.public_state, q.ranges, p) for p in range(2)]
             legal = state.legal_actions()
             prior = np.zeros((1, self.game.num_distinct_actions()))
             e = np.exp(lg[legal] - lg[legal].max())
@@ -76,8 +75,9 @@ class MixedLeaves(ValueFunction):
         self.values, self.prior = values, prior
 
     def evaluate(self, queries):
-        return [Evaluation(v.values, p.policy)
-                for v, p in zip(self.values.evaluate(queries), self.prior.evaluate(queries))]
+        return [
+            Evaluation(v.values, p.policy) for v, p in zip(self.values.evaluate(queries), self.prior.evaluate(queries))
+        ]
 
 
 def leaf_function(agent: str, az: AlphaZeroLeaves, cvpn: str | None):
@@ -117,19 +117,27 @@ def _chunk(agent: str, sims: int, checkpoint: str, games: int, seed: int, cvpn: 
     return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine_line()}
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "sog_search_quality")
     p.add_argument("--checkpoint", type=Path, default=MARK, help="an AlphaZero Connect Four checkpoint")
     p.add_argument("--sims", type=int, default=100)
     p.add_argument("--games", type=int, default=40)
     p.add_argument("--chunk-games", type=int, default=10)
-    p.add_argument("--agents", default="argmax,sample,alphazero",
-                   help="argmax, sample, alphazero; with --cvpn also argmax-cvpn, argmax-azvalue, argmax-azprior")
+    p.add_argument(
+        "--agents",
+        default="argmax,sample,alphazero",
+        help="argmax, sample, alphazero; with --cvpn also argmax-cvpn, argmax-azvalue, argmax-azprior",
+    )
     p.add_argument("--cvpn", help="a SoG Connect Four run or checkpoint, for the mixed agents")
     p.add_argument("--out", default="sog_search_quality", help="result name under benchmarks/results/")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main() -> None:
+    p = _parser()
     args = p.parse_args()
     from polyzero.eval.stats import MatchResult
 
@@ -145,38 +153,74 @@ def main() -> None:
         write_json_atomic(path(*key), rec)
         print(f"{key[0]} chunk {key[1]}: W{rec['wins']} D{rec['draws']} L{rec['losses']}", flush=True)
 
-    todo = [((a, j), _chunk, (a, args.sims, str(args.checkpoint), n, args.seed * 10_000 + 2 * j, args.cvpn))
-            for j, n in enumerate(sizes) for a in agents if not path(a, j).exists()]
+    todo = [
+        ((a, j), _chunk, (a, args.sims, str(args.checkpoint), n, args.seed * 10_000 + 2 * j, args.cvpn))
+        for j, n in enumerate(sizes)
+        for a in agents
+        if not path(a, j).exists()
+    ]
     run_jobs(todo, args.jobs, save)
     rows = []
     for a in agents:
         recs = [json.loads(path(a, j).read_text()) for j in range(len(sizes))]
         res = MatchResult(*(sum(r[k] for r in recs) for k in ("wins", "draws", "losses")))
-        rows.append({"agent": a, "score": res.score, "ci": [res.ci_low, res.ci_high], "wins": res.wins,
-                     "draws": res.draws, "losses": res.losses})
+        rows.append(
+            {
+                "agent": a,
+                "score": res.score,
+                "ci": [res.ci_low, res.ci_high],
+                "wins": res.wins,
+                "draws": res.draws,
+                "losses": res.losses,
+            }
+        )
     git = git_commit()
     command = "python benchmarks/sog_search_quality.py " + " ".join(sys.argv[1:])
     checkpoint = str(args.checkpoint.resolve()).replace(f"{ROOT}/", "")
-    out = {"command": command, "git": git, "machine": machine_line(), "checkpoint": checkpoint, "cvpn": args.cvpn,
-           "sims": args.sims,
-           "seed": args.seed, "rows": rows}
-    names = {"argmax": f"SoG({args.sims}, 1), most probable move", "sample": f"SoG({args.sims}, 1), sampled move",
-             "alphazero": f"AlphaZero's search, {args.sims} simulations",
-             "argmax-cvpn": f"SoG({args.sims}, 1), most probable move, the CVPN's values and prior",
-             "argmax-azvalue": f"SoG({args.sims}, 1), most probable move, AlphaZero's values, the CVPN's prior",
-             "argmax-azprior": f"SoG({args.sims}, 1), most probable move, the CVPN's values, AlphaZero's prior"}
-    lines = ["# SoG's search with an AlphaZero network at its leaves (Connect Four)", "",
-             f"Machine: {out['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
-             f"Network: `{checkpoint}`. Opponent: MCTS-Solver 1x ({args.sims} simulations); seats alternated.", "",
-             "| agent | score [95% CI] | W / D / L |", "|---|---|---|"]
-    lines += [f"| {names.get(r['agent'], r['agent'])} | {r['score']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | "
-              f"{r['wins']} / {r['draws']} / {r['losses']} |" for r in rows]
+    out = {
+        "command": command,
+        "git": git,
+        "machine": machine_line(),
+        "checkpoint": checkpoint,
+        "cvpn": args.cvpn,
+        "sims": args.sims,
+        "seed": args.seed,
+        "rows": rows,
+    }
+    lines = markdown(args, out)
     RESULTS.mkdir(exist_ok=True)
-    if args.cvpn:
-        lines.insert(4, f"CVPN: `{args.cvpn}`.")
     (RESULTS / f"{args.out}.json").write_text(json.dumps(out, indent=2))
     (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def markdown(args, out: dict) -> list[str]:
+    """The results page: each agent's score against MCTS-Solver."""
+    names = {
+        "argmax": f"SoG({args.sims}, 1), most probable move",
+        "sample": f"SoG({args.sims}, 1), sampled move",
+        "alphazero": f"AlphaZero's search, {args.sims} simulations",
+        "argmax-cvpn": f"SoG({args.sims}, 1), most probable move, the CVPN's values and prior",
+        "argmax-azvalue": f"SoG({args.sims}, 1), most probable move, AlphaZero's values, the CVPN's prior",
+        "argmax-azprior": f"SoG({args.sims}, 1), most probable move, the CVPN's values, AlphaZero's prior",
+    }
+    lines = [
+        "# SoG's search with an AlphaZero network at its leaves (Connect Four)",
+        "",
+        f"Machine: {out['machine']}. Command: `{out['command']}` (commit {out['git'][:10]}). Seed {args.seed}.",
+        f"Network: `{out['checkpoint']}`. Opponent: MCTS-Solver 1x ({args.sims} simulations); seats alternated.",
+        "",
+        "| agent | score [95% CI] | W / D / L |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {names.get(r['agent'], r['agent'])} | {r['score']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | "
+        f"{r['wins']} / {r['draws']} / {r['losses']} |"
+        for r in out["rows"]
+    ]
+    if args.cvpn:
+        lines.insert(4, f"CVPN: `{args.cvpn}`.")
+    return lines
 
 
 if __name__ == "__main__":

@@ -49,6 +49,50 @@ def positions(game, count: int, seed: int):
     return out
 
 
+def compare(game, states: list, leaves, sims: int, seed: int) -> dict:
+    """SoG(sims, 1) on every state with each CFR class under GT-CFR: the time per search
+    of each, and the largest difference between their policies."""
+    import polyzero.sog.gtcfr as gtcfr
+    from polyzero.sog.cfr import PublicTreeCFR
+    from polyzero.sog.gtcfr import SoGSettings
+    from polyzero.sog.perfect_cfr import PerfectInfoCFR
+    from polyzero.sog.resolve import SoGPlayer
+
+    classes = {"PublicTreeCFR (anchor)": PublicTreeCFR, "PerfectInfoCFR": PerfectInfoCFR}
+    seconds = dict.fromkeys(classes, 0.0)
+    searches = dict.fromkeys(classes, 0)
+    diff = 0.0
+    try:
+        for k, state in enumerate(states):
+            policies = {}
+            for name, cls in classes.items():
+                gtcfr.PerfectInfoCFR = cls  # what GTCFR builds for a perfect-information game
+                player = SoGPlayer(game, SoGSettings(simulations=sims), leaves, seed=seed + k)
+                t0 = time.perf_counter()
+                policies[name] = player.policy(state)
+                seconds[name] += time.perf_counter() - t0
+                searches[name] += player.searcher.searches
+            a, b = policies.values()
+            diff = max(diff, max(abs(a[m] - b.get(m, np.inf)) for m in a))
+    finally:
+        gtcfr.PerfectInfoCFR = PerfectInfoCFR
+    anchor, fast = (seconds[n] / searches[n] for n in classes)
+    print(
+        f"SoG({sims}, 1): {searches['PerfectInfoCFR']} searches, PublicTreeCFR {1000 * anchor:.1f} ms, "
+        f"PerfectInfoCFR {1000 * fast:.1f} ms per search: {anchor / fast:.2f}x; policies differ by "
+        f"at most {diff:.1e}",
+        flush=True,
+    )
+    return {
+        "sims": sims,
+        "searches": searches["PerfectInfoCFR"],
+        "anchor_ms_per_search": 1000 * anchor,
+        "ms_per_search": 1000 * fast,
+        "speedup": anchor / fast,
+        "max_policy_difference": diff,
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sims", type=int, nargs="+", default=[20, 100], help="SoG(S, 1) simulations")
@@ -60,12 +104,7 @@ def main() -> None:
 
     import torch
 
-    import polyzero.sog.gtcfr as gtcfr
     from polyzero.games import load_game
-    from polyzero.sog.cfr import PublicTreeCFR
-    from polyzero.sog.gtcfr import SoGSettings
-    from polyzero.sog.perfect_cfr import PerfectInfoCFR
-    from polyzero.sog.resolve import SoGPlayer
 
     torch.set_num_threads(1)
     game = load_game("connect_four")
@@ -76,43 +115,34 @@ def main() -> None:
     else:
         leaves, leaves_name = AlphaZeroLeaves(MARK), f"AlphaZero network {MARK.relative_to(ROOT)}"
     states = positions(game, args.positions, args.seed)
-    classes = {"PublicTreeCFR (anchor)": PublicTreeCFR, "PerfectInfoCFR": PerfectInfoCFR}
-    rows = []
-    for sims in args.sims:
-        seconds = dict.fromkeys(classes, 0.0)
-        searches = dict.fromkeys(classes, 0)
-        diff = 0.0
-        for k, state in enumerate(states):
-            policies = {}
-            for name, cls in classes.items():
-                gtcfr.PerfectInfoCFR = cls  # what GTCFR builds for a perfect-information game
-                player = SoGPlayer(game, SoGSettings(simulations=sims), leaves, seed=args.seed + k)
-                t0 = time.perf_counter()
-                policies[name] = player.policy(state)
-                seconds[name] += time.perf_counter() - t0
-                searches[name] += player.searcher.searches
-            a, b = policies.values()
-            diff = max(diff, max(abs(a[m] - b.get(m, np.inf)) for m in a))
-        anchor, fast = (seconds[n] / searches[n] for n in classes)
-        rows.append({"sims": sims, "searches": searches["PerfectInfoCFR"],
-                     "anchor_ms_per_search": 1000 * anchor, "ms_per_search": 1000 * fast,
-                     "speedup": anchor / fast, "max_policy_difference": diff})
-        print(f"SoG({sims}, 1): {searches['PerfectInfoCFR']} searches, PublicTreeCFR {1000 * anchor:.1f} ms, "
-              f"PerfectInfoCFR {1000 * fast:.1f} ms per search: {anchor / fast:.2f}x; policies differ by "
-              f"at most {diff:.1e}", flush=True)
-    gtcfr.PerfectInfoCFR = PerfectInfoCFR
+    rows = [compare(game, states, leaves, sims, args.seed) for sims in args.sims]
     command = "python benchmarks/sog_search_speed.py " + " ".join(sys.argv[1:])
     git = git_commit()
-    result = {"command": command, "git": git, "machine": machine_line(), "leaves": leaves_name,
-              "positions": len(states), "seed": args.seed, "rows": rows}
+    result = {
+        "command": command,
+        "git": git,
+        "machine": machine_line(),
+        "leaves": leaves_name,
+        "positions": len(states),
+        "seed": args.seed,
+        "rows": rows,
+    }
     write_json_atomic(RESULTS / f"{args.out}.json", result)
-    lines = ["# Benchmark `sog_search_speed`: GT-CFR's regret updates on Connect Four", "",
-             f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). "
-             f"Leaves: {leaves_name}. {len(states)} positions, seed {args.seed}; one thread.", "",
-             "| search | searches | PublicTreeCFR (anchor), ms per search | PerfectInfoCFR, ms per search | speedup "
-             "| largest policy difference |", "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| SoG({r['sims']}, 1) | {r['searches']} | {r['anchor_ms_per_search']:.1f} | {r['ms_per_search']:.1f} "
-              f"| {r['speedup']:.2f}x | {r['max_policy_difference']:.1e} |" for r in rows]
+    lines = [
+        "# Benchmark `sog_search_speed`: GT-CFR's regret updates on Connect Four",
+        "",
+        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). "
+        f"Leaves: {leaves_name}. {len(states)} positions, seed {args.seed}; one thread.",
+        "",
+        "| search | searches | PublicTreeCFR (anchor), ms per search | PerfectInfoCFR, ms per search | speedup "
+        "| largest policy difference |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| SoG({r['sims']}, 1) | {r['searches']} | {r['anchor_ms_per_search']:.1f} | {r['ms_per_search']:.1f} "
+        f"| {r['speedup']:.2f}x | {r['max_policy_difference']:.1e} |"
+        for r in rows
+    ]
     (RESULTS / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     print(json.dumps(rows))
 

@@ -131,7 +131,7 @@ class TinyMuZeroNet(nn.Module):
         x = torch.addmm(self.pred0_b, h, self.pred0_w).relu_()
         x = torch.addmm(self.pred1_b, x, self.pred1_w).relu_()
         out = torch.addmm(self.pred_out_b, x, self.pred_out_w)
-        return out[:, :self.na], out[:, self.na].tanh()
+        return out[:, : self.na], out[:, self.na].tanh()
 
     def initial(self, obs):
         x = torch.addmm(self.repr0_b, obs, self.repr0_w).relu_()
@@ -145,7 +145,7 @@ class TinyMuZeroNet(nn.Module):
         x = torch.addmm(self.dyn0_table[action], h, self.dyn0_wh).relu_()
         x = torch.addmm(self.dyn1_b, x, self.dyn1_w).relu_()
         out = torch.addmm(self.dyn_out_b, x, self.dyn_out_w)
-        h2 = out[:, :self.hid].tanh()
+        h2 = out[:, : self.hid].tanh()
         logits, value = self.prediction(h2)
         return out[:, self.hid], logits, value, h2
 
@@ -261,8 +261,7 @@ def check(tol: float = 1e-5, modes: tuple[str, ...] = ()) -> float:
     for mode in ("lean", "script", "eager_ref", *modes):
         net = TinyNetNumpy(mode, p)
         lg, v, h = net.initial(obs)
-        err = max(err, *(float(np.abs(x - y).max()) for x, y in
-                         ((lg, ref_lg), (v, ref_v), (h, ref_h))))
+        err = max(err, *(float(np.abs(x - y).max()) for x, y in ((lg, ref_lg), (v, ref_v), (h, ref_h))))
         for act in (a, a.astype(np.int32)):
             out = net.recurrent(ref_h.astype(np.float32), act)
             err = max(err, *(float(np.abs(x - y).max()) for x, y in zip(out, ref)))
@@ -271,14 +270,9 @@ def check(tol: float = 1e-5, modes: tuple[str, ...] = ()) -> float:
 
 
 # ---------------------------------------------------------------- mctx (JAX): the anchor
-def mctx_policy(num_simulations, gumbel=False, net_loop=False):
-    """The anchor: jitted ``mctx.muzero_policy`` (Dirichlet fraction 0, as polyzero's
-    evaluation search) or, with `gumbel`, ``mctx.gumbel_muzero_policy`` (mctx's defaults),
-    over this network written in jax.numpy; with `net_loop` instead the network work of
-    one policy call without a tree: root_fn and num_simulations chained recurrent_fn calls
-    inside one jitted fori_loop (the anchor harness's net_loop). Returns ``call(params,
-    rng_key, obs, invalid_actions)``, blocking until the result is ready. Needs jax,
-    jaxlib and mctx (the ``bench`` extra)."""
+def mctx_net():
+    """This network in jax.numpy, as mctx calls it: ``(root_fn(params, obs),
+    recurrent_fn(params, rng_key, action, embedding))``."""
     import jax
     import jax.numpy as jnp
     import mctx
@@ -309,19 +303,44 @@ def mctx_policy(num_simulations, gumbel=False, net_loop=False):
         out = lin(p, "dyn_out", x)
         h2 = jnp.tanh(out[:, :HID])
         logits, value = prediction(p, h2)
-        return mctx.RecurrentFnOutput(reward=out[:, HID], discount=-jnp.ones_like(out[:, HID]),
-                                      prior_logits=logits, value=value), h2
+        return mctx.RecurrentFnOutput(
+            reward=out[:, HID], discount=-jnp.ones_like(out[:, HID]), prior_logits=logits, value=value
+        ), h2
+
+    return root_fn, recurrent_fn
+
+
+def mctx_policy(num_simulations, gumbel=False, net_loop=False):
+    """The anchor: jitted ``mctx.muzero_policy`` (Dirichlet fraction 0, as polyzero's
+    evaluation search) or, with `gumbel`, ``mctx.gumbel_muzero_policy`` (mctx's defaults),
+    over this network written in jax.numpy; with `net_loop` instead the network work of
+    one policy call without a tree: root_fn and num_simulations chained recurrent_fn calls
+    inside one jitted fori_loop (the anchor harness's net_loop). Returns ``call(params,
+    rng_key, obs, invalid_actions)``, blocking until the result is ready. Needs jax,
+    jaxlib and mctx (the ``bench`` extra)."""
+    import jax
+    import jax.numpy as jnp
+    import mctx
+
+    root_fn, recurrent_fn = mctx_net()
 
     def policy(p, rng_key, obs, invalid_actions):
         root = root_fn(p, obs)
         if gumbel:  # Full Gumbel MuZero, mctx's defaults (m = 16, c_visit 50, c_scale 0.1)
-            out = mctx.gumbel_muzero_policy(p, rng_key, root, recurrent_fn,
-                                            num_simulations=num_simulations,
-                                            invalid_actions=invalid_actions)
+            out = mctx.gumbel_muzero_policy(
+                p, rng_key, root, recurrent_fn, num_simulations=num_simulations, invalid_actions=invalid_actions
+            )
             tree = out.search_tree
             return out.action, tree.children_visits[:, 0], tree.parents, out.action_weights
-        out = mctx.muzero_policy(p, rng_key, root, recurrent_fn, num_simulations=num_simulations,
-                                 invalid_actions=invalid_actions, dirichlet_fraction=0.0)
+        out = mctx.muzero_policy(
+            p,
+            rng_key,
+            root,
+            recurrent_fn,
+            num_simulations=num_simulations,
+            invalid_actions=invalid_actions,
+            dirichlet_fraction=0.0,
+        )
         tree = out.search_tree
         return out.action, tree.children_visits[:, 0], tree.parents
 
@@ -335,12 +354,14 @@ def mctx_policy(num_simulations, gumbel=False, net_loop=False):
             action = (jnp.arange(b, dtype=jnp.int32) + i) % A
             out, h2 = recurrent_fn(p, None, action, h)
             return h2, acc + out.value + out.prior_logits[:, 0] + out.reward
+
         return jax.lax.fori_loop(0, num_simulations, body, (root.embedding, root.value))
 
     jitted = jax.jit(loop if net_loop else policy)
 
     def call(*args):
         return jax.block_until_ready(jitted(*args))
+
     return call
 
 

@@ -43,8 +43,13 @@ class TakeAwayGame(pyspiel.Game):
             raise ValueError(f"take_away needs stones >= 1 and max_take >= 1, got {p}")
         info = pyspiel.GameInfo(
             num_distinct_actions=self.max_take,  # action a takes a + 1 stones
-            max_chance_outcomes=0, num_players=2, min_utility=-1.0, max_utility=1.0,
-            utility_sum=0.0, max_game_length=self.stones)
+            max_chance_outcomes=0,
+            num_players=2,
+            min_utility=-1.0,
+            max_utility=1.0,
+            utility_sum=0.0,
+            max_game_length=self.stones,
+        )
         super().__init__(_GAME_TYPE, info, p)
 
     def new_initial_state(self):

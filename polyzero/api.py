@@ -110,8 +110,7 @@ def arena(a, b, game=None, games: int = 100, seed: int = 0, progress: bool = Fal
     specs; `game` defaults to an Agent's."""
     from .eval import play_match
 
-    game = _game(game) if game is not None else next(
-        (p.game for p in (a, b) if isinstance(p, Agent)), None)
+    game = _game(game) if game is not None else next((p.game for p in (a, b) if isinstance(p, Agent)), None)
     if game is None:
         raise UsageError("arena needs a game when neither player is an Agent")
     players = [p if isinstance(p, Agent) else load_agent(p, game, seed=seed + k) for k, p in enumerate((a, b))]
@@ -137,9 +136,15 @@ def _trainer_class(algo: str):
     return trainer_classes(algo)[0]
 
 
-def train(game: str | None = None, algo: str | None = None, preset: str | None = None,
-          config: str | None = None, overrides: dict | None = None, run_dir=None,
-          progress: bool = False) -> Run:
+def train(
+    game: str | None = None,
+    algo: str | None = None,
+    preset: str | None = None,
+    config: str | None = None,
+    overrides: dict | None = None,
+    run_dir=None,
+    progress: bool = False,
+) -> Run:
     """Train by self-play in this process and return the finished Run. `preset` names a
     shipped preset (`list_presets()`), `config` a TOML file; `overrides` maps config keys to
     values, e.g. {"train.steps": 50, "search.num_simulations": 32}."""
@@ -160,9 +165,12 @@ def train(game: str | None = None, algo: str | None = None, preset: str | None =
     from .validation import check_fits_machine, check_output_dir
 
     check_fits_machine(cfg, load_game(cfg.game))
-    run_dir = check_output_dir(Path(run_dir) if run_dir is not None else
-                               Path("runs") / f"{game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}",
-                               "run_dir")
+    run_dir = check_output_dir(
+        Path(run_dir)
+        if run_dir is not None
+        else Path("runs") / f"{game.split('(')[0]}-{cfg.algo}-{time.strftime('%Y%m%d-%H%M%S')}",
+        "run_dir",
+    )
     trainer = _trainer_class(cfg.algo).create(cfg, run_dir, progress=progress)
     run = Run(trainer.run_dir)
     run.summary = trainer.run()
@@ -206,8 +214,9 @@ class Run:
         """The latest checkpoint's agent with the run's evaluation search."""
         return load_agent(str(self.run_dir), simulations=simulations, seed=seed)
 
-    def evaluate(self, opponent: str = "mcts-solver:1x", games: int = 50, simulations: int | None = None,
-                 seed: int = 0):
+    def evaluate(
+        self, opponent: str = "mcts-solver:1x", games: int = 50, simulations: int | None = None, seed: int = 0
+    ):
         """The latest agent against `opponent` (`Nx`: N times the agent's simulations)."""
         agent = self.agent(simulations, seed)
         kind, _, sims = opponent.partition(":")

@@ -183,8 +183,15 @@ class TrainConfig:
     fused_step: bool = False
 
     def validate(self):
-        for k in ("steps", "positions_per_step", "minibatches_per_step", "batch_size",
-                  "replay_size", "checkpoint_every", "keep_checkpoints"):
+        for k in (
+            "steps",
+            "positions_per_step",
+            "minibatches_per_step",
+            "batch_size",
+            "replay_size",
+            "checkpoint_every",
+            "keep_checkpoints",
+        ):
             _positive(f"train.{k}", getattr(self, k))
         _positive("train.keep_replay_every", self.keep_replay_every, allow_zero=True)
         _positive("train.learning_rate", self.learning_rate)
@@ -337,8 +344,10 @@ class RunConfig:
         return self
 
     def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self),
-                **{name: dataclasses.asdict(getattr(self, name)) for name in plugin_sections()}}
+        return {
+            **dataclasses.asdict(self),
+            **{name: dataclasses.asdict(getattr(self, name)) for name in plugin_sections()},
+        }
 
 
 # ---------------------------------------------------------------- loading
@@ -374,8 +383,11 @@ def _merge(obj, data: dict, prefix: str = ""):
         full = prefix + key
         if key not in names:
             close = difflib.get_close_matches(key, names, n=3)
-            hint = f"; did you mean {', '.join(prefix + c for c in close)}?" if close else \
-                f"; valid keys: {', '.join(prefix + n for n in names)}"
+            hint = (
+                f"; did you mean {', '.join(prefix + c for c in close)}?"
+                if close
+                else f"; valid keys: {', '.join(prefix + n for n in names)}"
+            )
             raise UsageError(f"unknown config key '{full}'{hint}")
         current = getattr(obj, key)
         if dataclasses.is_dataclass(current):
@@ -417,8 +429,12 @@ def read_toml(path: str | Path) -> dict:
 
 # Settings added after runs had been saved, whose defaults changed what a run does:
 # a saved config without them ran with these values.
-_SAVED_BEFORE = {("net", "perspective"): "raw", ("muzero", "priority_value"): "network",
-                 ("muzero", "action_planes"): "cell", ("net", "board_tower"): False}
+_SAVED_BEFORE = {
+    ("net", "perspective"): "raw",
+    ("muzero", "priority_value"): "network",
+    ("muzero", "action_planes"): "cell",
+    ("net", "board_tower"): False,
+}
 
 
 def _as_saved(base: dict) -> dict:
@@ -428,8 +444,13 @@ def _as_saved(base: dict) -> dict:
     return base
 
 
-def build_config(game: str | None = None, algo: str | None = None, config_file: str | None = None,
-                 overrides: list[str] = (), base: dict | None = None) -> RunConfig:
+def build_config(
+    game: str | None = None,
+    algo: str | None = None,
+    config_file: str | None = None,
+    overrides: list[str] = (),
+    base: dict | None = None,
+) -> RunConfig:
     """Resolve a run's configuration (see the module docstring for precedence)."""
     cfg = RunConfig()
     layers: list[dict] = []
@@ -449,8 +470,10 @@ def build_config(game: str | None = None, algo: str | None = None, config_file: 
         _merge(cfg, layer)
     cfg.validate()
     common = tuple(name for name in algorithm_names() if name not in RUNTIMES)  # those searching by self-play
-    owners = {**dict.fromkeys(COMMON_RUNTIME_SECTIONS, common),
-              **{name: section.algos for name, section in plugin_sections().items()}}
+    owners = {
+        **dict.fromkeys(COMMON_RUNTIME_SECTIONS, common),
+        **{name: section.algos for name, section in plugin_sections().items()},
+    }
     sources = [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]
     for source, layer in sources:
         check_sections_of_algo(layer, algo, RunConfig(), source, owners)
@@ -467,8 +490,9 @@ def _one_value(key: str, given, file_data: dict, sets: list[dict], base: dict | 
     if given is not None and value != given:
         raise UsageError(f"--set {key}={value} disagrees with the {key} given as {given!r}; give it once")
     if base is not None and value != base.get(key):
-        raise UsageError(f"--set {key}={value}: a resumed run keeps its {key} ({base.get(key)!r}); "
-                         "start a new run for another")
+        raise UsageError(
+            f"--set {key}={value}: a resumed run keeps its {key} ({base.get(key)!r}); start a new run for another"
+        )
     return value
 
 

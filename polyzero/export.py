@@ -63,17 +63,23 @@ def _graphs(algo: str, net, obs_shape) -> list[tuple[str, nn.Module, tuple, list
         return [("", net, (obs,), ["observation"], ["policy_logits", "value"])]
     if algo == "muzero":
         if net.prefix_head is not None:
-            raise UsageError("export does not describe a value-prefix network (muzero.value_prefix): its g "
-                             "carries an LSTM state between steps that these graphs have no input for")
+            raise UsageError(
+                "export does not describe a value-prefix network (muzero.value_prefix): its g "
+                "carries an LSTM state between steps that these graphs have no input for"
+            )
         with torch.no_grad():
             hidden = net.represent(obs)
         action = torch.zeros(2, dtype=torch.int64)
-        return [("h", _Represent(net), (obs,), ["observation"], ["hidden"]),
-                ("g", _Dynamics(net), (hidden, action), ["hidden", "action"], ["next_hidden", "reward"]),
-                ("f", _Predict(net), (hidden,), ["hidden"], ["policy_logits", "value"])]
-    raise UsageError(f"export handles alphazero and muzero networks; a {algo} run's network is not supported "
-                     "(NDMZ's chance and identity heads and Student of Games' CVPN take inputs this export "
-                     "does not describe)")
+        return [
+            ("h", _Represent(net), (obs,), ["observation"], ["hidden"]),
+            ("g", _Dynamics(net), (hidden, action), ["hidden", "action"], ["next_hidden", "reward"]),
+            ("f", _Predict(net), (hidden,), ["hidden"], ["policy_logits", "value"]),
+        ]
+    raise UsageError(
+        f"export handles alphazero and muzero networks; a {algo} run's network is not supported "
+        "(NDMZ's chance and identity heads and Student of Games' CVPN take inputs this export "
+        "does not describe)"
+    )
 
 
 def _write(fmt: str, module: nn.Module, inputs: tuple, names_in: list[str], names_out: list[str], path: Path):
@@ -88,8 +94,16 @@ def _write(fmt: str, module: nn.Module, inputs: tuple, names_in: list[str], name
         raise UsageError("--format onnx needs the onnx package: pip install 'polyzero[export]'") from None
     axes = {n: {0: "batch"} for n in names_in + names_out}
     with torch.no_grad():
-        torch.onnx.export(module, inputs, str(path), input_names=names_in, output_names=names_out,
-                          dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            module,
+            inputs,
+            str(path),
+            input_names=names_in,
+            output_names=names_out,
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 def export_network(algo: str, net: nn.Module, obs_shape, fmt: str, out: Path, meta: dict) -> list[Path]:
@@ -105,8 +119,12 @@ def export_network(algo: str, net: nn.Module, obs_shape, fmt: str, out: Path, me
         path = out if not name else out.with_name(f"{out.stem}-{name}{out.suffix}")
         _write(fmt, module.eval(), inputs, names_in, names_out, path)
         written.append(path)
-        graphs[name or "network"] = {"file": path.name, "inputs": names_in, "outputs": names_out,
-                                  "shapes": {n: list(t.shape[1:]) for n, t in zip(names_in, inputs)}}
+        graphs[name or "network"] = {
+            "file": path.name,
+            "inputs": names_in,
+            "outputs": names_out,
+            "shapes": {n: list(t.shape[1:]) for n, t in zip(names_in, inputs)},
+        }
     info = out.with_name(out.stem + ".json")
     info.write_text(json.dumps({**meta, "format": fmt, "graphs": graphs}, indent=1) + "\n")
     return written + [info]
@@ -129,9 +147,15 @@ def export_run(run, fmt: str, out=None) -> list[Path]:
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     out = Path(out) if out is not None else Path(run) / "export" / f"model{SUFFIX[fmt]}"
-    meta = {"game": cfg.game, "algo": cfg.algo, "checkpoint": ckpt.name, "num_actions": game.num_distinct_actions(),
-            "observation_shape": list(algo.encoder.shape), "perspective": cfg.net.perspective,
-            "note": "observations as polyzero.games.ObservationEncoder writes them (net.perspective 'mover': "
-                    "a two-player game's observation from the side of the player to move); values for the "
-                    "player to move"}
+    meta = {
+        "game": cfg.game,
+        "algo": cfg.algo,
+        "checkpoint": ckpt.name,
+        "num_actions": game.num_distinct_actions(),
+        "observation_shape": list(algo.encoder.shape),
+        "perspective": cfg.net.perspective,
+        "note": "observations as polyzero.games.ObservationEncoder writes them (net.perspective 'mover': "
+        "a two-player game's observation from the side of the player to move); values for the "
+        "player to move",
+    }
     return export_network(cfg.algo, net, algo.encoder.shape, fmt, out, meta)

@@ -145,5 +145,7 @@ def algorithm_class(name: str):
 
 def unknown_algorithm(name: str) -> str:
     """The one line for an algorithm name nothing registered."""
-    return (f"unknown algorithm '{name}'; available: {', '.join(algorithm_names())} (one of your own "
-            f"is named in {ALGORITHMS_ENV}: docs/adding_an_algorithm.md)")
+    return (
+        f"unknown algorithm '{name}'; available: {', '.join(algorithm_names())} (one of your own "
+        f"is named in {ALGORITHMS_ENV}: docs/adding_an_algorithm.md)"
+    )

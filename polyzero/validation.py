@@ -43,8 +43,10 @@ def check_int_range(key: str, value: int) -> int:
 
 def check_seed(key: str, value: int) -> int:
     if not 0 <= value <= SEED_LIMIT:
-        raise UsageError(f"{key} must be a whole number in 0..{SEED_LIMIT} (the seed range numpy and OpenSpiel "
-                         f"share, with room for derived seeds), not {value}")
+        raise UsageError(
+            f"{key} must be a whole number in 0..{SEED_LIMIT} (the seed range numpy and OpenSpiel "
+            f"share, with room for derived seeds), not {value}"
+        )
     return value
 
 
@@ -55,8 +57,9 @@ def seed_arg(text: str) -> int:
     try:
         return check_seed("--seed", int(text))
     except (ValueError, UsageError) as exc:
-        raise argparse.ArgumentTypeError(str(exc) if isinstance(exc, UsageError) else
-                                         f"must be a whole number in 0..{SEED_LIMIT}, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            str(exc) if isinstance(exc, UsageError) else f"must be a whole number in 0..{SEED_LIMIT}, not {text!r}"
+        ) from None
 
 
 def count_arg(text: str) -> int:
@@ -80,8 +83,7 @@ MAX_SPEC_COUNT = 10_000_000
 def spec_count(spec: str, text: str, what: str) -> int:
     """The N of a player spec (`mcts:N`, `cfr:N`, `PATH@N`): a whole number in 1..MAX_SPEC_COUNT."""
     if not (text.isdigit() and 0 < int(text) <= MAX_SPEC_COUNT):
-        raise UsageError(f"bad player '{spec}': needs a whole number of {what} in 1..{MAX_SPEC_COUNT:,}, "
-                         f"not {text!r}")
+        raise UsageError(f"bad player '{spec}': needs a whole number of {what} in 1..{MAX_SPEC_COUNT:,}, not {text!r}")
     return int(text)
 
 
@@ -137,15 +139,22 @@ def memory_demands(cfg, game) -> list[tuple[str, int]]:
     pos = _position_bytes(game)
     actions = game.num_distinct_actions()
     node = 8 * actions + 64  # children (int32) and prior (float32) per action, per-node scalars
-    out = [(f"train.replay_size = {cfg.train.replay_size:,} positions", cfg.train.replay_size * pos),
-           (f"train.batch_size = {cfg.train.batch_size:,} positions", cfg.train.batch_size * pos),
-           (f"train.positions_per_step = {cfg.train.positions_per_step:,}", cfg.train.positions_per_step * pos)]
+    out = [
+        (f"train.replay_size = {cfg.train.replay_size:,} positions", cfg.train.replay_size * pos),
+        (f"train.batch_size = {cfg.train.batch_size:,} positions", cfg.train.batch_size * pos),
+        (f"train.positions_per_step = {cfg.train.positions_per_step:,}", cfg.train.positions_per_step * pos),
+    ]
     if cfg.algo == "sog":
         out.append((f"sog.query_buffer = {cfg.sog.query_buffer:,} queries", cfg.sog.query_buffer * pos))
     else:
         trees = cfg.selfplay.concurrent_games * (cfg.search.num_simulations + 1) * node
-        out.append((f"selfplay.concurrent_games = {cfg.selfplay.concurrent_games:,} search trees of "
-                    f"search.num_simulations = {cfg.search.num_simulations:,}", trees))
+        out.append(
+            (
+                f"selfplay.concurrent_games = {cfg.selfplay.concurrent_games:,} search trees of "
+                f"search.num_simulations = {cfg.search.num_simulations:,}",
+                trees,
+            )
+        )
         if cfg.start.archive != "none":
             out.append((f"start.archive_size = {cfg.start.archive_size:,} states", cfg.start.archive_size * pos))
     return out
@@ -157,12 +166,16 @@ def check_fits_machine(cfg, game) -> None:
     demands = memory_demands(cfg, game)
     for what, size in demands:
         if size > budget:
-            raise UsageError(f"{what} needs at least {_gib(size)} on {game}, more than the {_gib(budget)} "
-                             f"a run may take of this machine's memory ({MEMORY_SHARE:.0%})")
+            raise UsageError(
+                f"{what} needs at least {_gib(size)} on {game}, more than the {_gib(budget)} "
+                f"a run may take of this machine's memory ({MEMORY_SHARE:.0%})"
+            )
     total = sum(size for _, size in demands)
     if total > budget:
-        raise UsageError(f"the run's buffers together need at least {_gib(total)} on {game} "
-                         f"({'; '.join(w for w, _ in demands)}), more than the {_gib(budget)} it may take")
+        raise UsageError(
+            f"the run's buffers together need at least {_gib(total)} on {game} "
+            f"({'; '.join(w for w, _ in demands)}), more than the {_gib(budget)} it may take"
+        )
 
 
 # ---------------------------------------------------------------- config sections
@@ -184,8 +197,10 @@ def check_sections_of_algo(layer: dict, algo: str, defaults, source: str, owners
         for key, value in values.items():
             default = getattr(getattr(defaults, section), key, None)
             if value != default:
-                raise UsageError(f"{source} sets {section}.{key}, which algo {algo} does not read "
-                                 f"([{section}] is for {', '.join(algos)})")
+                raise UsageError(
+                    f"{source} sets {section}.{key}, which algo {algo} does not read "
+                    f"([{section}] is for {', '.join(algos)})"
+                )
 
 
 # ---------------------------------------------------------------- paths
@@ -206,8 +221,9 @@ def check_output_file(path, what: str) -> Path:
     """A file the command writes: not a directory or a device, in a directory."""
     path = Path(path)
     if path.exists() and not path.is_file():
-        raise UsageError(f"{what} {path} is {'a directory' if path.is_dir() else 'a device or other special file'}, "
-                         "not a file")
+        raise UsageError(
+            f"{what} {path} is {'a directory' if path.is_dir() else 'a device or other special file'}, not a file"
+        )
     check_output_dir(path.parent, f"{what} {path}: its folder")
     return path
 
@@ -233,7 +249,8 @@ def read_text(path, what: str = "file") -> str:
     except FileNotFoundError:
         raise UsageError(f"{what} not found: {path}") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
-                         f"offset {exc.start})") from None
+        raise UsageError(
+            f"{what} {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+        ) from None
     except OSError as exc:
         raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None

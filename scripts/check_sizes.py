@@ -54,8 +54,7 @@ def violations(paths: list[Path] | None = None) -> list[str]:
             out.append(f"{rel}: {lines} lines (module limit {MAX_MODULE_LINES})")
         for node, length in _functions(ast.parse(text, str(file))):
             if length > MAX_FUNCTION_LINES:
-                out.append(f"{rel}:{node.lineno}: {node.name} is {length} lines (function limit "
-                           f"{MAX_FUNCTION_LINES})")
+                out.append(f"{rel}:{node.lineno}: {node.name} is {length} lines (function limit {MAX_FUNCTION_LINES})")
     return out
 
 

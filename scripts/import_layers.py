@@ -114,12 +114,23 @@ def draw(png: str) -> None:
             ax.add_patch(plt.Rectangle((x + 0.05, i + 0.12), width - 0.1, 0.76, fc="#dde8f5", ec="#2b5d8c"))
             ax.text(x + width / 2, i + 0.5, f"polyzero.{pkg}", ha="center", va="center", fontsize=9)
             centre[pkg] = (x + width / 2, i + 0.5)
-    ax.annotate("", xy=(6.45, 0.3), xytext=(6.45, len(LAYERS) - 0.3),
-                arrowprops={"arrowstyle": "->", "color": "#2b5d8c", "lw": 1.5})
+    ax.annotate(
+        "",
+        xy=(6.45, 0.3),
+        xytext=(6.45, len(LAYERS) - 0.3),
+        arrowprops={"arrowstyle": "->", "color": "#2b5d8c", "lw": 1.5},
+    )
     ax.text(6.6, len(LAYERS) / 2, "imports point down", rotation=90, va="center", fontsize=9, color="#2b5d8c")
     left = ", ".join(f"{a} -> {b} ({n})" for (a, b), n in sorted(upward_pairs(upward_imports()).items()))
-    ax.text(0.5, -0.25, f"upward imports left (ignore_imports): {left or 'none'}", fontsize=8,
-            color="#c0392b", va="top", wrap=True)
+    ax.text(
+        0.5,
+        -0.25,
+        f"upward imports left (ignore_imports): {left or 'none'}",
+        fontsize=8,
+        color="#c0392b",
+        va="top",
+        wrap=True,
+    )
     ax.set_xlim(0.4, 6.9)
     ax.set_ylim(-0.8, len(LAYERS))
     ax.axis("off")

@@ -40,9 +40,13 @@ def score_against_untrained(trainer, untrained, games=200, seed=11):
     sims = trainer.cfg.eval.simulations
     net = trainer.algo.build_network()
     net.load_state_dict(untrained)
-    baseline = SearchPlayer(trainer.algo, trainer.algo.make_evaluator(net, "cpu"),
-                            trainer.cfg.search.params(sims), "untrained",
-                            sample_moves=trainer.cfg.eval.sample_moves)
+    baseline = SearchPlayer(
+        trainer.algo,
+        trainer.algo.make_evaluator(net, "cpu"),
+        trainer.cfg.search.params(sims),
+        "untrained",
+        sample_moves=trainer.cfg.eval.sample_moves,
+    )
     return play_match(trainer.game, trainer.agent_player(simulations=sims), baseline, games, seed=seed)
 
 
@@ -63,8 +67,7 @@ def trained_muzero(tmp_path_factory):
     150, not 100: against its untrained network at equal search, seed 0 scored 0.640
     [0.571, 0.703] after 100 steps on 2026-11-28 (eager and ONNX Runtime alike; the
     test asks for 0.65) and 0.858 [0.802, 0.899] after 150."""
-    return train_tic_tac_toe(tmp_path_factory.mktemp("ttt-mz") / "run", algo="muzero",
-                             overrides=["train.steps=150"])
+    return train_tic_tac_toe(tmp_path_factory.mktemp("ttt-mz") / "run", algo="muzero", overrides=["train.steps=150"])
 
 
 def assert_same_final_weights(run_a, run_b):
@@ -92,53 +95,87 @@ E2E_TESTS = {
     "test_cli.py": {"test_no_traceback_for_user_mistakes", "test_plot"},
     "test_engines_gtp.py": {"test_gtp_process_over_pipes"},
     "test_engines_uci.py": {"test_python_chess_referee_drives_the_process"},
-    "test_eval.py": {"test_mcts_players_on_a_game_written_in_python", "test_plot_run", "test_plot_runs_overlay",
-                     "test_plot_selfplay_returns_alone"},
-    "test_goexploit.py": {"test_archive_survives_checkpoint_and_resume",
-                          "test_forced_playouts_choose_the_short_child_at_the_root",
-                          "test_go_exploit_completes_more_trajectories_per_learning_step",
-                          "test_ladder_and_tournament_commands", "test_playout_cap_flags_and_samples",
-                          "test_reservoir_archive_keeps_each_item_with_probability_size_over_n"},
+    "test_eval.py": {
+        "test_mcts_players_on_a_game_written_in_python",
+        "test_plot_run",
+        "test_plot_runs_overlay",
+        "test_plot_selfplay_returns_alone",
+    },
+    "test_goexploit.py": {
+        "test_archive_survives_checkpoint_and_resume",
+        "test_forced_playouts_choose_the_short_child_at_the_root",
+        "test_go_exploit_completes_more_trajectories_per_learning_step",
+        "test_ladder_and_tournament_commands",
+        "test_playout_cap_flags_and_samples",
+        "test_reservoir_archive_keeps_each_item_with_probability_size_over_n",
+    },
     "test_fuzz.py": {"test_generated_inputs_are_handled_cleanly"},  # 40 forked CLI runs and a fixture training
-    "test_gumbel.py": {"test_deterministic_selection_tracks_the_improved_policy",
-                       "test_learns_tic_tac_toe_with_two_simulations", "test_mixed_value_and_completed_q_by_hand",
-                       "test_train_end_to_end_with_two_simulations", "test_whole_games_through_the_gumbel_search"},
+    "test_gumbel.py": {
+        "test_deterministic_selection_tracks_the_improved_policy",
+        "test_learns_tic_tac_toe_with_two_simulations",
+        "test_mixed_value_and_completed_q_by_hand",
+        "test_train_end_to_end_with_two_simulations",
+        "test_whole_games_through_the_gumbel_search",
+    },
     "test_inference_paths.py": {"test_compiled_outputs_equal_eager_before_and_after_a_weight_refresh"},
-    "test_interface.py": {"test_api_doc_example", "test_import_is_cheap_and_run_directories_need_no_registration",
-                          "test_plot_out_for_several_runs", "test_train_with_a_preset_by_name"},
+    "test_interface.py": {
+        "test_api_doc_example",
+        "test_import_is_cheap_and_run_directories_need_no_registration",
+        "test_plot_out_for_several_runs",
+        "test_train_with_a_preset_by_name",
+    },
     "test_leaf_batching.py": {"test_leaf_batches_fill_the_network_calls_and_follow_the_sequential_search"},
     "test_learner_exact.py": {"test_a_learner_update_equals_the_reference_update"},
     "test_lint.py": {"test_mypy_finds_nothing"},  # minutes without its cache
-    "test_muzero.py": {"test_observation_history_stacks_frames_and_action_planes",
-                       "test_reanalyse_refreshes_policy_targets_and_bootstrap_values",
-                       "test_resumed_muzero_run_keeps_priorities_and_reaches_the_same_weights",
-                       "test_search_roots_see_the_prediction_heads_the_learner_trained",
-                       "test_short_cartpole_run_reaches_150",
-                       "test_unroll_norm_layer_searches_the_unroll_the_learner_trained"},
-    "test_nannon.py": {"test_conformance_and_openspiel_tools", "test_exact_evaluator_matches_sampled_games",
-                       "test_move_tables_match_the_game", "test_no_single_deviation_helps",
-                       "test_optimal_player_in_the_engine", "test_state_counts",
-                       "test_td_lambda_returns_by_hand_and_learning_beats_random"},
-    "test_ndmz.py": {"test_ndmz_runs_and_resumes_through_the_trainer",
-                     "test_short_ndmz_run_raises_the_search_agents_exact_score_against_random"},
+    "test_muzero.py": {
+        "test_observation_history_stacks_frames_and_action_planes",
+        "test_reanalyse_refreshes_policy_targets_and_bootstrap_values",
+        "test_resumed_muzero_run_keeps_priorities_and_reaches_the_same_weights",
+        "test_search_roots_see_the_prediction_heads_the_learner_trained",
+        "test_short_cartpole_run_reaches_150",
+        "test_unroll_norm_layer_searches_the_unroll_the_learner_trained",
+    },
+    "test_nannon.py": {
+        "test_conformance_and_openspiel_tools",
+        "test_exact_evaluator_matches_sampled_games",
+        "test_move_tables_match_the_game",
+        "test_no_single_deviation_helps",
+        "test_optimal_player_in_the_engine",
+        "test_state_counts",
+        "test_td_lambda_returns_by_hand_and_learning_beats_random",
+    },
+    "test_ndmz.py": {
+        "test_ndmz_runs_and_resumes_through_the_trainer",
+        "test_short_ndmz_run_raises_the_search_agents_exact_score_against_random",
+    },
     "test_public_states.py": {"test_poker_agrees_with_brute_force"},
     "test_scotland_yard_london.py": {"test_public_states_hold_one_world_per_station"},
     "test_reliability.py": {"test_a_real_sigkill_while_the_latest_checkpoint_is_aside_resumes"},
-    "test_sog_cfr.py": {"test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges",
-                        "test_flat_cfr_exploitability_equals_openspiels_best_response",
-                        "test_other_games_equal_openspiel_for_a_few_iterations"},
+    "test_sog_cfr.py": {
+        "test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges",
+        "test_flat_cfr_exploitability_equals_openspiels_best_response",
+        "test_other_games_equal_openspiel_for_a_few_iterations",
+    },
     "test_sog_perfect_cfr.py": {"test_continual_resolving_with_either_cfr_plays_the_same_policies"},
-    "test_sog_search.py": {"test_depth_limited_gtcfr_on_kuhn_converges_to_the_game_value",
-                           "test_gtcfr_on_the_full_tree_equals_openspiel_simultaneous_cfr_plus",
-                           "test_leduc_board_card_resolves_above_the_public_chance_event"},
-    "test_sog_training.py": {"test_board_game_resnet_cvpn_convolves_the_board",
-                             "test_cli_trains_sog_and_its_network_plays",
-                             "test_kuhn_depth_one_learning_cuts_value_error_and_exploitability",
-                             "test_liars_dice_belief_encoding", "test_liars_dice_trains_end_to_end",
-                             "test_recursive_queries_are_kept_with_their_probability",
-                             "test_sog_probe_measures_network_and_targets_against_exact_values"},
-    "test_train.py": {"test_resume_after_kill_9", "test_resumed_run_reaches_the_same_weights",
-                      "test_sigterm_writes_a_checkpoint"},
+    "test_sog_search.py": {
+        "test_depth_limited_gtcfr_on_kuhn_converges_to_the_game_value",
+        "test_gtcfr_on_the_full_tree_equals_openspiel_simultaneous_cfr_plus",
+        "test_leduc_board_card_resolves_above_the_public_chance_event",
+    },
+    "test_sog_training.py": {
+        "test_board_game_resnet_cvpn_convolves_the_board",
+        "test_cli_trains_sog_and_its_network_plays",
+        "test_kuhn_depth_one_learning_cuts_value_error_and_exploitability",
+        "test_liars_dice_belief_encoding",
+        "test_liars_dice_trains_end_to_end",
+        "test_recursive_queries_are_kept_with_their_probability",
+        "test_sog_probe_measures_network_and_targets_against_exact_values",
+    },
+    "test_train.py": {
+        "test_resume_after_kill_9",
+        "test_resumed_run_reaches_the_same_weights",
+        "test_sigterm_writes_a_checkpoint",
+    },
 }
 
 
@@ -148,8 +185,11 @@ def pytest_collection_modifyitems(config, items):
         name = getattr(item, "originalname", item.name)
         if file in RAY_FILES:
             item.add_marker(pytest.mark.ray)
-        elif (file in E2E_FILES or name in E2E_TESTS.get(file, ())
-              or E2E_FIXTURES & set(getattr(item, "fixturenames", ()))):
+        elif (
+            file in E2E_FILES
+            or name in E2E_TESTS.get(file, ())
+            or E2E_FIXTURES & set(getattr(item, "fixturenames", ()))
+        ):
             item.add_marker(pytest.mark.e2e)
         if not item.get_closest_marker("e2e") and not item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.unit)

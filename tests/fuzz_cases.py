@@ -27,12 +27,37 @@ from pathlib import Path
 BAD_CLASSES = ("traceback", "crash", "hang", "accepted_nonsense", "unclean_error", "refused_valid")
 
 # A small run every checkpoint case copies and corrupts (tic-tac-toe, two learning steps).
-FIXTURE_ARGS = ["train", "tic_tac_toe", "--no-progress", "--set", "train.steps=2", "--set",
-                "train.positions_per_step=16", "--set", "train.batch_size=8", "--set", "train.replay_size=64",
-                "--set", "train.minibatches_per_step=1", "--set", "search.num_simulations=2", "--set",
-                "selfplay.concurrent_games=4", "--set", "eval.every=0", "--set", "eval.final_games=0",
-                "--set", "eval.simulations=2", "--set", "net.channels=4", "--set", "net.blocks=1",
-                "--set", "train.checkpoint_every=1"]
+FIXTURE_ARGS = [
+    "train",
+    "tic_tac_toe",
+    "--no-progress",
+    "--set",
+    "train.steps=2",
+    "--set",
+    "train.positions_per_step=16",
+    "--set",
+    "train.batch_size=8",
+    "--set",
+    "train.replay_size=64",
+    "--set",
+    "train.minibatches_per_step=1",
+    "--set",
+    "search.num_simulations=2",
+    "--set",
+    "selfplay.concurrent_games=4",
+    "--set",
+    "eval.every=0",
+    "--set",
+    "eval.final_games=0",
+    "--set",
+    "eval.simulations=2",
+    "--set",
+    "net.channels=4",
+    "--set",
+    "net.blocks=1",
+    "--set",
+    "train.checkpoint_every=1",
+]
 TINY = FIXTURE_ARGS[3:]  # the same small settings, for generated train commands
 
 
@@ -47,9 +72,15 @@ class Case:
     corrupt: tuple | None = None  # (path in the copied run, how)
 
     def to_json(self) -> dict:
-        return {"id": self.id, "kind": self.kind, "argv": self.argv, "expect": self.expect,
-                "stdin": self.stdin[:200].decode("latin-1"), "files": sorted(self.files),
-                "corrupt": list(self.corrupt) if self.corrupt else None}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "argv": self.argv,
+            "expect": self.expect,
+            "stdin": self.stdin[:200].decode("latin-1"),
+            "files": sorted(self.files),
+            "corrupt": list(self.corrupt) if self.corrupt else None,
+        }
 
 
 # ---------------------------------------------------------------- value pools
@@ -57,27 +88,104 @@ BAD_COUNTS = ["-1", "0", "abc", "1e9", "99999999999999999999", "nan", "", "1.5",
 BAD_SEEDS = ["-1", "abc", "99999999999999999999", "1.5", "", "4294967296", "-2147483649"]
 BAD_DIRS = ["/dev/null", "/dev/zero", "{dir}/afile", "{dir}/afile/sub", "/proc/self/status"]
 BAD_FILES = ["/dev/null", "/dev/zero", "{dir}/empty_dir", "{dir}/afile/sub", "/proc/self/status", "/"]
-BAD_SPECS = ["mcts:0", "mcts:-1", "mcts:x", "mcts:", "mcts-solver:1.5", "cfr:0", "cfr:-3", "ismcts:x",
-             "sog:-1", "sog:1,0", "sog:a,b", "gtp:", "uci:", "gnugo:-1", "stockfish:x", "nosuch", "{dir}/afile",
-             "/dev/null", "random@5", "{dir}/empty_dir", "mcts:99999999999999999999", ":", "@", "sog:1,1,net=/dev/null"]
-GOOD_GAMES = ["tic_tac_toe", "connect_four", "kuhn_poker", "leduc_poker", "nannon", "breakthrough(rows=6,columns=6)",
-              "hex(board_size=5)", "go(board_size=5)", "othello", "dark_hex(board_size=3)", "liars_dice",
-              "turn_based_simultaneous_game(game=matrix_rps())", "pig(winscore=10)", "mnk(m=4,n=4,k=3)"]
-BAD_GAME_STRINGS = ["", " ", "(", "connect_four(", "connect_four(rows=)", "connect_four(rows=1,rows=2)",
-                    "connect_four(rows=abc)", "nosuchgame", "go(board_size=9.5)", "go(komi=nan)", "go(komi=inf)",
-                    "\u30b2\u30fc\u30e0", "a" * 5000, "turn_based_simultaneous_game(game=nosuch())",
-                    "turn_based_simultaneous_game(game=tic_tac_toe())", "connect_four((rows=3))",
-                    "connect_four(rows=3)(x)", "sheriff", "matrix_rps", "kuhn_poker(players=3)", "hanabi",
-                    "tic_tac_toe(x=1)", "go(board_size=1)", "hex(board_size=0)", "connect_four(rows=0)",
-                    "cartpole", "blotto", "connect_four(rows=-5)"]
+BAD_SPECS = [
+    "mcts:0",
+    "mcts:-1",
+    "mcts:x",
+    "mcts:",
+    "mcts-solver:1.5",
+    "cfr:0",
+    "cfr:-3",
+    "ismcts:x",
+    "sog:-1",
+    "sog:1,0",
+    "sog:a,b",
+    "gtp:",
+    "uci:",
+    "gnugo:-1",
+    "stockfish:x",
+    "nosuch",
+    "{dir}/afile",
+    "/dev/null",
+    "random@5",
+    "{dir}/empty_dir",
+    "mcts:99999999999999999999",
+    ":",
+    "@",
+    "sog:1,1,net=/dev/null",
+]
+GOOD_GAMES = [
+    "tic_tac_toe",
+    "connect_four",
+    "kuhn_poker",
+    "leduc_poker",
+    "nannon",
+    "breakthrough(rows=6,columns=6)",
+    "hex(board_size=5)",
+    "go(board_size=5)",
+    "othello",
+    "dark_hex(board_size=3)",
+    "liars_dice",
+    "turn_based_simultaneous_game(game=matrix_rps())",
+    "pig(winscore=10)",
+    "mnk(m=4,n=4,k=3)",
+]
+BAD_GAME_STRINGS = [
+    "",
+    " ",
+    "(",
+    "connect_four(",
+    "connect_four(rows=)",
+    "connect_four(rows=1,rows=2)",
+    "connect_four(rows=abc)",
+    "nosuchgame",
+    "go(board_size=9.5)",
+    "go(komi=nan)",
+    "go(komi=inf)",
+    "\u30b2\u30fc\u30e0",
+    "a" * 5000,
+    "turn_based_simultaneous_game(game=nosuch())",
+    "turn_based_simultaneous_game(game=tic_tac_toe())",
+    "connect_four((rows=3))",
+    "connect_four(rows=3)(x)",
+    "sheriff",
+    "matrix_rps",
+    "kuhn_poker(players=3)",
+    "hanabi",
+    "tic_tac_toe(x=1)",
+    "go(board_size=1)",
+    "hex(board_size=0)",
+    "connect_four(rows=0)",
+    "cartpole",
+    "blotto",
+    "connect_four(rows=-5)",
+]
 # Integer parameters of some games, to mutate (game, parameter).
-INT_PARAMS = [("connect_four", "rows"), ("connect_four", "columns"), ("connect_four", "x_in_row"),
-              ("go", "board_size"), ("hex", "board_size"), ("breakthrough", "rows"), ("breakthrough", "columns"),
-              ("pig", "players"), ("pig", "winscore"), ("kuhn_poker", "players"), ("leduc_poker", "players"),
-              ("liars_dice", "numdice"), ("mnk", "m"), ("mnk", "k"), ("dark_hex", "board_size"),
-              ("quoridor", "players"), ("oware", "num_houses_per_player"), ("first_sealed_auction", "players"),
-              ("go_fish", "players"), ("negotiation", "num_items"), ("sheriff", "max_items"), ("hanabi", "colors")]
-INT_VALUES = [0, 1, -1, 2, 3, 100000, 2**31, 2**63, -2**63, "1.5", "x", "true"]
+INT_PARAMS = [
+    ("connect_four", "rows"),
+    ("connect_four", "columns"),
+    ("connect_four", "x_in_row"),
+    ("go", "board_size"),
+    ("hex", "board_size"),
+    ("breakthrough", "rows"),
+    ("breakthrough", "columns"),
+    ("pig", "players"),
+    ("pig", "winscore"),
+    ("kuhn_poker", "players"),
+    ("leduc_poker", "players"),
+    ("liars_dice", "numdice"),
+    ("mnk", "m"),
+    ("mnk", "k"),
+    ("dark_hex", "board_size"),
+    ("quoridor", "players"),
+    ("oware", "num_houses_per_player"),
+    ("first_sealed_auction", "players"),
+    ("go_fish", "players"),
+    ("negotiation", "num_items"),
+    ("sheriff", "max_items"),
+    ("hanabi", "colors"),
+]
+INT_VALUES = [0, 1, -1, 2, 3, 100000, 2**31, 2**63, -(2**63), "1.5", "x", "true"]
 # Every register()ed subcommand, a valid command line each ({dir}: the case's directory;
 # {run}: a copy of the fixture run). Mutations make them invalid.
 TEMPLATES = {
@@ -98,16 +206,59 @@ TEMPLATES = {
     "uci": ["uci", "--agent", "random"],
     "replay": ["replay", "{dir}/game.jsonl"],
 }
-VALUE_FLAGS = {"--games": BAD_COUNTS, "--seeds": BAD_COUNTS, "--seed": BAD_SEEDS, "--out": BAD_DIRS,
-               "--run-dir": BAD_DIRS, "--record": BAD_DIRS, "--agent": BAD_SPECS, "--game": BAD_GAME_STRINGS,
-               "--levels": ["0", "-1", "a,b", "", ",", "1,,2"], "--port": ["-1", "99999", "x"],
-               "--points": ["-1", "x"], "--format": ["pdf", ""], "--show": ["nosuch", ""]}
-STDIN_LINES = ["", " ", "0", "-1", "9" * 100, "x" * 10000, "undo", "moves", "?", "help", "a1", "\u00e9",
-               "\t", "\x1b[2J", "y", "n", "99999999999999999999", "1e9", "x(1,1)", "e5", "pass", "resign",
-               "quit", "Bet", "0 1", "\u202e", "\\", "'", "moves moves"]
-TOML_BAD = {float: ["nan", "inf", "-inf", '"x"', "[]", "true", "1e400"],
-            int: ["99999999999999999999", "1.5", '"x"', "true", "[1]", "{a = 1}", "9223372036854775807"],
-            str: ["1", "[]", "{}", "true"], bool: ["1", '"yes"', "[]"], list: ['"x"', "[1]", "[[]]"]}
+VALUE_FLAGS = {
+    "--games": BAD_COUNTS,
+    "--seeds": BAD_COUNTS,
+    "--seed": BAD_SEEDS,
+    "--out": BAD_DIRS,
+    "--run-dir": BAD_DIRS,
+    "--record": BAD_DIRS,
+    "--agent": BAD_SPECS,
+    "--game": BAD_GAME_STRINGS,
+    "--levels": ["0", "-1", "a,b", "", ",", "1,,2"],
+    "--port": ["-1", "99999", "x"],
+    "--points": ["-1", "x"],
+    "--format": ["pdf", ""],
+    "--show": ["nosuch", ""],
+}
+STDIN_LINES = [
+    "",
+    " ",
+    "0",
+    "-1",
+    "9" * 100,
+    "x" * 10000,
+    "undo",
+    "moves",
+    "?",
+    "help",
+    "a1",
+    "\u00e9",
+    "\t",
+    "\x1b[2J",
+    "y",
+    "n",
+    "99999999999999999999",
+    "1e9",
+    "x(1,1)",
+    "e5",
+    "pass",
+    "resign",
+    "quit",
+    "Bet",
+    "0 1",
+    "\u202e",
+    "\\",
+    "'",
+    "moves moves",
+]
+TOML_BAD = {
+    float: ["nan", "inf", "-inf", '"x"', "[]", "true", "1e400"],
+    int: ["99999999999999999999", "1.5", '"x"', "true", "[1]", "{a = 1}", "9223372036854775807"],
+    str: ["1", "[]", "{}", "true"],
+    bool: ["1", '"yes"', "[]"],
+    list: ['"x"', "[1]", "[[]]"],
+}
 
 
 def _config_fields():
@@ -123,8 +274,9 @@ def _config_fields():
         value = getattr(cfg, name)
         if dataclasses.is_dataclass(value):
             hints = typing.get_type_hints(type(value))
-            out += [(name, f.name, typing.get_origin(hints[f.name]) or hints[f.name])
-                    for f in dataclasses.fields(value)]
+            out += [
+                (name, f.name, typing.get_origin(hints[f.name]) or hints[f.name]) for f in dataclasses.fields(value)
+            ]
         else:
             kind = typing.get_type_hints(RunConfig)[name]
             out.append((None, name, typing.get_origin(kind) or kind))
@@ -156,8 +308,14 @@ def _mutated_command(rng: random.Random, cid: int) -> Case:
         argv[pos] = rng.choice(["", "nosuch", "/dev/null", "{dir}/afile", "-1", "\u00e9" * 3, "x" * 3000])
     if name == "serve":
         expect = "error"
-    return Case(cid, f"cli:{name}:{how}", argv, expect, stdin=b"quit\n" if name in ("gtp", "uci") else b"",
-                files={"game.jsonl": b'{"game": "tic_tac_toe", "moves": []}\n'})
+    return Case(
+        cid,
+        f"cli:{name}:{how}",
+        argv,
+        expect,
+        stdin=b"quit\n" if name in ("gtp", "uci") else b"",
+        files={"game.jsonl": b'{"game": "tic_tac_toe", "moves": []}\n'},
+    )
 
 
 def _game_string(rng: random.Random, cid: int) -> Case:
@@ -201,9 +359,22 @@ def _toml_config(rng: random.Random, cid: int) -> Case:
     if r < 0.1:
         body, expect = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))), "any"
     elif r < 0.2:
-        body, expect = rng.choice([b"[train\nsteps=1", b"train.steps = = 1", b"[[train]]\nsteps=1",
-                                   b"\xff\xfe[train]", b"[train]\nsteps=1\n[train]\nsteps=2", b"x = 1",
-                                   b"[nosuch]\na=1", b"train = 3", b"[search.deeper]\na=1"]), "error"
+        body, expect = (
+            rng.choice(
+                [
+                    b"[train\nsteps=1",
+                    b"train.steps = = 1",
+                    b"[[train]]\nsteps=1",
+                    b"\xff\xfe[train]",
+                    b"[train]\nsteps=1\n[train]\nsteps=2",
+                    b"x = 1",
+                    b"[nosuch]\na=1",
+                    b"train = 3",
+                    b"[search.deeper]\na=1",
+                ]
+            ),
+            "error",
+        )
     else:
         lines, expect = [], "error"
         for _ in range(rng.randrange(1, 4)):
@@ -216,41 +387,76 @@ def _toml_config(rng: random.Random, cid: int) -> Case:
     return Case(cid, "toml", argv, expect, files={"c.toml": body})
 
 
-CORRUPTIONS = ["truncate", "empty", "random", "non_utf8", "delete", "directory", "json_list", "foreign_pickle",
-               "huge_step"]
-CHECKPOINT_FILES = ["checkpoints/latest", "checkpoints/{step}/config.toml", "checkpoints/{step}/learner.pt",
-                    "checkpoints/{step}/replay.npz", "checkpoints/{step}/state.json", "config.toml",
-                    "metrics.jsonl"]
+CORRUPTIONS = [
+    "truncate",
+    "empty",
+    "random",
+    "non_utf8",
+    "delete",
+    "directory",
+    "json_list",
+    "foreign_pickle",
+    "huge_step",
+]
+CHECKPOINT_FILES = [
+    "checkpoints/latest",
+    "checkpoints/{step}/config.toml",
+    "checkpoints/{step}/learner.pt",
+    "checkpoints/{step}/replay.npz",
+    "checkpoints/{step}/state.json",
+    "config.toml",
+    "metrics.jsonl",
+]
 
 
 def _checkpoint(rng: random.Random, cid: int) -> Case:
     target = rng.choice(CHECKPOINT_FILES)
     how = rng.choice(CORRUPTIONS)
     command = rng.choice(["arena", "resume", "export", "plot", "ladder", "play"])
-    argv = {"arena": ["arena", "{run}", "random", "--games", "1", "--no-progress"],
-            "resume": ["train", "--resume", "{run}", "--no-progress", "--set", "train.steps=3"],
-            "export": ["export", "{run}", "--format", "torchscript", "--out", "{dir}/m.pt"],
-            "plot": ["plot", "{run}", "--out", "{dir}/p"],
-            "ladder": ["ladder", "{run}", "--games", "1", "--levels", "1", "--no-progress"],
-            "play": ["play", "tic_tac_toe", "--agent", "{run}"]}[command]
+    argv = {
+        "arena": ["arena", "{run}", "random", "--games", "1", "--no-progress"],
+        "resume": ["train", "--resume", "{run}", "--no-progress", "--set", "train.steps=3"],
+        "export": ["export", "{run}", "--format", "torchscript", "--out", "{dir}/m.pt"],
+        "plot": ["plot", "{run}", "--out", "{dir}/p"],
+        "ladder": ["ladder", "{run}", "--games", "1", "--levels", "1", "--no-progress"],
+        "play": ["play", "tic_tac_toe", "--agent", "{run}"],
+    }[command]
     return Case(cid, f"checkpoint:{command}", argv, "any", corrupt=(target, how))
 
 
 def _play_stdin(rng: random.Random, cid: int) -> Case:
-    game = rng.choice(["tic_tac_toe", "connect_four", "kuhn_poker", "nannon", "go(board_size=5)", "breakthrough",
-                       "chess", "leduc_poker", "othello"])
+    game = rng.choice(
+        [
+            "tic_tac_toe",
+            "connect_four",
+            "kuhn_poker",
+            "nannon",
+            "go(board_size=5)",
+            "breakthrough",
+            "chess",
+            "leduc_poker",
+            "othello",
+        ]
+    )
     lines = [rng.choice(STDIN_LINES) for _ in range(rng.randrange(1, 30))]
     data = "\n".join(lines).encode()
     if rng.random() < 0.15:
-        data += bytes([0xff, 0xfe, 0x80])
+        data += bytes([0xFF, 0xFE, 0x80])
     expect = "ok" if data.decode("utf-8", "replace") == data.decode("utf-8", "ignore") else "any"
     seat = rng.choice(["0", "1"])
-    return Case(cid, "play_stdin", ["play", game, "--agent", "random", "--human-seat", seat, "--seed", "1"],
-                expect, stdin=data)
+    return Case(
+        cid, "play_stdin", ["play", game, "--agent", "random", "--human-seat", seat, "--seed", "1"], expect, stdin=data
+    )
 
 
-KINDS = [(_mutated_command, 0.3), (_game_string, 0.2), (_player_spec, 0.1), (_toml_config, 0.15),
-         (_checkpoint, 0.15), (_play_stdin, 0.1)]
+KINDS = [
+    (_mutated_command, 0.3),
+    (_game_string, 0.2),
+    (_player_spec, 0.1),
+    (_toml_config, 0.15),
+    (_checkpoint, 0.15),
+    (_play_stdin, 0.1),
+]
 
 
 def generate(cid: int, seed: int = 0) -> Case:
@@ -293,10 +499,14 @@ def _corrupt(run: Path, target: str, how: str, rng: random.Random) -> None:
         if how == "directory":
             path.mkdir(parents=True, exist_ok=True)
         return
-    new = {"truncate": data[: len(data) // 2], "empty": b"",
-           "random": bytes(rng.randrange(256) for _ in range(max(16, min(len(data), 4096)))),
-           "non_utf8": b"\xff\xfe\xfd" + data[3:], "json_list": b"[1, 2, 3]\n",
-           "huge_step": b"step_999999999999999999999\n" if target.endswith("latest") else b'{"step": 1e999}\n'}.get(how)
+    new = {
+        "truncate": data[: len(data) // 2],
+        "empty": b"",
+        "random": bytes(rng.randrange(256) for _ in range(max(16, min(len(data), 4096)))),
+        "non_utf8": b"\xff\xfe\xfd" + data[3:],
+        "json_list": b"[1, 2, 3]\n",
+        "huge_step": b"step_999999999999999999999\n" if target.endswith("latest") else b'{"step": 1e999}\n',
+    }.get(how)
     if how == "foreign_pickle":
         import pickle
 
@@ -381,8 +591,15 @@ def run_case(case: Case, fixture: Path, work: Path, timeout: float = 60.0) -> di
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) and not timed_out else None
     rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
     stderr = (case_dir / "stderr").read_bytes().decode("utf-8", "replace")
-    result = {**case.to_json(), "rc": rc, "signal": sig, "timed_out": timed_out, "seconds": round(seconds, 2),
-              "stderr_tail": stderr[-600:], "class": classify(case.expect, rc, sig, timed_out, stderr)}
+    result = {
+        **case.to_json(),
+        "rc": rc,
+        "signal": sig,
+        "timed_out": timed_out,
+        "seconds": round(seconds, 2),
+        "stderr_tail": stderr[-600:],
+        "class": classify(case.expect, rc, sig, timed_out, stderr),
+    }
     shutil.rmtree(case_dir, ignore_errors=True)
     return result
 

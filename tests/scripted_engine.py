@@ -43,8 +43,9 @@ def gtp(mode, after):
         if cmd == "protocol_version":
             answer = "2"
         elif cmd == "list_commands":
-            answer = "\n".join(["protocol_version", "list_commands", "boardsize", "clear_board", "komi", "play",
-                                "genmove", "quit"])
+            answer = "\n".join(
+                ["protocol_version", "list_commands", "boardsize", "clear_board", "komi", "play", "genmove", "quit"]
+            )
         elif cmd == "boardsize":
             size = int(args[0])
         elif cmd == "clear_board":
@@ -85,13 +86,14 @@ def uci(mode, after):
             print("readyok", flush=True)
         elif words[0] == "position":
             board = chess.Board()
-            for move in words[words.index("moves") + 1:] if "moves" in words else []:
+            for move in words[words.index("moves") + 1 :] if "moves" in words else []:
                 board.push_uci(move)
         elif words[0] == "go":
             requests += 1
             bad = fault(mode, requests, after)
-            move = {"illegal": "e2e5", "garbage": "%%%", "resign": "(none)"}.get(bad) or \
-                next(iter(board.legal_moves)).uci()
+            move = {"illegal": "e2e5", "garbage": "%%%", "resign": "(none)"}.get(bad) or next(
+                iter(board.legal_moves)
+            ).uci()
             print(f"info depth 1\nbestmove {move}", flush=True)
         elif words[0] == "quit":
             return

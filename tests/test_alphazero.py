@@ -10,9 +10,22 @@ from polyzero.config import build_config
 from polyzero.games import check_game, load_game
 from polyzero.nets.inference import Evaluator
 
-GAMES = ["tic_tac_toe", "connect_four", "hex(board_size=5)", "breakthrough(rows=6,columns=6)", "othello",
-         "go(board_size=5)", "clobber", "dots_and_boxes", "amazons", "checkers", "nim", "pentago",
-         "mancala", "cliff_walking"]
+GAMES = [
+    "tic_tac_toe",
+    "connect_four",
+    "hex(board_size=5)",
+    "breakthrough(rows=6,columns=6)",
+    "othello",
+    "go(board_size=5)",
+    "clobber",
+    "dots_and_boxes",
+    "amazons",
+    "checkers",
+    "nim",
+    "pentago",
+    "mancala",
+    "cliff_walking",
+]
 
 
 @pytest.mark.parametrize("spec", GAMES)
@@ -20,11 +33,15 @@ def test_conformance_through_search(spec):
     """Whole games through the encoder, the legal masks and the batched search (a
     small untrained network, 4 simulations, moves sampled from the visits)."""
     game = load_game(spec)
-    cfg = build_config(spec, "alphazero", overrides=["net.channels=8", "net.blocks=1", "net.width=16",
-                                                     "net.value_hidden=8", "threads=1"])
+    cfg = build_config(
+        spec,
+        "alphazero",
+        overrides=["net.channels=8", "net.blocks=1", "net.width=16", "net.value_hidden=8", "threads=1"],
+    )
     algo = make_algorithm(cfg, game)
-    player = SearchPlayer(algo, Evaluator(algo.build_network()), cfg.search.params(4), "search",
-                          seed=1, sample_moves=10**9)
+    player = SearchPlayer(
+        algo, Evaluator(algo.build_network()), cfg.search.params(4), "search", seed=1, sample_moves=10**9
+    )
     report = check_game(game, num_games=2, seed=1, search_fn=player.act)
     assert report.games_played == 2
 
@@ -32,9 +49,15 @@ def test_conformance_through_search(spec):
 def test_value_targets_are_for_the_player_to_move():
     game = load_game("tic_tac_toe")
     algo = make_algorithm(build_config("tic_tac_toe", "alphazero"), game)
-    traj = Trajectory(observations=[np.zeros((3, 3, 3))] * 3, policies=[np.zeros(9)] * 3, players=[0, 1, 0],
-                      actions=[0, 1, 2], root_values=[0, 0, 0], returns_before=[0.0, 0.0, 0.0],
-                      returns=np.array([1.0, -1.0]))
+    traj = Trajectory(
+        observations=[np.zeros((3, 3, 3))] * 3,
+        policies=[np.zeros(9)] * 3,
+        players=[0, 1, 0],
+        actions=[0, 1, 2],
+        root_values=[0, 0, 0],
+        returns_before=[0.0, 0.0, 0.0],
+        returns=np.array([1.0, -1.0]),
+    )
     ex = algo.trajectory_examples(traj)
     np.testing.assert_array_equal(ex["outcome"], [1, -1, 1])
 
@@ -42,9 +65,15 @@ def test_value_targets_are_for_the_player_to_move():
 def test_intermediate_rewards_give_returns_to_go():
     game = load_game("cliff_walking")
     algo = make_algorithm(build_config("cliff_walking", "alphazero"), game)
-    traj = Trajectory(observations=[np.zeros(algo.encoder.shape)] * 3, policies=[np.zeros(4)] * 3,
-                      players=[0, 0, 0], actions=[0, 0, 0], root_values=[0, 0, 0],
-                      returns_before=[0.0, -1.0, -2.0], returns=np.array([-3.0]))
+    traj = Trajectory(
+        observations=[np.zeros(algo.encoder.shape)] * 3,
+        policies=[np.zeros(4)] * 3,
+        players=[0, 0, 0],
+        actions=[0, 0, 0],
+        root_values=[0, 0, 0],
+        returns_before=[0.0, -1.0, -2.0],
+        returns=np.array([-3.0]),
+    )
     np.testing.assert_array_equal(algo.trajectory_examples(traj)["outcome"], [-3, -2, -1])
 
 

@@ -5,10 +5,31 @@ import json
 
 from polyzero.cli import main
 
-TINY = ["--set", "train.steps=2", "--set", "train.positions_per_step=24", "--set", "train.batch_size=8",
-        "--set", "train.minibatches_per_step=1", "--set", "search.num_simulations=4",
-        "--set", "selfplay.concurrent_games=2", "--set", "muzero.chunk_length=12", "--set", "eval.every=0",
-        "--set", "eval.final_games=0", "--set", "threads=1", "--set", "train.checkpoint_every=1", "--no-progress"]
+TINY = [
+    "--set",
+    "train.steps=2",
+    "--set",
+    "train.positions_per_step=24",
+    "--set",
+    "train.batch_size=8",
+    "--set",
+    "train.minibatches_per_step=1",
+    "--set",
+    "search.num_simulations=4",
+    "--set",
+    "selfplay.concurrent_games=2",
+    "--set",
+    "muzero.chunk_length=12",
+    "--set",
+    "eval.every=0",
+    "--set",
+    "eval.final_games=0",
+    "--set",
+    "threads=1",
+    "--set",
+    "train.checkpoint_every=1",
+    "--no-progress",
+]
 
 
 def test_atari_breakout_trains_and_resumes_on_ale_frames(tmp_path, capsys):
@@ -22,8 +43,10 @@ def test_atari_breakout_trains_and_resumes_on_ale_frames(tmp_path, capsys):
     assert algo.encoder.shape[1:] == (96, 96) and algo.encoder.shape[0] >= 4  # 4 frames and their actions
     assert cfg.muzero.support == 300 and cfg.muzero.downsample == "on"  # Appendix F's network
     run = tmp_path / "atari"
-    assert main(["train", "atari-breakout", "--algo", "muzero", "--run-dir", str(run), *TINY,
-                 "--set", "train.steps=1"]) == 0
+    assert (
+        main(["train", "atari-breakout", "--algo", "muzero", "--run-dir", str(run), *TINY, "--set", "train.steps=1"])
+        == 0
+    )
     assert main(["train", "--resume", str(run), "--set", "train.steps=2", "--no-progress"]) == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "selfplay/positions" in r]

@@ -25,13 +25,20 @@ def _constant_net(num_actions, logits=None, value=0.0):
     def evaluate(obs):
         n = len(obs)
         return np.tile(fixed, (n, 1)), np.full(n, value, np.float32)
+
     return evaluate
 
 
 def _pig_model(roots, evaluate, seed=0):
     game = load_game("pig")
-    return SimulatorModel(roots, ObservationEncoder(game), evaluate, game.num_distinct_actions(),
-                          rng=np.random.default_rng(seed), width=game.max_chance_outcomes())
+    return SimulatorModel(
+        roots,
+        ObservationEncoder(game),
+        evaluate,
+        game.num_distinct_actions(),
+        rng=np.random.default_rng(seed),
+        width=game.max_chance_outcomes(),
+    )
 
 
 def test_visits_below_a_chance_node_track_the_outcome_probabilities():
@@ -60,8 +67,9 @@ def test_a_new_chance_node_is_valued_by_one_sampled_outcome_for_its_mover():
     model = _pig_model(roots, _constant_net(2, value=0.5), seed=3)
     model.initial()
     batch = len(roots)
-    exp = model.step(np.zeros(batch, np.int32), np.full(batch, ROLL, np.int32), np.ones(batch, np.int32),
-                     np.ones(batch, bool))
+    exp = model.step(
+        np.zeros(batch, np.int32), np.full(batch, ROLL, np.int32), np.ones(batch, np.int32), np.ones(batch, bool)
+    )
     assert exp.chance.all() and not exp.terminal.any()
     assert set(np.round(exp.value, 6)) == {0.5, -0.5}
     assert np.mean(exp.value < 0) == pytest.approx(1 / 6, abs=0.05)
@@ -79,8 +87,9 @@ def test_backgammon_chance_nodes_hold_the_dice_probabilities():
         outcomes, probs = zip(*state.chance_outcomes())
         state.apply_action(outcomes[rng.choice(len(outcomes), p=probs)])
     torch.manual_seed(0)
-    result = algo.search(algo.make_evaluator(algo.build_network(), "cpu"), [state], cfg.search.params(40),
-                         rng, add_noise=False)
+    result = algo.search(
+        algo.make_evaluator(algo.build_network(), "cpu"), [state], cfg.search.params(40), rng, add_noise=False
+    )
     assert result.root_visits.shape == (1, game.num_distinct_actions()) and result.root_visits.sum() == 40
     tree = result.tree
     chance_nodes = [n for n in np.flatnonzero(tree.chance[0, : tree.num_nodes[0]]) if tree.parent[0, n] == 0]
@@ -94,9 +103,19 @@ def test_backgammon_chance_nodes_hold_the_dice_probabilities():
         np.testing.assert_allclose(tree.prior[0, node], expected, atol=1e-6)
 
 
-SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
-         "train.replay_size=512", "search.num_simulations=6", "selfplay.concurrent_games=8",
-         "eval.every=0", "eval.final_games=0", "threads=1", "seed=7", 'net.kind="mlp"']
+SMALL = [
+    "train.positions_per_step=48",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=512",
+    "search.num_simulations=6",
+    "selfplay.concurrent_games=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=7",
+    'net.kind="mlp"',
+]
 
 
 @pytest.mark.parametrize("game", ["pig", "nannon", "backgammon"])
@@ -112,10 +131,12 @@ def test_self_play_through_dice(tmp_path, game):
 def test_resumed_run_with_dice_reaches_the_same_weights(tmp_path):
     """Games in flight are rebuilt from their histories, chance outcomes included."""
     steps = SMALL + ["train.checkpoint_every=2"]
-    Trainer.create(build_config("pig", "alphazero", overrides=steps + ["train.steps=5"]), tmp_path / "full",
-                   progress=False).run()
-    Trainer.create(build_config("pig", "alphazero", overrides=steps + ["train.steps=2"]), tmp_path / "split",
-                   progress=False).run()
+    Trainer.create(
+        build_config("pig", "alphazero", overrides=steps + ["train.steps=5"]), tmp_path / "full", progress=False
+    ).run()
+    Trainer.create(
+        build_config("pig", "alphazero", overrides=steps + ["train.steps=2"]), tmp_path / "split", progress=False
+    ).run()
     Trainer.resume(tmp_path / "split", ["train.steps=5"], progress=False).run()
     assert_same_final_weights(tmp_path / "full", tmp_path / "split")
 
@@ -129,8 +150,7 @@ def test_expectation_backup_makes_chance_nodes_worth_the_mean_of_their_outcomes(
         flat = obs.reshape(len(obs), -1)
         return np.zeros((len(obs), 2), np.float32), np.tanh(flat @ np.linspace(-1, 1, flat.shape[1]))
 
-    params = SearchParams(num_simulations=300, selection="muzero", dirichlet_fraction=0.0,
-                          chance_backup="expectation")
+    params = SearchParams(num_simulations=300, selection="muzero", dirichlet_fraction=0.0, chance_backup="expectation")
     tree = search(_pig_model([game.new_initial_state()], varied, seed=2), params, np.random.default_rng(4)).tree
     checked = 0
     for node in np.flatnonzero(tree.chance[0, : tree.num_nodes[0]]):

@@ -8,10 +8,31 @@ import pytest
 from polyzero.cli import main
 from polyzero.train.checkpoint import latest_checkpoint
 
-TINY = ["--set", "train.steps=2", "--set", "train.positions_per_step=32", "--set", "train.batch_size=16",
-        "--set", "train.minibatches_per_step=1", "--set", "search.num_simulations=4",
-        "--set", "selfplay.concurrent_games=8", "--set", "eval.every=1", "--set", "eval.games=4",
-        "--set", "eval.final_games=4", "--set", "eval.simulations=4", "--set", "threads=1", "--no-progress"]
+TINY = [
+    "--set",
+    "train.steps=2",
+    "--set",
+    "train.positions_per_step=32",
+    "--set",
+    "train.batch_size=16",
+    "--set",
+    "train.minibatches_per_step=1",
+    "--set",
+    "search.num_simulations=4",
+    "--set",
+    "selfplay.concurrent_games=8",
+    "--set",
+    "eval.every=1",
+    "--set",
+    "eval.games=4",
+    "--set",
+    "eval.final_games=4",
+    "--set",
+    "eval.simulations=4",
+    "--set",
+    "threads=1",
+    "--no-progress",
+]
 
 
 def _error(capsys, argv) -> str:
@@ -21,26 +42,31 @@ def _error(capsys, argv) -> str:
     return err
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["train", "conect_four"], "unknown game 'conect_four'"),
-    (["train", "kuhn_poker"], "imperfect information"),
-    (["train", "backgammon", "--algo", "muzero"], "muzero does not support 'backgammon': it has chance nodes"),
-    (["train", "cartpole", "--algo", "alphazero"], "stochastic environment"),
-    (["train", "tic_tac_toe", "--set", "train.learning_rat=0.1"], "did you mean train.learning_rate"),
-    (["train", "tic_tac_toe", "--set", "train.steps=abc"], "train.steps must be of type int"),
-    (["train", "tic_tac_toe", "--set", "search.selection=pucb"], "search.selection must be one of"),
-    (["train", "tic_tac_toe", "--set", "train.batch_size=0"], "train.batch_size must be positive"),
-    (["train", "tic_tac_toe", "--config", "/nonexistent.toml"], "config file not found"),
-    (["train", "tic_tac_toe", "--algo", "alphago"],
-     "unknown algorithm 'alphago'; available: alphazero, muzero, ndmz, sog"),
-    (["train", "connect_four(rows=5,size=3)"], "has no parameter 'size'"),
-    (["train", "--resume", "/nonexistent/run"], "holds no checkpoint"),
-    (["train"], "train needs a GAME"),
-    (["arena", "random", "wizard", "--game", "tic_tac_toe", "--games", "2"], "unknown player 'wizard'"),
-    (["arena", "random", "mcts:0", "--game", "tic_tac_toe", "--games", "2"], "mcts:0"),
-    (["arena", "random", "random"], "needs --game"),
-    (["plot", "/nonexistent/run"], "no metrics"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["train", "conect_four"], "unknown game 'conect_four'"),
+        (["train", "kuhn_poker"], "imperfect information"),
+        (["train", "backgammon", "--algo", "muzero"], "muzero does not support 'backgammon': it has chance nodes"),
+        (["train", "cartpole", "--algo", "alphazero"], "stochastic environment"),
+        (["train", "tic_tac_toe", "--set", "train.learning_rat=0.1"], "did you mean train.learning_rate"),
+        (["train", "tic_tac_toe", "--set", "train.steps=abc"], "train.steps must be of type int"),
+        (["train", "tic_tac_toe", "--set", "search.selection=pucb"], "search.selection must be one of"),
+        (["train", "tic_tac_toe", "--set", "train.batch_size=0"], "train.batch_size must be positive"),
+        (["train", "tic_tac_toe", "--config", "/nonexistent.toml"], "config file not found"),
+        (
+            ["train", "tic_tac_toe", "--algo", "alphago"],
+            "unknown algorithm 'alphago'; available: alphazero, muzero, ndmz, sog",
+        ),
+        (["train", "connect_four(rows=5,size=3)"], "has no parameter 'size'"),
+        (["train", "--resume", "/nonexistent/run"], "holds no checkpoint"),
+        (["train"], "train needs a GAME"),
+        (["arena", "random", "wizard", "--game", "tic_tac_toe", "--games", "2"], "unknown player 'wizard'"),
+        (["arena", "random", "mcts:0", "--game", "tic_tac_toe", "--games", "2"], "mcts:0"),
+        (["arena", "random", "random"], "needs --game"),
+        (["plot", "/nonexistent/run"], "no metrics"),
+    ],
+)
 def test_usage_errors(capsys, monkeypatch, tmp_path, argv, expected):
     monkeypatch.chdir(tmp_path)
     assert expected in _error(capsys, argv)
@@ -58,12 +84,14 @@ def test_bad_toml_and_cuda(capsys, tmp_path):
 
 
 def test_no_traceback_for_user_mistakes():
-    proc = subprocess.run([sys.executable, "-m", "polyzero", "train", "conect_four"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "polyzero", "train", "conect_four"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "connect_four" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "polyzero", "train", "--bogus-flag"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "polyzero", "train", "--bogus-flag"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
@@ -99,8 +127,9 @@ def test_arena_refuses_a_corrupt_checkpoint(tiny_run, tmp_path, capsys):
     shutil.copytree(latest_checkpoint(tiny_run), broken)
     (broken / "learner.pt").write_bytes(b"not a checkpoint")
     assert "corrupt" in _error(capsys, ["arena", str(broken), "random", "--games", "2"])
-    assert "trained on 'tic_tac_toe'" in _error(capsys, ["arena", str(tiny_run), "random",
-                                                          "--game", "connect_four", "--games", "2"])
+    assert "trained on 'tic_tac_toe'" in _error(
+        capsys, ["arena", str(tiny_run), "random", "--game", "connect_four", "--games", "2"]
+    )
 
 
 def test_plot(tiny_run, capsys):

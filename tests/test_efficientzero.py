@@ -23,8 +23,17 @@ def test_value_prefix_targets_are_discounted_sums_restarting_every_horizon():
 
 
 def test_replay_reward_targets_become_prefix_sums_that_stay_flat_past_the_end():
-    replay = SequenceReplay(16, (1,), 3, unroll_steps=5, td_steps=3, discount=0.5, board_game=False,
-                            prioritized=False, value_prefix_horizon=3)
+    replay = SequenceReplay(
+        16,
+        (1,),
+        3,
+        unroll_steps=5,
+        td_steps=3,
+        discount=0.5,
+        board_game=False,
+        prioritized=False,
+        value_prefix_horizon=3,
+    )
     replay.add(_segment(4, rewards=[1, 2, 4, 8]))
     t = replay.unroll_targets(np.array([0, 2]), np.random.default_rng(0))
     # from t = 0: u = 1, 2, 4 | 8, 0 -> P = 1, 1 + 1, 2 + 1 | 8, 8 (nothing past the end)
@@ -47,8 +56,9 @@ def test_search_edge_rewards_are_the_prefix_increments_with_the_lstm_reset_every
     and the prefix restart after every H-th step."""
     torch.manual_seed(0)
     horizon, gamma = 2, 0.9
-    cfg, algo = _cartpole_algo("muzero.value_prefix=true", f"muzero.value_prefix_horizon={horizon}",
-                               f"muzero.discount={gamma}")
+    cfg, algo = _cartpole_algo(
+        "muzero.value_prefix=true", f"muzero.value_prefix_horizon={horizon}", f"muzero.discount={gamma}"
+    )
     net = algo.build_network().eval()
     evaluate = algo.make_evaluator(net, "cpu")
     obs = np.random.default_rng(0).random((3, *algo.encoder.shape)).astype(np.float32)
@@ -64,7 +74,7 @@ def test_search_edge_rewards_are_the_prefix_increments_with_the_lstm_reset_every
             out, lstm = net.value_prefix(s, lstm)
             prefix = support_to_scalar(out, 10)
             offset = (k - 1) % horizon
-            expected = (prefix - (before if offset else 0.0)) / gamma ** offset
+            expected = (prefix - (before if offset else 0.0)) / gamma**offset
             assert np.allclose(reward, expected.numpy(), atol=1e-5), k
             assert np.allclose(row[:, :32], s.numpy(), atol=1e-5) and (row[:, -1] == k).all()
             if k % horizon == 0:  # the run ends here: its children start from zero
@@ -106,8 +116,14 @@ def test_value_prefix_searches_and_trains_on_cartpole_and_is_refused_for_board_g
     cfg, algo = _cartpole_algo("muzero.value_prefix=true", "search.num_simulations=8")
     net = algo.build_network()
     obs = np.random.default_rng(1).random((4, *algo.encoder.shape)).astype(np.float32)
-    result = algo.search_observations(algo.make_evaluator(net, "cpu"), obs, np.ones((4, 2), bool),
-                                      cfg.search.params(), np.random.default_rng(0), add_noise=False)
+    result = algo.search_observations(
+        algo.make_evaluator(net, "cpu"),
+        obs,
+        np.ones((4, 2), bool),
+        cfg.search.params(),
+        np.random.default_rng(0),
+        add_noise=False,
+    )
     assert np.isfinite(result.root_value).all() and result.root_visits.sum(1).min() > 0
     first, last = _train_steps(algo, net, _batch(algo))
     print("value prefix: first", first, "last", last)
@@ -127,8 +143,9 @@ def _batch(algo, n=12, **segment):
     rng = np.random.default_rng(0)
     replay = algo.make_replay()
     steps = 40
-    seg = _segment(steps, num_actions=algo.num_actions, rewards=np.ones(steps), values=np.linspace(20, 1, steps),
-                   **segment)
+    seg = _segment(
+        steps, num_actions=algo.num_actions, rewards=np.ones(steps), values=np.linspace(20, 1, steps), **segment
+    )
     seg["obs"] = rng.random((steps, *algo.encoder.shape)).astype(np.float32)
     replay.add(seg)
     batch = replay.sample(n, rng)
@@ -152,8 +169,17 @@ def _train_steps(algo, net, batch, steps=40):
 def _aged_replay():
     """n = 5, one step of horizon per 10 positions of age; 40 positions stored (one
     episode), rewards 1, 2, 4, ... and root values 100 + position."""
-    replay = SequenceReplay(64, (1,), 3, unroll_steps=1, td_steps=5, discount=0.5, board_game=False,
-                            prioritized=False, horizon_decay_positions=10)
+    replay = SequenceReplay(
+        64,
+        (1,),
+        3,
+        unroll_steps=1,
+        td_steps=5,
+        discount=0.5,
+        board_game=False,
+        prioritized=False,
+        horizon_decay_positions=10,
+    )
     replay.add(_segment(40, rewards=2.0 ** (np.arange(40) % 4), values=100.0 + np.arange(40)))
     return replay
 
@@ -164,8 +190,7 @@ def test_off_policy_horizon_shrinks_one_step_per_decay_of_age_down_to_one():
     assert replay.bootstrap_steps(np.array([35, 25, 12, 9, 0])).tolist() == [5, 4, 3, 2, 1]
     replay.add(_segment(10))  # ten more positions age every sample by one step
     assert replay.bootstrap_steps(np.array([35, 25, 12, 9, 0])).tolist() == [4, 3, 2, 1, 1]
-    plain = SequenceReplay(64, (1,), 3, unroll_steps=1, td_steps=5, discount=0.5, board_game=False,
-                           prioritized=False)
+    plain = SequenceReplay(64, (1,), 3, unroll_steps=1, td_steps=5, discount=0.5, board_game=False, prioritized=False)
     plain.add(_segment(40))
     assert plain.bootstrap_steps(np.array([0, 35])).tolist() == [5, 5]
 

@@ -32,13 +32,21 @@ def test_scripted_gtp_engine_plays_whole_games():
     engine.close()
 
 
-@pytest.mark.parametrize("protocol,mode,reason", [
-    ("gtp", "die", "exited with status 3"), ("gtp", "hang", "no answer within"),
-    ("gtp", "illegal", "illegal move"), ("gtp", "garbage", "illegal move '%%%'"),
-    ("gtp", "resign", "resigned"), ("gtp", "refuse", "refused 'play"),
-    ("uci", "die", "exited with status 3"), ("uci", "hang", "no answer within"),
-    ("uci", "illegal", "illegal move 'e2e5'"), ("uci", "garbage", "illegal move '%%%'"),
-])
+@pytest.mark.parametrize(
+    "protocol,mode,reason",
+    [
+        ("gtp", "die", "exited with status 3"),
+        ("gtp", "hang", "no answer within"),
+        ("gtp", "illegal", "illegal move"),
+        ("gtp", "garbage", "illegal move '%%%'"),
+        ("gtp", "resign", "resigned"),
+        ("gtp", "refuse", "refused 'play"),
+        ("uci", "die", "exited with status 3"),
+        ("uci", "hang", "no answer within"),
+        ("uci", "illegal", "illegal move 'e2e5'"),
+        ("uci", "garbage", "illegal move '%%%'"),
+    ],
+)
 def test_a_failing_engine_forfeits_and_the_match_goes_on(protocol, mode, reason, capsys, tmp_path):
     game = load_game(GO5 if protocol == "gtp" else "chess")
     cls = GtpPlayer if protocol == "gtp" else UciPlayer
@@ -82,9 +90,13 @@ def test_ctrl_c_leaves_no_engine_behind(tmp_path):
     """SIGINT to `polyzero arena` against an engine: exit 130, the engine is gone."""
     pidfile = tmp_path / "pid"
     spec = f"gtp:{scripted('gtp', 'hang', 3, pidfile)}"
-    proc = subprocess.Popen([sys.executable, "-m", "polyzero", "arena", spec, "random", "--game", GO5,
-                             "--games", "2", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "POLYZERO_ENGINE_TIMEOUT": "600"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "polyzero", "arena", spec, "random", "--game", GO5, "--games", "2", "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "POLYZERO_ENGINE_TIMEOUT": "600"},
+    )
     for _ in range(600):
         if pidfile.exists() and pidfile.read_text():
             break
@@ -106,13 +118,18 @@ def test_ctrl_c_leaves_no_engine_behind(tmp_path):
 
 def test_spec_errors_are_usage_errors():
     go, chess_game = load_game(GO5), load_game("chess")
-    for spec, game, message in (("gnugo:11", go, "from 0 to 10"), ("gnugo:x", go, "whole number"),
-                                ("pachi:0", go, "from 1 to"), ("stockfish:21", chess_game, "from 0 to 20"),
-                                ("stockfish:0:0", chess_game, "from 1 to"), ("gtp:", go, "name the engine"),
-                                ("gtp:'unclosed", go, "No closing quotation"),
-                                ("gtp:/no/such/engine --gtp", go, "cannot find the program"),
-                                (f"uci:{scripted('uci')}", go, "UCI engines play chess"),
-                                (f"gtp:{scripted('gtp')}", chess_game, "GTP plays Go and Hex")):
+    for spec, game, message in (
+        ("gnugo:11", go, "from 0 to 10"),
+        ("gnugo:x", go, "whole number"),
+        ("pachi:0", go, "from 1 to"),
+        ("stockfish:21", chess_game, "from 0 to 20"),
+        ("stockfish:0:0", chess_game, "from 1 to"),
+        ("gtp:", go, "name the engine"),
+        ("gtp:'unclosed", go, "No closing quotation"),
+        ("gtp:/no/such/engine --gtp", go, "cannot find the program"),
+        (f"uci:{scripted('uci')}", go, "UCI engines play chess"),
+        (f"gtp:{scripted('gtp')}", chess_game, "GTP plays Go and Hex"),
+    ):
         with pytest.raises(UsageError, match=message):
             make_player(spec, game)
     assert external_player("mcts:5", go) is None

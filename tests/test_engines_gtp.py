@@ -21,8 +21,10 @@ from polyzero.games import load_game
 
 GO5 = "go(board_size=5,komi=0.5)"
 # Sabaki's and katrain's reading of Leela Zero's analysis lines.
-LZ_ENTRY = re.compile(r"info move (\S+) visits (\d+) winrate (\d+) prior (\d+) lcb (\d+) order (\d+) pv (\S+(?: \S+)*?)"
-                      r"(?= info move|$)")
+LZ_ENTRY = re.compile(
+    r"info move (\S+) visits (\d+) winrate (\d+) prior (\d+) lcb (\d+) order (\d+) pv (\S+(?: \S+)*?)"
+    r"(?= info move|$)"
+)
 
 
 def engine(spec="random", game=GO5, fixed=False, player=None):
@@ -87,10 +89,27 @@ def test_basic_commands_and_ids():
     assert ok(eng, "name") == "polyzero"
     assert ask(eng, "7 version").startswith("=7 ")
     listed = ok(eng, "list_commands").split("\n")
-    for command in ("protocol_version", "name", "version", "known_command", "list_commands", "quit",
-                    "boardsize", "clear_board", "komi", "play", "genmove", "undo", "showboard",
-                    "final_score", "time_settings", "time_left", "kgs-genmove_cleanup", "loadsgf",
-                    "lz-analyze"):
+    for command in (
+        "protocol_version",
+        "name",
+        "version",
+        "known_command",
+        "list_commands",
+        "quit",
+        "boardsize",
+        "clear_board",
+        "komi",
+        "play",
+        "genmove",
+        "undo",
+        "showboard",
+        "final_score",
+        "time_settings",
+        "time_left",
+        "kgs-genmove_cleanup",
+        "loadsgf",
+        "lz-analyze",
+    ):
         assert command in listed and ok(eng, f"known_command {command}") == "true"
     assert ok(eng, "known_command fly") == "false"
     fails(eng, "fly", "unknown command")
@@ -252,8 +271,9 @@ def test_loadsgf(tmp_path):
     path.write_bytes(record.serialise())
     fails(eng, f"loadsgf {path}", "illegal move")
     assert eng.board.size == 5 and board_rows(eng.state, 5)[3][3] == "+"  # the old position stays
-    fixed = engine(player=tiny_search_player("go(board_size=9,komi=7.5)", 4), game="go(board_size=9,komi=7.5)",
-                   fixed=True)
+    fixed = engine(
+        player=tiny_search_player("go(board_size=9,komi=7.5)", 4), game="go(board_size=9,komi=7.5)", fixed=True
+    )
     fails(fixed, f"loadsgf {path}", "unacceptable size")
 
 
@@ -286,8 +306,13 @@ def test_lz_analyze_stream_in_sabaki_format():
 def test_gtp_process_over_pipes(tmp_path):
     """The real command: garbage never stops it, lz-analyze streams until the next command."""
     ckpt = untrained_checkpoint(tmp_path / "run", GO5, simulations=4)
-    proc = subprocess.Popen([sys.executable, "-m", "polyzero", "gtp", "--agent", str(ckpt)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "polyzero", "gtp", "--agent", str(ckpt)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         proc.stdin.write("\x00\x7f garbage ###\nboardsize 9\nplay b C3\ngenmove w\nlz-analyze 10\n")
         proc.stdin.flush()

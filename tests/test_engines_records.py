@@ -90,8 +90,23 @@ def test_bad_records_are_usage_errors(tmp_path, capsys):
 
 def test_arena_record_and_replay_commands(tmp_path, capsys):
     out = tmp_path / "games"
-    assert main(["arena", "random", "mcts:5", "--game", "tic_tac_toe", "--games", "3", "--no-progress",
-                 "--record", str(out)]) == 0
+    assert (
+        main(
+            [
+                "arena",
+                "random",
+                "mcts:5",
+                "--game",
+                "tic_tac_toe",
+                "--games",
+                "3",
+                "--no-progress",
+                "--record",
+                str(out),
+            ]
+        )
+        == 0
+    )
     files = sorted(out.iterdir())
     assert [f.name for f in files] == [f"random-vs-mcts_5-{i:04d}.jsonl" for i in range(3)]
     assert main(["replay", str(files[1]), "--every"]) == 0
@@ -103,11 +118,31 @@ def test_ladder_tournament_and_play_record(tmp_path, monkeypatch):
     run = tmp_path / "run"
     ckpt = untrained_checkpoint(run, "tic_tac_toe", simulations=2)
     (run / "config.toml").write_text((ckpt / "config.toml").read_text())
-    assert main(["ladder", str(run), "--games", "2", "--levels", "1", "--no-progress",
-                 "--record", str(tmp_path / "ladder")]) == 0
+    assert (
+        main(
+            ["ladder", str(run), "--games", "2", "--levels", "1", "--no-progress", "--record", str(tmp_path / "ladder")]
+        )
+        == 0
+    )
     assert len(list((tmp_path / "ladder").iterdir())) == 2
-    assert main(["tournament", str(run), "--references", "random", "--games", "2", "--no-progress",
-                 "--out", str(tmp_path / "t"), "--record", str(tmp_path / "tour")]) == 0
+    assert (
+        main(
+            [
+                "tournament",
+                str(run),
+                "--references",
+                "random",
+                "--games",
+                "2",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "t"),
+                "--record",
+                str(tmp_path / "tour"),
+            ]
+        )
+        == 0
+    )
     assert len(list((tmp_path / "tour").iterdir())) == 2
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{i}\n" for _ in range(9) for i in range(9))))
     assert main(["play", "tic_tac_toe", "--agent", "random", "--record", str(tmp_path / "play")]) == 0
@@ -156,11 +191,40 @@ def test_fuzz_uci_engine():
     game = load_game("chess")
     lines = []
     eng = UciEngine(EngineAgent(make_player("random", game)), game, write=lines.append)
-    commands = ["uci", "isready", "ucinewgame", "position", "position startpos moves", "go", "stop",
-                "setoption name", "debug", "xyzzy"]
-    words = ["startpos", "fen", "moves", "e2e4", "e7e5", "g1f3", "nodes", "movetime", "wtime", "btime", "winc",
-             "binc", "infinite", "name", "value", "Simulations", "Threads", "UCI_ShowWDL", "true",
-             "8/8/8/8/8/8/8/8"]
+    commands = [
+        "uci",
+        "isready",
+        "ucinewgame",
+        "position",
+        "position startpos moves",
+        "go",
+        "stop",
+        "setoption name",
+        "debug",
+        "xyzzy",
+    ]
+    words = [
+        "startpos",
+        "fen",
+        "moves",
+        "e2e4",
+        "e7e5",
+        "g1f3",
+        "nodes",
+        "movetime",
+        "wtime",
+        "btime",
+        "winc",
+        "binc",
+        "infinite",
+        "name",
+        "value",
+        "Simulations",
+        "Threads",
+        "UCI_ShowWDL",
+        "true",
+        "8/8/8/8/8/8/8/8",
+    ]
     searches = 0
     for _ in range(3000):
         line = _random_line(rng, commands, words)

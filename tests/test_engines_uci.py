@@ -61,17 +61,19 @@ def test_bad_input_reports_and_keeps_the_position():
     eng, out = uci("mcts:10")
     eng.handle("position startpos moves e2e4")
     fen = eng.board.fen()
-    for line, message in (("position fen not/a/fen w - - 0 1", "bad FEN"),
-                          ("position fen 8/8/8/8/8/8/8/8 w - - 0 1", "not a legal position"),
-                          ("position startpos moves e2e4 e7e6 e4e6", "illegal move 'e4e6'"),
-                          ("position startpos moves zz", "illegal move 'zz'"),
-                          ("position", "startpos or fen"),
-                          ("setoption name Simulations value 0", "from 1 to"),
-                          ("setoption name Threads value many", "from 1 to 64"),
-                          ("setoption name UCI_ShowWDL value maybe", "true or false"),
-                          ("setoption name Hash value 16", "no option named 'Hash'"),
-                          ("setoption Simulations 5", "setoption needs"),
-                          ("go nodes lots", "go takes")):
+    for line, message in (
+        ("position fen not/a/fen w - - 0 1", "bad FEN"),
+        ("position fen 8/8/8/8/8/8/8/8 w - - 0 1", "not a legal position"),
+        ("position startpos moves e2e4 e7e6 e4e6", "illegal move 'e4e6'"),
+        ("position startpos moves zz", "illegal move 'zz'"),
+        ("position", "startpos or fen"),
+        ("setoption name Simulations value 0", "from 1 to"),
+        ("setoption name Threads value many", "from 1 to 64"),
+        ("setoption name UCI_ShowWDL value maybe", "true or false"),
+        ("setoption name Hash value 16", "no option named 'Hash'"),
+        ("setoption Simulations 5", "setoption needs"),
+        ("go nodes lots", "go takes"),
+    ):
         eng.handle(line)
         assert out.lines[-1].startswith("info string error:") and message in out.lines[-1], (line, out.lines[-1])
         assert eng.board.fen() == fen
@@ -121,7 +123,12 @@ def test_infinite_waits_for_stop_and_isready_answers_meanwhile():
 
 def test_clock_limits():
     assert _go_limits("wtime 60000 btime 1000 winc 500 binc 0 movestogo 10".split()) == {
-        "wtime": 60000, "btime": 1000, "winc": 500, "binc": 0, "movestogo": 10}
+        "wtime": 60000,
+        "btime": 1000,
+        "winc": 500,
+        "binc": 0,
+        "movestogo": 10,
+    }
     assert _go_limits(["movetime", "x"]) is None
     eng, _ = uci()
     assert eng._budget({"nodes": 50}) == (50, None)
@@ -148,8 +155,9 @@ def test_centipawns_are_monotone_and_bounded():
 def test_python_chess_referee_drives_the_process(tmp_path):
     """A standard referee starts `polyzero uci` and plays moves from a real game."""
     ckpt = untrained_checkpoint(tmp_path / "run", "chess", simulations=2)
-    engine = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "polyzero", "uci", "--agent", str(ckpt)],
-                                                 timeout=300)  # startup on a loaded machine
+    engine = chess.engine.SimpleEngine.popen_uci(
+        [sys.executable, "-m", "polyzero", "uci", "--agent", str(ckpt)], timeout=300
+    )  # startup on a loaded machine
     try:
         assert engine.id["name"] == "polyzero"
         engine.configure({"Simulations": 2})

@@ -46,12 +46,15 @@ class FirstLegal:
 
 
 # ------------------------------------------------------------------ stats
-@pytest.mark.parametrize("score,n,expected", [
-    (0.5, 100, (0.4038, 0.5962)),
-    (0.0, 10, (0.0, 0.2775)),      # z^2/(n+z^2) = 3.8415/13.8415
-    (1.0, 10, (0.7225, 1.0)),
-    (0.8, 50, (0.6696, 0.8876)),
-])
+@pytest.mark.parametrize(
+    "score,n,expected",
+    [
+        (0.5, 100, (0.4038, 0.5962)),
+        (0.0, 10, (0.0, 0.2775)),  # z^2/(n+z^2) = 3.8415/13.8415
+        (1.0, 10, (0.7225, 1.0)),
+        (0.8, 50, (0.6696, 0.8876)),
+    ],
+)
 def test_wilson_hand_computed(score, n, expected):
     lo, hi = wilson_interval(score, n)
     assert lo == pytest.approx(expected[0], abs=1e-4)
@@ -189,8 +192,13 @@ def test_play_in_terminal_scripted(ttt):
     # the bot (lowest legal action) answers 0 and 1, so X wins.
     inputs = iter(["banana", "x(1,1)", "99", "0", "2", "6", "n"])
     lines = []
-    returns = play_in_terminal(ttt, FirstLegal("bot"), 0, input_fn=lambda _: next(inputs),
-                               output_fn=lambda *a: lines.append(" ".join(map(str, a))))
+    returns = play_in_terminal(
+        ttt,
+        FirstLegal("bot"),
+        0,
+        input_fn=lambda _: next(inputs),
+        output_fn=lambda *a: lines.append(" ".join(map(str, a))),
+    )
     text = "\n".join(lines)
     assert "'banana' is not a legal move" in text and "'99' is not a legal move" in text
     assert "'0' is not a legal move" in text  # taken by the bot
@@ -211,14 +219,33 @@ def test_play_in_terminal_input_closed(ttt):
 def _write_metrics(run_dir):
     recs = []
     for step in range(1, 6):
-        recs.append({"step": step, "time": 30.0 * step, "kind": "train", "loss/total": 2.0 / step,
-                     "loss/value": 1.0 / step, "loss/policy": 0.9 / step, "loss/l2": 0.1, "other": "x"})
+        recs.append(
+            {
+                "step": step,
+                "time": 30.0 * step,
+                "kind": "train",
+                "loss/total": 2.0 / step,
+                "loss/value": 1.0 / step,
+                "loss/policy": 0.9 / step,
+                "loss/l2": 0.1,
+                "other": "x",
+            }
+        )
         recs.append({"step": step, "time": 30.0 * step + 1, "kind": "selfplay", "selfplay/games": step})
         if step % 2 == 0:
-            recs.append({"step": step, "time": 30.0 * step + 2, "kind": "eval",
-                         "eval/random/score": 0.6, "eval/random/ci_low": 0.4, "eval/random/ci_high": 0.8,
-                         "eval/mcts-solver:100/score": 0.2, "eval/mcts-solver:100/ci_low": 0.1,
-                         "eval/mcts-solver:100/ci_high": 0.4})
+            recs.append(
+                {
+                    "step": step,
+                    "time": 30.0 * step + 2,
+                    "kind": "eval",
+                    "eval/random/score": 0.6,
+                    "eval/random/ci_low": 0.4,
+                    "eval/random/ci_high": 0.8,
+                    "eval/mcts-solver:100/score": 0.2,
+                    "eval/mcts-solver:100/ci_low": 0.1,
+                    "eval/mcts-solver:100/ci_high": 0.4,
+                }
+            )
     run_dir.mkdir(parents=True, exist_ok=True)
     text = "\n".join(json.dumps(r) for r in recs) + '\n{"step": 6, "time": 18'  # truncated crash line
     (run_dir / "metrics.jsonl").write_text(text)
@@ -242,8 +269,10 @@ def test_plot_runs_overlay(tmp_path):
 
 def test_plot_selfplay_returns_alone(tmp_path):
     """A one-player run trained without evaluations still gets its returns plot."""
-    recs = [{"step": s, "time": 10.0 * s, "kind": "train", "loss/total": 1.0, "selfplay/mean_return": 0.1 * s}
-            for s in range(1, 6)]
+    recs = [
+        {"step": s, "time": 10.0 * s, "kind": "train", "loss/total": 1.0, "selfplay/mean_return": 0.1 * s}
+        for s in range(1, 6)
+    ]
     (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     assert "returns.png" in {p.name for p in plot_run(tmp_path)}
 
@@ -291,12 +320,18 @@ def test_unknown_plugin_players_are_assumed_to_read_the_true_state(monkeypatch):
     assert make_player("x", pyspiel.load_game("tic_tac_toe")).name == "first"
 
 
-@pytest.mark.parametrize("game_name,reason", [
-    ("sheriff", "not zero-sum"), ("matrix_rps", "simultaneous moves"),
-    ("kuhn_poker(players=3)", "has 3 players"), ("hanabi", "has imperfect information"),
-])
-@pytest.mark.parametrize("command", [["arena", "random", "random"], ["play", "--agent", "random"],
-                                     ["exploitability", "cfr:1"]])
+@pytest.mark.parametrize(
+    "game_name,reason",
+    [
+        ("sheriff", "not zero-sum"),
+        ("matrix_rps", "simultaneous moves"),
+        ("kuhn_poker(players=3)", "has 3 players"),
+        ("hanabi", "has imperfect information"),
+    ],
+)
+@pytest.mark.parametrize(
+    "command", [["arena", "random", "random"], ["play", "--agent", "random"], ["exploitability", "cfr:1"]]
+)
 def test_commands_refuse_games_that_are_not_two_player_zero_sum_sequential(command, game_name, reason, capsys):
     from polyzero.cli import main
 
@@ -327,8 +362,14 @@ def test_play_kuhn_shows_the_human_only_their_own_card():
                 return super().act(states)
 
         inputs = iter(["0", "0", "y", "1", "1", "y", "0", "1", "n"])
-        play_in_terminal(game, Recording(), seat, input_fn=lambda _: next(inputs, "n"),
-                         output_fn=lambda *a: lines.append(" ".join(map(str, a))), seed=3)
+        play_in_terminal(
+            game,
+            Recording(),
+            seat,
+            input_fn=lambda _: next(inputs, "n"),
+            output_fn=lambda *a: lines.append(" ".join(map(str, a))),
+            seed=3,
+        )
         views = [line.split(": ", 1)[1] for line in lines if line.startswith("your view")]
         assert views and deals
         own_cards = {str(d[seat]) for d in deals}
@@ -347,8 +388,9 @@ def test_exploitability_refuses_playerless_policies_big_games_and_solves_cfr_onc
     assert "more than 300,000 histories" in capsys.readouterr().err
     solves = []
     real = sog_players.CFRPlayer.__init__
-    monkeypatch.setattr(sog_players.CFRPlayer, "__init__",
-                        lambda self, *a, **k: (solves.append(1), real(self, *a, **k))[1])
+    monkeypatch.setattr(
+        sog_players.CFRPlayer, "__init__", lambda self, *a, **k: (solves.append(1), real(self, *a, **k))[1]
+    )
     assert main(["exploitability", "cfr:5", "--game", "kuhn_poker", "--seeds", "4", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert len(solves) == 1 and "over 1 seeds" in out and "deterministic solver" in out

@@ -33,8 +33,9 @@ def test_parse_value_types():
     assert type(p["a"]) is int and type(p["b"]) is float and type(p["c"]) is bool
 
 
-@pytest.mark.parametrize("spec", ["go(", "go(a)", "go(=3)", "go(a=)", "go(a=1,a=2)",
-                                  "go(a=(b=1))", "bad name", "", "go)a=1("])
+@pytest.mark.parametrize(
+    "spec", ["go(", "go(a)", "go(=3)", "go(a=)", "go(a=1,a=2)", "go(a=(b=1))", "bad name", "", "go)a=1("]
+)
 def test_parse_malformed(spec):
     with pytest.raises(UsageError):
         parse_game_spec(spec)
@@ -43,8 +44,7 @@ def test_parse_malformed(spec):
 # --- loading ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", ["tic_tac_toe", "connect_four", "hex(board_size=5)",
-                                  "breakthrough", "othello"])
+@pytest.mark.parametrize("spec", ["tic_tac_toe", "connect_four", "hex(board_size=5)", "breakthrough", "othello"])
 def test_load_and_round_trip(spec):
     game = load_game(spec)
     assert load_game(game_spec_string(game)) == game
@@ -137,8 +137,7 @@ def test_refuse_no_observation_tensor():
 
 def test_refuse_single_player_and_rewards():
     assert "single-player" in _refusal("cliff_walking", GameRequirements(single_player=False))
-    assert "intermediate rewards" in _refusal("cliff_walking",
-                                              GameRequirements(terminal_rewards_only=True))
+    assert "intermediate rewards" in _refusal("cliff_walking", GameRequirements(terminal_rewards_only=True))
 
 
 def test_supported_games_pass():
@@ -268,9 +267,20 @@ def test_legal_action_mask():
 # --- conformance ------------------------------------------------------------------------
 
 CONFORMANCE_GAMES = [
-    "tic_tac_toe", "connect_four", "hex(board_size=5)", "breakthrough(rows=6,columns=6)",
-    "othello", "go(board_size=5)", "clobber", "dots_and_boxes", "amazons", "checkers",
-    "nim", "pentago", "mancala", "ultimate_tic_tac_toe",
+    "tic_tac_toe",
+    "connect_four",
+    "hex(board_size=5)",
+    "breakthrough(rows=6,columns=6)",
+    "othello",
+    "go(board_size=5)",
+    "clobber",
+    "dots_and_boxes",
+    "amazons",
+    "checkers",
+    "nim",
+    "pentago",
+    "mancala",
+    "ultimate_tic_tac_toe",
     "cliff_walking",  # single-player deterministic
 ]
 
@@ -304,5 +314,4 @@ def test_conformance_search_fn_hook():
 def test_conformance_rejects_illegal_search_action():
     game = load_game("tic_tac_toe")
     with pytest.raises(AssertionError, match="illegal"):
-        check_game(game, num_games=1, search_fn=lambda states: [s.history()[0] if s.history() else 0
-                                                                 for s in states])
+        check_game(game, num_games=1, search_fn=lambda states: [s.history()[0] if s.history() else 0 for s in states])

@@ -29,14 +29,19 @@ class Bandit:
 
     def initial(self):
         b = len(self.logits)
-        return Expansion(self.logits, self.root_value, self.legal, np.zeros(b), np.ones(b),
-                         np.zeros(b, bool))
+        return Expansion(self.logits, self.root_value, self.legal, np.zeros(b), np.ones(b), np.zeros(b, bool))
 
     def step(self, parent, action, new_node, active):
         b, a = self.logits.shape
         self.taken.append(action.copy())
-        return Expansion(np.zeros((b, a), np.float32), np.zeros(b), np.ones((b, a), bool),
-                         self.q[np.arange(b), action], -np.ones(b), np.ones(b, bool))
+        return Expansion(
+            np.zeros((b, a), np.float32),
+            np.zeros(b),
+            np.ones((b, a), bool),
+            self.q[np.arange(b), action],
+            -np.ones(b),
+            np.ones(b, bool),
+        )
 
 
 def _gumbel(n, **kw):
@@ -67,11 +72,14 @@ def test_budget_smaller_than_the_considered_actions():
     assert sequential_halving_schedule(16, 2) == (0, 0)
 
 
-@pytest.mark.parametrize("n, num_actions, expected", [
-    (200, 20, [49, 49, 21, 21, 9, 9, 9, 9] + [3] * 8 + [0] * 4),
-    (16, 7, [5, 5, 2, 1, 1, 1, 1]),
-    (3, 9, [1, 1, 1] + [0] * 6),  # n < #legal: m = n
-])
+@pytest.mark.parametrize(
+    "n, num_actions, expected",
+    [
+        (200, 20, [49, 49, 21, 21, 9, 9, 9, 9] + [3] * 8 + [0] * 4),
+        (16, 7, [5, 5, 2, 1, 1, 1, 1]),
+        (3, 9, [1, 1, 1] + [0] * 6),  # n < #legal: m = n
+    ],
+)
 def test_search_visit_counts(n, num_actions, expected):
     rng = np.random.default_rng(1)
     model = Bandit(rng.normal(size=(4, num_actions)), rng.uniform(-1, 1, (4, num_actions)))
@@ -159,6 +167,7 @@ def test_mixed_value_and_completed_q_by_hand():
     kernels.completed_sigma(q, visits, prior, legal, 0.1, 3, np.inf, -np.inf, 50.0, 0.1, out)
     np.testing.assert_allclose(out, 5.2 * np.array([1.0, 0.0, 0.375 / 0.7, 0.375 / 0.7]), rtol=1e-6)
 
+
 def test_minmax_variants_differ_when_every_legal_action_is_visited():
     q = np.array([0.5, -0.2, 0.0])
     visits = np.array([2.0, 1.0, 0.0])
@@ -241,8 +250,7 @@ def test_tree_normalisation_reads_the_trees_min_max():
     sigma = (50 + 1) * 0.1 * (q + 0.9) / 2.0
     np.testing.assert_allclose(policy[0], masked_softmax(logits[0] + sigma, np.ones(4, bool)), atol=1e-6)
     # Per-node min-max would stretch the same Q gap of 0.3 over the whole [0, 1].
-    per_node, _ = root_outputs(t, _gumbel(8, gumbel_q_normalisation="minmax", c_scale=0.1), logits,
-                               np.zeros((1, 4)))
+    per_node, _ = root_outputs(t, _gumbel(8, gumbel_q_normalisation="minmax", c_scale=0.1), logits, np.zeros((1, 4)))
     assert per_node[0].max() > policy[0].max() + 0.2
 
 
@@ -253,9 +261,24 @@ def test_deterministic_selection_tracks_the_improved_policy():
     t = _star(prior, np.zeros(5))
     buf = [np.empty(5) for _ in range(3)]
     for _ in range(995):
-        a = kernels.gumbel_interior_action(t.children, t.visits, t.value, t.raw_value, t.reward,
-                                           t.discount, t.prior, t.legal, 0, 0, 0, -1.0, 1.0,
-                                           50.0, 0.0, *buf)
+        a = kernels.gumbel_interior_action(
+            t.children,
+            t.visits,
+            t.value,
+            t.raw_value,
+            t.reward,
+            t.discount,
+            t.prior,
+            t.legal,
+            0,
+            0,
+            0,
+            -1.0,
+            1.0,
+            50.0,
+            0.0,
+            *buf,
+        )
         t.visits[0, a + 1] += 1
         t.visits[0, 0] += 1
     n = t.visits[0, 1:].astype(float)
@@ -269,9 +292,24 @@ def test_deterministic_selection_prefers_higher_q():
     t = _star(prior, np.array([-0.5, 0.5]))
     buf = [np.empty(2) for _ in range(3)]
     for _ in range(98):
-        a = kernels.gumbel_interior_action(t.children, t.visits, t.value, t.raw_value, t.reward,
-                                           t.discount, t.prior, t.legal, 0, 0, 0, -1.0, 1.0,
-                                           50.0, 0.1, *buf)
+        a = kernels.gumbel_interior_action(
+            t.children,
+            t.visits,
+            t.value,
+            t.raw_value,
+            t.reward,
+            t.discount,
+            t.prior,
+            t.legal,
+            0,
+            0,
+            0,
+            -1.0,
+            1.0,
+            50.0,
+            0.1,
+            *buf,
+        )
         t.visits[0, a + 1] += 1
         t.visits[0, 0] += 1
     n = t.visits[0, 1:].astype(float)
@@ -336,8 +374,13 @@ def test_learned_model_search(kind):
         logits = np.tile(np.arange(a, dtype=np.float32), (len(action), 1)) * 0.1 + h2[:, :1]
         return 0.01 * action, logits.astype(np.float32), np.tanh(h2[:, 1] - 2.0), h2
 
-    model = LearnedModel(rng.normal(size=(batch, a)).astype(np.float32), rng.uniform(-1, 1, batch),
-                         rng.normal(size=(batch, h)), recurrent, discount=-1.0)
+    model = LearnedModel(
+        rng.normal(size=(batch, a)).astype(np.float32),
+        rng.uniform(-1, 1, batch),
+        rng.normal(size=(batch, h)),
+        recurrent,
+        discount=-1.0,
+    )
     params = SearchParams(num_simulations=20, kind=kind, gumbel_q_normalisation="minmax")
     res = search(model, params, rng, add_noise=True)
     assert (res.root_visits.sum(axis=1) == 20).all() and (res.root_visits > 0).all()
@@ -346,24 +389,34 @@ def test_learned_model_search(kind):
 
 
 # ---------------------------------------------------------------- config, nets, training
-@pytest.mark.parametrize("override, key", [
-    ("search.kind=gumble", "search.kind"),
-    ("search.policy_loss=kl2", "search.policy_loss"),
-    ("search.gumbel_q_normalisation=forest", "search.gumbel_q_normalisation"),
-    ("search.max_considered_actions=0", "search.max_considered_actions"),
-    ("search.c_visit=-1.0", "search.c_visit"),
-    ("search.eval_gumbel_scale=-0.5", "search.eval_gumbel_scale"),
-    ("net.block=wide", "net.block"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("search.kind=gumble", "search.kind"),
+        ("search.policy_loss=kl2", "search.policy_loss"),
+        ("search.gumbel_q_normalisation=forest", "search.gumbel_q_normalisation"),
+        ("search.max_considered_actions=0", "search.max_considered_actions"),
+        ("search.c_visit=-1.0", "search.c_visit"),
+        ("search.eval_gumbel_scale=-0.5", "search.eval_gumbel_scale"),
+        ("net.block=wide", "net.block"),
+    ],
+)
 def test_config_errors_name_the_key(override, key):
     with pytest.raises(UsageError, match=key.replace(".", r"\.")):
         build_config("tic_tac_toe", "alphazero", overrides=[override])
 
 
 def test_gumbel_config_reaches_the_search_params():
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=[
-        "search.kind=full_gumbel", "search.c_scale=0.1", "search.max_considered_actions=4",
-        "search.gumbel_q_normalisation=minmax"])
+    cfg = build_config(
+        "tic_tac_toe",
+        "alphazero",
+        overrides=[
+            "search.kind=full_gumbel",
+            "search.c_scale=0.1",
+            "search.max_considered_actions=4",
+            "search.gumbel_q_normalisation=minmax",
+        ],
+    )
     p = cfg.search.params(8)
     assert (p.kind, p.c_scale, p.max_considered_actions, p.num_simulations) == ("full_gumbel", 0.1, 4, 8)
     assert p.codes[0] == 2 and p.gumbel_norm == 1
@@ -377,8 +430,11 @@ def test_bottleneck_tower_with_broadcast_blocks():
     from polyzero.nets.towers import BottleneckBlock, BroadcastBlock
 
     game = load_game("connect_four")
-    cfg = build_config("connect_four", "alphazero", overrides=[
-        "net.block=bottleneck", "net.blocks=9", "net.channels=16", "net.broadcast_every=8"])
+    cfg = build_config(
+        "connect_four",
+        "alphazero",
+        overrides=["net.block=bottleneck", "net.blocks=9", "net.channels=16", "net.broadcast_every=8"],
+    )
     net = make_algorithm(cfg, game).build_network()
     kinds = [type(b) for b in net.trunk.blocks]
     assert kinds == [BottleneckBlock] * 7 + [BroadcastBlock, BottleneckBlock]
@@ -390,8 +446,9 @@ def test_bottleneck_tower_with_broadcast_blocks():
 def _train(tmp_path, overrides):
     from polyzero.train.driver import Trainer
 
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=[
-        "eval.every=0", "eval.final_games=0", "threads=1", "seed=3"] + overrides)
+    cfg = build_config(
+        "tic_tac_toe", "alphazero", overrides=["eval.every=0", "eval.final_games=0", "threads=1", "seed=3"] + overrides
+    )
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     untrained = trainer.learner.weights()
     trainer.run()
@@ -401,8 +458,9 @@ def _train(tmp_path, overrides):
 def test_train_end_to_end_with_two_simulations(tmp_path):
     """`polyzero train tic_tac_toe --search gumbel --set search.num_simulations=2`, a
     few learning steps: pi' targets (not one-hot visit counts) reach the replay."""
-    trainer, _ = _train(tmp_path, ['search.kind="gumbel"', "search.num_simulations=2",
-                                   "train.steps=3", "train.positions_per_step=64"])
+    trainer, _ = _train(
+        tmp_path, ['search.kind="gumbel"', "search.num_simulations=2", "train.steps=3", "train.positions_per_step=64"]
+    )
     assert trainer.step == 3
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert any('"step": 3' in line for line in lines)
@@ -420,13 +478,19 @@ def test_learns_tic_tac_toe_with_two_simulations(tmp_path):
     from polyzero.algos.player import SearchPlayer
     from polyzero.eval import play_match
 
-    trainer, untrained = _train(tmp_path, ['search.kind="gumbel"', "search.num_simulations=2",
-                                           "train.steps=40", "eval.simulations=2"])
+    trainer, untrained = _train(
+        tmp_path, ['search.kind="gumbel"', "search.num_simulations=2", "train.steps=40", "eval.simulations=2"]
+    )
     net = trainer.algo.build_network()
     net.load_state_dict(untrained)
     params = trainer.cfg.search.params(2)
-    baseline = SearchPlayer(trainer.algo, trainer.algo.make_evaluator(net, "cpu"), params,
-                            "untrained", sample_moves=trainer.cfg.eval.sample_moves)
+    baseline = SearchPlayer(
+        trainer.algo,
+        trainer.algo.make_evaluator(net, "cpu"),
+        params,
+        "untrained",
+        sample_moves=trainer.cfg.eval.sample_moves,
+    )
     result = play_match(trainer.game, trainer.agent_player(simulations=2), baseline, 200, seed=11)
     assert result.ci_low > 0.6, result  # measured: 0.825-1.0 over seeds 0-3
 
@@ -439,12 +503,35 @@ def test_cli_train_with_full_gumbel(tmp_path, capsys):
     from polyzero.cli import main
 
     run = tmp_path / "run"
-    argv = ["train", "tic_tac_toe", "--search", "full_gumbel", "--run-dir", str(run),
-            "--set", "search.num_simulations=2", "--set", "train.steps=2",
-            "--set", "train.positions_per_step=32", "--set", "train.batch_size=16",
-            "--set", "selfplay.concurrent_games=8", "--set", "eval.every=0",
-            "--set", "eval.final_games=2", "--set", "eval.simulations=2",
-            "--set", "eval.opponents=[\"random\"]", "--set", "threads=1", "--no-progress"]
+    argv = [
+        "train",
+        "tic_tac_toe",
+        "--search",
+        "full_gumbel",
+        "--run-dir",
+        str(run),
+        "--set",
+        "search.num_simulations=2",
+        "--set",
+        "train.steps=2",
+        "--set",
+        "train.positions_per_step=32",
+        "--set",
+        "train.batch_size=16",
+        "--set",
+        "selfplay.concurrent_games=8",
+        "--set",
+        "eval.every=0",
+        "--set",
+        "eval.final_games=2",
+        "--set",
+        "eval.simulations=2",
+        "--set",
+        'eval.opponents=["random"]',
+        "--set",
+        "threads=1",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     search_cfg = tomllib.loads((run / "config.toml").read_text())["search"]
     assert search_cfg["kind"] == "full_gumbel" and search_cfg["gumbel_q_normalisation"] == "bounds"
@@ -460,12 +547,23 @@ def test_whole_games_through_the_gumbel_search(spec):
     from polyzero.games import check_game, load_game
 
     game = load_game(spec)
-    cfg = build_config(spec, "alphazero", overrides=[
-        "net.channels=8", "net.blocks=1", "net.width=16", "net.value_hidden=8", "threads=1",
-        'search.kind="full_gumbel"', "search.eval_gumbel_scale=1.0",
-        'search.gumbel_q_normalisation="minmax"'])
+    cfg = build_config(
+        spec,
+        "alphazero",
+        overrides=[
+            "net.channels=8",
+            "net.blocks=1",
+            "net.width=16",
+            "net.value_hidden=8",
+            "threads=1",
+            'search.kind="full_gumbel"',
+            "search.eval_gumbel_scale=1.0",
+            'search.gumbel_q_normalisation="minmax"',
+        ],
+    )
     algo = make_algorithm(cfg, game)
-    player = SearchPlayer(algo, algo.make_evaluator(algo.build_network(), "cpu"),
-                          cfg.search.params(4), "gumbel", seed=1)
+    player = SearchPlayer(
+        algo, algo.make_evaluator(algo.build_network(), "cpu"), cfg.search.params(4), "gumbel", seed=1
+    )
     report = check_game(game, num_games=2, seed=1, search_fn=player.act)
     assert report.games_played == 2

@@ -40,13 +40,16 @@ def _muzero(spec: MuZeroSpec, shape=(3, 6, 7), actions=7):
 
 NETWORKS = {
     "alphazero_resnet": (_alphazero(NetSpec(blocks=2, channels=16)), Evaluator),
-    "alphazero_bottleneck": (_alphazero(NetSpec(blocks=2, channels=16, block="bottleneck",
-                                                broadcast_every=2)), Evaluator),
+    "alphazero_bottleneck": (
+        _alphazero(NetSpec(blocks=2, channels=16, block="bottleneck", broadcast_every=2)),
+        Evaluator,
+    ),
     "alphazero_mlp": (_alphazero(NetSpec(kind="mlp"), shape=(27,), actions=9), Evaluator),
-    "muzero_resnet": (_muzero(MuZeroSpec(net=NetSpec(blocks=1, channels=16), terminal_reward=True)),
-                      MuZeroInference),
-    "muzero_mlp_support": (_muzero(MuZeroSpec(net=NetSpec(kind="mlp"), support=10), shape=(4,),
-                                   actions=2), MuZeroInference),
+    "muzero_resnet": (_muzero(MuZeroSpec(net=NetSpec(blocks=1, channels=16), terminal_reward=True)), MuZeroInference),
+    "muzero_mlp_support": (
+        _muzero(MuZeroSpec(net=NetSpec(kind="mlp"), support=10), shape=(4,), actions=2),
+        MuZeroInference,
+    ),
     "ndmz": (lambda: NDMZNet(20, ActionLayout(8, 16), NDMZSpec(width=32, hidden_size=16)), NDMZInference),
 }
 

@@ -16,8 +16,16 @@ import torch
 from polyzero.cli import main
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-TINY = {"train.steps": 2, "train.positions_per_step": 32, "train.batch_size": 16, "search.num_simulations": 8,
-        "eval.every": 0, "eval.final_games": 0, "eval.simulations": 16, "threads": 1}
+TINY = {
+    "train.steps": 2,
+    "train.positions_per_step": 32,
+    "train.batch_size": 16,
+    "search.num_simulations": 8,
+    "eval.every": 0,
+    "eval.final_games": 0,
+    "eval.simulations": 16,
+    "threads": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +49,12 @@ def test_api_doc_example(tmp_path, monkeypatch, capsys):
 def test_import_is_cheap_and_run_directories_need_no_registration(ttt_run):
     """A fresh interpreter: `import polyzero` loads neither torch nor pyspiel, and
     polyzero.eval.make_player takes a run directory without register_player_loader."""
-    code = ("import sys, polyzero; assert 'torch' not in sys.modules and 'pyspiel' not in sys.modules\n"
-            "import pyspiel; from polyzero.eval import make_player\n"
-            f"p = make_player({str(ttt_run) + '@5'!r}, pyspiel.load_game('tic_tac_toe'))\n"
-            "print(p.name, p.params.num_simulations)")
+    code = (
+        "import sys, polyzero; assert 'torch' not in sys.modules and 'pyspiel' not in sys.modules\n"
+        "import pyspiel; from polyzero.eval import make_player\n"
+        f"p = make_player({str(ttt_run) + '@5'!r}, pyspiel.load_game('tic_tac_toe'))\n"
+        "print(p.name, p.params.num_simulations)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "5"
@@ -160,14 +170,17 @@ def _play(game, lines, agent="random", seat=0, analyse=False, game_spec=None):
             raise EOFError from None
 
     out = []
-    results = play_in_terminal(game, make_player(agent, game), seat, input_fn=read, output_fn=out.append,
-                               analyse=analyse, game_spec=game_spec)
+    results = play_in_terminal(
+        game, make_player(agent, game), seat, input_fn=read, output_fn=out.append, analyse=analyse, game_spec=game_spec
+    )
     return results, "\n".join(out)
 
 
 def test_terminal_states_the_side_draws_coordinates_and_takes_bare_points():
-    results, out = _play("tic_tac_toe", ["b2", "1,1", "undo", "(1,1)", "x(0,0)"] + ["0 1", "0 2", "1 0", "1 2",
-                                                                                      "2 0", "2 1", "2 2"] * 2 + ["n"])
+    results, out = _play(
+        "tic_tac_toe",
+        ["b2", "1,1", "undo", "(1,1)", "x(0,0)"] + ["0 1", "0 2", "1 0", "1 2", "2 0", "2 1", "2 2"] * 2 + ["n"],
+    )
     assert out.startswith("you play seat 0: x, moving first")
     assert "  0 1 2\n0 . . . 0" in out  # the board with coordinates on its sides
     assert "'b2' is not a legal move" in out and "took back your last move" in out
@@ -227,8 +240,11 @@ def test_progress_fits_80_columns_without_carriage_returns_off_a_terminal():
     evals = {}
     for step in range(1, 201):
         if step % 100 == 0:  # two evaluations with equal scores: each gets its line
-            evals = {"eval/mcts-solver:100/score": 0.5, "eval/mcts-solver:100/ci_low": 0.3,
-                     "eval/mcts-solver:100/ci_high": 0.7}
+            evals = {
+                "eval/mcts-solver:100/score": 0.5,
+                "eval/mcts-solver:100/ci_low": 0.3,
+                "eval/mcts-solver:100/ci_high": 0.7,
+            }
         loss = {"loss/total": 1.2345, "loss/value": 0.4, "loss/policy": 0.8, "ray/queue": 3.0}
         p.update(step, loss, {"games": 1234 * step, "positions": 10_000 * step}, 4567.0, evals)
     p.close()

@@ -28,24 +28,32 @@ _BEFORE = {
     ("puct", "alphazero", "bounds", "zero"): (
         [[0, 0, 23, 3, 4], [0, 18, 0, 0, 12], [1, 7, 12, 5, 5], [30, 0, 0, 0, 0]],
         [[19, 1, 9, 1], [12, 9, 1, 8], [8, 6, 15, 1], [7, 7, 15, 1], [12, 7, 8, 3]],
-        [-0.080790153025, -0.019525089675, 0.075652503444, 0.061270962608, 0.029327908546]),
+        [-0.080790153025, -0.019525089675, 0.075652503444, 0.061270962608, 0.029327908546],
+    ),
     ("puct", "muzero", "parent_siblings", "min"): (
         [[0, 0, 22, 7, 1], [0, 28, 0, 0, 2], [0, 0, 29, 1, 0], [30, 0, 0, 0, 0]],
         [[28, 1, 1, 0], [16, 13, 0, 1], [14, 1, 15, 0], [0, 0, 29, 1], [15, 0, 14, 1]],
-        [-0.066528909967, -0.099797784275, -0.017655476338, 0.033188910643, -0.116902126403]),
+        [-0.066528909967, -0.099797784275, -0.017655476338, 0.033188910643, -0.116902126403],
+    ),
     ("full_gumbel", "alphazero", "bounds", "zero"): (
         [[0, 0, 5, 13, 12], [0, 15, 0, 0, 15], [2, 12, 12, 2, 2], [30, 0, 0, 0, 0]],
         [[12, 12, 3, 3]] * 5,
-        [0.21845882372, 0.227223831579, 0.259850772913, 0.267280847344, 0.205688800521]),
+        [0.21845882372, 0.227223831579, 0.259850772913, 0.267280847344, 0.205688800521],
+    ),
 }
 
 
 @pytest.mark.parametrize("key", list(_BEFORE))
 def test_leaf_batch_one_is_the_search_before_leaf_batching(key):
     kind, selection, norm, unvisited = key
-    params = SearchParams(num_simulations=30, kind=kind, selection=selection, q_normalisation=norm,
-                          unvisited_q=unvisited,
-                          gumbel_q_normalisation="completed_minmax" if norm == "parent_siblings" else "bounds")
+    params = SearchParams(
+        num_simulations=30,
+        kind=kind,
+        selection=selection,
+        q_normalisation=norm,
+        unvisited_q=unvisited,
+        gumbel_q_normalisation="completed_minmax" if norm == "parent_siblings" else "bounds",
+    )
     random_visits, learned_visits, learned_value = _BEFORE[key]
     r = search(RandomTreeModel(4, 5, 7), params, np.random.default_rng(3), add_noise=True)
     assert r.root_visits.tolist() == random_visits
@@ -71,13 +79,23 @@ class HashedGame:
         rng = np.random.default_rng([self.seed, b, len(path), *path])
         legal = rng.random(self.num_actions) < 0.6
         legal[rng.integers(self.num_actions)] = True
-        return (rng.normal(size=self.num_actions).astype(np.float32), rng.uniform(-1, 1), legal,
-                bool(path) and rng.random() < self.terminal_prob)
+        return (
+            rng.normal(size=self.num_actions).astype(np.float32),
+            rng.uniform(-1, 1),
+            legal,
+            bool(path) and rng.random() < self.terminal_prob,
+        )
 
     def _rows(self, nodes):
         m, a = len(nodes), self.num_actions
-        out = Expansion(np.zeros((m, a), np.float32), np.zeros(m), np.zeros((m, a), bool), np.zeros(m),
-                        np.full(m, -1.0), np.zeros(m, bool))
+        out = Expansion(
+            np.zeros((m, a), np.float32),
+            np.zeros(m),
+            np.zeros((m, a), bool),
+            np.zeros(m),
+            np.full(m, -1.0),
+            np.zeros(m, bool),
+        )
         for r, (b, node) in enumerate(nodes):
             out.prior_logits[r], out.value[r], out.legal[r], out.terminal[r] = self._node(b, self.paths[b][node])
             self.legal_of[(b, node)] = out.legal[r]
@@ -112,8 +130,13 @@ def test_leaf_batched_trees_are_whole(leaf_batch):
         rng = np.random.default_rng(seed)
         batch, a, n = int(rng.integers(1, 4)), int(rng.integers(2, 7)), int(rng.integers(1, 80))
         model = HashedGame(batch, a, seed)
-        params = SearchParams(num_simulations=n, leaf_batch=leaf_batch, selection="muzero",
-                              q_normalisation=("bounds", "minmax", "parent_siblings")[seed % 3], unvisited_q="min")
+        params = SearchParams(
+            num_simulations=n,
+            leaf_batch=leaf_batch,
+            selection="muzero",
+            q_normalisation=("bounds", "minmax", "parent_siblings")[seed % 3],
+            unvisited_q="min",
+        )
         res = run_search(model, params, rng, add_noise=bool(seed % 2))
         t = res.tree
         np.testing.assert_array_equal(res.root_visits.sum(axis=1), n)
@@ -167,13 +190,14 @@ def test_the_clock_stops_the_search_between_network_calls():
     assert res.model_calls == 2 and (res.root_visits.sum(1) == 1).all()
     soon = SearchHooks.within(0.2)
     t0 = time.monotonic()
-    res = run_search(HashedGame(1, 4, 0), SearchParams(num_simulations=100_000, leaf_batch=8),
-                     np.random.default_rng(0), hooks=soon)
+    res = run_search(
+        HashedGame(1, 4, 0), SearchParams(num_simulations=100_000, leaf_batch=8), np.random.default_rng(0), hooks=soon
+    )
     assert time.monotonic() - t0 < 5.0 and 0 < res.root_visits.sum() < 100_000
 
 
 def test_what_leaf_batching_cannot_do_is_refused():
-    with pytest.raises(UsageError, match="leaf_batch = 4 needs search.kind \"puct\""):
+    with pytest.raises(UsageError, match='leaf_batch = 4 needs search.kind "puct"'):
         SearchParams(kind="gumbel", leaf_batch=4)
     with pytest.raises(UsageError, match="search.leaf_batch must be positive"):
         SearchParams(leaf_batch=0)
@@ -181,8 +205,12 @@ def test_what_leaf_batching_cannot_do_is_refused():
     with pytest.raises(UsageError, match="evaluates many leaves of one tree"):
         run_search(RandomTreeModel(2, 3, 0), params, np.random.default_rng(0))
     with pytest.raises(UsageError, match="forced root actions"):
-        run_search(HashedGame(2, 3, 0), params, np.random.default_rng(0),
-                   hooks=SearchHooks(root_action_fn=lambda sim, tree: np.full(2, -1)))
+        run_search(
+            HashedGame(2, 3, 0),
+            params,
+            np.random.default_rng(0),
+            hooks=SearchHooks(root_action_fn=lambda sim, tree: np.full(2, -1)),
+        )
     with pytest.raises(UsageError, match="not available with algo ndmz"):
         make_algorithm(build_config("nannon", "ndmz", overrides=["search.leaf_batch=4"]), load_game("nannon"))
     assert build_config("connect_four", "alphazero", overrides=["search.leaf_batch=16"]).search.leaf_batch == 16
@@ -195,8 +223,11 @@ def test_an_engine_searches_one_game_on_its_clock(algo):
     an engine reports."""
     torch.manual_seed(0)
     game = load_game("connect_four")
-    cfg = build_config("connect_four", algo, overrides=["net.kind=mlp", "net.width=16", "net.layers=1",
-                                                         "search.leaf_batch=8", "threads=1"])
+    cfg = build_config(
+        "connect_four",
+        algo,
+        overrides=["net.kind=mlp", "net.width=16", "net.layers=1", "search.leaf_batch=8", "threads=1"],
+    )
     agent = make_algorithm(cfg, game)
     player = SearchPlayer(agent, agent.make_evaluator(agent.build_network(), "cpu"), cfg.search.params(200), "x")
     state = game.new_initial_state()

@@ -23,20 +23,17 @@ def _toy_recurrent(hidden, action):
 
 def _roots(seed=0):
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((B, A)).astype(np.float32), rng.uniform(-1, 1, B),
-            rng.standard_normal((B, H)))
+    return (rng.standard_normal((B, A)).astype(np.float32), rng.uniform(-1, 1, B), rng.standard_normal((B, H)))
 
 
 def _params(n, **kw):
-    return SearchParams(num_simulations=n, selection="muzero", q_normalisation="minmax",
-                        unvisited_q="min", **kw)
+    return SearchParams(num_simulations=n, selection="muzero", q_normalisation="minmax", unvisited_q="min", **kw)
 
 
 @pytest.mark.parametrize("num_nodes", [None, 17])
 def test_root_visits_sum_to_simulations(num_nodes):
     logits, value, hidden = _roots()
-    model = LearnedModel(logits, value, hidden, _toy_recurrent, discount=-1.0,
-                         num_nodes=num_nodes)
+    model = LearnedModel(logits, value, hidden, _toy_recurrent, discount=-1.0, num_nodes=num_nodes)
     res = run_search(model, _params(16), np.random.default_rng(0))
     assert (res.root_visits.sum(axis=1) == 16).all()
     assert (res.tree.num_nodes == 17).all()
@@ -60,8 +57,7 @@ def test_root_masking_only_at_root():
         used = np.arange(1, t.num_nodes[b])
         assert t.legal[b, used].all()
         assert not t.terminal[b, : t.num_nodes[b]].any()
-    inner_zero = [(t.action[b, 1:t.num_nodes[b]][t.depth[b, 1:t.num_nodes[b]] >= 2] == 0).any()
-                  for b in range(B)]
+    inner_zero = [(t.action[b, 1 : t.num_nodes[b]][t.depth[b, 1 : t.num_nodes[b]] >= 2] == 0).any() for b in range(B)]
     assert any(inner_zero), "action 0 (illegal at the root) is never taken below it"
 
 
@@ -115,10 +111,14 @@ def test_parallel_tree_kernels_match_serial(kind, monkeypatch):
     size whatever the machine's thread count."""
     rng = np.random.default_rng(3)
     batch, a, h = 70, 4, 3
-    roots = (rng.standard_normal((batch, a)).astype(np.float32), rng.uniform(-1, 1, batch),
-             rng.standard_normal((batch, h)))
-    params = SearchParams(num_simulations=24, kind=kind, selection="muzero",
-                          q_normalisation="minmax", unvisited_q="min")
+    roots = (
+        rng.standard_normal((batch, a)).astype(np.float32),
+        rng.uniform(-1, 1, batch),
+        rng.standard_normal((batch, h)),
+    )
+    params = SearchParams(
+        num_simulations=24, kind=kind, selection="muzero", q_normalisation="minmax", unvisited_q="min"
+    )
     results = []
     for chunks in (1, 3):
         monkeypatch.setattr(kernels, "tree_chunks", lambda _batch, c=chunks: c)
@@ -126,8 +126,7 @@ def test_parallel_tree_kernels_match_serial(kind, monkeypatch):
         results.append(search(model, params, np.random.default_rng(0), add_noise=True))
     serial, parallel = results
     for field in ("children", "visits", "value", "prior", "parent", "num_nodes", "q_min", "q_max"):
-        np.testing.assert_array_equal(getattr(serial.tree, field), getattr(parallel.tree, field),
-                                      err_msg=field)
+        np.testing.assert_array_equal(getattr(serial.tree, field), getattr(parallel.tree, field), err_msg=field)
     assert serial.tree.depth.max() >= 3  # deep enough that the walks differ per tree
     if kind != "puct":
         np.testing.assert_array_equal(serial.action, parallel.action)

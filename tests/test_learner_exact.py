@@ -40,8 +40,7 @@ def reference_muzero_loss(algo, net, batch):
             s, reward_out = net.dynamics(s, batch["actions"][:, k - 1])
         logits, value_out = net.predict(s, root=k == 0)
         value_loss = algo._scalar_loss(value_out, batch["target_value"][:, k])
-        policy_loss = -(batch["target_policy"][:, k] * F.log_softmax(logits, -1)).sum(-1) \
-            * batch["policy_mask"][:, k]
+        policy_loss = -(batch["target_policy"][:, k] * F.log_softmax(logits, -1)).sum(-1) * batch["policy_mask"][:, k]
         step = mz.value_loss_weight * value_loss + policy_loss
         if k > 0 and reward_out is not None:
             reward_loss = algo._scalar_loss(reward_out, batch["target_reward"][:, k])
@@ -122,14 +121,16 @@ def _policy(rng, shape):
 def muzero_batch(algo, batch=6, seed=0):
     rng = np.random.default_rng(seed)
     k, a, obs = algo.mz.unroll_steps, algo.num_actions, algo.encoder.shape
-    out = {"obs": rng.random((batch, *obs), dtype=np.float32),
-           "actions": rng.integers(0, a, (batch, k)),
-           "target_value": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
-           "target_reward": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
-           "target_policy": _policy(rng, (batch, k + 1, a)),
-           "policy_mask": (rng.random((batch, k + 1)) < 0.8).astype(np.float32),
-           "search_value": rng.uniform(-1, 1, batch).astype(np.float32),
-           "weight": rng.uniform(0.5, 1.5, batch).astype(np.float32)}
+    out = {
+        "obs": rng.random((batch, *obs), dtype=np.float32),
+        "actions": rng.integers(0, a, (batch, k)),
+        "target_value": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
+        "target_reward": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
+        "target_policy": _policy(rng, (batch, k + 1, a)),
+        "policy_mask": (rng.random((batch, k + 1)) < 0.8).astype(np.float32),
+        "search_value": rng.uniform(-1, 1, batch).astype(np.float32),
+        "weight": rng.uniform(0.5, 1.5, batch).astype(np.float32),
+    }
     if algo.single_agent:
         out["target_value"] *= 30
         out["target_reward"] *= 3
@@ -146,26 +147,41 @@ def muzero_batch(algo, batch=6, seed=0):
 def ndmz_batch(algo, batch=6, seed=0):
     rng = np.random.default_rng(seed)
     k, a = algo.nd.unroll_steps, algo.layout.size
-    return {"obs": rng.random((batch, *algo.encoder.shape), dtype=np.float32),
-            "actions": rng.integers(0, a, (batch, k)),
-            "mask": (rng.random((batch, k + 1)) < 0.8).astype(np.float32),
-            "target_identity": rng.integers(0, 4, (batch, k + 1)),
-            "target_reward": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
-            "target_value": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
-            "target_policy": _policy(rng, (batch, k + 1, a)),
-            "target_chance": _policy(rng, (batch, k + 1, a)),
-            "weight": np.ones(batch, np.float32)}
+    return {
+        "obs": rng.random((batch, *algo.encoder.shape), dtype=np.float32),
+        "actions": rng.integers(0, a, (batch, k)),
+        "mask": (rng.random((batch, k + 1)) < 0.8).astype(np.float32),
+        "target_identity": rng.integers(0, 4, (batch, k + 1)),
+        "target_reward": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
+        "target_value": rng.uniform(-1, 1, (batch, k + 1)).astype(np.float32),
+        "target_policy": _policy(rng, (batch, k + 1, a)),
+        "target_chance": _policy(rng, (batch, k + 1, a)),
+        "weight": np.ones(batch, np.float32),
+    }
 
 
 CASES = {
     "muzero_connect_four": ("connect_four", "muzero", ["net.blocks=1", "net.channels=8"]),
-    "muzero_connect_four_extras": ("connect_four", "muzero", [
-        "net.blocks=1", "net.channels=8", "muzero.consistency_weight=2", "muzero.terminal_value=true",
-        "muzero.terminal_reward=true", "muzero.priority_value=network", "muzero.unroll_norm=layer"]),
+    "muzero_connect_four_extras": (
+        "connect_four",
+        "muzero",
+        [
+            "net.blocks=1",
+            "net.channels=8",
+            "muzero.consistency_weight=2",
+            "muzero.terminal_value=true",
+            "muzero.terminal_reward=true",
+            "muzero.priority_value=network",
+            "muzero.unroll_norm=layer",
+        ],
+    ),
     "muzero_tic_tac_toe_mlp": ("tic_tac_toe", "muzero", []),
     "muzero_cartpole_support": ("cartpole", "muzero", ["muzero.support=20"]),
-    "muzero_tiny_mlp": ("tic_tac_toe", "muzero", ["net.width=16", "net.layers=1", "muzero.hidden_size=8",
-                                                  "net.value_hidden=8", "muzero.unroll_steps=2"]),
+    "muzero_tiny_mlp": (
+        "tic_tac_toe",
+        "muzero",
+        ["net.width=16", "net.layers=1", "muzero.hidden_size=8", "net.value_hidden=8", "muzero.unroll_steps=2"],
+    ),
     "ndmz_nannon": ("nannon", "ndmz", ["net.width=32", "ndmz.hidden_size=16"]),
 }
 
@@ -208,10 +224,15 @@ def test_loss_parts_priorities_and_gradients_equal_the_reference(case):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("case,compiled,fused", [("muzero_connect_four", False, False),
-                                                 ("muzero_connect_four", False, True),
-                                                 ("ndmz_nannon", False, True),
-                                                 ("muzero_tiny_mlp", True, False)])
+@pytest.mark.parametrize(
+    "case,compiled,fused",
+    [
+        ("muzero_connect_four", False, False),
+        ("muzero_connect_four", False, True),
+        ("ndmz_nannon", False, True),
+        ("muzero_tiny_mlp", True, False),
+    ],
+)
 def test_a_learner_update_equals_the_reference_update(case, compiled, fused):
     """The default update, train.fused_step (fused optimizer, the L2 term as a
     gradient) and train.compile (the loss through inductor): the same loss terms and
@@ -231,5 +252,6 @@ def test_a_learner_update_equals_the_reference_update(case, compiled, fused):
     # Adam divides each gradient by its own running scale, so a component near zero moves
     # by up to the learning rate whichever way its rounding goes: weights to 1% of lr.
     for got, want in zip(learner.net.parameters(), reference.net.parameters()):
-        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4,
-                                   atol=0.01 * cfg.train.learning_rate)
+        np.testing.assert_allclose(
+            got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=0.01 * cfg.train.learning_rate
+        )

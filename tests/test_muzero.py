@@ -55,8 +55,9 @@ def _segment(n, num_actions=3, rewards=None, values=None, outcome=None, done=Tru
 
 
 def _single_agent_replay(**kw):
-    return SequenceReplay(16, (1,), 3, unroll_steps=2, td_steps=3, discount=0.5, board_game=False,
-                          prioritized=False, **kw)
+    return SequenceReplay(
+        16, (1,), 3, unroll_steps=2, td_steps=3, discount=0.5, board_game=False, prioritized=False, **kw
+    )
 
 
 def test_n_step_value_targets_with_discount_and_episode_end():
@@ -100,10 +101,23 @@ def test_consistency_targets_are_the_stored_next_observations():
 def test_consistency_terminal_targets_the_final_position_right_after_the_last_move():
     """muzero.consistency_terminal: a finished game keeps its final position, the target
     of the step right after its last move; a game cut short has none."""
-    replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
-                            prioritized=False, next_observations=True, final_observations=True)
-    finished = {**_segment(3), "final_obs": np.array([[0], [0], [9]], np.float32),
-                "has_final": np.array([False, False, True])}
+    replay = SequenceReplay(
+        16,
+        (1,),
+        3,
+        unroll_steps=3,
+        td_steps=10,
+        discount=1.0,
+        board_game=True,
+        prioritized=False,
+        next_observations=True,
+        final_observations=True,
+    )
+    finished = {
+        **_segment(3),
+        "final_obs": np.array([[0], [0], [9]], np.float32),
+        "has_final": np.array([False, False, True]),
+    }
     cut = {**_segment(2), "final_obs": np.zeros((2, 1), np.float32), "has_final": np.zeros(2, bool)}
     replay.add(finished)
     replay.add(cut)
@@ -116,13 +130,25 @@ def test_terminal_value_targets_the_final_position_with_the_value_past_the_end()
     """muzero.terminal_value: every sample carries its game's final position and the value
     the side to move there has (the negated outcome of the last mover; 0 after a draw); a
     game cut short has none."""
-    replay = SequenceReplay(16, (1,), 3, unroll_steps=2, td_steps=10, discount=1.0, board_game=True,
-                            prioritized=False, final_observations=True, final_values=True)
-    won = {**_segment(3, outcome=[-1, 1, -1]), "final_obs": np.array([[0], [0], [9]], np.float32),
-           "has_final": np.array([False, False, True])}
+    replay = SequenceReplay(
+        16,
+        (1,),
+        3,
+        unroll_steps=2,
+        td_steps=10,
+        discount=1.0,
+        board_game=True,
+        prioritized=False,
+        final_observations=True,
+        final_values=True,
+    )
+    won = {
+        **_segment(3, outcome=[-1, 1, -1]),
+        "final_obs": np.array([[0], [0], [9]], np.float32),
+        "has_final": np.array([False, False, True]),
+    }
     drawn = {**_segment(2), "final_obs": np.array([[0], [7]], np.float32), "has_final": np.array([False, True])}
-    cut = {**_segment(2, done=False), "final_obs": np.zeros((2, 1), np.float32),
-           "has_final": np.zeros(2, bool)}
+    cut = {**_segment(2, done=False), "final_obs": np.zeros((2, 1), np.float32), "has_final": np.zeros(2, bool)}
     for segment in (won, drawn, cut):
         replay.add(segment)
     t = replay.unroll_targets(np.array([0, 2, 3, 5]), np.random.default_rng(0))
@@ -140,8 +166,9 @@ def test_consistency_terminal_keeps_a_finished_games_final_position_in_its_segme
 
     with pytest.raises(UsageError, match="consistency_terminal needs the consistency loss"):
         build_config("tic_tac_toe", "muzero", overrides=["muzero.consistency_terminal=true"])
-    cfg = build_config("tic_tac_toe", "muzero", overrides=["muzero.consistency_weight=2",
-                                                           "muzero.consistency_terminal=true"])
+    cfg = build_config(
+        "tic_tac_toe", "muzero", overrides=["muzero.consistency_weight=2", "muzero.consistency_terminal=true"]
+    )
     game = load_game("tic_tac_toe")
     algo = make_algorithm(cfg, game)
     assert algo.records_final_observation
@@ -177,9 +204,16 @@ def test_self_play_keeps_the_final_position_as_the_next_mover_would_see_it():
     from polyzero.games import load_game
     from polyzero.train.selfplay import SelfPlayActor
 
-    cfg = build_config("tic_tac_toe", "muzero", overrides=[
-        "muzero.consistency_weight=2", "muzero.consistency_terminal=true",
-        "search.num_simulations=2", "selfplay.concurrent_games=8"])
+    cfg = build_config(
+        "tic_tac_toe",
+        "muzero",
+        overrides=[
+            "muzero.consistency_weight=2",
+            "muzero.consistency_terminal=true",
+            "search.num_simulations=2",
+            "selfplay.concurrent_games=8",
+        ],
+    )
     game = load_game("tic_tac_toe")
     algo = make_algorithm(cfg, game)
     actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(algo.build_network(), "cpu"), seed=0)
@@ -195,8 +229,7 @@ def test_self_play_keeps_the_final_position_as_the_next_mover_would_see_it():
 
 
 def test_board_game_targets_are_the_outcome_for_the_mover_and_alternate_past_the_end():
-    replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
-                            prioritized=False)
+    replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True, prioritized=False)
     replay.add(_segment(3, outcome=[1, -1, 1]))  # the first player won with the last move
     t = replay.unroll_targets(np.array([1]), np.random.default_rng(0))
     # positions 1, 2, then two plies past the end: the side to move there lost, then won
@@ -207,8 +240,9 @@ def test_board_game_targets_are_the_outcome_for_the_mover_and_alternate_past_the
 def test_board_game_terminal_reward_is_the_last_movers_outcome_and_the_end_absorbs_at_0():
     """muzero.terminal_reward (the published pseudocode's board games): the final
     outcome is the last move's reward, and past the end value and reward are 0."""
-    replay = SequenceReplay(16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True,
-                            prioritized=False, terminal_reward=True)
+    replay = SequenceReplay(
+        16, (1,), 3, unroll_steps=3, td_steps=10, discount=1.0, board_game=True, prioritized=False, terminal_reward=True
+    )
     replay.add(_segment(3, rewards=[0, 0, 1], outcome=[1, -1, 1]))
     t = replay.unroll_targets(np.array([1]), np.random.default_rng(0))
     assert t["target_value"][0].tolist() == [-1, 1, 0, 0]
@@ -262,8 +296,9 @@ def test_fresh_policies_feed_only_the_reanalysed_share_and_die_with_their_positi
 
 # ------------------------------------------------------------------ prioritized replay (Appendix G)
 def test_prioritized_sampling_frequencies_and_importance_weights():
-    replay = SequenceReplay(8, (1,), 3, unroll_steps=1, td_steps=1, discount=1.0, board_game=False,
-                            prioritized=True, alpha=1.0, beta=1.0)
+    replay = SequenceReplay(
+        8, (1,), 3, unroll_steps=1, td_steps=1, discount=1.0, board_game=False, prioritized=True, alpha=1.0, beta=1.0
+    )
     replay.add(_segment(4))
     replay.update_priorities(np.arange(4), np.array([1.0, 2.0, 3.0, 4.0]))
     expected = np.array([0.1, 0.2, 0.3, 0.4])
@@ -278,8 +313,7 @@ def test_prioritized_sampling_frequencies_and_importance_weights():
 
 
 def test_new_positions_enter_with_the_largest_priority():
-    replay = SequenceReplay(8, (1,), 3, unroll_steps=1, td_steps=1, discount=1.0, board_game=False,
-                            prioritized=True)
+    replay = SequenceReplay(8, (1,), 3, unroll_steps=1, td_steps=1, discount=1.0, board_game=False, prioritized=True)
     replay.add(_segment(2))
     replay.update_priorities(np.array([0, 1]), np.array([5.0, 0.5]))
     replay.add(_segment(2))
@@ -324,8 +358,9 @@ def test_loss_sums_the_unrolled_steps_with_one_over_k():
         if k:
             s, _ = net.dynamics(s, batch["actions"][:, k - 1])
         logits, v = net.predict(s)
-        step = (v - batch["target_value"][:, k]) ** 2 - (batch["target_policy"][:, k] * torch.log_softmax(
-            logits, -1)).sum(-1) * batch["policy_mask"][:, k]
+        step = (v - batch["target_value"][:, k]) ** 2 - (
+            batch["target_policy"][:, k] * torch.log_softmax(logits, -1)
+        ).sum(-1) * batch["policy_mask"][:, k]
         total = total + (step / k_steps if k else step)
     assert loss.item() == pytest.approx((total * batch["weight"]).mean().item(), rel=1e-5)
     assert parts["priority"].shape == (6,)
@@ -386,8 +421,9 @@ def test_half_gradient_enters_the_dynamics():
     for name, g in grads[True].items():
         if name.startswith("dynamics_tower"):
             assert torch.allclose(g, grads[False][name], atol=1e-6), name
-    changed = [n for n in grads[True] if n.startswith("representation")
-               and not torch.allclose(grads[True][n], grads[False][n])]
+    changed = [
+        n for n in grads[True] if n.startswith("representation") and not torch.allclose(grads[True][n], grads[False][n])
+    ]
     assert changed
 
 
@@ -409,15 +445,25 @@ def test_trained_muzero_beats_untrained_at_equal_search(trained_muzero):
     assert result.score >= 0.65
 
 
-SMALL = ["train.steps=6", "train.checkpoint_every=2", "train.positions_per_step=48",
-         "train.minibatches_per_step=2", "train.batch_size=32", "train.replay_size=512",
-         "search.num_simulations=6", "selfplay.concurrent_games=8", "eval.every=0",
-         "eval.final_games=0", "threads=1", "seed=7", 'muzero.prioritized="on"']
+SMALL = [
+    "train.steps=6",
+    "train.checkpoint_every=2",
+    "train.positions_per_step=48",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=512",
+    "search.num_simulations=6",
+    "selfplay.concurrent_games=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=7",
+    'muzero.prioritized="on"',
+]
 
 
 def test_resumed_muzero_run_keeps_priorities_and_reaches_the_same_weights(tmp_path):
-    Trainer.create(build_config("tic_tac_toe", "muzero", overrides=SMALL), tmp_path / "full",
-                   progress=False).run()
+    Trainer.create(build_config("tic_tac_toe", "muzero", overrides=SMALL), tmp_path / "full", progress=False).run()
     half = build_config("tic_tac_toe", "muzero", overrides=SMALL + ["train.steps=3"])
     first = Trainer.create(half, tmp_path / "split", progress=False)
     first.run()
@@ -436,9 +482,17 @@ def test_long_episodes_enter_replay_in_chunks_with_look_ahead():
     from polyzero.games import load_game
     from polyzero.train.selfplay import SelfPlayActor
 
-    cfg = build_config("cartpole", "muzero", overrides=[
-        "muzero.chunk_length=5", "muzero.unroll_steps=2", "muzero.td_steps=3",
-        "selfplay.concurrent_games=1", "search.num_simulations=2"])
+    cfg = build_config(
+        "cartpole",
+        "muzero",
+        overrides=[
+            "muzero.chunk_length=5",
+            "muzero.unroll_steps=2",
+            "muzero.td_steps=3",
+            "selfplay.concurrent_games=1",
+            "search.num_simulations=2",
+        ],
+    )
     game = load_game(cfg.game)
     algo = make_algorithm(cfg, game)
     actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(algo.build_network(), "cpu"), seed=0)
@@ -487,8 +541,9 @@ def test_downsampling_stack_takes_96_by_96_frames_to_6_by_6():
     assert s.shape == s2.shape == (2, 16, 6, 6) and reward.shape == (2, 11)
 
 
-@pytest.mark.parametrize("kind,obs_shape,support", [("resnet", (4, 10, 10), 5), ("mlp", (8,), 5),
-                                                      ("resnet", (4, 10, 10), 0)])
+@pytest.mark.parametrize(
+    "kind,obs_shape,support", [("resnet", (4, 10, 10), 5), ("mlp", (8,), 5), ("resnet", (4, 10, 10), 0)]
+)
 def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, support):
     from polyzero.nets.alphazero import NetSpec
     from polyzero.nets.muzero import MuZeroNet, MuZeroSpec, last_layer
@@ -510,9 +565,16 @@ def test_zero_init_heads_start_every_value_and_reward_at_zero(kind, obs_shape, s
             assert value.abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("searcher, targets, bootstrap", [
-    ("latest", "both", "network"), ("target", "both", "network"), ("latest", "policy", "network"),
-    ("latest", "value", "network"), ("latest", "value", "search")])
+@pytest.mark.parametrize(
+    "searcher, targets, bootstrap",
+    [
+        ("latest", "both", "network"),
+        ("target", "both", "network"),
+        ("latest", "policy", "network"),
+        ("latest", "value", "network"),
+        ("latest", "value", "search"),
+    ],
+)
 def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searcher, targets, bootstrap):
     """Appendix H: the sampled unroll's stored policies become the latest parameters'
     search policies (or the target network's, with muzero.reanalyse_network = target),
@@ -520,10 +582,21 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
     value with muzero.reanalyse_bootstrap = search); muzero.reanalyse_targets keeps one."""
     from polyzero.search.policy import visit_policy
 
-    cfg = build_config("cartpole", "muzero", overrides=SMALL[:-1] + [
-        "train.steps=1", "train.positions_per_step=300", "muzero.support=10", "muzero.reanalyse_fraction=1.0",
-        "muzero.chunk_length=0", f"muzero.reanalyse_network={searcher}", f"muzero.reanalyse_targets={targets}",
-        f"muzero.reanalyse_bootstrap={bootstrap}"])
+    cfg = build_config(
+        "cartpole",
+        "muzero",
+        overrides=SMALL[:-1]
+        + [
+            "train.steps=1",
+            "train.positions_per_step=300",
+            "muzero.support=10",
+            "muzero.reanalyse_fraction=1.0",
+            "muzero.chunk_length=0",
+            f"muzero.reanalyse_network={searcher}",
+            f"muzero.reanalyse_targets={targets}",
+            f"muzero.reanalyse_bootstrap={bootstrap}",
+        ],
+    )
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     trainer.run()
     replay, reanalyser = trainer.replay, trainer.reanalyser
@@ -539,8 +612,14 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
     reanalyser.refresh(replay, np.array([s]))
     policies = {}
     for name in ("latest", "target"):
-        result = trainer.algo.search_observations(getattr(reanalyser, name), d["obs"][unroll], d["legal"][unroll],
-                                                  reanalyser.params, np.random.default_rng(0), add_noise=False)
+        result = trainer.algo.search_observations(
+            getattr(reanalyser, name),
+            d["obs"][unroll],
+            d["legal"][unroll],
+            reanalyser.params,
+            np.random.default_rng(0),
+            add_noise=False,
+        )
         policies[name] = visit_policy(result.root_visits, 1.0)
     assert not np.allclose(policies["latest"], policies["target"])  # so the check below tells them apart
     assert np.array_equal(d["policy"][unroll], selfplay)  # the self-play search's stays for the other 20%
@@ -552,9 +631,14 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
     _, _, target_values = reanalyser.target.initial(d["obs"][boot])
     if bootstrap == "search":
         predicted = target_values
-        target_values = trainer.algo.search_observations(reanalyser.target, d["obs"][boot], d["legal"][boot],
-                                                         reanalyser.params, np.random.default_rng(0),
-                                                         add_noise=False).root_value
+        target_values = trainer.algo.search_observations(
+            reanalyser.target,
+            d["obs"][boot],
+            d["legal"][boot],
+            reanalyser.params,
+            np.random.default_rng(0),
+            add_noise=False,
+        ).root_value
         assert not np.allclose(target_values, predicted, atol=1e-6)  # the search is what is stored
     assert not np.allclose(stored_values[boot], target_values, atol=1e-6)  # so the check below tells
     if targets == "policy":
@@ -586,9 +670,19 @@ def test_short_cartpole_run_reaches_150(tmp_path):
     # Runtime's outputs differ from it by ~1e-6 (tests/test_inference_paths.py), enough to
     # take a different run from the same seed: on 2026-11-28 seed 1 evaluated 89.9, 113.7,
     # 110.3, 140.2 through it against eager's 41.5, 119.7, 125.0, 192.8 (docs/benchmarks.md).
-    cfg = build_config("cartpole", "muzero", overrides=[
-        "train.steps=100", "eval.every=25", "eval.games=20", "eval.final_games=0", "threads=1", "seed=1",
-        "net.inference=eager"])
+    cfg = build_config(
+        "cartpole",
+        "muzero",
+        overrides=[
+            "train.steps=100",
+            "eval.every=25",
+            "eval.games=20",
+            "eval.final_games=0",
+            "threads=1",
+            "seed=1",
+            "net.inference=eager",
+        ],
+    )
     trainer = Trainer.create(cfg, tmp_path / "cartpole", progress=False)
     before = trainer.evaluate(20, seed=5)["eval/return/mean"]
     evaluate = trainer.evaluate

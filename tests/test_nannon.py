@@ -49,6 +49,7 @@ def moves(state):
 
 # --- rules -------------------------------------------------------------------------------
 
+
 def test_setup_and_layouts():
     game = load_game("nannon")
     assert pyspiel.load_game("nannon").num_distinct_actions() == 8  # HOME, points 1..6, pass
@@ -125,8 +126,9 @@ def test_forced_pass():
         at(roll=2, mine=(1, mask(1)), theirs=(3, 0)).apply_action(7)  # a move is legal
 
 
-@pytest.mark.parametrize("scoring, theirs, points", [
-    ("single", (3, 0), 1.0), ("nannon_double", (3, 0), 2.0), ("nannon_double", (2, 0), 1.0)])
+@pytest.mark.parametrize(
+    "scoring, theirs, points", [("single", (3, 0), 1.0), ("nannon_double", (3, 0), 2.0), ("nannon_double", (2, 0), 1.0)]
+)
 def test_win_and_scoring(scoring, theirs, points):
     s = at(f"nannon(scoring={scoring})", roll=1, mine=(0, mask(6)), theirs=theirs)
     s.apply_action(6)
@@ -139,16 +141,21 @@ def test_observation_from_the_mover():
     obs = np.asarray(s.observation_tensor(1)).reshape(-1)
     n, c1 = 6, 4
     assert obs[:n].tolist() == [0, 1, 0, 0, 0, 0]  # o's own point 2
-    assert obs[n:2 * n].tolist() == [1, 0, 0, 0, 0, 0]  # x's point 6 is o's point 1
+    assert obs[n : 2 * n].tolist() == [1, 0, 0, 0, 0, 0]  # x's point 6 is o's point 1
     assert obs[2 * n + 1] == 1 and obs[2 * n + c1 + 1] == 1  # my HOME 1, my SAFETY 1
     assert obs[2 * n + 2 * c1 + 0] == 1 and obs[2 * n + 3 * c1 + 2] == 1  # their HOME 0, SAFETY 2
     assert obs[2 * n + 4 * c1 + 3] == 1 and obs[-1] == 1  # roll 4, observer to move
     assert obs.sum() == 8 and np.asarray(s.observation_tensor(0))[-1] == 0
 
 
-@pytest.mark.parametrize("spec", ["nannon", "nannon(points=12,checkers=5)",
-                                  "nannon(points=4,checkers=2,die_sides=8,opening=single_die,"
-                                  "scoring=nannon_double)"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "nannon",
+        "nannon(points=12,checkers=5)",
+        "nannon(points=4,checkers=2,die_sides=8,opening=single_die,scoring=nannon_double)",
+    ],
+)
 def test_conformance_and_openspiel_tools(spec):
     game = load_game(spec)
     report = check_game(game, num_games=10, seed=1)
@@ -165,6 +172,7 @@ def test_bad_parameters():
 
 
 # --- positions and the solver ---------------------------------------------------------------
+
 
 def test_state_counts():
     assert count_positions(6, 3) == 2530 and count_positions(12, 5) == 1_780_776
@@ -242,8 +250,9 @@ def test_exact_scores(sol):
         npol.evaluate_policy(sol, np.full((2530, 6), 7, np.int8))
 
 
-@pytest.mark.parametrize("params", [ns.NannonParams(), ns.NannonParams(opening="single_die"),
-                                    ns.NannonParams(scoring="nannon_double")])
+@pytest.mark.parametrize(
+    "params", [ns.NannonParams(), ns.NannonParams(opening="single_die"), ns.NannonParams(scoring="nannon_double")]
+)
 def test_exact_evaluator_matches_sampled_games(params):
     solution = ns.solve(params, use_cache=False)
     for policy, opponent in (("optimal", "random"), ("random", "optimal")):
@@ -275,12 +284,17 @@ def test_observations_match_the_game(sol):
     obs = ns.observations(sol, rows, 5)
     for s, o in zip(rows, obs):
         state = game.new_initial_state()
-        state.set_position(1, 5, (int(pos.home[pos.mover[s]]), int(pos.mask[pos.mover[s]])),
-                           (int(pos.home[pos.other[s]]), int(pos.mask[pos.other[s]])))
+        state.set_position(
+            1,
+            5,
+            (int(pos.home[pos.mover[s]]), int(pos.mask[pos.mover[s]])),
+            (int(pos.home[pos.other[s]]), int(pos.mask[pos.other[s]])),
+        )
         assert o.tolist() == state.observation_tensor(1)
 
 
 # --- cache and CLI -----------------------------------------------------------------------
+
 
 def test_cache_round_trip_and_corruption(sol):
     first = ns.solve(ns.NannonParams())

@@ -20,9 +20,20 @@ from polyzero.search.ndmz import KIND_CHANCE, KIND_CHOICE, KIND_IDENTITY, KIND_T
 from polyzero.train.driver import Trainer
 from polyzero.train.selfplay import SelfPlayActor
 
-SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
-         "train.replay_size=1024", "search.num_simulations=8", "selfplay.concurrent_games=8",
-         "net.width=32", "ndmz.hidden_size=16", "eval.every=0", "eval.final_games=0", "threads=1", "seed=3"]
+SMALL = [
+    "train.positions_per_step=48",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=1024",
+    "search.num_simulations=8",
+    "selfplay.concurrent_games=8",
+    "net.width=32",
+    "ndmz.hidden_size=16",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +62,17 @@ def test_targets_of_a_hand_made_trajectory(nannon):
     pi0[[1, 3]] = [0.25, 0.75]
     pi1 = np.zeros(8, np.float32)
     pi1[7] = 1.0
-    traj = Trajectory(observations=[np.ones(35, np.float32), 2 * np.ones(35, np.float32)],
-                      policies=[pi0, pi1], players=[0, 1], actions=[3, 7],
-                      legal=[np.ones(8, bool)] * 2, root_values=[0.1, 0.2], returns_before=[0.0, 0.0],
-                      returns=np.array([1.0, -1.0], np.float32), chance=[[(2, _dist(6))], []])
+    traj = Trajectory(
+        observations=[np.ones(35, np.float32), 2 * np.ones(35, np.float32)],
+        policies=[pi0, pi1],
+        players=[0, 1],
+        actions=[3, 7],
+        legal=[np.ones(8, bool)] * 2,
+        root_values=[0.1, 0.2],
+        returns_before=[0.0, 0.0],
+        returns=np.array([1.0, -1.0], np.float32),
+        chance=[[(2, _dist(6))], []],
+    )
     steps = trajectory_steps(traj, lay)
     # decision p0, its die roll for p1, decision p1 (a pass), the end of the game.
     assert list(steps["identity"]) == [0, CHANCE, 1, TERMINAL]
@@ -91,24 +109,39 @@ def test_identities_are_relative_to_the_samples_player(nannon):
     wrong sign half the time."""
     game, algo = nannon
     obs = [np.full(35, i, np.float32) for i in range(3)]
-    traj = Trajectory(observations=obs, policies=[np.eye(8)[0]] * 3, players=[0, 1, 0], actions=[0, 0, 0],
-                      legal=[np.ones(8, bool)] * 3, root_values=[0.0] * 3, returns_before=[0.0] * 3,
-                      returns=np.array([1.0, -1.0], np.float32), chance=[[(2, _dist(6))], [(3, _dist(6))], []])
+    traj = Trajectory(
+        observations=obs,
+        policies=[np.eye(8)[0]] * 3,
+        players=[0, 1, 0],
+        actions=[0, 0, 0],
+        legal=[np.ones(8, bool)] * 3,
+        root_values=[0.0] * 3,
+        returns_before=[0.0] * 3,
+        returns=np.array([1.0, -1.0], np.float32),
+        chance=[[(2, _dist(6))], [(3, _dist(6))], []],
+    )
     steps = trajectory_steps(traj, algo.layout)
     assert list(steps["identity"]) == [0, CHANCE, 1, CHANCE, 0, TERMINAL]  # stored as seats
     replay = algo.make_replay()
     replay.add(steps)
     rows = replay.unroll_targets(np.array([0, 2, 4]))["target_identity"].tolist()
-    assert rows == [[0, CHANCE, 1, CHANCE, 0, TERMINAL, TERMINAL],
-                    [0, CHANCE, 1, TERMINAL, TERMINAL, TERMINAL, TERMINAL],  # seat 1's sample, seat 0 next
-                    [0, TERMINAL, TERMINAL, TERMINAL, TERMINAL, TERMINAL, TERMINAL]]
+    assert rows == [
+        [0, CHANCE, 1, CHANCE, 0, TERMINAL, TERMINAL],
+        [0, CHANCE, 1, TERMINAL, TERMINAL, TERMINAL, TERMINAL],  # seat 1's sample, seat 0 next
+        [0, TERMINAL, TERMINAL, TERMINAL, TERMINAL, TERMINAL, TERMINAL],
+    ]
     states = [game.new_initial_state()]
     states[0].set_position(1, 3, (1, 3), (1, 3))  # seat 1 to move with a 3, the opening placement
     assert states[0].current_player() == 1
     from polyzero.search.params import SearchParams
 
-    result = algo.search(algo.make_evaluator(algo.build_network(), "cpu"), states, SearchParams(num_simulations=4),
-                         np.random.default_rng(0), add_noise=False)
+    result = algo.search(
+        algo.make_evaluator(algo.build_network(), "cpu"),
+        states,
+        SearchParams(num_simulations=4),
+        np.random.default_rng(0),
+        add_noise=False,
+    )
     assert result.model.player[0, 0] == 0  # the root is player 0 of its own unroll
 
 
@@ -116,9 +149,17 @@ def test_a_cut_game_has_no_terminal_step(nannon):
     """A game cut at selfplay.max_moves ends without a terminal step; its unroll is masked
     past the cut instead of absorbing."""
     game, algo = nannon
-    traj = Trajectory(observations=[np.ones(35, np.float32)] * 2, policies=[np.eye(8)[0]] * 2, players=[0, 1],
-                      actions=[0, 0], legal=[np.ones(8, bool)] * 2, root_values=[0.0, 0.0],
-                      returns_before=[0.0, 0.0], returns=np.zeros(2, np.float32), chance=[[(4, _dist(6))], []])
+    traj = Trajectory(
+        observations=[np.ones(35, np.float32)] * 2,
+        policies=[np.eye(8)[0]] * 2,
+        players=[0, 1],
+        actions=[0, 0],
+        legal=[np.ones(8, bool)] * 2,
+        root_values=[0.0, 0.0],
+        returns_before=[0.0, 0.0],
+        returns=np.zeros(2, np.float32),
+        chance=[[(4, _dist(6))], []],
+    )
     full = trajectory_steps(traj, algo.layout)
     cut = trajectory_steps(traj, algo.layout, cut=True)
     assert list(full["identity"]) == [0, CHANCE, 1, TERMINAL] and full["done"][0]
@@ -171,8 +212,12 @@ class _QueueInference:
 
     def initial(self, obs):
         m = len(obs)
-        return (np.zeros((m, self.hidden), np.float32), np.zeros((m, self.size)), np.zeros((m, self.size)),
-                np.full(m, self.root_value))
+        return (
+            np.zeros((m, self.hidden), np.float32),
+            np.zeros((m, self.size)),
+            np.zeros((m, self.size)),
+            np.full(m, self.root_value),
+        )
 
     def recurrent(self, hidden, action):
         m = len(hidden)
@@ -191,8 +236,14 @@ def test_backup_signs_on_a_hand_worked_tree():
 
     lay = ActionLayout(8, 16)
     # g + f values in order of the identity nodes made: r1 (V 0.6, for player 1 below), r3, i5 (V 0.3).
-    model = NDMZModel(_QueueInference(0.9, [0.6, 0.1, 0.3]), np.zeros((1, 5), np.float32),
-                      np.ones((1, 8), bool), np.array([0]), lay, 16)
+    model = NDMZModel(
+        _QueueInference(0.9, [0.6, 0.1, 0.3]),
+        np.zeros((1, 5), np.float32),
+        np.ones((1, 8), bool),
+        np.array([0]),
+        lay,
+        16,
+    )
     tree, _, _ = start_tree(model, SearchParams(num_simulations=15), np.random.default_rng(0), False)
     arrays, rules = kernels.pack(tree), tuple(SearchParams().rules(ndmz_tree=True))
 
@@ -238,16 +289,26 @@ class _StubModel:
 
     def initial(self, obs):
         m = len(obs)
-        return (np.zeros((m, self.hidden), np.float32), np.zeros((m, self.size)), np.zeros((m, self.size)),
-                np.full(m, self.value))
+        return (
+            np.zeros((m, self.hidden), np.float32),
+            np.zeros((m, self.size)),
+            np.zeros((m, self.size)),
+            np.full(m, self.value),
+        )
 
     def recurrent(self, hidden, action):
         m = len(hidden)
         self.recurrent_rows += m
         ident = np.full((m, 4), -1e9)
         ident[:, self.identity] = 0.0
-        return (hidden + 1, ident, np.zeros((m, self.size)), np.zeros((m, self.size)), np.full(m, self.value),
-                np.zeros(m))
+        return (
+            hidden + 1,
+            ident,
+            np.zeros((m, self.size)),
+            np.zeros((m, self.size)),
+            np.full(m, self.value),
+            np.zeros(m),
+        )
 
 
 def test_search_values_with_a_stub_model():
@@ -308,8 +369,10 @@ def test_search_invariants_on_nannon(nannon):
                 assert kind == KIND_IDENTITY
             else:
                 assert pk == KIND_IDENTITY
-                assert kind == {0: KIND_CHOICE, 1: KIND_CHOICE, CHANCE: KIND_CHANCE,
-                                TERMINAL: KIND_TERMINAL}[t.action[b, w]]
+                assert (
+                    kind
+                    == {0: KIND_CHOICE, 1: KIND_CHOICE, CHANCE: KIND_CHANCE, TERMINAL: KIND_TERMINAL}[t.action[b, w]]
+                )
             if kind == KIND_CHOICE:  # V and the hidden state are the identity parent's
                 assert t.raw_value[b, w] == t.raw_value[b, j]
                 assert np.array_equal(r.model.node_hidden(b, w), r.model.node_hidden(b, j))
@@ -338,24 +401,29 @@ def test_ndmz_runs_and_resumes_through_the_trainer(tmp_path):
     """`--algo ndmz` on Nannon 6-3-6; a resumed run rebuilds the chance events of the
     games in flight and reaches the same weights as an uninterrupted one."""
     cfg = SMALL + ["train.checkpoint_every=2"]
-    full = Trainer.create(build_config("nannon", "ndmz", overrides=cfg + ["train.steps=4"]), tmp_path / "full",
-                          progress=False)
+    full = Trainer.create(
+        build_config("nannon", "ndmz", overrides=cfg + ["train.steps=4"]), tmp_path / "full", progress=False
+    )
     full.run()
     assert full.step == 4 and full.selfplay_stats["games"] > 0
     d = full.replay.data
     n = len(full.replay)
     assert set(np.unique(d["identity"][:n])) == {0, 1, CHANCE, TERMINAL}
-    Trainer.create(build_config("nannon", "ndmz", overrides=cfg + ["train.steps=2"]), tmp_path / "split",
-                   progress=False).run()
+    Trainer.create(
+        build_config("nannon", "ndmz", overrides=cfg + ["train.steps=2"]), tmp_path / "split", progress=False
+    ).run()
     Trainer.resume(tmp_path / "split", ["train.steps=4"], progress=False).run()
     assert_same_final_weights(tmp_path / "full", tmp_path / "split")
 
 
-@pytest.mark.parametrize("game,extra", [("nannon(points=12,checkers=5,die_sides=6)", []), ("pig", []),
-                                        ("backgammon", ["selfplay.max_moves=40"])])
+@pytest.mark.parametrize(
+    "game,extra",
+    [("nannon(points=12,checkers=5,die_sides=6)", []), ("pig", []), ("backgammon", ["selfplay.max_moves=40"])],
+)
 def test_ndmz_on_other_games_of_chance(tmp_path, game, extra):
-    trainer = Trainer.create(build_config(game, "ndmz", overrides=SMALL + extra + ["train.steps=2"]),
-                             tmp_path / "run", progress=False)
+    trainer = Trainer.create(
+        build_config(game, "ndmz", overrides=SMALL + extra + ["train.steps=2"]), tmp_path / "run", progress=False
+    )
     trainer.run()
     assert trainer.step == 2 and trainer.selfplay_stats["games"] > 0
     n = len(trainer.replay)
@@ -378,10 +446,24 @@ def test_short_ndmz_run_raises_the_search_agents_exact_score_against_random(tmp_
     from polyzero.games.nannon_solver import shared_solution
     from polyzero.train.driver import agent_player
 
-    cfg = build_config("nannon", "ndmz", overrides=[
-        "net.width=128", "search.num_simulations=50", "selfplay.concurrent_games=128",
-        "train.positions_per_step=256", "train.minibatches_per_step=16", "train.steps=90", "train.replay_size=32768",
-        "train.checkpoint_every=1000", "eval.every=0", "eval.final_games=0", "threads=1", "seed=0"])
+    cfg = build_config(
+        "nannon",
+        "ndmz",
+        overrides=[
+            "net.width=128",
+            "search.num_simulations=50",
+            "selfplay.concurrent_games=128",
+            "train.positions_per_step=256",
+            "train.minibatches_per_step=16",
+            "train.steps=90",
+            "train.replay_size=32768",
+            "train.checkpoint_every=1000",
+            "eval.every=0",
+            "eval.final_games=0",
+            "threads=1",
+            "seed=0",
+        ],
+    )
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     untrained = trainer.learner.weights()
     trainer.run()

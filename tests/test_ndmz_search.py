@@ -18,6 +18,7 @@ from polyzero.search.ndmz import ndmz_search
 # the one-engine change) into the compiled core. These tests pin what the NumPy engine
 # returned, recorded from it before it was replaced.
 
+
 class _ScriptedModel:
     """g and f as fixed functions of the hidden state and the action, with one-hot identity
     and chance policies: every roulette draw is forced, so a search is deterministic and two
@@ -57,8 +58,16 @@ _NUMPY_ENGINE = {
     False: {
         "root_visits": [[5, 4, 2, 0, 1, 7, 0, 1], [1, 1, 0, 2, 42, 0, 0, 0], [1, 1, 5, 0, 1, 0, 0, 7]],
         "root_q": [
-            [0.12400042422, -0.100048182756, -0.191673053345, 9.0, -0.990913792228, -0.069365957431, 9.0,
-             -0.990913792228],
+            [
+                0.12400042422,
+                -0.100048182756,
+                -0.191673053345,
+                9.0,
+                -0.990913792228,
+                -0.069365957431,
+                9.0,
+                -0.990913792228,
+            ],
             [-0.8000052699442513, -0.9031712435841479, 9.0, 0.3487051251668195, 0.9614282271816889, 9.0, 9.0, 9.0],
             [-0.857278226266, -0.637429507034, -0.219571486595, 9.0, -0.920102505896, 9.0, 9.0, 0.228619586077],
         ],
@@ -71,11 +80,27 @@ _NUMPY_ENGINE = {
     True: {
         "root_visits": [[7, 3, 2, 0, 1, 6, 0, 1], [1, 1, 0, 8, 30, 1, 0, 0], [1, 1, 5, 0, 1, 0, 3, 6]],
         "root_q": [
-            [-0.008178944128, 0.199643504265, -0.191673053345, 9.0, -0.990913792228, 0.02724950691, 9.0,
-             -0.990913792228],
+            [
+                -0.008178944128,
+                0.199643504265,
+                -0.191673053345,
+                9.0,
+                -0.990913792228,
+                0.02724950691,
+                9.0,
+                -0.990913792228,
+            ],
             [-0.800005269944, -0.903171243584, 9.0, 0.359050557078, 0.959597458351, -0.003350398348, 9.0, 9.0],
-            [-0.857278226266, -0.637429507034, -0.219571486595, 9.0, -0.920102505896, 9.0, 0.813742979361,
-             0.191271053033],
+            [
+                -0.857278226266,
+                -0.637429507034,
+                -0.219571486595,
+                9.0,
+                -0.920102505896,
+                9.0,
+                0.813742979361,
+                0.191271053033,
+            ],
         ],
         "root_value": [-0.08299993728940279, 0.7305805193972496, 0.004481622594653658],
         "backups": [20, 41, 17],
@@ -94,8 +119,7 @@ def test_search_reproduces_the_numpy_engine_on_a_scripted_model(noise):
     legal = g.random((3, 8)) < 0.6
     legal[:, 0] = True
     kw = dict(dirichlet_alpha=0.5, dirichlet_fraction=0.25) if noise else {}
-    r = ndmz_search(_ScriptedModel(), obs, legal, np.array([0, 1, 0]), lay, 60, 1.25,
-                    np.random.default_rng(5), **kw)
+    r = ndmz_search(_ScriptedModel(), obs, legal, np.array([0, 1, 0]), lay, 60, 1.25, np.random.default_rng(5), **kw)
     old = _NUMPY_ENGINE[noise]
     assert r.root_visits.tolist() == old["root_visits"]
     assert r.backups.tolist() == old["backups"]
@@ -131,8 +155,9 @@ def test_search_visit_distribution_on_nannon_matches_the_numpy_engine():
     within 0.025 (about 4 standard errors) and the mean root value within 0.02."""
     torch.set_num_threads(1)
     game = load_game("nannon")
-    algo = make_algorithm(build_config("nannon", "ndmz", overrides=["net.width=32", "ndmz.hidden_size=16",
-                                                                     "threads=1", "seed=3"]), game)
+    algo = make_algorithm(
+        build_config("nannon", "ndmz", overrides=["net.width=32", "ndmz.hidden_size=16", "threads=1", "seed=3"]), game
+    )
     torch.manual_seed(0)
     ev = algo.make_evaluator(algo.build_network(), "cpu")
     reps = 400
@@ -146,5 +171,4 @@ def test_search_visit_distribution_on_nannon_matches_the_numpy_engine():
     v = r.root_visits.reshape(4, reps, -1).astype(float)
     fraction = (v / v.sum(-1, keepdims=True)).mean(1)
     np.testing.assert_allclose(fraction, _NUMPY_ENGINE_NANNON["fraction"], atol=0.025)
-    np.testing.assert_allclose(r.root_value.reshape(4, reps).mean(1), _NUMPY_ENGINE_NANNON["root_value"],
-                               atol=0.02)
+    np.testing.assert_allclose(r.root_value.reshape(4, reps).mean(1), _NUMPY_ENGINE_NANNON["root_value"], atol=0.02)

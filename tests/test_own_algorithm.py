@@ -18,9 +18,18 @@ from polyzero.games import load_game, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("qz_alphazero.py", "qz_alphazero.toml")  # the module and its preset: the whole algorithm
-SMALL = ["train.steps=2", "train.positions_per_step=64", "train.minibatches_per_step=2", "train.batch_size=32",
-         "train.replay_size=256", "search.num_simulations=8", "selfplay.concurrent_games=16",
-         "eval.every=0", "eval.final_games=0", "threads=1"]
+SMALL = [
+    "train.steps=2",
+    "train.positions_per_step=64",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=256",
+    "search.num_simulations=8",
+    "selfplay.concurrent_games=16",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+]
 
 
 @pytest.fixture
@@ -44,8 +53,9 @@ def _steps(run: Path) -> list[int]:
 def test_the_example_algorithm_trains_resumes_and_plays(own_algorithm, tmp_path, capsys):
     run = tmp_path / "run"
     sets = [x for s in SMALL for x in ("--set", s)]
-    assert main(["train", "--config", str(own_algorithm / FILES[1]), "--run-dir", str(run),
-                 "--no-progress", *sets]) == 0
+    assert (
+        main(["train", "--config", str(own_algorithm / FILES[1]), "--run-dir", str(run), "--no-progress", *sets]) == 0
+    )
     assert "training qz_alphazero on tic_tac_toe" in capsys.readouterr().err
     assert max(_steps(run)) == 2
     assert main(["train", "--resume", str(run), "--set", "train.steps=3", "--no-progress"]) == 0
@@ -58,9 +68,14 @@ def test_its_value_target_averages_the_outcome_and_the_root_value(own_algorithm)
     cfg = build_config(config_file=str(own_algorithm / FILES[1]))
     algo = make_algorithm(cfg, load_game(cfg.game))
     assert type(algo).__name__ == "QZAlphaZero" and cfg.algo in plugins.algorithm_names()
-    traj = Trajectory(observations=[np.zeros(algo.encoder.shape)] * 2, policies=[np.ones(9) / 9] * 2,
-                      players=[0, 1], root_values=[0.2, -0.6], returns_before=[0.0, 0.0],
-                      returns=np.array([1.0, -1.0]))
+    traj = Trajectory(
+        observations=[np.zeros(algo.encoder.shape)] * 2,
+        policies=[np.ones(9) / 9] * 2,
+        players=[0, 1],
+        root_values=[0.2, -0.6],
+        returns_before=[0.0, 0.0],
+        returns=np.array([1.0, -1.0]),
+    )
     np.testing.assert_allclose(algo.trajectory_examples(traj)["outcome"], [0.6, -0.8])
 
 

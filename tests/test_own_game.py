@@ -15,9 +15,18 @@ from polyzero.games.registry import GAMES_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "examples/take_away.py"
-SMALL = ["train.steps=2", "train.positions_per_step=64", "train.minibatches_per_step=2", "train.batch_size=32",
-         "train.replay_size=256", "search.num_simulations=8", "selfplay.concurrent_games=16",
-         "eval.every=0", "eval.final_games=0", "threads=1"]
+SMALL = [
+    "train.steps=2",
+    "train.positions_per_step=64",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=256",
+    "search.num_simulations=8",
+    "selfplay.concurrent_games=16",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+]
 
 
 def test_the_example_game_loads_and_passes_the_conformance_check(monkeypatch):
@@ -48,8 +57,9 @@ def test_a_missing_or_broken_game_module_is_a_usage_error(monkeypatch, tmp_path)
 
 def _cli(*args, cwd=ROOT):
     env = {**os.environ, GAMES_ENV: EXAMPLE, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "polyzero", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "polyzero", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_cli_trains_and_plays_the_example_game(tmp_path):

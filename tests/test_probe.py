@@ -28,8 +28,23 @@ def test_the_probe_tells_a_trained_model_from_an_untrained_one(trained_muzero, t
     net.load_state_dict(untrained)
     before = probe(net, steps, 5)["metrics"]
     run_dir = str(trainer.run_dir)
-    assert main(["probe", run_dir, "--baseline", str(trained[0].run_dir), "--games", "60", "--seed", "2",
-                 "--out", str(tmp_path / "p")]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                run_dir,
+                "--baseline",
+                str(trained[0].run_dir),
+                "--games",
+                "60",
+                "--seed",
+                "2",
+                "--out",
+                str(tmp_path / "p"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "legal_top" in out and "agree_baseline" in out and "k=5" in out
     after = json.loads((tmp_path / "p" / "probe.json").read_text())

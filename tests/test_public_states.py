@@ -13,13 +13,18 @@ from polyzero.games import load_game
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicTree, public_state_at
 
 PUBLIC_RECALL = pyspiel.IIGObservationType(
-    public_info=True, perfect_recall=True, private_info=pyspiel.PrivateInfoType.NONE)
+    public_info=True, perfect_recall=True, private_info=pyspiel.PrivateInfoType.NONE
+)
 
 
 @pytest.fixture(scope="module")
 def trees():
-    specs = ["kuhn_poker", "leduc_poker", "liars_dice(numdice=1,dice_sides=3)",
-             "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"]
+    specs = [
+        "kuhn_poker",
+        "leduc_poker",
+        "liars_dice(numdice=1,dice_sides=3)",
+        "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)",
+    ]
     return {spec: PublicTree(load_game(spec)) for spec in specs}
 
 
@@ -100,7 +105,8 @@ def test_chance_reach_is_conserved(trees, spec):
     for node in tree.nodes:
         if node.kind == CHANCE:
             assert sum(tree.nodes[c].chance_reach_sum() for c in node.children.values()) == pytest.approx(
-                node.chance_reach_sum())
+                node.chance_reach_sum()
+            )
         elif node.kind == DECISION:
             per_action = {}
             for t in node.transitions:
@@ -116,15 +122,19 @@ def test_poker_agrees_with_brute_force(trees, spec, deals):
     game = load_game(spec)
     observation = make_observation(game, PUBLIC_RECALL)
     groups, reach = brute_force_groups(
-        game, lambda h, s: (len(h), observation.string_from(s, 0)), skip_leading_chance=deals)
+        game, lambda h, s: (len(h), observation.string_from(s, 0)), skip_leading_chance=deals
+    )
     ours, our_reach = tree_groups(trees[spec])
     assert ours == {frozenset(g) for g in groups.values()}
     assert our_reach.keys() == reach.keys()
     assert all(math.isclose(our_reach[h], reach[h]) for h in reach)
     # Information states: each lies inside one public state, and there are as many
     # as OpenSpiel's acting-player information states.
-    acting = {s.information_state_string() for _, s, _ in all_histories(game)
-              if not s.is_terminal() and not s.is_chance_node()}
+    acting = {
+        s.information_state_string()
+        for _, s, _ in all_histories(game)
+        if not s.is_terminal() and not s.is_chance_node()
+    }
     assert len(acting) == trees[spec].num_info_states()
 
 
@@ -135,7 +145,7 @@ def test_liars_dice_bids_are_the_public_state(trees):
     assert ours == {frozenset(g) for g in groups.values()}
     assert all(math.isclose(our_reach[h], reach[h]) for h in reach)
     tree = trees["liars_dice(numdice=1,dice_sides=3)"]
-    assert len(tree.of_kind(DECISION)) == 2 ** 6  # any increasing subset of the 6 bids
+    assert len(tree.of_kind(DECISION)) == 2**6  # any increasing subset of the 6 bids
     assert all(len(n.worlds) == 9 and [len(s) for s in n.info_states] == [3, 3] for n in tree.of_kind(DECISION))
 
 
@@ -178,7 +188,8 @@ def test_public_state_at_matches_the_tree(trees):
                 node = public_state_at(game, state)
                 expected = by_key[node.key]
                 assert {tuple(w.state.history()) for w in node.worlds} == {
-                    tuple(w.state.history()) for w in expected.worlds}
+                    tuple(w.state.history()) for w in expected.worlds
+                }
                 assert node.chance_reach_sum() == pytest.approx(expected.chance_reach_sum())
                 assert tuple(state.history()) in {tuple(w.state.history()) for w in node.worlds}
 

@@ -12,22 +12,37 @@ import ray
 
 from conftest import score_against_untrained, train_tic_tac_toe
 from polyzero.config import build_config
-from polyzero.errors import UsageError
+from polyzero.errors import RunStopped, UsageError
 from polyzero.train.checkpoint import latest_checkpoint, read_state
 from polyzero.train.driver import Interrupted, Trainer
 from polyzero.train.metrics import read_metrics
 from polyzero.train.ray_driver import RayTrainer
+from polyzero.train.supervisor import SupervisedRun
 
-SMALL = ["train.positions_per_step=48", "train.minibatches_per_step=2", "train.batch_size=32",
-         "train.replay_size=512", "search.num_simulations=6", "selfplay.concurrent_games=8",
-         "eval.every=0", "eval.final_games=0", "threads=1", "seed=7"]
+SMALL = [
+    "train.positions_per_step=48",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=512",
+    "search.num_simulations=6",
+    "selfplay.concurrent_games=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=7",
+]
 
 
 @pytest.fixture(scope="module")
 def local_ray():
     """One local Ray instance for this module, 2 CPUs, bound to 127.0.0.1."""
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
+    )
     yield
     ray.shutdown()
 
@@ -91,23 +106,37 @@ def test_sigterm_while_waiting_on_ray_checkpoints_and_stops(local_ray, tmp_path)
     assert 2 <= trainer.step < 1000 and latest_checkpoint(tmp_path / "run").name == f"step_{trainer.step:06d}"
 
 
-def _learner_pids() -> set[int]:
-    """Processes whose Ray title names the learner actor (`ray::LearnerActor...`)."""
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _learner_pids(under: int) -> set[int]:
+    """Processes under `under` (not another session's) whose Ray title names the learner
+    actor (`ray::LearnerActor...`)."""
     pids = set()
     for proc in os.listdir("/proc"):
         try:
             with open(f"/proc/{proc}/cmdline", "rb") as fh:
-                if fh.read().startswith(b"ray::LearnerActor"):
-                    pids.add(int(proc))
+                if not fh.read().startswith(b"ray::LearnerActor"):
+                    continue
         except (OSError, ValueError):
             continue
+        pid = ancestor = int(proc)
+        while ancestor > 1 and ancestor != under:
+            ancestor = _parent(ancestor)
+        if ancestor == under:
+            pids.add(pid)
     return pids
 
 
 def _wait_for(check, what: str, timeout: float = 180):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if (found := check()):
+        if found := check():
             return found
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
@@ -115,8 +144,18 @@ def _wait_for(check, what: str, timeout: float = 180):
 
 def _train_in_background(run, workers: int, checkpoint_every: int) -> subprocess.Popen:
     """`polyzero train tic_tac_toe --workers N` as a process of its own, with its Ray."""
-    cmd = [sys.executable, "-m", "polyzero", "train", "tic_tac_toe", "--workers", str(workers),
-           "--run-dir", str(run), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "polyzero",
+        "train",
+        "tic_tac_toe",
+        "--workers",
+        str(workers),
+        "--run-dir",
+        str(run),
+        "--no-progress",
+    ]
     for o in SMALL + ["train.steps=100000", f"train.checkpoint_every={checkpoint_every}"]:
         cmd += ["--set", o]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -132,8 +171,9 @@ def _communicate(proc: subprocess.Popen, run, timeout: float = 120) -> str:
         err = proc.communicate()[1]
         log = (run / "learner.log").read_text()[-2000:] if (run / "learner.log").exists() else ""
         checkpoints = sorted(p.name for p in (run / "checkpoints").glob("step_*"))
-        raise AssertionError(f"still running {timeout:g} s after SIGTERM; checkpoints {checkpoints}; "
-                             f"stderr:\n{err}\nlearner.log:\n{log}") from None
+        raise AssertionError(
+            f"still running {timeout:g} s after SIGTERM; checkpoints {checkpoints}; stderr:\n{err}\nlearner.log:\n{log}"
+        ) from None
 
 
 def test_sigterm_checkpoint_resumes_in_process(tmp_path):
@@ -156,7 +196,6 @@ def test_dead_learner_is_recreated_and_a_second_death_stops_the_run(tmp_path):
     """The learner actor killed once: a new one resumes from the last checkpoint and the run
     goes on; killed again within the window: the run stops, its checkpoint intact."""
     run = tmp_path / "run"
-    others = _learner_pids()  # another run's, if any
     proc = _train_in_background(run, workers=1, checkpoint_every=2)
 
     def last_step():
@@ -164,14 +203,14 @@ def test_dead_learner_is_recreated_and_a_second_death_stops_the_run(tmp_path):
 
     try:
         _wait_for(lambda: last_step() > 2, "learning step 3")
-        first = _wait_for(lambda: _learner_pids() - others, "the learner actor")
+        first = _wait_for(lambda: _learner_pids(proc.pid), "the learner actor")
         os.kill(first.pop(), signal.SIGKILL)
         reached = last_step()
         # The new learner resumes from a checkpoint at step >= 2 and trains past the old learner.
-        _wait_for(lambda: _learner_pids() - others - first, "a new learner actor")
+        _wait_for(lambda: _learner_pids(proc.pid) - first, "a new learner actor")
         _wait_for(lambda: last_step() > reached + 1, "training after the restart")
         # The learner that trains now (a pid seen earlier may have been a short-lived start).
-        second = _wait_for(lambda: _learner_pids() - others - first, "the training learner")
+        second = _wait_for(lambda: _learner_pids(proc.pid) - first, "the training learner")
         os.kill(second.pop(), signal.SIGKILL)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -186,6 +225,64 @@ def test_dead_learner_is_recreated_and_a_second_death_stops_the_run(tmp_path):
     trainer = Trainer.resume(run, [f"train.steps={step + 1}"], progress=False)
     trainer.run()
     assert trainer.step == step + 1
+
+
+def _new_run(run) -> None:
+    """A run directory holding a step-0 checkpoint, as `polyzero train` leaves it."""
+    Trainer.create(build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.steps=1"]), run, progress=False)
+
+
+def test_resume_under_ray_shows_only_this_runs_learner_log(local_ray, tmp_path, capsys):
+    """`--resume --workers`: what earlier learners wrote to learner.log is not shown again
+    as news; this run's learner's lines are, once."""
+    run = tmp_path / "run"
+    _new_run(run)
+    resumed = f"resumed {run} at learning step 0"
+    (run / "learner.log").write_text(f"{resumed}; an earlier run's line\nself-play worker failed (earlier)\n")
+    supervised = SupervisedRun.resume(run, progress=False, workers=1)
+    try:
+        assert supervised.run()["step"] == 1
+    finally:
+        supervised.close()
+    err = capsys.readouterr().err
+    assert "earlier" not in err and err.count(resumed) == 1, err
+
+
+def test_learner_killed_while_starting_is_recreated_and_the_stop_names_the_checkpoint(local_ray, tmp_path, capsys):
+    """A learner that dies inside its constructor is a death like any other (it was "The
+    actor never ran - it was cancelled before it started running", naming no checkpoint):
+    a new learner is started; a second death stops the run, naming its last checkpoint
+    and the command that continues it."""
+    run = tmp_path / "run"
+    _new_run(run)
+    # The learner opens learner.log first thing in its constructor: a FIFO holds it there
+    # (no reader comes), so each one is killed while it starts, without a race.
+    os.mkfifo(run / "learner.log")
+    killed, done = set(), threading.Event()
+
+    def kill_two_starting_learners():
+        while len(killed) < 2 and not done.wait(0.1):
+            for pid in sorted(_learner_pids(os.getpid()) - killed)[:1]:  # this process's Ray
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+
+    killer = threading.Thread(target=kill_two_starting_learners, daemon=True)
+    killer.start()
+    supervised = SupervisedRun.resume(run, progress=False, workers=1)
+    try:
+        with pytest.raises(RunStopped) as stopped:
+            supervised.run()
+    finally:
+        done.set()  # no later test's learner is killed
+        killer.join()
+    latest, err = latest_checkpoint(run), capsys.readouterr().err
+    assert f"a new learner resumes from {latest}: 0 learning steps lost (learner restart 1)" in err, err
+    assert len(killed) == 2 and latest.name == "step_000000"
+    assert str(stopped.value) == (
+        f"the learner died twice within 600 s (ray.learner_restart_window); the run "
+        f"stopped; the last checkpoint, {latest}, is intact: polyzero train --resume "
+        f"{run} --workers 1 continues"
+    )
 
 
 def test_muzero_runs_under_ray_and_resumes_in_process(local_ray, tmp_path):
@@ -216,9 +313,22 @@ def test_evaluation_runs_on_its_own_actors(local_ray, tmp_path):
     learning step of the weights it scored, also those finishing after the end; the high
     ladder levels join every second one here. With both actors busy, newer weights replace
     the waiting ones (counted), and the last step's weights are always scored."""
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + [
-        "train.steps=6", "eval.every=1", "eval.games=4", 'eval.opponents=["random"]', "ray.evaluators=2",
-        "ray.worker_cpus=0.5", "eval.simulations=2", 'eval.high_opponents=["mcts-solver:2x"]', "eval.high_every=2"])
+    cfg = build_config(
+        "tic_tac_toe",
+        "alphazero",
+        overrides=SMALL
+        + [
+            "train.steps=6",
+            "eval.every=1",
+            "eval.games=4",
+            'eval.opponents=["random"]',
+            "ray.evaluators=2",
+            "ray.worker_cpus=0.5",
+            "eval.simulations=2",
+            'eval.high_opponents=["mcts-solver:2x"]',
+            "eval.high_every=2",
+        ],
+    )
     trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
     trainer.run()
     metrics = read_metrics(tmp_path / "run")
@@ -232,9 +342,20 @@ def test_evaluation_runs_on_its_own_actors(local_ray, tmp_path):
 
 def test_a_waiting_evaluation_gives_way_to_newer_weights(local_ray, tmp_path):
     """One evaluation actor kept busy: the steps in between are skipped, not queued."""
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + [
-        "train.steps=8", "eval.every=1", "eval.games=40", 'eval.opponents=["mcts:50"]', "ray.evaluators=1",
-        "ray.worker_cpus=0.5", "eval.simulations=8"])
+    cfg = build_config(
+        "tic_tac_toe",
+        "alphazero",
+        overrides=SMALL
+        + [
+            "train.steps=8",
+            "eval.every=1",
+            "eval.games=40",
+            'eval.opponents=["mcts:50"]',
+            "ray.evaluators=1",
+            "ray.worker_cpus=0.5",
+            "eval.simulations=8",
+        ],
+    )
     trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
     trainer.run()
     metrics = read_metrics(tmp_path / "run")
@@ -246,8 +367,12 @@ def test_a_waiting_evaluation_gives_way_to_newer_weights(local_ray, tmp_path):
 def test_reanalyse_runs_on_its_own_actors(local_ray, tmp_path):
     """MuZero Reanalyze under Ray: reanalyse actors refresh stored policies while the
     learner trains; the learner's minibatches are not re-searched in the driver."""
-    cfg = build_config("cartpole", "muzero", overrides=SMALL + [
-        "train.steps=4", "muzero.support=10", "muzero.reanalyse_fraction=0.5", "muzero.chunk_length=0"])
+    cfg = build_config(
+        "cartpole",
+        "muzero",
+        overrides=SMALL
+        + ["train.steps=4", "muzero.support=10", "muzero.reanalyse_fraction=0.5", "muzero.chunk_length=0"],
+    )
     trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
     trainer.run()
     assert trainer.replay.reanalyser is None and trainer.reanalyser.searches == 0
@@ -265,9 +390,20 @@ def test_ndmz_runs_under_ray(local_ray, tmp_path):
     assert trainer.step == 2 and len(trainer.replay) > 0
 
 
-SOG_SMALL = ["train.batch_size=16", "train.minibatches_per_step=2", "train.replay_size=512", "eval.every=0",
-             "eval.final_games=0", "net.width=16", "net.layers=1", "sog.simulations=4", "sog.solve_simulations=4",
-             "sog.episodes_per_step=2", "sog.solves_per_step=4", "train.checkpoint_every=2"]
+SOG_SMALL = [
+    "train.batch_size=16",
+    "train.minibatches_per_step=2",
+    "train.replay_size=512",
+    "eval.every=0",
+    "eval.final_games=0",
+    "net.width=16",
+    "net.layers=1",
+    "sog.simulations=4",
+    "sog.solve_simulations=4",
+    "sog.episodes_per_step=2",
+    "sog.solves_per_step=4",
+    "train.checkpoint_every=2",
+]
 
 
 class _KillSolver:

@@ -21,10 +21,24 @@ from polyzero.train import checkpoint as ckpt
 from polyzero.train.driver import Interrupted, Trainer
 from polyzero.train.selfplay import SelfPlayActor
 
-TINY = ["train.steps=2", "train.checkpoint_every=1", "train.positions_per_step=12", "train.minibatches_per_step=1",
-        "train.batch_size=8", "train.replay_size=64", "search.num_simulations=2", "selfplay.concurrent_games=3",
-        "net.kind=mlp", "net.width=8", "net.layers=1", "net.value_hidden=4", "eval.every=0", "eval.final_games=0",
-        "threads=1", "seed=5"]
+TINY = [
+    "train.steps=2",
+    "train.checkpoint_every=1",
+    "train.positions_per_step=12",
+    "train.minibatches_per_step=1",
+    "train.batch_size=8",
+    "train.replay_size=64",
+    "search.num_simulations=2",
+    "selfplay.concurrent_games=3",
+    "net.kind=mlp",
+    "net.width=8",
+    "net.layers=1",
+    "net.value_hidden=4",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=5",
+]
 
 
 class SimulatedKill(BaseException):
@@ -33,8 +47,9 @@ class SimulatedKill(BaseException):
 
 
 def _create(run, steps=2, extra=()):
-    return Trainer.create(build_config("tic_tac_toe", "alphazero", overrides=TINY + [f"train.steps={steps}", *extra]),
-                          run, progress=False)
+    return Trainer.create(
+        build_config("tic_tac_toe", "alphazero", overrides=TINY + [f"train.steps={steps}", *extra]), run, progress=False
+    )
 
 
 def _release():
@@ -83,14 +98,17 @@ def _fault_at(monkeypatch, stage, nth=1):
 
 # ------------------------------------------------------------------ checkpoint writes
 # A new step's write sets nothing aside; rewriting the latest step prunes nothing.
-WRITES = [(stage, False) for stage in ckpt.STAGES if stage != "aside"] + \
-         [(stage, True) for stage in ckpt.STAGES if stage != "pruning"]
+WRITES = [(stage, False) for stage in ckpt.STAGES if stage != "aside"] + [
+    (stage, True) for stage in ckpt.STAGES if stage != "pruning"
+]
 
 
-@pytest.mark.parametrize("stage, same_step", WRITES, ids=[f"{s}-{'same' if same else 'new'}-step"
-                                                          for s, same in WRITES])
-def test_a_kill_at_each_stage_of_a_checkpoint_write_leaves_a_resumable_run(tmp_path, monkeypatch, reference,
-                                                                            stage, same_step):
+@pytest.mark.parametrize(
+    "stage, same_step", WRITES, ids=[f"{s}-{'same' if same else 'new'}-step" for s, same in WRITES]
+)
+def test_a_kill_at_each_stage_of_a_checkpoint_write_leaves_a_resumable_run(
+    tmp_path, monkeypatch, reference, stage, same_step
+):
     run = tmp_path / "run"
     trainer = _create(run, 2, ["train.keep_checkpoints=1"])
     trainer.run()
@@ -132,12 +150,15 @@ def test_a_real_sigkill_while_the_latest_checkpoint_is_aside_resumes(tmp_path, r
     run = tmp_path / "run"
     _create(run, 2).run()
     _release()
-    script = ("import sys; from polyzero.train.driver import Trainer\n"
-              "t = Trainer.resume(sys.argv[1], ['train.steps=3'], progress=False); t.interrupt_requested = True\n"
-              "t.run()")
+    script = (
+        "import sys; from polyzero.train.driver import Trainer\n"
+        "t = Trainer.resume(sys.argv[1], ['train.steps=3'], progress=False); t.interrupt_requested = True\n"
+        "t.run()"
+    )
     env = {**os.environ, ckpt.FAULT_ENV: "aside:kill"}
-    proc = subprocess.run([sys.executable, "-c", script, str(run)], env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(run)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not (run / "checkpoints" / "step_000002").exists() and (run / "checkpoints" / ".old-step_000002").is_dir()
     assert ckpt.latest_checkpoint(run).name == ".old-step_000002"  # arena still finds it
@@ -206,17 +227,28 @@ def test_a_signal_at_each_point_of_a_tick_checkpoints_a_consistent_state(tmp_pat
     _assert_finished_like(run, reference[2])
 
 
-SOG = ["train.batch_size=16", "train.minibatches_per_step=2", "train.replay_size=512", "train.checkpoint_every=1",
-       "eval.every=0", "net.width=16", "net.layers=1", "sog.simulations=4", "sog.solve_simulations=4",
-       "sog.episodes_per_step=2", "sog.solves_per_step=2"]
+SOG = [
+    "train.batch_size=16",
+    "train.minibatches_per_step=2",
+    "train.replay_size=512",
+    "train.checkpoint_every=1",
+    "eval.every=0",
+    "net.width=16",
+    "net.layers=1",
+    "sog.simulations=4",
+    "sog.solve_simulations=4",
+    "sog.episodes_per_step=2",
+    "sog.solves_per_step=2",
+]
 
 
 def test_student_of_games_checkpoints_an_interrupt_between_learning_steps(tmp_path, monkeypatch):
     from polyzero.sog.trainer import SoGTrainer
 
     def sog(name, steps):
-        return SoGTrainer.create(build_config("kuhn_poker", "sog", None, SOG + [f"train.steps={steps}"]),
-                                 tmp_path / name, progress=False)
+        return SoGTrainer.create(
+            build_config("kuhn_poker", "sog", None, SOG + [f"train.steps={steps}"]), tmp_path / name, progress=False
+        )
 
     straight = sog("straight", 2)
     straight.run()
@@ -244,9 +276,17 @@ def test_a_second_process_is_refused_and_a_dead_ones_lock_is_taken_over(tmp_path
     run = tmp_path / "run"
     _create(run, 1)
     _release()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from polyzero.train import rundir\n"
-                               "rundir.lock(sys.argv[1]); print('locked', flush=True); time.sleep(60)", str(run)],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from polyzero.train import rundir\n"
+            "rundir.lock(sys.argv[1]); print('locked', flush=True); time.sleep(60)",
+            str(run),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         assert main(["train", "--resume", str(run), "--no-progress"]) == 2
@@ -264,8 +304,9 @@ def test_a_second_process_is_refused_and_a_dead_ones_lock_is_taken_over(tmp_path
 
 # ------------------------------------------------------------------ OS errors
 @pytest.mark.parametrize("error", ["enospc", "erofs"])
-def test_a_full_disk_or_read_only_directory_is_one_line_and_loses_nothing(tmp_path, monkeypatch, capsys,
-                                                                          reference, error):
+def test_a_full_disk_or_read_only_directory_is_one_line_and_loses_nothing(
+    tmp_path, monkeypatch, capsys, reference, error
+):
     run = tmp_path / "run"
     cmd = ["train", "tic_tac_toe", "--run-dir", str(run), "--no-progress"] + sum((["--set", o] for o in TINY), [])
     files = 5  # an AlphaZero checkpoint's files: the 8th is inside the step-1 checkpoint
@@ -293,8 +334,13 @@ def test_a_run_directory_without_write_permission_is_one_line(tmp_path, monkeypa
     else:
         parent.chmod(0o555)
     try:
-        assert main(["train", "tic_tac_toe", "--run-dir", str(parent / "run"), "--no-progress"]
-                    + sum((["--set", o] for o in TINY), [])) == 1
+        assert (
+            main(
+                ["train", "tic_tac_toe", "--run-dir", str(parent / "run"), "--no-progress"]
+                + sum((["--set", o] for o in TINY), [])
+            )
+            == 1
+        )
     finally:
         parent.chmod(0o755)
     err = capsys.readouterr().err

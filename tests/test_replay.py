@@ -17,8 +17,12 @@ def _npz(**arrays) -> bytes:
 
 def test_an_alphazero_replay_saved_with_the_old_value_column_loads_as_outcome():
     replay = ReplayBuffer(8, {"obs": ((2,), np.float32), POLICY: ((3,), np.float32), OUTCOME: ((), np.float32)})
-    old = _npz(_meta=np.array([3, 3, 5], np.int64), obs=np.ones((3, 2), np.float32),
-               policy=np.full((3, 3), 1 / 3, np.float32), value=np.array([1, -1, 0], np.float32))
+    old = _npz(
+        _meta=np.array([3, 3, 5], np.int64),
+        obs=np.ones((3, 2), np.float32),
+        policy=np.full((3, 3), 1 / 3, np.float32),
+        value=np.array([1, -1, 0], np.float32),
+    )
     replay.load_bytes(old)
     assert len(replay) == 3 and replay.total_added == 5
     np.testing.assert_array_equal(replay.data[OUTCOME][:3], [1, -1, 0])
@@ -31,12 +35,20 @@ def test_an_ndmz_replay_saved_with_the_old_column_names_loads_under_the_schema()
     layout = ActionLayout(3, 2)
     replay = NDMZReplay(8, (2,), layout, unroll_steps=1)
     n, a = 4, layout.size
-    old = {"_meta": np.array([n], np.int64), "obs": np.ones((n, 2), np.float32),
-           "action": np.arange(n), "identity": np.array([0, 2, 1, 3]),
-           "choice_target": np.full((n, a), 0.25, np.float32), "chance_target": np.full((n, a), 0.5, np.float32),
-           "value": np.array([1, 1, -1, -1], np.float32), "reward": np.zeros(n, np.float32),
-           "sampleable": np.array([True, False, True, False]), "position": np.arange(n),
-           "seg_end": np.full(n, n), "done": np.ones(n, bool)}
+    old = {
+        "_meta": np.array([n], np.int64),
+        "obs": np.ones((n, 2), np.float32),
+        "action": np.arange(n),
+        "identity": np.array([0, 2, 1, 3]),
+        "choice_target": np.full((n, a), 0.25, np.float32),
+        "chance_target": np.full((n, a), 0.5, np.float32),
+        "value": np.array([1, 1, -1, -1], np.float32),
+        "reward": np.zeros(n, np.float32),
+        "sampleable": np.array([True, False, True, False]),
+        "position": np.arange(n),
+        "seg_end": np.full(n, n),
+        "done": np.ones(n, bool),
+    }
     replay.load_bytes(_npz(**old))
     np.testing.assert_array_equal(replay.data[POLICY][:n], old["choice_target"])
     np.testing.assert_array_equal(replay.data["chance_policy"][:n], old["chance_target"])

@@ -17,8 +17,10 @@ SPEC = "scotland_yard(rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"
 
 def spec(**params):
     """The original game with some parameters changed."""
-    base = dict(item.split("=") for item in SPEC[len("scotland_yard("):-1].split(","))
+    base = dict(item.split("=") for item in SPEC[len("scotland_yard(") : -1].split(","))
     return "scotland_yard(" + ",".join(f"{k}={v}" for k, v in {**base, **params}.items()) + ")"
+
+
 TAXI = 0
 
 
@@ -151,8 +153,7 @@ def test_reveal_round_and_hidden_positions(glasses):
     assert a.observation_tensor(0) != b.observation_tensor(0)
     assert "X:taxi" in a.information_state_string(1)  # the ticket type is seen
     # Round 2 hidden, round 3 revealed (reveal_rounds = [3]).
-    state = play(glasses, [move(TAXI, 5), move(TAXI, 2), move(TAXI, 10), move(TAXI, 6), move(TAXI, 1),
-                           move(TAXI, 11)])
+    state = play(glasses, [move(TAXI, 5), move(TAXI, 2), move(TAXI, 10), move(TAXI, 6), move(TAXI, 1), move(TAXI, 11)])
     assert "@" not in state.information_state_string(1)
     state.apply_action(move(TAXI, 7))
     assert "X:taxi@7" in state.information_state_string(1)
@@ -164,8 +165,10 @@ def test_reveal_round_and_hidden_positions(glasses):
 
 
 def test_other_transports_black_tickets_and_ferry():
-    spec = ("scotland_yard(map=1-2:taxi;2-3:bus;3-4:underground;4-1:ferry;2-4:bus,mrx_start=2,"
-            "detective_starts=3,num_detectives=1,mrx_bus=1,black_tickets=1,detective_underground=2)")
+    spec = (
+        "scotland_yard(map=1-2:taxi;2-3:bus;3-4:underground;4-1:ferry;2-4:bus,mrx_start=2,"
+        "detective_starts=3,num_detectives=1,mrx_bus=1,black_tickets=1,detective_underground=2)"
+    )
     game = load_game(spec)
     n = game.rules.num_stations
     state = game.new_initial_state()
@@ -199,13 +202,19 @@ def test_no_reveal_rounds():
     assert game.rules.reveal_rounds == frozenset()
     assert pyspiel.load_game("scotland_yard", {"reveal_rounds": "none"}).rules.reveal_rounds == frozenset()
     # An empty value (like -1 for numbers) means the map's own.
-    assert pyspiel.load_game("scotland_yard", {"reveal_rounds": ""}).rules.reveal_rounds == \
-        load_game("scotland_yard").rules.reveal_rounds
+    assert (
+        pyspiel.load_game("scotland_yard", {"reveal_rounds": ""}).rules.reveal_rounds
+        == load_game("scotland_yard").rules.reveal_rounds
+    )
 
 
 def test_bad_parameters_are_usage_errors():
-    for spec in ["scotland_yard(detective_starts=1)", "scotland_yard(map=1-2:boat)",
-                 "scotland_yard(mrx_start=1)", "scotland_yard(reveal_rounds=9)"]:
+    for spec in [
+        "scotland_yard(detective_starts=1)",
+        "scotland_yard(map=1-2:boat)",
+        "scotland_yard(mrx_start=1)",
+        "scotland_yard(reveal_rounds=9)",
+    ]:
         with pytest.raises(UsageError):
             load_game(spec)
 

@@ -44,8 +44,11 @@ def test_the_board_is_the_box_data():
     assert n == N and len(edges) == 468
     counts = np.bincount([t for *_, t in edges], minlength=4).tolist()
     assert counts == [346, 99, 20, 3]  # taxi, bus, underground, the river ferry
-    assert {frozenset((a, b)) for a, b, t in edges if t == 3} == {frozenset((108, 115)), frozenset((115, 157)),
-                                                                  frozenset((157, 194))}
+    assert {frozenset((a, b)) for a, b, t in edges if t == 3} == {
+        frozenset((108, 115)),
+        frozenset((115, 157)),
+        frozenset((157, 194)),
+    }
 
 
 def test_the_box_rules_are_the_defaults(london):
@@ -95,8 +98,9 @@ def test_box_rules_tickets_go_to_mr_x_and_detectives_out_of_tickets_lose():
         state.apply_action(state.legal_actions()[0])
     assert state.returns() == [1.0, -1.0] and state.round() == 1
     # Without the box's rules (the glasses default) the detectives pass and Mr X plays on.
-    spec = load_game(f"scotland_yard(map=london,{FIXED},detective_taxi=1,detective_bus=0,"
-                     "detective_underground=0,box_rules=0)")
+    spec = load_game(
+        f"scotland_yard(map=london,{FIXED},detective_taxi=1,detective_bus=0,detective_underground=0,box_rules=0)"
+    )
     state = spec.new_initial_state()
     for _ in range(1 + 5 + 1):
         state.apply_action(state.legal_actions()[0])

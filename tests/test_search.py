@@ -34,8 +34,7 @@ def _root_with_children():
 
 
 def _scores(t, selection, norm, unvisited, c_puct=1.0, c1=1.25, c2=19652.0):
-    p = SearchParams(selection=selection, q_normalisation=norm, unvisited_q=unvisited,
-                     c_puct=c_puct, c1=c1, c2=c2)
+    p = SearchParams(selection=selection, q_normalisation=norm, unvisited_q=unvisited, c_puct=c_puct, c1=c1, c2=c2)
     return kernels.action_scores(kernels.pack(t), tuple(p.rules()), 0, 0)
 
 
@@ -59,8 +58,7 @@ def test_minmax_normalisation_uses_tree_statistics():
     t.q_min[0], t.q_max[0] = -1.0, 0.6  # a deeper edge once backed up -1
     s = _scores(t, "alphazero", "minmax", "parent")
     span = 1.6
-    expected = [(-0.2 + 1) / span + 0.5 * 2 / 3, (0.6 + 1) / span + 0.3 * 2 / 2,
-                (0.1 + 1) / span + 0.2 * 2 / 1]
+    expected = [(-0.2 + 1) / span + 0.5 * 2 / 3, (0.6 + 1) / span + 0.3 * 2 / 2, (0.1 + 1) / span + 0.2 * 2 / 1]
     np.testing.assert_allclose(s, expected, rtol=1e-7)
 
 
@@ -99,8 +97,9 @@ def _leaf(t, node, action, kind):
 
 def _backup(t, leaves, logits, legal, value, reward, discount, terminal):
     kind = np.where(terminal, TERMINAL, DECISION).astype(np.int8)
-    kernels.expand_and_backup(kernels.pack(t), tuple(SearchParams().rules()), leaves,
-                              (logits, legal, value, reward, discount, kind), 1, False)
+    kernels.expand_and_backup(
+        kernels.pack(t), tuple(SearchParams().rules()), leaves, (logits, legal, value, reward, discount, kind), 1, False
+    )
 
 
 def test_backup_with_rewards_and_discount():
@@ -109,8 +108,9 @@ def test_backup_with_rewards_and_discount():
     t = _chain_tree([1.0, 2.0], [gamma, gamma])  # root -> 1 -> 2; expand a child of node 2
     leaf = _leaf(t, 2, 1, kernels.NEW_LEAF)
     prior = np.full((1, 2), 0.5, np.float32)
-    _backup(t, leaf, prior, np.ones((1, 2), bool), np.array([10.0]), np.array([3.0]), np.array([gamma]),
-            np.array([False]))
+    _backup(
+        t, leaf, prior, np.ones((1, 2), bool), np.array([10.0]), np.array([3.0]), np.array([gamma]), np.array([False])
+    )
     g3 = 10.0
     g2 = 3.0 + gamma * g3
     g1 = 2.0 + gamma * g2
@@ -126,13 +126,29 @@ def test_two_player_backup_flips_sign_and_terminal_reward():
     # Root player wins by moving into a terminal node: reward +1, terminal value 0.
     t = _chain_tree([], [])
     leaf = _leaf(t, 0, 1, kernels.NEW_LEAF)
-    _backup(t, leaf, np.zeros((1, 2), np.float32), np.zeros((1, 2), bool), np.array([0.7]), np.array([1.0]),
-            np.array([-1.0]), np.array([True]))
+    _backup(
+        t,
+        leaf,
+        np.zeros((1, 2), np.float32),
+        np.zeros((1, 2), bool),
+        np.array([0.7]),
+        np.array([1.0]),
+        np.array([-1.0]),
+        np.array([True]),
+    )
     assert t.value[0, 1] == 0.0 and t.terminal[0, 1]
     assert t.value[0, 0] == pytest.approx(0.5)  # (0 + 1) / 2
     # Revisiting the terminal node backs up its reward again.
-    _backup(t, _leaf(t, 1, -1, kernels.TERMINAL_LEAF), np.zeros((1, 2), np.float32), np.zeros((1, 2), bool),
-            np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, bool))
+    _backup(
+        t,
+        _leaf(t, 1, -1, kernels.TERMINAL_LEAF),
+        np.zeros((1, 2), np.float32),
+        np.zeros((1, 2), bool),
+        np.zeros(1),
+        np.zeros(1),
+        np.zeros(1),
+        np.zeros(1, bool),
+    )
     assert t.visits[0, 1] == 2 and t.value[0, 0] == pytest.approx(2 / 3)
 
 
@@ -164,9 +180,10 @@ def test_choose_actions_samples_only_when_asked():
 
 
 def test_masked_softmax():
-    p = masked_softmax(np.array([[0.0, 1.0, 2.0], [5, 5, 5]], np.float32),
-                       np.array([[True, False, True], [False, False, False]]))
-    np.testing.assert_allclose(p[0], [1 / (1 + math.e ** 2), 0, math.e ** 2 / (1 + math.e ** 2)], rtol=1e-6)
+    p = masked_softmax(
+        np.array([[0.0, 1.0, 2.0], [5, 5, 5]], np.float32), np.array([[True, False, True], [False, False, False]])
+    )
+    np.testing.assert_allclose(p[0], [1 / (1 + math.e**2), 0, math.e**2 / (1 + math.e**2)], rtol=1e-6)
     assert (p[1] == 0).all()
 
 
@@ -187,9 +204,14 @@ class RandomTreeModel:
         b, a = self.batch, self.num_actions
         legal = self.rng.random((b, a)) < 0.6
         legal[np.arange(b), self.rng.integers(0, a, b)] = True
-        return Expansion(self.rng.normal(size=(b, a)).astype(np.float32), self.rng.uniform(-1, 1, b),
-                         legal, np.zeros(b), np.full(b, self.disc),
-                         (self.rng.random(b) < self.terminal_prob) & active)
+        return Expansion(
+            self.rng.normal(size=(b, a)).astype(np.float32),
+            self.rng.uniform(-1, 1, b),
+            legal,
+            np.zeros(b),
+            np.full(b, self.disc),
+            (self.rng.random(b) < self.terminal_prob) & active,
+        )
 
     def initial(self):
         e = self._expansion(np.zeros(self.batch, bool))
@@ -206,14 +228,19 @@ class RandomTreeModel:
 
 
 @settings(max_examples=25, deadline=None)
-@given(batch=st.integers(1, 6), actions=st.integers(1, 9), sims=st.integers(1, 40),
-       seed=st.integers(0, 10_000), selection=st.sampled_from(["alphazero", "muzero"]),
-       norm=st.sampled_from(["bounds", "minmax", "parent_siblings"]),
-       unvisited=st.sampled_from(["min", "zero", "parent"]), noise=st.booleans())
+@given(
+    batch=st.integers(1, 6),
+    actions=st.integers(1, 9),
+    sims=st.integers(1, 40),
+    seed=st.integers(0, 10_000),
+    selection=st.sampled_from(["alphazero", "muzero"]),
+    norm=st.sampled_from(["bounds", "minmax", "parent_siblings"]),
+    unvisited=st.sampled_from(["min", "zero", "parent"]),
+    noise=st.booleans(),
+)
 def test_search_invariants(batch, actions, sims, seed, selection, norm, unvisited, noise):
     model = RandomTreeModel(batch, actions, seed)
-    params = SearchParams(num_simulations=sims, selection=selection, q_normalisation=norm,
-                          unvisited_q=unvisited)
+    params = SearchParams(num_simulations=sims, selection=selection, q_normalisation=norm, unvisited_q=unvisited)
     res = run_search(model, params, np.random.default_rng(seed), add_noise=noise)
     # Root children's visits sum to exactly the number of simulations.
     np.testing.assert_array_equal(res.root_visits.sum(axis=1), sims)

@@ -28,8 +28,9 @@ def test_regret_matching():
 
 
 def test_regret_matching_plus_and_linear_averaging():
-    np.testing.assert_allclose(regret_matching_plus_update(np.array([1.0, 0.0, 2.0]), np.array([-3.0, 0.5, -1.0])),
-                               [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(
+        regret_matching_plus_update(np.array([1.0, 0.0, 2.0]), np.array([-3.0, 0.5, -1.0])), [0.0, 0.5, 1.0]
+    )
     cumulative = np.zeros((1, 2))
     cumulative = linear_average_update(cumulative, 1, np.array([0.5]), np.array([[0.5, 0.5]]))
     cumulative = linear_average_update(cumulative, 2, np.array([1.0]), np.array([[1.0, 0.0]]))
@@ -68,7 +69,8 @@ def assert_matches_openspiel(spec: str, iterations: int):
     game = load_game(spec)
     ours = PublicTreeCFR(PublicTree(game))
     reference = openspiel_cfr._CFRSolver(
-        game, alternating_updates=False, linear_averaging=True, regret_matching_plus=True)
+        game, alternating_updates=False, linear_averaging=True, regret_matching_plus=True
+    )
     for iteration in range(1, iterations + 1):
         ours.iterate()
         reference.evaluate_and_update_policy()
@@ -83,8 +85,14 @@ def test_kuhn_equals_openspiel_simultaneous_cfr_plus_for_100_iterations():
     assert_matches_openspiel("kuhn_poker", 100)
 
 
-@pytest.mark.parametrize("spec", ["leduc_poker", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)",
-                                  "liars_dice(numdice=1,dice_sides=3)"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "leduc_poker",
+        "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)",
+        "liars_dice(numdice=1,dice_sides=3)",
+    ],
+)
 def test_other_games_equal_openspiel_for_a_few_iterations(spec):
     assert_matches_openspiel(spec, 5)
 
@@ -101,8 +109,9 @@ def test_kuhn_converges_to_the_game_value():
     assert policy_value(game.new_initial_state(), [policy, policy])[0] == pytest.approx(-1 / 18, abs=5e-3)
 
 
-@pytest.mark.parametrize("spec", ["kuhn_poker", "leduc_poker",
-                                  "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"])
+@pytest.mark.parametrize(
+    "spec", ["kuhn_poker", "leduc_poker", "scotland_yard(rounds=3,reveal_rounds=3,mrx_taxi=5,detective_taxi=5)"]
+)
 def test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges(spec):
     """The vectorised solver of leafless trees is the same algorithm: average policy,
     ranges and counterfactual values agree at every iteration, from random root ranges."""
@@ -125,8 +134,9 @@ def test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges(spec):
     last = len(reference.tree.nodes) - 1
     for index in (0, last // 2, last):
         for p in range(2):
-            np.testing.assert_allclose(flat.counterfactual_values(index, p),
-                                       reference.counterfactual_values(index, p), atol=1e-12)
+            np.testing.assert_allclose(
+                flat.counterfactual_values(index, p), reference.counterfactual_values(index, p), atol=1e-12
+            )
             np.testing.assert_allclose(flat.ranges(index, p), reference.ranges(index, p), atol=1e-12)
 
 

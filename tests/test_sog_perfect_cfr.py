@@ -11,9 +11,10 @@ import polyzero.sog.gtcfr as gtcfr
 from polyzero.games import load_game
 from polyzero.games.public_states import public_observation_function, public_state_at
 from polyzero.sog.cfr import PublicTreeCFR
-from polyzero.sog.gtcfr import GTCFR, SearchTree, SoGSettings
+from polyzero.sog.gtcfr import GTCFR, SoGSettings
 from polyzero.sog.perfect_cfr import PerfectInfoCFR
 from polyzero.sog.resolve import SoGPlayer
+from polyzero.sog.search_tree import SearchTree
 from polyzero.sog.values import Evaluation, ValueFunction
 
 

@@ -21,9 +21,10 @@ from polyzero.games.public_states import (
     public_state_at,
 )
 from polyzero.sog.exploitability import player_exploitability, tabular_from
-from polyzero.sog.gtcfr import GTCFR, Gadget, SearchTree, SoGSettings
+from polyzero.sog.gtcfr import GTCFR, Gadget, SoGSettings
 from polyzero.sog.players import sog_reference_player
 from polyzero.sog.resolve import ResolvingSearcher, SoGPlayer, parse_sog_spec
+from polyzero.sog.search_tree import SearchTree
 from polyzero.sog.values import ExactValueFunction, Query
 
 
@@ -51,10 +52,12 @@ def test_gtcfr_on_the_full_tree_equals_openspiel_simultaneous_cfr_plus(spec, ite
     """No leaves, no expansion: GT-CFR's regret phases are public-tree CFR with
     simultaneous updates, RM+ and linear averaging, iteration for iteration."""
     game = load_game(spec)
-    search = GTCFR(full_search_tree(game), ExactValueFunction(game), SoGSettings(simulations=0),
-                   np.random.default_rng(0))
-    reference = openspiel_cfr._CFRSolver(game, alternating_updates=False, linear_averaging=True,
-                                         regret_matching_plus=True)
+    search = GTCFR(
+        full_search_tree(game), ExactValueFunction(game), SoGSettings(simulations=0), np.random.default_rng(0)
+    )
+    reference = openspiel_cfr._CFRSolver(
+        game, alternating_updates=False, linear_averaging=True, regret_matching_plus=True
+    )
     for iteration in range(1, iterations + 1):
         search.iterate()
         reference.evaluate_and_update_policy()
@@ -94,8 +97,12 @@ def test_depth_limited_gtcfr_on_kuhn_converges_to_the_game_value():
     search.expansion_phase(5)
     assert len(tree.nodes) == 3
     # A leafless tree's full average is its own average; without policy sums, no full average.
-    full = GTCFR(full_search_tree(game), ExactValueFunction(game, average_policies=True),
-                 SoGSettings(simulations=0), np.random.default_rng(0))
+    full = GTCFR(
+        full_search_tree(game),
+        ExactValueFunction(game, average_policies=True),
+        SoGSettings(simulations=0),
+        np.random.default_rng(0),
+    )
     for _ in range(5):
         full.iterate()
     mine, expected = full.full_average_policy(), full.average_policy()
@@ -138,8 +145,9 @@ def test_exact_leaf_values_are_best_response_values():
     ranges[1][:] = [1.0, 0.0, 0.0]  # the second player only ever holds its first card
     query = [Query(node, ranges)]
     br = ExactValueFunction(game, iterations=200, warm_start=False).evaluate(query)[0].values
-    avg = ExactValueFunction(game, iterations=200, warm_start=False,
-                             best_response_values=False).evaluate(query)[0].values
+    avg = (
+        ExactValueFunction(game, iterations=200, warm_start=False, best_response_values=False).evaluate(query)[0].values
+    )
     for p in range(2):
         assert (br[p] >= avg[p] - 1e-9).all()
     assert (br[1][1:] > avg[1][1:] + 1e-3).any()  # zero-range holdings could do better
@@ -168,8 +176,9 @@ def kuhn_equilibrium_summary():
     """The whole Kuhn tree solved by 1,000 iterations: ranges and best-response
     counterfactual values at every public state."""
     game = load_game("kuhn_poker")
-    search = GTCFR(full_search_tree(game), ExactValueFunction(game), SoGSettings(simulations=0),
-                   np.random.default_rng(0))
+    search = GTCFR(
+        full_search_tree(game), ExactValueFunction(game), SoGSettings(simulations=0), np.random.default_rng(0)
+    )
     for _ in range(1000):
         search.iterate()
     return game, search.summary()
@@ -195,8 +204,14 @@ def test_resolving_gadget_keeps_the_opponent_below_its_counterfactual_values():
         index += 1
     ranges = [np.ones(3), summary.ranges[check][1].copy()]
     gadget = Gadget(0, terminate.copy(), summary.ranges[check][0].copy(), alpha=0.5)
-    resolve = GTCFR(sub, ExactValueFunction(game), SoGSettings(simulations=0), np.random.default_rng(0),
-                    root_ranges=ranges, gadget=gadget)
+    resolve = GTCFR(
+        sub,
+        ExactValueFunction(game),
+        SoGSettings(simulations=0),
+        np.random.default_rng(0),
+        root_ranges=ranges,
+        gadget=gadget,
+    )
     for _ in range(1000):
         resolve.iterate()
 
@@ -289,12 +304,12 @@ def test_resolving_player_exploitability_on_kuhn():
     ~30); the same budget without the gadget's guarantee is not needed to show
     it: the initial-state-only solve with one CFR iteration is far worse."""
     game = load_game("kuhn_poker")
-    report = player_exploitability(game, lambda s: SoGPlayer(game, parse_sog_spec("sog:20,1,solve=20"), seed=s),
-                                   seeds=2)
+    report = player_exploitability(
+        game, lambda s: SoGPlayer(game, parse_sog_spec("sog:20,1,solve=20"), seed=s), seeds=2
+    )
     assert report.searches_per_seed == 4 and report.unit == "mbb/h"
     assert report.max < 50, report.values
-    weak = player_exploitability(game, lambda s: SoGPlayer(game, parse_sog_spec("sog:0,1,solve=20"), seed=s),
-                                 seeds=1)
+    weak = player_exploitability(game, lambda s: SoGPlayer(game, parse_sog_spec("sog:0,1,solve=20"), seed=s), seeds=1)
     assert weak.max > 100, weak.values
 
 
@@ -303,8 +318,7 @@ def test_reference_players_and_the_exploitability_command(capsys):
     assert sog_reference_player("cfr:10", game).name == "cfr:10"
     report = player_exploitability(game, lambda s: sog_reference_player("cfr:200", game, s), seeds=1)
     assert report.max < 5  # OpenSpiel's CFR+ after 200 iterations: ~1 mbb/h
-    assert main(["exploitability", "sog:4,1,solve=10", "--game", "kuhn_poker", "--seeds", "2",
-                 "--no-progress"]) == 0
+    assert main(["exploitability", "sog:4,1,solve=10", "--game", "kuhn_poker", "--seeds", "2", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "4 searches (one per decision public state) per seed, 2 seeds" in out
     assert "exploitability (mbb/h) over 2 seeds: min" in out

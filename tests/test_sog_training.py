@@ -39,7 +39,7 @@ def test_cvpn_shapes_and_masks(name, slots, actions):
     x = enc.input(root, ranges)
     assert x.shape == (enc.input_size,)
     # each player's range over its slots is normalised to sum 1
-    assert np.isclose(x[enc.public_size:enc.public_size + slots].sum(), 1.0)
+    assert np.isclose(x[enc.public_size : enc.public_size + slots].sum(), 1.0)
     values, logits = net(torch.from_numpy(x[None]))
     assert values.shape == (1, 2, slots) and logits.shape == (1, 2, slots, actions)
     legal = enc.legal_mask(root)
@@ -79,11 +79,14 @@ def test_network_values_scale_with_chance_and_opponent_reach():
         assert np.isclose(ev.values[1][i], 0.5 * by_hand)
 
 
-@pytest.mark.parametrize("name, history", [
-    ("kuhn_poker", [0, 1, 0, 1]),  # check, bet: player 0 calls or folds, all children terminal
-    ("kuhn_poker", [2, 0, 1]),  # bet: player 1 calls or folds
-    ("leduc_poker", [0, 3, 1, 1, 5, 2, 2]),  # round 2, raise, re-raise: call or fold ends the game
-])
+@pytest.mark.parametrize(
+    "name, history",
+    [
+        ("kuhn_poker", [0, 1, 0, 1]),  # check, bet: player 0 calls or folds, all children terminal
+        ("kuhn_poker", [2, 0, 1]),  # bet: player 1 calls or folds
+        ("leduc_poker", [0, 3, 1, 1, 5, 2, 2]),  # round 2, raise, re-raise: call or fold ends the game
+    ],
+)
 def test_query_targets_from_gtcfr_equal_exact_values(name, history):
     """On a subgame whose children are all terminal, the solver's targets are the
     subgame's exact counterfactual values (an exact CFR+ solve for the same beliefs)."""
@@ -156,7 +159,6 @@ def test_sliding_window_uses_each_example_at_most_max_updates_times():
     assert batches >= 8 and len(window) < 4  # it stops only when a minibatch cannot be filled
 
 
-
 def test_sliding_window_mirrors_connect_four_examples():
     """`train.symmetries`: a sampled example is the stored one or its mirror image, whose
     input is the mirrored position's own and whose policy and legal moves are mirrored."""
@@ -169,8 +171,12 @@ def test_sliding_window_mirrors_connect_four_examples():
         state = game.new_initial_state()
         for a in moves:
             state.apply_action(a)
-        return make_example(enc, Query(public_state_at(game, state), [np.ones(1), np.ones(1)]),
-                            policy=np.asarray([policy], np.float32), policy_mask=np.ones(1, np.float32))
+        return make_example(
+            enc,
+            Query(public_state_at(game, state), [np.ones(1), np.ones(1)]),
+            policy=np.asarray([policy], np.float32),
+            policy_mask=np.ones(1, np.float32),
+        )
 
     moves = [0, 0, 0, 0, 0, 0, 1, 3]  # column 0 full: its mirror image has column 6 full
     stored = example(moves, [0, 0.5, 0.3, 0.2, 0, 0, 0])
@@ -189,13 +195,30 @@ def test_sliding_window_mirrors_connect_four_examples():
     assert seen == {True, False}
     assert np.array_equal(window.data["x"][0], stored.x)  # the stored example is left as it was
 
+
 def _train(tmp_path, name, steps, extra=()):
     from polyzero.sog.trainer import SoGTrainer
 
-    cfg = build_config("kuhn_poker", "sog", None, [
-        f"train.steps={steps}", "train.batch_size=16", "train.minibatches_per_step=2", "train.replay_size=512",
-        "train.checkpoint_every=2", "eval.every=0", "net.width=16", "net.layers=1", "sog.simulations=4",
-        "sog.solve_simulations=4", "sog.episodes_per_step=1", "sog.solves_per_step=4", *extra])
+    cfg = build_config(
+        "kuhn_poker",
+        "sog",
+        None,
+        [
+            f"train.steps={steps}",
+            "train.batch_size=16",
+            "train.minibatches_per_step=2",
+            "train.replay_size=512",
+            "train.checkpoint_every=2",
+            "eval.every=0",
+            "net.width=16",
+            "net.layers=1",
+            "sog.simulations=4",
+            "sog.solve_simulations=4",
+            "sog.episodes_per_step=1",
+            "sog.solves_per_step=4",
+            *extra,
+        ],
+    )
     trainer = SoGTrainer.create(cfg, tmp_path / name, progress=False)
     trainer.run()
     return trainer
@@ -217,10 +240,29 @@ def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
     from polyzero.cli import main
 
     run = tmp_path / "run"
-    cmd = ["train", "kuhn_poker", "--algo", "sog", "--run-dir", str(run), "--no-progress",
-           "--set", "train.steps=2", "--set", "train.batch_size=8", "--set", "sog.eval_simulations=2",
-           "--set", "eval.every=1", "--set", "sog.eval_seeds=1", "--set", "sog.simulations=2",
-           "--set", "sog.solve_simulations=2"]
+    cmd = [
+        "train",
+        "kuhn_poker",
+        "--algo",
+        "sog",
+        "--run-dir",
+        str(run),
+        "--no-progress",
+        "--set",
+        "train.steps=2",
+        "--set",
+        "train.batch_size=8",
+        "--set",
+        "sog.eval_simulations=2",
+        "--set",
+        "eval.every=1",
+        "--set",
+        "sog.eval_seeds=1",
+        "--set",
+        "sog.simulations=2",
+        "--set",
+        "sog.solve_simulations=2",
+    ]
     assert main(cmd) == 0
     assert "exploitability of SoG(2,1)" in capsys.readouterr().out
     assert (run / "checkpoints" / "latest").is_file()
@@ -229,16 +271,16 @@ def test_cli_trains_sog_and_its_network_plays(tmp_path, capsys):
     assert any("eval/value_mae" in r for r in evals if r["kind"] == "eval")
     assert main(["plot", str(run)]) == 0
     assert (run / "plots" / "exploitability.png").is_file() and (run / "plots" / "losses.png").is_file()
-    assert main(["arena", f"sog:2,1,net={run}", "random", "--game", "kuhn_poker", "--games", "4",
-                 "--no-progress"]) == 0
+    assert main(["arena", f"sog:2,1,net={run}", "random", "--game", "kuhn_poker", "--games", "4", "--no-progress"]) == 0
     capsys.readouterr()
     # The run directory itself plays SoG(SIMS, 1) with its CVPN, and names the game.
     assert main(["arena", f"{run}@2", f"sog:2,1,net={run}", "--games", "2", "--no-progress"]) == 0
     assert f"{run}@2 vs sog:2,1,net={run} on kuhn_poker" in capsys.readouterr().out
     assert main(cmd[:-2] + ["--set", "sog.q_search=1.5", "--run-dir", str(tmp_path / "bad")]) == 2
     assert "sog.q_search" in capsys.readouterr().err
-    assert main(["arena", f"sog:2,1,net={run}", "random", "--game", "leduc_poker", "--games", "2",
-                 "--no-progress"]) == 2
+    assert (
+        main(["arena", f"sog:2,1,net={run}", "random", "--game", "leduc_poker", "--games", "2", "--no-progress"]) == 2
+    )
     assert "trained on kuhn_poker" in capsys.readouterr().err
 
 
@@ -272,8 +314,9 @@ def test_liars_dice_belief_encoding(spec, hands):
             slots = enc.slot_index(node, p)
             for i, name in enumerate(node.info_states[p]):  # the same dice, the same slot
                 faces = name.split(" ")[0]
-                assert all(slots[j] == slots[i] for j, other in enumerate(node.info_states[p])
-                           if other.split(" ")[0] == faces)
+                assert all(
+                    slots[j] == slots[i] for j, other in enumerate(node.info_states[p]) if other.split(" ")[0] == faces
+                )
             assert len(set(slots.tolist())) == len(node.info_states[p])
     assert len(seen) == len(tree.of_kind("decision"))
 
@@ -284,9 +327,30 @@ def test_liars_dice_trains_end_to_end(tmp_path):
 
     run = tmp_path / "ld"
     spec = "liars_dice(numdice=1,dice_sides=3)"
-    assert main(["train", spec, "--algo", "sog", "--run-dir", str(run), "--no-progress", "--set", "train.steps=2",
-                 "--set", "train.batch_size=8", "--set", "sog.simulations=4", "--set", "sog.solve_simulations=4",
-                 "--set", "sog.solves_per_step=8"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                spec,
+                "--algo",
+                "sog",
+                "--run-dir",
+                str(run),
+                "--no-progress",
+                "--set",
+                "train.steps=2",
+                "--set",
+                "train.batch_size=8",
+                "--set",
+                "sog.simulations=4",
+                "--set",
+                "sog.solve_simulations=4",
+                "--set",
+                "sog.solves_per_step=8",
+            ]
+        )
+        == 0
+    )
     assert main(["exploitability", f"sog:4,1,net={run}", "--game", spec, "--seeds", "1", "--no-progress"]) == 0
 
 
@@ -297,6 +361,7 @@ def test_scotland_yard_slots_share_mr_x_positions():
     enc = BeliefEncoding(game)
     assert enc.slots == [game.rules.num_stations, 1]
     tree = PublicTree(game, max_depth=4)
+
     def shared(n):
         slots = enc.slot_index(n, 0)
         return len(slots) - len(set(slots.tolist()))
@@ -307,7 +372,7 @@ def test_scotland_yard_slots_share_mr_x_positions():
     rng = np.random.default_rng(0)
     query = Query(node, _random_ranges(node, rng))
     x = enc.input(node, query.ranges)
-    mrx = x[enc.public_size:enc.public_size + enc.slots[0]]
+    mrx = x[enc.public_size : enc.public_size + enc.slots[0]]
     expected = np.zeros(enc.slots[0])
     np.add.at(expected, slots, query.ranges[0])
     assert np.allclose(mrx, expected / expected.sum())
@@ -358,8 +423,18 @@ def test_board_game_resnet_cvpn_convolves_the_board(tmp_path):
     game = load_game("connect_four")
     enc = BeliefEncoding(game)
     assert enc.planes == (3, 6, 7) and enc.input_size == 3 * 6 * 7 + 2 + 2
-    sets = ["net.kind=resnet", "net.blocks=1", "net.channels=8", "net.width=16", "train.steps=2",
-            "train.batch_size=8", "eval.every=0", "eval.final_games=0", "sog.simulations=3", "sog.solve_simulations=3"]
+    sets = [
+        "net.kind=resnet",
+        "net.blocks=1",
+        "net.channels=8",
+        "net.width=16",
+        "train.steps=2",
+        "train.batch_size=8",
+        "eval.every=0",
+        "eval.final_games=0",
+        "sog.simulations=3",
+        "sog.solve_simulations=3",
+    ]
     trainer = SoGTrainer.create(build_config("connect_four", "sog", None, sets), tmp_path / "run", progress=False)
     net = trainer.model.build_network().eval()
     assert isinstance(net.board, BoardTrunk)
@@ -391,8 +466,16 @@ def test_residual_cvpn_trains_saves_and_loads(tmp_path):
     x = torch.randn(4, 5)
     assert torch.allclose(tower(x), torch.relu(tower.stem(x)))
 
-    sets = ["net.kind=resnet", "net.blocks=2", "net.width=16", "train.steps=2", "train.batch_size=8",
-            "eval.every=0", "sog.simulations=2", "sog.solve_simulations=2"]
+    sets = [
+        "net.kind=resnet",
+        "net.blocks=2",
+        "net.width=16",
+        "train.steps=2",
+        "train.batch_size=8",
+        "eval.every=0",
+        "sog.simulations=2",
+        "sog.solve_simulations=2",
+    ]
     trainer = SoGTrainer.create(build_config("kuhn_poker", "sog", None, sets), tmp_path / "run", progress=False)
     assert isinstance(trainer.model.build_network().residual, DenseResidualTower)
     trainer.run()
@@ -409,12 +492,48 @@ def test_sog_probe_measures_network_and_targets_against_exact_values(tmp_path, c
     from polyzero.cli import main
 
     run = tmp_path / "kuhn"
-    assert main(["train", "kuhn_poker", "--algo", "sog", "--run-dir", str(run), "--no-progress",
-                 "--set", "train.steps=2", "--set", "train.checkpoint_every=1", "--set", "eval.every=0",
-                 "--set", "train.batch_size=8"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "kuhn_poker",
+                "--algo",
+                "sog",
+                "--run-dir",
+                str(run),
+                "--no-progress",
+                "--set",
+                "train.steps=2",
+                "--set",
+                "train.checkpoint_every=1",
+                "--set",
+                "eval.every=0",
+                "--set",
+                "train.batch_size=8",
+            ]
+        )
+        == 0
+    )
     out = tmp_path / "probe.json"
-    assert main(["sog-probe", str(run), "--points", "2", "--iterations", "200", "--queries", "3",
-                 "--exact-iterations", "200", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sog-probe",
+                str(run),
+                "--points",
+                "2",
+                "--iterations",
+                "200",
+                "--queries",
+                "3",
+                "--exact-iterations",
+                "200",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     # The first checkpoint is step 0, written when the run is accepted: the untrained baseline.
     assert [c["step"] for c in result["checkpoints"]] == [0, 1, 2]

@@ -9,8 +9,10 @@ from polyzero.games.symmetry import apply_symmetries, augment, board_symmetries
 from polyzero.replay import SequenceReplay
 
 
-@pytest.mark.parametrize("name,count", [("connect_four", 1), ("tic_tac_toe", 7), ("go(board_size=5)", 7),
-                                        ("hex(board_size=5)", 0), ("othello", 0)])
+@pytest.mark.parametrize(
+    "name,count",
+    [("connect_four", 1), ("tic_tac_toe", 7), ("go(board_size=5)", 7), ("hex(board_size=5)", 0), ("othello", 0)],
+)
 def test_a_symmetry_maps_a_position_to_the_position_of_the_mapped_moves(name, count):
     game = load_game(name)
     enc = ObservationEncoder(game)
@@ -39,8 +41,11 @@ def test_augment_draws_the_identity_and_every_symmetry():
     state.apply_action(1)
     obs = enc.encode_one(state)
     policy = np.arange(9, dtype=np.float32) / 36
-    batch = {"obs": np.repeat(obs[None], 400, 0), "policy": np.repeat(policy[None], 400, 0),
-             "value": np.full(400, 0.5, np.float32)}
+    batch = {
+        "obs": np.repeat(obs[None], 400, 0),
+        "policy": np.repeat(policy[None], 400, 0),
+        "value": np.full(400, 0.5, np.float32),
+    }
     out = augment(batch, np.random.default_rng(0), symmetries)
     images = {(obs.reshape(-1)[s.obs_index].tobytes(), policy[s.action_index].tobytes()) for s in symmetries}
     images.add((obs.tobytes(), policy.tobytes()))
@@ -57,10 +62,17 @@ def _connect_four_segment(game, enc, actions, policies):
         legal.append(np.asarray(state.legal_actions_mask(), bool))
         state.apply_action(a)
     n = len(actions)
-    return {"obs": np.stack(obs), "action": np.asarray(actions), "reward": np.zeros(n, np.float32),
-            "root_value": np.zeros(n, np.float32), "policy": policies, "legal": np.stack(legal),
-            "outcome": np.where(np.arange(n) % 2 == 0, 1.0, -1.0).astype(np.float32),
-            "sampleable": np.ones(n, bool), "done": True}
+    return {
+        "obs": np.stack(obs),
+        "action": np.asarray(actions),
+        "reward": np.zeros(n, np.float32),
+        "root_value": np.zeros(n, np.float32),
+        "policy": policies,
+        "legal": np.stack(legal),
+        "outcome": np.where(np.arange(n) % 2 == 0, 1.0, -1.0).astype(np.float32),
+        "sampleable": np.ones(n, bool),
+        "done": True,
+    }
 
 
 def test_a_muzero_unroll_under_the_mirror_is_the_unroll_of_the_mirrored_game():
@@ -72,15 +84,29 @@ def test_a_muzero_unroll_under_the_mirror_is_the_unroll_of_the_mirrored_game():
     mirrored_actions = [6 - a for a in actions]
     replays = []
     for acts, pol in ((actions, policies), (mirrored_actions, policies[:, ::-1])):
-        replay = SequenceReplay(32, enc.shape, 7, unroll_steps=5, td_steps=10, discount=1.0,
-                                board_game=True, prioritized=False, next_observations=True)
+        replay = SequenceReplay(
+            32,
+            enc.shape,
+            7,
+            unroll_steps=5,
+            td_steps=10,
+            discount=1.0,
+            board_game=True,
+            prioritized=False,
+            next_observations=True,
+        )
         replay.add(_connect_four_segment(game, enc, acts, pol))
         replays.append(replay)
     slots = np.arange(len(actions))
     rng = np.random.default_rng(0)
-    seen = apply_symmetries(replays[0].unroll_targets(slots, rng), np.ones(len(slots), int), mirror,
-                            obs_keys=("obs", "next_obs"), policy_keys=("target_policy",),
-                            action_keys=("actions",))
+    seen = apply_symmetries(
+        replays[0].unroll_targets(slots, rng),
+        np.ones(len(slots), int),
+        mirror,
+        obs_keys=("obs", "next_obs"),
+        policy_keys=("target_policy",),
+        action_keys=("actions",),
+    )
     image = replays[1].unroll_targets(slots, rng)
     inside = image["policy_mask"][:, :-1] > 0  # actions past the game's end are random
     assert np.array_equal(seen["obs"], image["obs"])

@@ -37,8 +37,14 @@ print(torch.get_num_threads(), numba.get_num_threads())
 def _threads_after_search(threads: int, before: str = "") -> tuple[int, int]:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")}
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT.format(before=before, threads=threads))],
-                         env=env, capture_output=True, text=True, timeout=300, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SCRIPT.format(before=before, threads=threads))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     torch_threads, numba_threads = map(int, out.split()[-2:])
     return torch_threads, numba_threads
 

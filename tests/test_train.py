@@ -57,10 +57,20 @@ def test_metrics_and_checkpoints_written(trained):
 
 
 # ------------------------------------------------------------------ resume
-SMALL = ["train.steps=8", "train.checkpoint_every=2", "train.positions_per_step=48",
-         "train.minibatches_per_step=2", "train.batch_size=32", "train.replay_size=512",
-         "search.num_simulations=6", "selfplay.concurrent_games=8", "eval.every=0",
-         "eval.final_games=0", "threads=1", "seed=7"]
+SMALL = [
+    "train.steps=8",
+    "train.checkpoint_every=2",
+    "train.positions_per_step=48",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=512",
+    "search.num_simulations=6",
+    "selfplay.concurrent_games=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=7",
+]
 
 
 def _weights(run_dir):
@@ -106,8 +116,12 @@ def test_resume_after_kill_9(tmp_path):
     proc.wait()
     killed_at = latest_checkpoint(run)
     assert killed_at is not None and killed_at.name < "step_000014", "the run finished before the kill"
-    resumed = subprocess.run([sys.executable, "-m", "polyzero", "train", "--resume", str(run), "--no-progress"],
-                             capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "polyzero", "train", "--resume", str(run), "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed {run} at learning step {int(killed_at.name[5:])}" in resumed.stderr
     _assert_same(_weights(tmp_path / "full"), _weights(run))
@@ -132,6 +146,7 @@ def test_sigterm_writes_a_checkpoint(tmp_path):
 
 class _Saves(RunDirectory):
     """Just enough of a trainer for `_checkpoint_on_interrupt`: a step and a save."""
+
     step = 3
     run_dir = "runs/x"
 
@@ -151,8 +166,11 @@ def test_a_signal_only_flags_and_the_checkpoint_waits_for_a_safe_point():
     # on, and the loop's next safe point writes the checkpoint.
     trainer, progress, log = _Saves(), _Closes(), _Closes()
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(Interrupted, match="interrupted at learning step 3; checkpoint written to step_000003; "
-                                          "polyzero train --resume runs/x continues"):
+    with pytest.raises(
+        Interrupted,
+        match="interrupted at learning step 3; checkpoint written to step_000003; "
+        "polyzero train --resume runs/x continues",
+    ):
         with trainer._checkpoint_on_interrupt(progress, log):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.2)  # the library's work, not interrupted
@@ -174,11 +192,12 @@ def test_other_errors_pass_through_without_a_checkpoint():
 def test_cosine_learning_rate_against_hand_computed_values():
     from polyzero.train.learner import learning_rate
 
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.lr_schedule=cosine",
-                                                                     "train.learning_rate=0.01"]).train
+    cfg = build_config(
+        "tic_tac_toe", "alphazero", overrides=SMALL + ["train.lr_schedule=cosine", "train.learning_rate=0.01"]
+    ).train
     # U = 8 steps x 2 minibatches = 16 updates: lr (1 + cos(pi u / 16)) / 2
     assert learning_rate(cfg, 0) == pytest.approx(0.01)
-    assert learning_rate(cfg, 4) == pytest.approx(0.01 * (1 + 2 ** -0.5) / 2)
+    assert learning_rate(cfg, 4) == pytest.approx(0.01 * (1 + 2**-0.5) / 2)
     assert learning_rate(cfg, 8) == pytest.approx(0.005)
     assert learning_rate(cfg, 16) == pytest.approx(0.0, abs=1e-12)
     assert learning_rate(cfg, 40) == pytest.approx(0.0, abs=1e-12)  # past the run's end: stays at 0
@@ -187,13 +206,12 @@ def test_cosine_learning_rate_against_hand_computed_values():
 
 
 def test_the_learner_applies_the_schedule_at_every_update(tmp_path):
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.lr_schedule=cosine",
-                                                                     "train.steps=2"])
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.lr_schedule=cosine", "train.steps=2"])
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     trainer.run()
     # 4 updates; the last one ran at lr (1 + cos(3 pi / 4)) / 2 and the optimizer keeps it
     lr = trainer.learner.optimizer.param_groups[0]["lr"]
-    assert lr == pytest.approx(cfg.train.learning_rate * (1 - 2 ** -0.5) / 2)
+    assert lr == pytest.approx(cfg.train.learning_rate * (1 - 2**-0.5) / 2)
 
 
 def test_final_evaluation_is_kept_and_a_finished_run_says_so_on_resume(tmp_path, capsys):
@@ -204,8 +222,11 @@ def test_final_evaluation_is_kept_and_a_finished_run_says_so_on_resume(tmp_path,
     from polyzero.train.metrics import read_metrics
 
     run = tmp_path / "run"
-    cfg = build_config("tic_tac_toe", "alphazero",
-                       overrides=SMALL + ["train.steps=2", "eval.final_games=4", 'eval.opponents=["random"]'])
+    cfg = build_config(
+        "tic_tac_toe",
+        "alphazero",
+        overrides=SMALL + ["train.steps=2", "eval.final_games=4", 'eval.opponents=["random"]'],
+    )
     trainer = Trainer.create(cfg, run, progress=False)
     lines = list(trainer.final_report(trainer.run()))
     kept = json.loads((run / "final_eval.json").read_text())
@@ -225,8 +246,9 @@ def test_final_evaluation_is_kept_and_a_finished_run_says_so_on_resume(tmp_path,
 def test_older_checkpoints_are_weights_only_unless_kept_for_resuming(tmp_path):
     """Checkpoints behind the newest keep the network only (no replay, no optimizer state);
     train.keep_replay_every=K keeps everything at steps that are multiples of K."""
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + ["train.keep_checkpoints=4",
-                                                                      "train.keep_replay_every=4"])
+    cfg = build_config(
+        "tic_tac_toe", "alphazero", overrides=SMALL + ["train.keep_checkpoints=4", "train.keep_replay_every=4"]
+    )
     Trainer.create(cfg, tmp_path / "run", progress=False).run()
     kept = sorted((tmp_path / "run" / "checkpoints").glob("step_*"))
     assert [p.name for p in kept] == ["step_000002", "step_000004", "step_000006", "step_000008"]
@@ -236,4 +258,3 @@ def test_older_checkpoints_are_weights_only_unless_kept_for_resuming(tmp_path):
         keys = set(read_learner(p))
         assert ("optimizer" in keys) == (p.name in full) and "net" in keys, p.name
         assert p.name in full or keys == {"net"}
-

@@ -24,18 +24,21 @@ def _error(capsys, argv, code=2) -> str:
     return err
 
 
-@pytest.mark.parametrize("override, expected", [
-    ("selfplay.temperature=inf", "selfplay.temperature must be a finite number, not inf"),
-    ("train.learning_rate=nan", "train.learning_rate must be a finite number, not nan"),
-    ("search.c_puct=-inf", "search.c_puct must be a finite number"),
-    ("train.learning_rate=50.0", "train.learning_rate must be at most 10"),
-    ("selfplay.concurrent_games=100000000000", "out of range"),
-    ("seed=-1", "seed must be a whole number in 0..1073741823"),
-    ("seed=4294967296", "seed must be a whole number"),
-    ("muzero.unroll_steps=3", "algo alphazero does not read ([muzero] is for muzero)"),
-    ("sog.simulations=3", "[sog] is for sog"),
-    ("game=connect_four", "disagrees with the game given as 'tic_tac_toe'"),
-])
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("selfplay.temperature=inf", "selfplay.temperature must be a finite number, not inf"),
+        ("train.learning_rate=nan", "train.learning_rate must be a finite number, not nan"),
+        ("search.c_puct=-inf", "search.c_puct must be a finite number"),
+        ("train.learning_rate=50.0", "train.learning_rate must be at most 10"),
+        ("selfplay.concurrent_games=100000000000", "out of range"),
+        ("seed=-1", "seed must be a whole number in 0..1073741823"),
+        ("seed=4294967296", "seed must be a whole number"),
+        ("muzero.unroll_steps=3", "algo alphazero does not read ([muzero] is for muzero)"),
+        ("sog.simulations=3", "[sog] is for sog"),
+        ("game=connect_four", "disagrees with the game given as 'tic_tac_toe'"),
+    ],
+)
 def test_config_values_refused(capsys, tmp_path, override, expected):
     err = _error(capsys, ["train", "tic_tac_toe", "--run-dir", str(tmp_path / "r"), "--set", override])
     assert expected in err
@@ -61,20 +64,25 @@ def test_memory_sized_values_are_bounded_by_this_machine(capsys, tmp_path):
     with pytest.raises(UsageError, match="train.replay_size .* more than the .* GiB a run may take"):
         check_fits_machine(cfg, game)
     check_fits_machine(build_config("tic_tac_toe"), game)  # the preset fits
-    err = _error(capsys, ["train", "tic_tac_toe", "--run-dir", str(tmp_path / "r"),
-                          "--set", "selfplay.concurrent_games=1000000000"])
+    err = _error(
+        capsys,
+        ["train", "tic_tac_toe", "--run-dir", str(tmp_path / "r"), "--set", "selfplay.concurrent_games=1000000000"],
+    )
     assert "selfplay.concurrent_games = 1,000,000,000 search trees" in err and "GiB" in err
 
 
-@pytest.mark.parametrize("spec, expected", [
-    ("connect_four(rows=0)", "'rows' must be in 1..64, not 0"),  # segfaulted (exit 139)
-    ("go(board_size=1)", "'board_size' must be in 2..19"),
-    ("hex(board_size=0)", "'board_size' must be in 1..26"),
-    ("hex(board_size=100000)", "'board_size' must be in 1..26"),  # hung
-    ("pig(players=0)", "'players' must be in 2..10"),  # segfaulted
-    ("pig(winscore=-1)", "'winscore' must be in 0..400"),  # segfaulted
-    ("breakthrough(rows=1)", "cannot play game 'breakthrough(rows=1)'"),
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("connect_four(rows=0)", "'rows' must be in 1..64, not 0"),  # segfaulted (exit 139)
+        ("go(board_size=1)", "'board_size' must be in 2..19"),
+        ("hex(board_size=0)", "'board_size' must be in 1..26"),
+        ("hex(board_size=100000)", "'board_size' must be in 1..26"),  # hung
+        ("pig(players=0)", "'players' must be in 2..10"),  # segfaulted
+        ("pig(winscore=-1)", "'winscore' must be in 0..400"),  # segfaulted
+        ("breakthrough(rows=1)", "cannot play game 'breakthrough(rows=1)'"),
+    ],
+)
 def test_degenerate_game_parameters(spec, expected):
     with pytest.raises(UsageError, match=expected.replace("(", r"\(").replace(")", r"\)")):
         load_game(spec)
@@ -84,8 +92,10 @@ def test_a_game_over_before_anyone_moves_loads_but_commands_refuse_it(capsys):
     """Mr X without a ticket has lost at the start: the library loads such a game (its
     rules are tested), training and matches refuse it in one line."""
     assert load_game("scotland_yard(mrx_taxi=0)").new_initial_state().is_terminal()
-    for argv in (["arena", "random", "random", "--game", "scotland_yard(mrx_taxi=0)", "--games", "1"],
-                 ["train", "scotland_yard(mrx_taxi=0)", "--algo", "sog"]):
+    for argv in (
+        ["arena", "random", "random", "--game", "scotland_yard(mrx_taxi=0)", "--games", "1"],
+        ["train", "scotland_yard(mrx_taxi=0)", "--algo", "sog"],
+    ):
         assert "the game is over before anyone moves" in _error(capsys, argv)
 
 

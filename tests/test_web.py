@@ -15,8 +15,15 @@ import numpy as np
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +32,24 @@ def c4_run(tmp_path_factory):
     import polyzero
 
     run = tmp_path_factory.mktemp("web") / "c4"
-    polyzero.train("connect_four", overrides={
-        "train.steps": 1, "train.positions_per_step": 16, "train.batch_size": 8, "train.minibatches_per_step": 1,
-        "search.num_simulations": 4, "selfplay.concurrent_games": 4, "eval.every": 0, "eval.final_games": 0,
-        "eval.simulations": 16, "net.channels": 8, "net.blocks": 1, "threads": 1}, run_dir=run)
+    polyzero.train(
+        "connect_four",
+        overrides={
+            "train.steps": 1,
+            "train.positions_per_step": 16,
+            "train.batch_size": 8,
+            "train.minibatches_per_step": 1,
+            "search.num_simulations": 4,
+            "selfplay.concurrent_games": 4,
+            "eval.every": 0,
+            "eval.final_games": 0,
+            "eval.simulations": 16,
+            "net.channels": 8,
+            "net.blocks": 1,
+            "threads": 1,
+        },
+        run_dir=run,
+    )
     return run
 
 
@@ -56,8 +77,7 @@ def server(c4_run):
 
 def request(base, method, path, body=None, raw: bytes | None = None):
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(base + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=60) as res:
             return res.status, json.loads(res.read() or b"null")
@@ -89,9 +109,11 @@ def test_play_connect_four_in_a_browser(server, tmp_path):
         page.wait_for_selector(".board .cell.target")
         clicks = 0
         for _ in range(30):
-            page.wait_for_function("() => { const s = document.querySelector('#status').textContent;"
-                                   " return s.startsWith('Your move') || s.startsWith('Game over'); }",
-                                   timeout=60_000)
+            page.wait_for_function(
+                "() => { const s = document.querySelector('#status').textContent;"
+                " return s.startsWith('Your move') || s.startsWith('Game over'); }",
+                timeout=60_000,
+            )
             if page.text_content("#status").startswith("Game over"):
                 break
             if clicks == 3:  # the agent has answered three times: its search is on the page
@@ -116,23 +138,32 @@ def test_play_connect_four_in_a_browser(server, tmp_path):
         browser.close()
 
 
-@pytest.mark.parametrize("method, path, body, status, words", [
-    ("POST", "/api/sessions", b"{not json", 400, "not valid JSON"),
-    ("POST", "/api/sessions", [1, 2], 400, "JSON object"),
-    ("POST", "/api/sessions", {"game": "conect_four", "players": ["human", "random"]}, 400, "unknown game"),
-    ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "wizard"]}, 400, "unknown player"),
-    ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "/etc/passwd"]}, 400, "unknown player"),
-    ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "run:../../etc"]}, 404, "unknown run"),
-    ("POST", "/api/sessions", {"game": "kuhn_poker", "players": ["human", "sog:1,1,net=/tmp"]}, 400, "unknown player"),
-    ("POST", "/api/sessions", {"game": "matrix_rps", "players": ["human", "random"]}, 400, "simultaneous"),
-    ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "mcts:10000000"]}, 400, "refused"),
-    ("POST", "/api/sessions", {"game": "connect_four", "players": ["human"]}, 400, "two player specs"),
-    ("GET", "/api/runs/..%2F..%2Fetc/metrics", None, 404, "Not Found"),
-    ("GET", "/api/runs/etc/metrics", None, 404, "unknown run"),
-    ("GET", "/api/runs/c4/ladder", None, 404, "no readable ladder"),
-    ("GET", "/api/sessions/nope", None, 404, "unknown game session"),
-    ("GET", "/../../etc/passwd", None, 404, "Not Found"),
-])
+@pytest.mark.parametrize(
+    "method, path, body, status, words",
+    [
+        ("POST", "/api/sessions", b"{not json", 400, "not valid JSON"),
+        ("POST", "/api/sessions", [1, 2], 400, "JSON object"),
+        ("POST", "/api/sessions", {"game": "conect_four", "players": ["human", "random"]}, 400, "unknown game"),
+        ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "wizard"]}, 400, "unknown player"),
+        ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "/etc/passwd"]}, 400, "unknown player"),
+        ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "run:../../etc"]}, 404, "unknown run"),
+        (
+            "POST",
+            "/api/sessions",
+            {"game": "kuhn_poker", "players": ["human", "sog:1,1,net=/tmp"]},
+            400,
+            "unknown player",
+        ),
+        ("POST", "/api/sessions", {"game": "matrix_rps", "players": ["human", "random"]}, 400, "simultaneous"),
+        ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "mcts:10000000"]}, 400, "refused"),
+        ("POST", "/api/sessions", {"game": "connect_four", "players": ["human"]}, 400, "two player specs"),
+        ("GET", "/api/runs/..%2F..%2Fetc/metrics", None, 404, "Not Found"),
+        ("GET", "/api/runs/etc/metrics", None, 404, "unknown run"),
+        ("GET", "/api/runs/c4/ladder", None, 404, "no readable ladder"),
+        ("GET", "/api/sessions/nope", None, 404, "unknown game session"),
+        ("GET", "/../../etc/passwd", None, 404, "Not Found"),
+    ],
+)
 def test_bad_requests_get_a_4xx_and_one_line(server, method, path, body, status, words):
     raw = body if isinstance(body, bytes) else None
     code, answer = request(server, method, path, None if raw else body, raw)
@@ -155,8 +186,9 @@ def test_moves_undo_and_what_a_seat_sees(server):
     assert request(server, "POST", f"/api/sessions/{sid}/undo")[0] == 409
 
     # Kuhn poker: the human sees their own card, never the opponent's, nor the deal.
-    code, view = request(server, "POST", "/api/sessions", {"game": "kuhn_poker", "players": ["random", "human"],
-                                                           "seed": 3})
+    code, view = request(
+        server, "POST", "/api/sessions", {"game": "kuhn_poker", "players": ["random", "human"], "seed": 3}
+    )
     view = _wait(server, view["id"], lambda v: v["legal"] or v["terminal"])
     assert view["board"] is None and view["analysis"] is None
     assert all(not e["chance"] and e["seat"] == 1 for e in view["log"])
@@ -193,11 +225,13 @@ def test_watch_two_players_over_a_websocket(server):
 
     import websockets
 
-    code, view = request(server, "POST", "/api/sessions", {"game": "tic_tac_toe", "players": ["random", "run:c4"],
-                                                           "delay": 0})
+    code, view = request(
+        server, "POST", "/api/sessions", {"game": "tic_tac_toe", "players": ["random", "run:c4"], "delay": 0}
+    )
     assert code == 400 and "trained on 'connect_four'" in view["error"] and "/" not in view["error"]
-    code, view = request(server, "POST", "/api/sessions", {"game": "connect_four",
-                                                           "players": ["run:c4@8", "mcts:20"], "delay": 0})
+    code, view = request(
+        server, "POST", "/api/sessions", {"game": "connect_four", "players": ["run:c4@8", "mcts:20"], "delay": 0}
+    )
     assert code == 201 and view["viewer"] is None
 
     async def follow():
@@ -227,11 +261,42 @@ def test_fuzz_a_thousand_random_requests(server):
     rng = np.random.default_rng(0)
     code, view = request(server, "POST", "/api/sessions", {"game": "tic_tac_toe", "players": ["human", "random"]})
     sid = view["id"]
-    paths = ["/api/sessions", f"/api/sessions/{sid}", f"/api/sessions/{sid}/move", f"/api/sessions/{sid}/undo",
-             "/api/runs/c4/metrics", "/api/runs/c4/ladder", "/api/runs/%2e%2e/metrics", "/api/info", "/api/x",
-             "/api/sessions/../../etc/passwd", "/api/sessions/%00/move"]
-    values = [None, 0, -1, 3, 1e308, float("nan"), "", "x" * 300, [], {}, True, "human", "random", "run:c4",
-              "mcts:5", "mcts:-1", "mcts:1e9", "connect_four", "go(board_size=1)", "../../etc", "tic_tac_toe"]
+    paths = [
+        "/api/sessions",
+        f"/api/sessions/{sid}",
+        f"/api/sessions/{sid}/move",
+        f"/api/sessions/{sid}/undo",
+        "/api/runs/c4/metrics",
+        "/api/runs/c4/ladder",
+        "/api/runs/%2e%2e/metrics",
+        "/api/info",
+        "/api/x",
+        "/api/sessions/../../etc/passwd",
+        "/api/sessions/%00/move",
+    ]
+    values = [
+        None,
+        0,
+        -1,
+        3,
+        1e308,
+        float("nan"),
+        "",
+        "x" * 300,
+        [],
+        {},
+        True,
+        "human",
+        "random",
+        "run:c4",
+        "mcts:5",
+        "mcts:-1",
+        "mcts:1e9",
+        "connect_four",
+        "go(board_size=1)",
+        "../../etc",
+        "tic_tac_toe",
+    ]
     keys = ["game", "players", "action", "seed", "delay", "x"]
     statuses = []
     for _ in range(1000):
@@ -244,8 +309,13 @@ def test_fuzz_a_thousand_random_requests(server):
             fields = rng.choice(keys, rng.integers(0, 4))
             raw = json.dumps({k: values[rng.integers(len(values))] for k in fields}).encode()
         elif kind == 2:
-            raw = json.dumps({"game": "tic_tac_toe", "players": [values[rng.integers(len(values))], "random"],
-                              "action": int(rng.integers(-2, 12))}).encode()
+            raw = json.dumps(
+                {
+                    "game": "tic_tac_toe",
+                    "players": [values[rng.integers(len(values))], "random"],
+                    "action": int(rng.integers(-2, 12)),
+                }
+            ).encode()
         else:
             raw = None
         if method == "GET":
@@ -275,8 +345,12 @@ def test_serve_command(c4_run, tmp_path, capsys):
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    proc = subprocess.Popen([sys.executable, "-m", "polyzero", "serve", str(c4_run), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "polyzero", "serve", str(c4_run), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert line.strip() == f"polyzero: serving on http://127.0.0.1:{port}  (Ctrl-C stops)", line

@@ -46,8 +46,9 @@ class AlphaZero:
         self.num_players = game.num_players()
 
     def build_network(self) -> torch.nn.Module:
-        return PolicyValueNet(self.encoder.shape, self.num_actions,
-                              NetSpec.from_config(self.cfg.net, self.encoder.shape))
+        return PolicyValueNet(
+            self.encoder.shape, self.num_actions, NetSpec.from_config(self.cfg.net, self.encoder.shape)
+        )
 
     def make_evaluator(self, net: torch.nn.Module, device) -> Evaluator:
         """What `search` calls the network through (NumPy in, NumPy out)."""
@@ -56,19 +57,36 @@ class AlphaZero:
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)
 
-    def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
-               add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
-        model = SimulatorModel([s.clone() for s in states], self.encoder, evaluate, self.num_actions,
-                               params.discount, rng=rng, width=self.game.max_chance_outcomes())
+    def search(
+        self,
+        evaluate,
+        states: Sequence,
+        params: SearchParams,
+        rng: np.random.Generator,
+        add_noise: bool,
+        hooks: SearchHooks | None = None,
+    ) -> SearchResult:
+        model = SimulatorModel(
+            [s.clone() for s in states],
+            self.encoder,
+            evaluate,
+            self.num_actions,
+            params.discount,
+            rng=rng,
+            width=self.game.max_chance_outcomes(),
+        )
         result = search(model, params, rng, add_noise=add_noise, hooks=hooks)
         if model.num_actions == self.num_actions:
             return result
         # A tree widened for chance outcomes: the root is a decision, so only its first A columns count.
         a = self.num_actions
         return dataclasses.replace(
-            result, root_prior=result.root_prior[:, :a], root_visits=result.root_visits[:, :a],
+            result,
+            root_prior=result.root_prior[:, :a],
+            root_visits=result.root_visits[:, :a],
             root_q=result.root_q[:, :a],
-            policy_target=None if result.policy_target is None else result.policy_target[:, :a])
+            policy_target=None if result.policy_target is None else result.policy_target[:, :a],
+        )
 
     # ------------------------------------------------------------ training data
     def example_specs(self):
@@ -88,8 +106,7 @@ class AlphaZero:
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         """(s_t, pi_t, z): z is what the mover at t went on to receive (the final
         outcome in games with terminal rewards only)."""
-        z = np.asarray([traj.returns[p] - before
-                        for p, before in zip(traj.players, traj.returns_before)], np.float32)
+        z = np.asarray([traj.returns[p] - before for p, before in zip(traj.players, traj.returns_before)], np.float32)
         return {
             "obs": np.asarray(traj.observations, np.float32),
             "policy": np.asarray(traj.policies, np.float32),

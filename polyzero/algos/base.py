@@ -69,8 +69,15 @@ class Algorithm(Protocol):
 
     def make_evaluator(self, net: torch.nn.Module, device): ...
 
-    def search(self, evaluate, states: Sequence, params: SearchParams, rng: np.random.Generator,
-               add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
+    def search(
+        self,
+        evaluate,
+        states: Sequence,
+        params: SearchParams,
+        rng: np.random.Generator,
+        add_noise: bool,
+        hooks: SearchHooks | None = None,
+    ) -> SearchResult:
         """One batched search from `states` (root noise with `add_noise`); `hooks` adds
         root actions (KataGo's forced playouts) and an engine's clock
         (:class:`~polyzero.search.mcts.SearchHooks`)."""

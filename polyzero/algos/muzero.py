@@ -82,28 +82,39 @@ class MuZero:
         self.chunk_overlap = self.mz.unroll_steps + self.mz.td_steps
         self._hidden_store = None  # the last search's hidden states, reused by the next
         if self.mz.value_prefix and not self.single_agent:
-            raise UsageError(f"muzero.value_prefix needs intermediate rewards; {cfg.game} is a "
-                             "board game, rewarded only at its end (switch it off)")
+            raise UsageError(
+                f"muzero.value_prefix needs intermediate rewards; {cfg.game} is a "
+                "board game, rewarded only at its end (switch it off)"
+            )
         if self.mz.off_policy_correction and not self.single_agent:
-            raise UsageError(f"muzero.off_policy_correction shortens n-step value targets; {cfg.game} is a "
-                             "board game, whose value targets are its final outcome (switch it off)")
+            raise UsageError(
+                f"muzero.off_policy_correction shortens n-step value targets; {cfg.game} is a "
+                "board game, whose value targets are its final outcome (switch it off)"
+            )
         self.prefix_horizon = self.mz.value_prefix_horizon if self.mz.value_prefix else 0
         # Self-play keeps each finished game's final position (muzero.consistency_terminal,
         # muzero.terminal_value).
-        self.records_final_observation = (self.mz.consistency_terminal or self.mz.terminal_value) \
-            and not self.single_agent
+        self.records_final_observation = (
+            self.mz.consistency_terminal or self.mz.terminal_value
+        ) and not self.single_agent
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> MuZeroNet:
         net = NetSpec.from_config(self.cfg.net, self.encoder.shape)
-        spec = MuZeroSpec(net=net, hidden_size=self.mz.hidden_size,
-                          support=self.mz.support if self.single_agent else 0,
-                          scale_hidden=self.mz.scale_hidden, downsample=self._downsample(net.kind),
-                          zero_init_heads=self.mz.zero_init_heads, unroll_norm=self.mz.unroll_norm,
-                          consistency=self.mz.consistency_weight > 0,
-                          terminal_reward=self.mz.terminal_reward and not self.single_agent,
-                          dynamics_blocks=self.mz.dynamics_blocks,
-                          value_prefix_horizon=self.prefix_horizon, prefix_discount=self.mz.discount)
+        spec = MuZeroSpec(
+            net=net,
+            hidden_size=self.mz.hidden_size,
+            support=self.mz.support if self.single_agent else 0,
+            scale_hidden=self.mz.scale_hidden,
+            downsample=self._downsample(net.kind),
+            zero_init_heads=self.mz.zero_init_heads,
+            unroll_norm=self.mz.unroll_norm,
+            consistency=self.mz.consistency_weight > 0,
+            terminal_reward=self.mz.terminal_reward and not self.single_agent,
+            dynamics_blocks=self.mz.dynamics_blocks,
+            value_prefix_horizon=self.prefix_horizon,
+            prefix_discount=self.mz.discount,
+        )
         spatial = self.mz.action_planes == "game" and not spec.downsample  # planes at the board's size
         planes = action_planes(self.game, self.encoder.shape) if spatial else None
         return MuZeroNet(self.encoder.shape, self.num_actions, spec, planes)
@@ -120,19 +131,40 @@ class MuZero:
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)
 
-    def search(self, evaluate: MuZeroInference, states: Sequence, params: SearchParams,
-               rng: np.random.Generator, add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
+    def search(
+        self,
+        evaluate: MuZeroInference,
+        states: Sequence,
+        params: SearchParams,
+        rng: np.random.Generator,
+        add_noise: bool,
+        hooks: SearchHooks | None = None,
+    ) -> SearchResult:
         legal = legal_action_mask(states, self.num_actions)
         return self.search_observations(evaluate, self.encode(states), legal, params, rng, add_noise, hooks)
 
-    def search_observations(self, evaluate: MuZeroInference, obs: np.ndarray, legal: np.ndarray,
-                            params: SearchParams, rng: np.random.Generator,
-                            add_noise: bool, hooks: SearchHooks | None = None) -> SearchResult:
+    def search_observations(
+        self,
+        evaluate: MuZeroInference,
+        obs: np.ndarray,
+        legal: np.ndarray,
+        params: SearchParams,
+        rng: np.random.Generator,
+        add_noise: bool,
+        hooks: SearchHooks | None = None,
+    ) -> SearchResult:
         """Search from encoded observations alone (self-play, and Reanalyze on stored positions)."""
         hidden, logits, value = evaluate.initial(obs)
-        model = LearnedModel(logits, value, hidden, evaluate.recurrent, discount=self.edge_discount,
-                             root_legal=legal, num_nodes=params.num_simulations + 1,
-                             store=self._hidden_store)
+        model = LearnedModel(
+            logits,
+            value,
+            hidden,
+            evaluate.recurrent,
+            discount=self.edge_discount,
+            root_legal=legal,
+            num_nodes=params.num_simulations + 1,
+            store=self._hidden_store,
+        )
         result = search(model, params, rng, add_noise=add_noise, hooks=hooks)
         self._hidden_store = model.hidden  # the next search writes into mapped memory
         return result
@@ -164,18 +196,37 @@ class MuZero:
         consistency = mz.consistency_weight > 0
         terminal_value = mz.terminal_value and not self.single_agent
         obs_keys = ("obs",) + (("next_obs",) if consistency else ()) + (("final_obs",) if terminal_value else ())
-        transform = functools.partial(augment, symmetries=symmetries, obs_keys=obs_keys,
-                                      policy_keys=("target_policy",), action_keys=("actions",)) \
-            if symmetries else None
-        return SequenceReplay(self.cfg.train.replay_size, self.encoder.shape, self.num_actions,
-                              unroll_steps=mz.unroll_steps, td_steps=mz.td_steps, discount=mz.discount,
-                              board_game=not self.single_agent, prioritized=prioritized,
-                              alpha=mz.priority_alpha, beta=mz.priority_beta,
-                              reanalyse_fraction=mz.reanalyse_fraction, transform=transform,
-                              next_observations=consistency, terminal_reward=mz.terminal_reward,
-                              final_observations=self.records_final_observation,
-                              final_values=terminal_value, value_prefix_horizon=self.prefix_horizon,
-                              horizon_decay_positions=self._horizon_decay_positions())
+        transform = (
+            functools.partial(
+                augment,
+                symmetries=symmetries,
+                obs_keys=obs_keys,
+                policy_keys=("target_policy",),
+                action_keys=("actions",),
+            )
+            if symmetries
+            else None
+        )
+        return SequenceReplay(
+            self.cfg.train.replay_size,
+            self.encoder.shape,
+            self.num_actions,
+            unroll_steps=mz.unroll_steps,
+            td_steps=mz.td_steps,
+            discount=mz.discount,
+            board_game=not self.single_agent,
+            prioritized=prioritized,
+            alpha=mz.priority_alpha,
+            beta=mz.priority_beta,
+            reanalyse_fraction=mz.reanalyse_fraction,
+            transform=transform,
+            next_observations=consistency,
+            terminal_reward=mz.terminal_reward,
+            final_observations=self.records_final_observation,
+            final_values=terminal_value,
+            value_prefix_horizon=self.prefix_horizon,
+            horizon_decay_positions=self._horizon_decay_positions(),
+        )
 
     def _horizon_decay_positions(self) -> float:
         """The off-policy correction's age per step of horizon, in stored positions:
@@ -237,11 +288,11 @@ class MuZero:
         logits, value_outs = self._predict_steps(net, states)
         by_step = lambda x: x.transpose(0, 1)  # noqa: E731 -- [B, K + 1, ...] -> [K + 1, B, ...]
         value_loss = self._scalar_loss(value_outs, by_step(batch["target_value"]))
-        policy_loss = -(by_step(batch["target_policy"]) * F.log_softmax(logits, -1)).sum(-1) \
-            * by_step(batch["policy_mask"])
+        policy_loss = -(by_step(batch["target_policy"]) * F.log_softmax(logits, -1)).sum(-1) * by_step(
+            batch["policy_mask"]
+        )
         step = mz.value_loss_weight * value_loss + policy_loss  # [K + 1, B]
-        parts = {"value": value_loss.mean(1).sum() / (k_steps + 1),
-                 "policy": policy_loss.mean(1).sum() / (k_steps + 1)}
+        parts = {"value": value_loss.mean(1).sum() / (k_steps + 1), "policy": policy_loss.mean(1).sum() / (k_steps + 1)}
         unrolled = step[1:]
         if reward_outs is not None:
             reward_loss = self._scalar_loss(reward_outs, by_step(batch["target_reward"])[1:])
@@ -300,8 +351,9 @@ class MuZero:
         with torch.no_grad():  # the stop-gradient branch: h(o_{t+k}) through the projector
             target = net.project(net.represent(batch["next_obs"].flatten(0, 1)), predict=False)
             target = target.view(b, k_steps, -1).transpose(0, 1)
-        similarity = torch.stack([F.cosine_similarity(net.project(s, predict=True), target[k], dim=-1)
-                                  for k, s in enumerate(unrolled)])
+        similarity = torch.stack(
+            [F.cosine_similarity(net.project(s, predict=True), target[k], dim=-1) for k, s in enumerate(unrolled)]
+        )
         return -similarity * batch["next_obs_mask"].transpose(0, 1)
 
     def _scalar_loss(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

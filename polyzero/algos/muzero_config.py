@@ -90,11 +90,14 @@ class MuZeroConfig:
     def validate(self):
         _positive("muzero.value_prefix_horizon", self.value_prefix_horizon)
         _positive("muzero.off_policy_age_ratio", self.off_policy_age_ratio)
-        if self.off_policy_correction and not (self.reanalyse_fraction > 0 and self.reanalyse_bootstrap == "search"
-                                               and self.reanalyse_targets != "policy"):
-            raise UsageError("muzero.off_policy_correction bootstraps from a fresh search: it needs "
-                             "muzero.reanalyse_fraction > 0, muzero.reanalyse_bootstrap=\"search\" and "
-                             "muzero.reanalyse_targets \"both\" or \"value\"")
+        if self.off_policy_correction and not (
+            self.reanalyse_fraction > 0 and self.reanalyse_bootstrap == "search" and self.reanalyse_targets != "policy"
+        ):
+            raise UsageError(
+                "muzero.off_policy_correction bootstraps from a fresh search: it needs "
+                'muzero.reanalyse_fraction > 0, muzero.reanalyse_bootstrap="search" and '
+                'muzero.reanalyse_targets "both" or "value"'
+            )
         _positive("muzero.consistency_weight", self.consistency_weight, allow_zero=True)
         if self.dynamics_blocks < -1:
             raise UsageError(f"muzero.dynamics_blocks must be -1 (as net.blocks) or >= 0, not {self.dynamics_blocks}")
@@ -120,4 +123,4 @@ class MuZeroConfig:
         _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)
 
 
-SECTION = ConfigSection("muzero", MuZeroConfig, algos=('muzero',))
+SECTION = ConfigSection("muzero", MuZeroConfig, algos=("muzero",))

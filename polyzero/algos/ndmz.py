@@ -35,8 +35,9 @@ from ..search.params import SearchParams
 from .base import Trajectory
 
 
-def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 2,
-                     cut: bool = False) -> dict[str, np.ndarray]:
+def trajectory_steps(
+    traj: Trajectory, layout: ActionLayout, num_players: int = 2, cut: bool = False
+) -> dict[str, np.ndarray]:
     """A finished self-play game as NDMZ steps: each decision t followed by the chance
     events played after its move, and a terminal step when the game ended (not when it
     was `cut` at selfplay.max_moves: its losses past the cut are then masked)."""
@@ -46,12 +47,14 @@ def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 
     n = len(traj.actions)
     done = traj.returns is not None and not cut
     returns_before = np.asarray(traj.returns_before, np.float64)
-    final = (np.asarray(traj.returns, np.float64) if traj.returns is not None
-             else np.full(num_players, returns_before[-1] if n else 0.0))
+    final = (
+        np.asarray(traj.returns, np.float64)
+        if traj.returns is not None
+        else np.full(num_players, returns_before[-1] if n else 0.0)
+    )
     obs_shape = np.asarray(traj.observations[0]).shape if n else (0,)
     chance = traj.chance if len(traj.chance) == n else [[] for _ in range(n)]
-    rows = {k: [] for k in ("obs", "action", "identity", "policy", "chance_policy", "outcome",
-                            "reward", "sampleable")}
+    rows = {k: [] for k in ("obs", "action", "identity", "policy", "chance_policy", "outcome", "reward", "sampleable")}
 
     def push(obs, action, identity, choice, chance_t, value, reward, sampleable):
         rows["obs"].append(obs)
@@ -69,8 +72,9 @@ def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 
         outcome = float(final[player] - returns_before[t])
         policy = np.zeros(a, np.float32)
         policy[: layout.choice] = np.asarray(traj.policies[t], np.float32)[: layout.choice]
-        push(np.asarray(traj.observations[t], np.float32), int(traj.actions[t]), player, policy, noop,
-             outcome, 0.0, True)
+        push(
+            np.asarray(traj.observations[t], np.float32), int(traj.actions[t]), player, policy, noop, outcome, 0.0, True
+        )
         for outcome_id, dist in chance[t]:
             psi = np.zeros(a, np.float32)
             for o, p in dist:
@@ -79,8 +83,16 @@ def trajectory_steps(traj: Trajectory, layout: ActionLayout, num_players: int = 
     if done and n:
         last = int(traj.players[-1])
         # The last mover's reward over its move and the chance events after it.
-        push(blank, layout.end, TERMINAL, noop, noop, float(final[last] - returns_before[-1]),
-             float(final[last] - returns_before[-1]), False)
+        push(
+            blank,
+            layout.end,
+            TERMINAL,
+            noop,
+            noop,
+            float(final[last] - returns_before[-1]),
+            float(final[last] - returns_before[-1]),
+            False,
+        )
     out = {k: np.asarray(v) for k, v in rows.items()}
     out["obs"] = out["obs"].astype(np.float32)
     out["policy"] = out["policy"].astype(np.float32).reshape(-1, a)
@@ -107,8 +119,10 @@ class NDMZ:
         self.num_players = game.num_players()
         self.last_search = None
         if cfg.search.leaf_batch > 1:
-            raise UsageError("search.leaf_batch > 1 is not available with algo ndmz: its iterations "
-                             "expand identity and chance nodes that back nothing up (use leaf_batch = 1)")
+            raise UsageError(
+                "search.leaf_batch > 1 is not available with algo ndmz: its iterations "
+                "expand identity and chance nodes that back nothing up (use leaf_batch = 1)"
+            )
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> NDMZNet:
@@ -121,18 +135,33 @@ class NDMZ:
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)
 
-    def search(self, evaluate: NDMZInference, states: Sequence, params: SearchParams,
-               rng: np.random.Generator, add_noise: bool, hooks: SearchHooks | None = None):
+    def search(
+        self,
+        evaluate: NDMZInference,
+        states: Sequence,
+        params: SearchParams,
+        rng: np.random.Generator,
+        add_noise: bool,
+        hooks: SearchHooks | None = None,
+    ):
         """Appendix A's search (`search.kind` is not read: NDMZ's root is pUCT's, with
         `ndmz.c_puct`)."""
         legal = legal_action_mask(states, self.num_actions)
         # Identities are relative to the root's player (polyzero.replay.ndmz): it is player 0.
         players = np.zeros(len(states), np.int32)
-        result = ndmz_search(evaluate, self.encode(states), legal, players, self.layout,
-                             params.num_simulations, self.nd.c_puct, rng,
-                             dirichlet_alpha=params.dirichlet_alpha,
-                             dirichlet_fraction=params.dirichlet_fraction if add_noise else 0.0,
-                             hooks=hooks)
+        result = ndmz_search(
+            evaluate,
+            self.encode(states),
+            legal,
+            players,
+            self.layout,
+            params.num_simulations,
+            self.nd.c_puct,
+            rng,
+            dirichlet_alpha=params.dirichlet_alpha,
+            dirichlet_fraction=params.dirichlet_fraction if add_noise else 0.0,
+            hooks=hooks,
+        )
         # A root that no iteration backed up to (possible with very few simulations)
         # counts one visit per legal action, so that a move can always be read off.
         empty = result.root_visits.sum(1) == 0
@@ -165,8 +194,12 @@ class NDMZ:
             idents.append(ident)
         p, c, v = (x.unflatten(0, (k_steps + 1, -1)) for x in net.predict(torch.cat(states)))
         idents = torch.stack(idents)  # [K, B, 4]
-        l_i = F.cross_entropy(idents.flatten(0, 1), by_step(batch["target_identity"])[1:].flatten(),
-                              reduction="none").view(k_steps, -1) * mask[1:]
+        l_i = (
+            F.cross_entropy(
+                idents.flatten(0, 1), by_step(batch["target_identity"])[1:].flatten(), reduction="none"
+            ).view(k_steps, -1)
+            * mask[1:]
+        )
         l_r = (torch.stack(rewards) - by_step(batch["target_reward"])[1:]) ** 2 * mask[1:]
         l_v = (v - by_step(batch["target_value"])) ** 2 * mask
         l_p = -(by_step(batch["target_policy"]) * F.log_softmax(p, -1)).sum(-1) * mask

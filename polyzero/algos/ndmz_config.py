@@ -23,4 +23,4 @@ class NDMZConfig:
         _positive("ndmz.c_puct", self.c_puct)
 
 
-SECTION = ConfigSection("ndmz", NDMZConfig, algos=('ndmz',))
+SECTION = ConfigSection("ndmz", NDMZConfig, algos=("ndmz",))

@@ -26,8 +26,16 @@ class SearchPlayer:
 
     reads_hidden_state = True
 
-    def __init__(self, algo, evaluate, params: SearchParams, name: str, seed: int = 0,
-                 sample_moves: int = 0, move_seconds: float | None = None):
+    def __init__(
+        self,
+        algo,
+        evaluate,
+        params: SearchParams,
+        name: str,
+        seed: int = 0,
+        sample_moves: int = 0,
+        move_seconds: float | None = None,
+    ):
         if move_seconds is not None and not move_seconds > 0:
             raise UsageError(f"move_seconds must be positive, not {move_seconds}")
         self.algo = algo
@@ -46,11 +54,18 @@ class SearchPlayer:
         if self.move_seconds is None:
             result = self.algo.search(self.evaluate, states, self.params, self.rng, add_noise=False)
             return [int(a) for a in select_moves(result, sample, 1.0, self.rng)]
-        return [int(select_moves(self.search(s, seconds=self.move_seconds), sample[i:i + 1], 1.0, self.rng)[0])
-                for i, s in enumerate(states)]
+        return [
+            int(select_moves(self.search(s, seconds=self.move_seconds), sample[i : i + 1], 1.0, self.rng)[0])
+            for i, s in enumerate(states)
+        ]
 
-    def search(self, state, seconds: float | None = None, stop: Callable[[], bool] | None = None,
-               simulations: int | None = None) -> SearchResult:
+    def search(
+        self,
+        state,
+        seconds: float | None = None,
+        stop: Callable[[], bool] | None = None,
+        simulations: int | None = None,
+    ) -> SearchResult:
         """One game's search as an engine's ``genmove`` / ``go`` runs it: up to
         `simulations` (default: the params' num_simulations, which also sizes the tree),
         ending sooner `seconds` from now or once `stop()` is true (both checked between
@@ -73,16 +88,24 @@ class SearchPlayer:
         out = []
         for b, state in enumerate(states):
             legal = state.legal_actions()
-            out.append({
-                "value": float(result.root_value[b]),
-                "network_value": float(result.root_raw_value[b]),
-                "simulations": int(result.root_visits[b].sum()),
-                "moves": [{"action": int(a), "visits": int(result.root_visits[b, a]),
-                           "q": None if np.isnan(result.root_q[b, a]) else float(result.root_q[b, a]),
-                           "prior": float(result.root_prior[b, a])} for a in legal],
-                "pv": principal_variation(result.tree, b, pv_length),
-                "action": int(chosen[b]),
-            })
+            out.append(
+                {
+                    "value": float(result.root_value[b]),
+                    "network_value": float(result.root_raw_value[b]),
+                    "simulations": int(result.root_visits[b].sum()),
+                    "moves": [
+                        {
+                            "action": int(a),
+                            "visits": int(result.root_visits[b, a]),
+                            "q": None if np.isnan(result.root_q[b, a]) else float(result.root_q[b, a]),
+                            "prior": float(result.root_prior[b, a]),
+                        }
+                        for a in legal
+                    ],
+                    "pv": principal_variation(result.tree, b, pv_length),
+                    "action": int(chosen[b]),
+                }
+            )
         return out
 
 

@@ -36,8 +36,16 @@ class SimulatorModel:
     outcomes (pig: 2 actions, 6 outcomes); columns past A are never a player's.
     """
 
-    def __init__(self, roots: Sequence, encoder, evaluate: EvaluateFn, num_actions: int,
-                 discount: float = 1.0, rng: np.random.Generator | None = None, width: int | None = None):
+    def __init__(
+        self,
+        roots: Sequence,
+        encoder,
+        evaluate: EvaluateFn,
+        num_actions: int,
+        discount: float = 1.0,
+        rng: np.random.Generator | None = None,
+        width: int | None = None,
+    ):
         self.encoder = encoder
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.evaluate = evaluate
@@ -150,5 +158,6 @@ class SimulatorModel:
         return after, outcomes
 
     def _expansion(self) -> Expansion:
-        return Expansion(self._logits, self._value, self._legal, self._reward,
-                         self._discount, self._terminal, self._chance)
+        return Expansion(
+            self._logits, self._value, self._legal, self._reward, self._discount, self._terminal, self._chance
+        )

@@ -33,8 +33,16 @@ from ..nets.ndmz import lecun_normal_, selu_mlp
 
 
 class TDLambda:
-    def __init__(self, sol: Solution, width: int = 256, layers: int = 2, lam: float = 0.7,
-                 learning_rate: float = 1e-3, games_per_round: int = 300, seed: int = 0):
+    def __init__(
+        self,
+        sol: Solution,
+        width: int = 256,
+        layers: int = 2,
+        lam: float = 0.7,
+        learning_rate: float = 1e-3,
+        games_per_round: int = 300,
+        seed: int = 0,
+    ):
         self.sol = sol
         self.lam = lam
         self.games_per_round = games_per_round
@@ -46,7 +54,7 @@ class TDLambda:
         lecun_normal_(self.net)
         self.optimizer = torch.optim.SGD(self.net.parameters(), lr=learning_rate)
         obs = observations(sol, np.arange(pos.size), 1)
-        obs[:, 2 * prm.points + 4 * (prm.checkers + 1):-1] = 0.0  # afterstates: no roll yet
+        obs[:, 2 * prm.points + 4 * (prm.checkers + 1) : -1] = 0.0  # afterstates: no roll yet
         self.features = torch.from_numpy(obs)
         self.terminal, self.terminal_value = pos.terminal_values()
         self.rounds = 0
@@ -89,8 +97,9 @@ class TDLambda:
         n, D = self.games_per_round, prm.die_sides
         rows = np.full(n, pos.initial)
         if prm.opening == "difference":
-            rolloff = self.rng.choice(2 * (D - 1), size=n,
-                                      p=[(D - d) / (D * (D - 1)) for _ in range(2) for d in range(1, D)])
+            rolloff = self.rng.choice(
+                2 * (D - 1), size=n, p=[(D - d) / (D * (D - 1)) for _ in range(2) for d in range(1, D)]
+            )
             rolls = rolloff % (D - 1) + 1
         else:
             rolls = self.rng.integers(1, D + 1, n)

@@ -18,8 +18,24 @@ import warnings
 from ..errors import RunStopped, UsageError
 
 # Subcommands in the order `polyzero --help` lists them; each names a module of this package.
-COMMANDS = ("train", "arena", "play", "solve", "ladder", "tournament", "exploitability", "sog_probe", "plot", "probe",
-            "serve", "export", "presets", "gtp", "uci", "replay")
+COMMANDS = (
+    "train",
+    "arena",
+    "play",
+    "solve",
+    "ladder",
+    "tournament",
+    "exploitability",
+    "sog_probe",
+    "plot",
+    "probe",
+    "serve",
+    "export",
+    "presets",
+    "gtp",
+    "uci",
+    "replay",
+)
 
 EPILOG = """examples:
   polyzero train connect_four --algo alphazero --set train.steps=20
@@ -51,8 +67,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="polyzero", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-        description="The Zero family of self-play learning and planning on OpenSpiel games.")
+        prog="polyzero",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+        description="The Zero family of self-play learning and planning on OpenSpiel games.",
+    )
     from .. import __version__
 
     p.add_argument("--version", action="version", version=f"polyzero {__version__}")

@@ -10,32 +10,50 @@ from ..validation import check_output_dir, count_arg, path_arg, seed_arg
 
 
 def register(sub) -> None:
-    ld = sub.add_parser("ladder", help="a run's checkpoints against the MCTS-Solver ladder, with AUC",
-                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                        epilog="""examples:
+    ld = sub.add_parser(
+        "ladder",
+        help="a run's checkpoints against the MCTS-Solver ladder, with AUC",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
   polyzero ladder runs/c4 --games 20 --levels 1,10
   polyzero ladder runs/c4 --from-metrics     # from the evaluations recorded while it trained
 """,
-                        description="Play each checkpoint of RUN_DIR against MCTS-Solver at multiples of the "
-                                    "agent's evaluation simulations (Go-Exploit Section 4), seats alternated, "
-                                    "draws 1/2; print win rates, the windowed learning curve and its area (AUC) "
-                                    "per level. Results are cached in RUN_DIR/ladder.json (a rerun plays only "
-                                    "what is new); the plot goes to RUN_DIR/plots/ladder.png. Keep enough "
-                                    "checkpoints for a curve: train with --set train.keep_checkpoints=1000.")
+        description="Play each checkpoint of RUN_DIR against MCTS-Solver at multiples of the "
+        "agent's evaluation simulations (Go-Exploit Section 4), seats alternated, "
+        "draws 1/2; print win rates, the windowed learning curve and its area (AUC) "
+        "per level. Results are cached in RUN_DIR/ladder.json (a rerun plays only "
+        "what is new); the plot goes to RUN_DIR/plots/ladder.png. Keep enough "
+        "checkpoints for a curve: train with --set train.keep_checkpoints=1000.",
+    )
     ld.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run whose checkpoints play")
     ld.add_argument("--games", type=count_arg, default=20, help="games per checkpoint and level (default: 20)")
-    ld.add_argument("--levels", default="1,10,100,1000",
-                    help="multiples of the agent's evaluation simulations (default: 1,10,100,1000)")
-    ld.add_argument("--high-every", type=int, default=10, metavar="K",
-                    help="levels of 100x and more only at every K-th checkpoint and the last (default: 10)")
+    ld.add_argument(
+        "--levels",
+        default="1,10,100,1000",
+        help="multiples of the agent's evaluation simulations (default: 1,10,100,1000)",
+    )
+    ld.add_argument(
+        "--high-every",
+        type=int,
+        default=10,
+        metavar="K",
+        help="levels of 100x and more only at every K-th checkpoint and the last (default: 10)",
+    )
     ld.add_argument("--window", type=int, default=50, help="learning steps the win rate is averaged over (default: 50)")
     ld.add_argument("--seed", type=seed_arg, default=0, help="seed of the matches (default: 0)")
-    ld.add_argument("--from-metrics", action="store_true",
-                    help="play nothing: use the evaluations against mcts-solver levels recorded in "
-                         "RUN_DIR/metrics.jsonl during training")
+    ld.add_argument(
+        "--from-metrics",
+        action="store_true",
+        help="play nothing: use the evaluations against mcts-solver levels recorded in "
+        "RUN_DIR/metrics.jsonl during training",
+    )
     ld.add_argument("--no-progress", action="store_true", help="no progress display")
-    ld.add_argument("--record", type=path_arg(check_output_dir, "--record"), metavar="DIR",
-                    help="write every game played to DIR (SGF, PGN or JSON lines)")
+    ld.add_argument(
+        "--record",
+        type=path_arg(check_output_dir, "--record"),
+        metavar="DIR",
+        help="write every game played to DIR (SGF, PGN or JSON lines)",
+    )
     ld.set_defaults(run=run)
 
 
@@ -55,8 +73,16 @@ def run(args) -> int:
         raise UsageError(f"--levels must be comma-separated whole numbers, not {args.levels!r}") from None
     if not levels or min(levels) < 1:
         raise UsageError("--levels must be positive multiples")
-    summary = run_ladder(args.run_dir, games=args.games, levels=levels, high_every=args.high_every,
-                         window=args.window, seed=args.seed, progress=not args.no_progress, record=args.record)
+    summary = run_ladder(
+        args.run_dir,
+        games=args.games,
+        levels=levels,
+        high_every=args.high_every,
+        window=args.window,
+        seed=args.seed,
+        progress=not args.no_progress,
+        record=args.record,
+    )
     print(format_ladder(summary))
     print(f"plot: {summary['plot']}; results: {args.run_dir / 'ladder.json'}")
     return 0

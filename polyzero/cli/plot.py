@@ -15,18 +15,25 @@ EXAMPLES = """examples:
 def register(sub) -> None:
     import argparse
 
-    pt = sub.add_parser("plot", help="learning-curve PNGs for one or more runs",
-                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
-                        description="Read RUN_DIR/metrics.jsonl and draw losses.png (each loss against "
-                                    "learning step and wall-clock minutes), scores.png (each evaluation "
-                                    "opponent's score with its 95% interval band), returns.png for "
-                                    "one-player games and exploitability.png for Student of Games runs. "
-                                    "Several runs are overlaid, labelled by directory name. For live "
-                                    "curves: tensorboard --logdir RUN_DIR/tensorboard")
+    pt = sub.add_parser(
+        "plot",
+        help="learning-curve PNGs for one or more runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+        description="Read RUN_DIR/metrics.jsonl and draw losses.png (each loss against "
+        "learning step and wall-clock minutes), scores.png (each evaluation "
+        "opponent's score with its 95% interval band), returns.png for "
+        "one-player games and exploitability.png for Student of Games runs. "
+        "Several runs are overlaid, labelled by directory name. For live "
+        "curves: tensorboard --logdir RUN_DIR/tensorboard",
+    )
     pt.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories to plot")
-    pt.add_argument("--out", type=path_arg(check_output_dir, "--out"), metavar="DIR",
-                    help="output directory (default: RUN_DIR/plots for one run; for several, plots/ "
-                         "in the current directory)")
+    pt.add_argument(
+        "--out",
+        type=path_arg(check_output_dir, "--out"),
+        metavar="DIR",
+        help="output directory (default: RUN_DIR/plots for one run; for several, plots/ in the current directory)",
+    )
     pt.set_defaults(run=run)
 
 

@@ -12,11 +12,15 @@ EXAMPLES = """examples:
 
 
 def register(sub) -> None:
-    pr = sub.add_parser("presets", help="list the shipped presets (train --preset NAME)",
-                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
-                        description="List the configuration presets shipped with polyzero. Each names the "
-                                    "algorithm and game it trains and cites the source of its values; "
-                                    "`polyzero train --preset NAME` uses one (docs/configuration.md).")
+    pr = sub.add_parser(
+        "presets",
+        help="list the shipped presets (train --preset NAME)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+        description="List the configuration presets shipped with polyzero. Each names the "
+        "algorithm and game it trains and cites the source of its values; "
+        "`polyzero train --preset NAME` uses one (docs/configuration.md).",
+    )
     pr.add_argument("--show", metavar="NAME", help="print the preset's TOML file")
     pr.set_defaults(run=run)
 

@@ -7,14 +7,18 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("replay", help="show a recorded game (.sgf, .pgn, .jsonl)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog="""examples:
+    p = sub.add_parser(
+        "replay",
+        help="show a recorded game (.sgf, .pgn, .jsonl)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
   polyzero replay games/runs_go9-vs-gnugo_1-0000.sgf
   polyzero replay games/random-vs-mcts_5-0001.jsonl --every
 """,
-                       description="Replay a game record written by --record (or any SGF Go game or PGN "
-                                   "chess game from the start) through OpenSpiel's rules: the moves, the "
-                                   "final position and the result.")
+        description="Replay a game record written by --record (or any SGF Go game or PGN "
+        "chess game from the start) through OpenSpiel's rules: the moves, the "
+        "final position and the result.",
+    )
     p.add_argument("file", type=Path, help="the record: .sgf (Go), .pgn (chess) or .jsonl (any game)")
     p.add_argument("--every", action="store_true", help="print the position after every move")
     p.set_defaults(run=run)

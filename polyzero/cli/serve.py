@@ -15,20 +15,32 @@ EXAMPLES = """examples:
 
 
 def register(sub) -> None:
-    sv = sub.add_parser("serve", help="a web page to play, watch and analyse games and browse runs",
-                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
-                        description="Serve a web page: play any two-player game against any player "
-                                    "(boards for Go, Connect Four, tic-tac-toe, Hex, Othello, Breakthrough "
-                                    "and chess, a move list for every game), watch two players, see each "
-                                    "search's visits, values and principal variation, and browse the "
-                                    "learning curves and ladders of the given run directories. The server "
-                                    "reads only those directories and binds 127.0.0.1 unless --host says "
-                                    "otherwise (docs/web.md).")
-    sv.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR",
-                    help="run directories whose agents (run:NAME), curves and ladders the page offers")
-    sv.add_argument("--host", default="127.0.0.1",
-                    help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it "
-                         "to the network, without authentication)")
+    sv = sub.add_parser(
+        "serve",
+        help="a web page to play, watch and analyse games and browse runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+        description="Serve a web page: play any two-player game against any player "
+        "(boards for Go, Connect Four, tic-tac-toe, Hex, Othello, Breakthrough "
+        "and chess, a move list for every game), watch two players, see each "
+        "search's visits, values and principal variation, and browse the "
+        "learning curves and ladders of the given run directories. The server "
+        "reads only those directories and binds 127.0.0.1 unless --host says "
+        "otherwise (docs/web.md).",
+    )
+    sv.add_argument(
+        "run_dirs",
+        nargs="*",
+        type=Path,
+        metavar="RUN_DIR",
+        help="run directories whose agents (run:NAME), curves and ladders the page offers",
+    )
+    sv.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it "
+        "to the network, without authentication)",
+    )
     sv.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     sv.set_defaults(run=run)
 

@@ -20,28 +20,34 @@ def register(sub) -> None:
     import argparse
 
     p = sub.add_parser(
-        "sog-probe", help="a Student of Games run's CVPN and query-solving targets against exact values",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+        "sog-probe",
+        help="a Student of Games run's CVPN and query-solving targets against exact values",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
         description="For a run of 'polyzero train GAME --algo sog' on a game small enough to solve whole "
-                    "(Kuhn, Leduc, small Liar's Dice or Scotland Yard): (1) at checkpoints spread over the "
-                    "training time, the CVPN's error against the exact counterfactual values of an "
-                    "equilibrium (CFR+ on the whole game), by depth; (2) at the newest checkpoint, queries "
-                    "from the run's query buffer answered by the network, by the run's query solver (the "
-                    "training target) and by an exact re-solve, and the first two's errors against the "
-                    "third, by depth. Errors are mean absolute differences of each information state's "
-                    "expected return (counterfactual value over its chance-and-opponent reach), in the "
-                    "game's units (chips for poker); in brackets, weighted by each information state's "
-                    "probability (under the equilibrium; within each query for the buffer's queries).")
+        "(Kuhn, Leduc, small Liar's Dice or Scotland Yard): (1) at checkpoints spread over the "
+        "training time, the CVPN's error against the exact counterfactual values of an "
+        "equilibrium (CFR+ on the whole game), by depth; (2) at the newest checkpoint, queries "
+        "from the run's query buffer answered by the network, by the run's query solver (the "
+        "training target) and by an exact re-solve, and the first two's errors against the "
+        "third, by depth. Errors are mean absolute differences of each information state's "
+        "expected return (counterfactual value over its chance-and-opponent reach), in the "
+        "game's units (chips for poker); in brackets, weighted by each information state's "
+        "probability (under the equilibrium; within each query for the buffer's queries).",
+    )
     p.add_argument("run_dir", metavar="RUN", help="a Student of Games run directory (with checkpoints/)")
-    p.add_argument("--points", type=int, default=5, help="checkpoints after the first, spread over the "
-                   "training time (default: 5)")
+    p.add_argument(
+        "--points", type=int, default=5, help="checkpoints after the first, spread over the training time (default: 5)"
+    )
     p.add_argument("--iterations", type=int, default=1000, help="CFR+ iterations of the whole-game solve")
     p.add_argument("--queries", type=int, default=30, help="buffer queries solved three ways (0: skip)")
     p.add_argument("--exact-iterations", type=int, default=1000, help="CFR+ iterations of each exact re-solve")
-    p.add_argument("--seed", type=seed_arg, default=0,
-                   help="seed of the buffer queries drawn and their solves (default: 0)")
-    p.add_argument("--json", type=path_arg(check_output_file, "--json"), default=None,
-                   help="also write the results here")
+    p.add_argument(
+        "--seed", type=seed_arg, default=0, help="seed of the buffer queries drawn and their solves (default: 0)"
+    )
+    p.add_argument(
+        "--json", type=path_arg(check_output_file, "--json"), default=None, help="also write the results here"
+    )
     p.set_defaults(run=run)
 
 
@@ -91,6 +97,7 @@ def _buffer_queries(game, point: Path, count: int, seed: int, beliefs) -> tuple[
 
 def _row(err: dict) -> str:
     """'all [weighted]  d1:e [w] d2:...' for one line of the report."""
+
     def pair(e, w):
         return f"{e:.4f} [{w:.4f}]" if w is not None else f"{e:.4f}"
 
@@ -123,15 +130,26 @@ def run(args) -> int:
         last = points[-1]
         value_fn, _ = load_cvpn(last["path"])
         queries, source = _buffer_queries(game, last["path"], args.queries, args.seed, beliefs)
-        solved = target_error(game, value_fn, cfg.sog.search_settings(solver=True), queries,
-                              args.exact_iterations, args.seed)
-        result["targets"] = {"step": last["step"], "queries": len(queries), "source": source,
-                             "exact_iterations": args.exact_iterations, **solved}
-        print(f"step {last['step']}: {len(queries)} queries from {source}, each answered by the network, "
-              f"the solver (GT-CFR({cfg.sog.solve_simulations}, {cfg.sog.solve_expansions_per_update:g})) "
-              f"and an exact re-solve (CFR+, {args.exact_iterations} iterations)")
-        for name, label in (("network", "network vs exact"), ("target", "target vs exact"),
-                            ("target_vs_network", "target vs network")):
+        solved = target_error(
+            game, value_fn, cfg.sog.search_settings(solver=True), queries, args.exact_iterations, args.seed
+        )
+        result["targets"] = {
+            "step": last["step"],
+            "queries": len(queries),
+            "source": source,
+            "exact_iterations": args.exact_iterations,
+            **solved,
+        }
+        print(
+            f"step {last['step']}: {len(queries)} queries from {source}, each answered by the network, "
+            f"the solver (GT-CFR({cfg.sog.solve_simulations}, {cfg.sog.solve_expansions_per_update:g})) "
+            f"and an exact re-solve (CFR+, {args.exact_iterations} iterations)"
+        )
+        for name, label in (
+            ("network", "network vs exact"),
+            ("target", "target vs exact"),
+            ("target_vs_network", "target vs network"),
+        ):
             print(f"  {label:18} {_row(solved[name])}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -24,34 +24,62 @@ Watch a run in TensorBoard: tensorboard --logdir RUN_DIR/tensorboard
 
 
 def register(sub) -> None:
-    t = sub.add_parser("train", help="train an agent by self-play",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
-                       description="Train an agent by self-play. A run directory receives the resolved "
-                                   "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.")
+    t = sub.add_parser(
+        "train",
+        help="train an agent by self-play",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+        description="Train an agent by self-play. A run directory receives the resolved "
+        "config, metrics.jsonl, TensorBoard logs and atomic checkpoints.",
+    )
     t.add_argument("game", nargs="?", help="OpenSpiel game, e.g. connect_four or 'go(board_size=9)'")
-    t.add_argument("--algo", default=None,
-                   help=f"one of {', '.join(algorithm_names(discover=False))} (default alphazero; "
-                        "sog: Student of Games), or one a plug-in registers (docs/adding_an_algorithm.md)")
-    t.add_argument("--search", default=None, metavar="KIND",
-                   help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
-                        "full_gumbel (Gumbel root and deterministic non-root selection); "
-                        "the same as --set search.kind=KIND")
+    t.add_argument(
+        "--algo",
+        default=None,
+        help=f"one of {', '.join(algorithm_names(discover=False))} (default alphazero; "
+        "sog: Student of Games), or one a plug-in registers (docs/adding_an_algorithm.md)",
+    )
+    t.add_argument(
+        "--search",
+        default=None,
+        metavar="KIND",
+        help="how the root is searched: puct (default), gumbel (Gumbel root, pUCT below), "
+        "full_gumbel (Gumbel root and deterministic non-root selection); "
+        "the same as --set search.kind=KIND",
+    )
     t.add_argument("--config", metavar="FILE.toml", help="config file, applied over the shipped preset")
-    t.add_argument("--preset", metavar="NAME",
-                   help="a shipped preset by name, e.g. muzero_connect_four (it names its game and "
-                        "algorithm); `polyzero presets` lists them")
-    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one config value, e.g. --set search.num_simulations=64 (repeatable)")
+    t.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="a shipped preset by name, e.g. muzero_connect_four (it names its game and "
+        "algorithm); `polyzero presets` lists them",
+    )
+    t.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config value, e.g. --set search.num_simulations=64 (repeatable)",
+    )
     t.add_argument("--run-dir", type=Path, help="where the run is written (default: runs/GAME-ALGO-TIME)")
     t.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR from its last checkpoint")
     t.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where the networks run (default: auto)")
     t.add_argument("--seed", type=seed_arg, help="random seed (default: 0)")
-    t.add_argument("--workers", type=int, default=0, metavar="N",
-                   help="run self-play on N Ray actors (a local Ray instance on 127.0.0.1 unless "
-                        "--ray-address is given); 0 (default) runs everything in this process")
+    t.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run self-play on N Ray actors (a local Ray instance on 127.0.0.1 unless "
+        "--ray-address is given); 0 (default) runs everything in this process",
+    )
     t.add_argument("--ray-address", metavar="ADDR", help="join an existing Ray cluster (e.g. 10.0.0.5:6379)")
-    t.add_argument("--no-progress", action="store_true",
-                   help="no live progress line (it is off anyway when stderr is not a terminal)")
+    t.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no live progress line (it is off anyway when stderr is not a terminal)",
+    )
     t.set_defaults(run=run)
 
 
@@ -93,8 +121,10 @@ def _train(args) -> int:
         Trainer = trainer_classes(_run_algo(args))[0]  # noqa: N806
     if args.resume:
         if args.game or args.config or args.algo or args.search:
-            raise UsageError("--resume continues a run with its own game, algorithm and config; "
-                             "only --set, --device and --seed may be given with it")
+            raise UsageError(
+                "--resume continues a run with its own game, algorithm and config; "
+                "only --set, --device and --seed may be given with it"
+            )
         overrides = list(args.overrides)
         if args.device:
             overrides.append(f'device="{args.device}"')
@@ -120,8 +150,11 @@ def _train(args) -> int:
         trainer = Trainer.create(cfg, run_dir, progress=not args.no_progress, **driver)
     cfg = trainer.cfg
     where = f"{args.workers} Ray workers" if args.workers else "in-process"
-    print(f"training {cfg.algo} on {cfg.game} for {cfg.train.steps} learning steps in {trainer.run_dir} "
-          f"({where}, device {trainer.device}, seed {cfg.seed})", file=sys.stderr)
+    print(
+        f"training {cfg.algo} on {cfg.game} for {cfg.train.steps} learning steps in {trainer.run_dir} "
+        f"({where}, device {trainer.device}, seed {cfg.seed})",
+        file=sys.stderr,
+    )
     try:
         summary = trainer.run()
     except Interrupted as exc:

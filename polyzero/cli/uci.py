@@ -9,13 +9,17 @@ from .gtp import add_engine_options, build_engine_agent
 
 
 def register(sub) -> None:
-    p = sub.add_parser("uci", help="an agent as a UCI chess engine on stdin/stdout",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog="""examples:
+    p = sub.add_parser(
+        "uci",
+        help="an agent as a UCI chess engine on stdin/stdout",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
   polyzero uci --agent runs/chess                       # for cutechess, python-chess, lichess-bot
   polyzero uci --agent mcts:400
 """,
-                       description="Speak UCI on stdin/stdout for cutechess, lichess-bot, python-chess "
-                                   "and other chess front-ends; OpenSpiel's chess. See docs/engines.md.")
+        description="Speak UCI on stdin/stdout for cutechess, lichess-bot, python-chess "
+        "and other chess front-ends; OpenSpiel's chess. See docs/engines.md.",
+    )
     add_engine_options(p, "chess")
     p.set_defaults(run=run)
 

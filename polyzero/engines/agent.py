@@ -85,8 +85,9 @@ class EngineAgent:
     """A player behind an engine protocol. Learned agents (`SearchPlayer`) expose their
     tree, OpenSpiel's MCTS (`mcts:SIMS`) its root; any other player only picks a move."""
 
-    def __init__(self, player: Player, simulations: int | None = None,
-                 max_simulations: int = 100_000, leaf_batch: int = 16):
+    def __init__(
+        self, player: Player, simulations: int | None = None, max_simulations: int = 100_000, leaf_batch: int = 16
+    ):
         self.player = player
         self.name = player.name
         self._impl = _implementation(player, leaf_batch)
@@ -123,8 +124,9 @@ class EngineAgent:
         out.seconds = time.perf_counter() - t0
         return out
 
-    def analyse_until(self, state, stop: Callable[[], bool], report: Callable[[Analysis], None],
-                      limit: int | None = None) -> Analysis:
+    def analyse_until(
+        self, state, stop: Callable[[], bool], report: Callable[[Analysis], None], limit: int | None = None
+    ) -> Analysis:
         """Searches of doubling size until `stop()` or `limit` simulations (default: the
         largest that fits in about two seconds), each reported as it finishes."""
         n, best = MIN_ROUND, None
@@ -142,8 +144,11 @@ class EngineAgent:
 
     def _search(self, state, n: int, seconds: float | None = None, stop=None) -> Analysis:
         t0 = time.perf_counter()
-        out = (self._impl.search(state, n, seconds=seconds, stop=stop) if self._impl.clocked
-               else self._impl.search(state, n))
+        out = (
+            self._impl.search(state, n, seconds=seconds, stop=stop)
+            if self._impl.clocked
+            else self._impl.search(state, n)
+        )
         out.seconds = time.perf_counter() - t0
         self.speed.update(out.nodes, out.seconds)
         return out
@@ -198,8 +203,15 @@ class _TreeSearch:
         candidates = []
         for a in np.flatnonzero(result.root_visits[0] > 0):
             pv = [int(a)] + principal_variation(result.tree, 0, PV_LENGTH - 1, int(result.tree.children[0, 0, a]))
-            candidates.append(Candidate(int(a), int(result.root_visits[0, a]), float(result.root_q[0, a]),
-                                        float(result.root_prior[0, a]), legal_prefix(state, pv)))
+            candidates.append(
+                Candidate(
+                    int(a),
+                    int(result.root_visits[0, a]),
+                    float(result.root_q[0, a]),
+                    float(result.root_prior[0, a]),
+                    legal_prefix(state, pv),
+                )
+            )
         candidates.sort(key=lambda c: (-c.visits, -c.prior))
         return Analysis(action, candidates, float(result.root_value[0]), n, 0.0)
 
@@ -222,8 +234,9 @@ class _OpenSpielMCTS:
         if not type(p.game).__module__.startswith("pyspiel"):  # Python games: the player's own bot
             return _MoveOnly(p).search(state, n)
         self._seed += 1
-        bot = pyspiel.MCTSBot(p.game, pyspiel.RandomRolloutEvaluator(p.rollouts, self._seed), p.uct_c, n,
-                              1000, p.solve, self._seed, False)
+        bot = pyspiel.MCTSBot(
+            p.game, pyspiel.RandomRolloutEvaluator(p.rollouts, self._seed), p.uct_c, n, 1000, p.solve, self._seed, False
+        )
         root = bot.mcts_search(state)
         candidates = []
         for child in root.children:
@@ -234,9 +247,15 @@ class _OpenSpielMCTS:
             while node.children and len(pv) < PV_LENGTH:
                 node = node.best_child()
                 pv.append(node.action)
-            candidates.append(Candidate(child.action, child.explore_count,
-                                        child.total_reward / child.explore_count, child.prior,
-                                        legal_prefix(state, pv)))
+            candidates.append(
+                Candidate(
+                    child.action,
+                    child.explore_count,
+                    child.total_reward / child.explore_count,
+                    child.prior,
+                    legal_prefix(state, pv),
+                )
+            )
         candidates.sort(key=lambda c: (-c.visits, -c.prior))
         best = root.best_child()
         if best is None:  # one simulation expands the root and visits no child
@@ -259,8 +278,9 @@ class _MoveOnly:
         return Analysis(action, [Candidate(action, 1, math.nan, math.nan, [action])], None, 1, 0.0)
 
 
-def engine_agent(spec: str, game, seed: int = 0, simulations: int | None = None,
-                 max_simulations: int = 100_000, leaf_batch: int = 16) -> tuple[EngineAgent, bool]:
+def engine_agent(
+    spec: str, game, seed: int = 0, simulations: int | None = None, max_simulations: int = 100_000, leaf_batch: int = 16
+) -> tuple[EngineAgent, bool]:
     """The agent a player spec names, for `game`, and whether it is tied to that game's
     board (a learned network is; random play and OpenSpiel's MCTS play any size)."""
     from ..algos.player import SearchPlayer

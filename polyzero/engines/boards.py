@@ -36,7 +36,8 @@ class GtpBoard:
         if self.kind == "go" and params.get("handicap", 0):
             raise UsageError("GTP here plays games without handicap stones (set handicap=0)")
         if self.kind == "hex" and params.get("num_rows", params["board_size"]) != params.get(
-                "num_cols", params["board_size"]):
+            "num_cols", params["board_size"]
+        ):
             raise UsageError("GTP plays square Hex boards only (num_rows = num_cols)")
         self.game = game
         self.size = int(params["board_size"] if self.kind == "go" else params.get("num_cols", params["board_size"]))

@@ -50,8 +50,9 @@ class GtpClock:
         return max(0.0, min(budget, seconds) - MOVE_OVERHEAD)
 
 
-def uci_move_seconds(time_left: float, increment: float, moves_to_go: int | None,
-                     overhead: float = MOVE_OVERHEAD) -> float:
+def uci_move_seconds(
+    time_left: float, increment: float, moves_to_go: int | None, overhead: float = MOVE_OVERHEAD
+) -> float:
     """A move's share of a UCI clock: time left over the moves to the next control
     (MOVES_AHEAD when the GUI does not say) plus most of the increment, never more
     than half the time left."""

@@ -114,8 +114,7 @@ class GtpEngine:
         }
 
     # ------------------------------------------------------------------ dispatch
-    def handle(self, line: str, write: Callable[[str], None],
-               interrupted: Callable[[], bool] = lambda: True) -> None:
+    def handle(self, line: str, write: Callable[[str], None], interrupted: Callable[[], bool] = lambda: True) -> None:
         """Answer one input line through `write`; the analysis commands stream until
         `interrupted()` (the next command has arrived)."""
         parsed = parse_line(line)
@@ -254,7 +253,7 @@ class GtpEngine:
             raise GtpError("unacceptable size") from None
         self._reset()
         try:  # setup stones and moves alike: the other colour passes in between
-            for player, point in setup + moves[:None if upto is None else upto - 1]:
+            for player, point in setup + moves[: None if upto is None else upto - 1]:
                 row_col = self.board.pass_action if point is None else point[0] * size + point[1]
                 self._play_action(player, row_col)
         except GtpError:
@@ -265,7 +264,7 @@ class GtpEngine:
 
     # ------------------------------------------------------------------ moves
     def _think(self, player: int) -> Analysis:
-        moves_ahead = max(1, (self.board.size ** 2 - len(self.moves)) // 2)
+        moves_ahead = max(1, (self.board.size**2 - len(self.moves)) // 2)
         seconds = self.clock.move_seconds(player, moves_ahead)
         return self.agent.analyse(self.state, seconds=seconds)
 
@@ -290,8 +289,10 @@ class GtpEngine:
             prior = 0.0 if math.isnan(cand.prior) else cand.prior
             pv = " ".join(self.board.vertex(a) for a in cand.pv)
             w = int(round(10000 * winrate))
-            parts.append(f"info move {self.board.vertex(cand.action)} visits {cand.visits} winrate {w} "
-                         f"prior {int(round(10000 * prior))} lcb {w} order {order} pv {pv}")
+            parts.append(
+                f"info move {self.board.vertex(cand.action)} visits {cand.visits} winrate {w} "
+                f"prior {int(round(10000 * prior))} lcb {w} order {order} pv {pv}"
+            )
         return " ".join(parts)
 
     def _analyze(self, ident: str, args: list[str], genmove: bool, write, interrupted) -> None:

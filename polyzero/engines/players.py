@@ -31,9 +31,12 @@ __all__ = ["external_player", "GtpPlayer", "UciPlayer", "EXTERNAL_KINDS", "missi
 
 EXTERNAL_KINDS = ("gtp", "uci", "gnugo", "pachi", "stockfish")
 START_TIMEOUT = 120.0  # a first answer: engines that load a network (polyzero itself) take a while
-_PACKAGES = {"gnugo": "apt-get install gnugo", "stockfish": "apt-get install stockfish",
-             "pachi": "the Pachi Go engine on PATH (Debian's package named `pachi` is a platform "
-                      "game, not this engine; build Pachi from its sources)"}
+_PACKAGES = {
+    "gnugo": "apt-get install gnugo",
+    "stockfish": "apt-get install stockfish",
+    "pachi": "the Pachi Go engine on PATH (Debian's package named `pachi` is a platform "
+    "game, not this engine; build Pachi from its sources)",
+}
 
 
 def move_timeout() -> float:
@@ -99,8 +102,8 @@ class _External:
     def _new_moves(self, state) -> tuple[bool, list[int]]:
         """(fresh game?, moves the engine has not seen) for `state`'s game."""
         history = list(state.history())
-        if self.history is not None and history[:len(self.history)] == self.history:
-            return False, history[len(self.history):]
+        if self.history is not None and history[: len(self.history)] == self.history:
+            return False, history[len(self.history) :]
         return True, history
 
     def _handshake(self) -> None: ...
@@ -168,8 +171,12 @@ class GtpPlayer(_External):
         player = state.current_player()
         # Under Tromp-Taylor a pass after the opponent's pass ends the game with every stone
         # alive: an engine that can, removes dead stones first (KGS's cleanup phase).
-        cleanup = (self.board.kind == "go" and self.history and self.history[-1] == self.board.pass_action
-                   and "kgs-genmove_cleanup" in self.known)
+        cleanup = (
+            self.board.kind == "go"
+            and self.history
+            and self.history[-1] == self.board.pass_action
+            and "kgs-genmove_cleanup" in self.known
+        )
         answer = self.command(f"{'kgs-genmove_cleanup' if cleanup else 'genmove'} {colour_name(player)}")
         if answer.lower() == "resign":
             self.history = None
@@ -187,8 +194,16 @@ class UciPlayer(_External):
 
     protocol = "UCI"
 
-    def __init__(self, argv, name, game, options: dict | None = None, nodes: int | None = None,
-                 movetime_ms: int | None = None, timeout=None):
+    def __init__(
+        self,
+        argv,
+        name,
+        game,
+        options: dict | None = None,
+        nodes: int | None = None,
+        movetime_ms: int | None = None,
+        timeout=None,
+    ):
         super().__init__(argv, name, game, timeout)
         if game.get_type().short_name != "chess" or game.get_parameters().get("chess960"):
             raise UsageError(f"UCI engines play chess; '{game_spec_string(game)}' is not standard chess")
@@ -282,8 +297,17 @@ def external_player(spec: str, game, seed: int = 0):
         return UciPlayer(_command(spec, rest), spec, game)
     if kind == "gnugo":
         level = _number(spec, rest, "the level", 0, 10)
-        argv = [_binary(spec, "gnugo"), "--mode", "gtp", "--level", str(level), "--chinese-rules",
-                "--capture-all-dead", "--seed", str(seed % 2**31)]
+        argv = [
+            _binary(spec, "gnugo"),
+            "--mode",
+            "gtp",
+            "--level",
+            str(level),
+            "--chinese-rules",
+            "--capture-all-dead",
+            "--seed",
+            str(seed % 2**31),
+        ]
         return GtpPlayer(argv, spec, game)
     if kind == "pachi":
         playouts = _number(spec, rest, "the playouts", 1, 10**7)

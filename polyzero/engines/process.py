@@ -71,8 +71,14 @@ class EngineProcess:
         self.quit_command = quit_command
         try:
             self.popen = subprocess.Popen(
-                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True, bufsize=1, start_new_session=True)
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise EngineFailure(f"cannot start {self.argv[0]}: {exc.strerror}") from None
         self._lines: queue.Queue = queue.Queue()

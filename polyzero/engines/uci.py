@@ -70,11 +70,17 @@ class UciEngine:
         if not words:
             return
         command, args = words[0], words[1:]
-        handler = {"uci": self._uci, "isready": lambda a: self.write("readyok"),
-                   "ucinewgame": self._newgame, "position": self._position, "go": self._go,
-                   "stop": lambda a: self.wait(), "ponderhit": lambda a: self.wait(), "quit": self._quit,
-                   "setoption": self._setoption,
-                   }.get(command)
+        handler = {
+            "uci": self._uci,
+            "isready": lambda a: self.write("readyok"),
+            "ucinewgame": self._newgame,
+            "position": self._position,
+            "go": self._go,
+            "stop": lambda a: self.wait(),
+            "ponderhit": lambda a: self.wait(),
+            "quit": self._quit,
+            "setoption": self._setoption,
+        }.get(command)
         if handler is None:  # anything else is ignored, as UCI asks
             return
         try:
@@ -137,7 +143,7 @@ class UciEngine:
         rest = args[1:]
         moves_at = rest.index("moves") if "moves" in rest else len(rest)
         fen = "startpos" if args[0] == "startpos" else " ".join(rest[:moves_at])
-        self._set_position(fen, rest[moves_at + 1:])
+        self._set_position(fen, rest[moves_at + 1 :])
 
     def _set_position(self, fen: str, moves: list[str]) -> None:
         """Set the position, or leave the old one and report why not."""
@@ -170,8 +176,10 @@ class UciEngine:
         self.wait()
         limits = _go_limits(args)
         if limits is None:
-            return self._error("go takes nodes N, movetime MS, wtime/btime/winc/binc/movestogo MS, "
-                               "depth N or infinite, with whole numbers")
+            return self._error(
+                "go takes nodes N, movetime MS, wtime/btime/winc/binc/movestogo MS, "
+                "depth N or infinite, with whole numbers"
+            )
         self._stop.clear()
         self._thread = threading.Thread(target=self._search, args=(limits,), daemon=True)
         self._thread.start()
@@ -229,8 +237,10 @@ class UciEngine:
             moves.append(chess_move(s, action))
             s.apply_action(action)
         elapsed = max(1e-6, time.perf_counter() - t0)
-        line = f"info depth {len(pv)} nodes {analysis.nodes} nps {int(analysis.nodes / elapsed)} " \
-               f"time {int(elapsed * 1000)}"
+        line = (
+            f"info depth {len(pv)} nodes {analysis.nodes} nps {int(analysis.nodes / elapsed)} "
+            f"time {int(elapsed * 1000)}"
+        )
         if analysis.value is not None and math.isfinite(analysis.value):
             line += f" score cp {centipawns(analysis.value)}"
             if self.show_wdl:

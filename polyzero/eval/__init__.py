@@ -9,7 +9,25 @@ from .players import MCTSPlayer, Player, RandomPlayer, make_player, reference_pl
 from .plot import plot_run, plot_runs
 from .stats import MatchResult, wilson_interval
 
-__all__ = ["Player", "RandomPlayer", "MCTSPlayer", "reference_player", "register_player_loader",
-           "make_player", "wilson_interval", "MatchResult", "play_match", "play_single_agent",
-           "LADDER_MULTIPLIERS", "ladder_specs", "plot_run", "plot_runs", "play_in_terminal",
-           "learning_curve_auc", "windowed_win_rates", "EloFit", "fit_elo", "ratings_table"]
+__all__ = [
+    "Player",
+    "RandomPlayer",
+    "MCTSPlayer",
+    "reference_player",
+    "register_player_loader",
+    "make_player",
+    "wilson_interval",
+    "MatchResult",
+    "play_match",
+    "play_single_agent",
+    "LADDER_MULTIPLIERS",
+    "ladder_specs",
+    "plot_run",
+    "plot_runs",
+    "play_in_terminal",
+    "learning_curve_auc",
+    "windowed_win_rates",
+    "EloFit",
+    "fit_elo",
+    "ratings_table",
+]

@@ -38,8 +38,9 @@ def _progress_bar(total: int, enabled: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="game", file=sys.stderr, leave=False)
 
 
-def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
-               max_concurrent: int, bar, on_game_end=None) -> list[list[float]]:
+def _run_games(
+    game, seats_of, players: list[Player], num_games: int, seed: int, max_concurrent: int, bar, on_game_end=None
+) -> list[list[float]]:
     """Play `num_games` games; `seats_of(i)` maps seat -> index into `players` for game i.
 
     Each tick, every player gets one `act` call holding all live games where it is
@@ -78,8 +79,7 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
         for p, ids in sorted(groups.items()):
             actions = players[p].act([live[i] for i in ids])
             if len(actions) != len(ids):
-                raise RuntimeError(f"player {players[p].name} returned {len(actions)} actions "
-                                   f"for {len(ids)} states")
+                raise RuntimeError(f"player {players[p].name} returned {len(actions)} actions for {len(ids)} states")
             for i, action in zip(ids, actions):
                 if isinstance(action, Forfeit):
                     reason = f"{players[p].name} forfeits: {action.reason}"
@@ -90,8 +90,16 @@ def _run_games(game, seats_of, players: list[Player], num_games: int, seed: int,
     return returns  # type: ignore[return-value]
 
 
-def play_match(game, player_a: Player, player_b: Player, num_games: int, seed: int = 0,
-               max_concurrent: int = 256, progress: bool = False, on_game_end=None) -> MatchResult:
+def play_match(
+    game,
+    player_a: Player,
+    player_b: Player,
+    num_games: int,
+    seed: int = 0,
+    max_concurrent: int = 256,
+    progress: bool = False,
+    on_game_end=None,
+) -> MatchResult:
     """A two-player match; A takes seat `i % 2` in game i. Scored from A's view.
     `on_game_end(i, state, returns, reason)` sees each finished game (game records)."""
     check_match_game(game, "a match")
@@ -102,8 +110,7 @@ def play_match(game, player_a: Player, player_b: Player, num_games: int, seed: i
     seats = ([0, 1], [1, 0])  # seat -> role index, for A in seat 0 / seat 1
     bar = _progress_bar(num_games, progress, f"{player_a.name} vs {player_b.name}")
     try:
-        returns = _run_games(game, lambda i: seats[i % 2], players, num_games, seed,
-                             max_concurrent, bar, on_game_end)
+        returns = _run_games(game, lambda i: seats[i % 2], players, num_games, seed, max_concurrent, bar, on_game_end)
     finally:
         if bar is not None:
             bar.close()
@@ -119,21 +126,20 @@ def play_match(game, player_a: Player, player_b: Player, num_games: int, seed: i
     return MatchResult(wins, draws, losses, name_a=player_a.name, name_b=player_b.name)
 
 
-def play_single_agent(game, player: Player, num_episodes: int, seed: int = 0,
-                      max_concurrent: int = 256, progress: bool = False) -> dict:
+def play_single_agent(
+    game, player: Player, num_episodes: int, seed: int = 0, max_concurrent: int = 256, progress: bool = False
+) -> dict:
     """Mean return of a one-player game with a normal 95% interval."""
     if game.num_players() != 1:
         raise ValueError(f"play_single_agent needs a one-player game, got {game.num_players()} players")
     player.reset(seed)
     bar = _progress_bar(num_episodes, progress, player.name)
     try:
-        returns = [r[0] for r in _run_games(game, lambda i: [0], [player], num_episodes, seed,
-                                             max_concurrent, bar)]
+        returns = [r[0] for r in _run_games(game, lambda i: [0], [player], num_episodes, seed, max_concurrent, bar)]
     finally:
         if bar is not None:
             bar.close()
     n = len(returns)
     mean = float(np.mean(returns)) if n else 0.0
     half = 1.959963984540054 * float(np.std(returns, ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-    return {"mean_return": mean, "ci_low": mean - half, "ci_high": mean + half,
-            "returns": [float(r) for r in returns]}
+    return {"mean_return": mean, "ci_low": mean - half, "ci_high": mean + half, "returns": [float(r) for r in returns]}

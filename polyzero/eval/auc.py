@@ -15,8 +15,7 @@ import numpy as np
 __all__ = ["windowed_win_rates", "learning_curve_auc", "bootstrap_mean_interval", "welch_one_sided"]
 
 
-def windowed_win_rates(steps, scores, games=None, window: int = 50,
-                       at_steps=None) -> np.ndarray:
+def windowed_win_rates(steps, scores, games=None, window: int = 50, at_steps=None) -> np.ndarray:
     """At each step s of `at_steps` (default: `steps`), the win rate over the evaluation
     results of learning steps in (s - window, s]: the games-weighted mean of `scores`
     (each evaluation's (W + D/2) / N, weighted by its `games`, default equal). NaN where
@@ -69,6 +68,5 @@ def welch_one_sided(a, b) -> tuple[float, float]:
     """(t, p) of Welch's t-test of mean(a) > mean(b) (unequal variances)."""
     from scipy import stats
 
-    res = stats.ttest_ind(np.asarray(a, np.float64), np.asarray(b, np.float64), equal_var=False,
-                          alternative="greater")
+    res = stats.ttest_ind(np.asarray(a, np.float64), np.asarray(b, np.float64), equal_var=False, alternative="greater")
     return float(res.statistic), float(res.pvalue)

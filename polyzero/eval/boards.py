@@ -15,15 +15,27 @@ from dataclasses import dataclass, field
 
 import pyspiel
 
-__all__ = ["Board", "board_of", "seat_text", "side_name", "describe", "MoveNames", "perfect_information",
-           "check_playable"]
+__all__ = [
+    "Board",
+    "board_of",
+    "seat_text",
+    "side_name",
+    "describe",
+    "MoveNames",
+    "perfect_information",
+    "check_playable",
+]
 
 # Seat names of the games whose boards are drawn (seat -> name); others say "player N".
 SIDES = {
-    "tic_tac_toe": ("x", "o"), "connect_four": ("x", "o"), "hex": ("x (joins top and bottom)",
-                                                                    "o (joins left and right)"),
-    "othello": ("black (x)", "white (o)"), "breakthrough": ("black (b, moving down)", "white (w, moving up)"),
-    "chess": ("black", "white"), "go": ("black (X)", "white (O)"), "nannon": ("x", "o"),
+    "tic_tac_toe": ("x", "o"),
+    "connect_four": ("x", "o"),
+    "hex": ("x (joins top and bottom)", "o (joins left and right)"),
+    "othello": ("black (x)", "white (o)"),
+    "breakthrough": ("black (b, moving down)", "white (w, moving up)"),
+    "chess": ("black", "white"),
+    "go": ("black (X)", "white (O)"),
+    "nannon": ("x", "o"),
 }
 
 
@@ -37,10 +49,13 @@ def check_playable(game, spec: str) -> None:
     from ..games.capabilities import check_match_game
 
     check_match_game(game, "play")
-    if not perfect_information(game) and not (game.get_type().provides_information_state_string
-                                              or game.get_type().provides_observation_string):
-        raise UsageError(f"'{spec}' gives no per-seat view (information state or observation string), "
-                         "so a human seat cannot be shown only what it may observe")
+    if not perfect_information(game) and not (
+        game.get_type().provides_information_state_string or game.get_type().provides_observation_string
+    ):
+        raise UsageError(
+            f"'{spec}' gives no per-seat view (information state or observation string), "
+            "so a human seat cannot be shown only what it may observe"
+        )
 
 
 def side_name(game, seat: int) -> str:
@@ -94,9 +109,14 @@ class Board:
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "cells": ["".join(row) for row in self.cells], "rows": self.row_labels,
-                "cols": self.col_labels, "targets": [[r, c, a] for (r, c), a in self.targets.items()],
-                "moves": [[list(f), list(t), a] for f, t, a in self.moves]}
+        return {
+            "kind": self.kind,
+            "cells": ["".join(row) for row in self.cells],
+            "rows": self.row_labels,
+            "cols": self.col_labels,
+            "targets": [[r, c, a] for (r, c), a in self.targets.items()],
+            "moves": [[list(f), list(t), a] for f, t, a in self.moves],
+        }
 
 
 def _grid(lines: list[str]) -> list[list[str]]:
@@ -124,8 +144,13 @@ def board_of(state) -> Board | None:
 
 def _tic_tac_toe(state) -> Board:
     lines = str(state).split("\n")[:3]
-    return Board("tic_tac_toe", _grid(lines), ["0", "1", "2"], ["0", "1", "2"],
-                 _placement_targets(state, 3, lambda a: (a // 3, a % 3)))
+    return Board(
+        "tic_tac_toe",
+        _grid(lines),
+        ["0", "1", "2"],
+        ["0", "1", "2"],
+        _placement_targets(state, 3, lambda a: (a // 3, a % 3)),
+    )
 
 
 def _connect_four(state) -> Board:
@@ -136,24 +161,35 @@ def _connect_four(state) -> Board:
     for c in legal:  # a click anywhere in a column drops there; the target is its top empty cell
         r = max(r for r in range(rows) if lines[r][c] == ".")
         targets[(r, c)] = c
-    return Board("connect_four", _grid(lines), [str(rows - r) for r in range(rows)],
-                 [str(c) for c in range(cols)], targets)
+    return Board(
+        "connect_four", _grid(lines), [str(rows - r) for r in range(rows)], [str(c) for c in range(cols)], targets
+    )
 
 
 def _hex(state) -> Board:
     lines = [line.strip().split() for line in str(state).split("\n") if line.strip()]
     n = len(lines)
     cells = [["." if ch == "." else ch[0].lower() if ch[0].lower() in "xo" else ch for ch in row] for row in lines]
-    return Board("hex", cells, [str(r + 1) for r in range(n)], list(string.ascii_lowercase[:n]),
-                 _placement_targets(state, n, lambda a: (a // n, a % n)))
+    return Board(
+        "hex",
+        cells,
+        [str(r + 1) for r in range(n)],
+        list(string.ascii_lowercase[:n]),
+        _placement_targets(state, n, lambda a: (a // n, a % n)),
+    )
 
 
 def _othello(state) -> Board:
     rows = [line for line in str(state).split("\n") if line[:1].isdigit()]
     cells = [[{"-": "."}.get(ch, ch) for ch in line.split()[1:-1]] for line in rows]
     n = len(cells)
-    return Board("othello", cells, [str(r + 1) for r in range(n)], list(string.ascii_lowercase[:n]),
-                 _placement_targets(state, n, lambda a: (a // n, a % n) if a < n * n else None))
+    return Board(
+        "othello",
+        cells,
+        [str(r + 1) for r in range(n)],
+        list(string.ascii_lowercase[:n]),
+        _placement_targets(state, n, lambda a: (a // n, a % n) if a < n * n else None),
+    )
 
 
 def _from_to(state, board: Board, pattern: str) -> list:
@@ -180,8 +216,9 @@ def _breakthrough(state) -> Board:
     lines = [line for line in str(state).split("\n") if line[:1].isdigit()]
     cells = _grid([re.sub(r"^\d+", "", line) for line in lines])
     cols = len(cells[0])
-    board = Board("breakthrough", cells, [re.match(r"\d+", line).group(0) for line in lines],
-                  list(string.ascii_lowercase[:cols]))
+    board = Board(
+        "breakthrough", cells, [re.match(r"\d+", line).group(0) for line in lines], list(string.ascii_lowercase[:cols])
+    )
     board.moves = _from_to(state, board, r"([a-z]\d+)([a-z]\d+)")
     return board
 
@@ -204,12 +241,24 @@ def _go(state) -> Board:
     cells = [[{"+": "."}.get(ch, ch) for ch in line.split()[1]] for line in rows]
     n = len(cells)
     cols = list("abcdefghjklmnopqrst"[:n])  # Go skips i
-    return Board("go", cells, [str(n - r) for r in range(n)], cols,
-                 _placement_targets(state, n, lambda a: ((n - 1 - a // n), a % n) if a < n * n else None))
+    return Board(
+        "go",
+        cells,
+        [str(n - r) for r in range(n)],
+        cols,
+        _placement_targets(state, n, lambda a: ((n - 1 - a // n), a % n) if a < n * n else None),
+    )
 
 
-_READERS = {"tic_tac_toe": _tic_tac_toe, "connect_four": _connect_four, "hex": _hex, "othello": _othello,
-            "breakthrough": _breakthrough, "chess": _chess, "go": _go}
+_READERS = {
+    "tic_tac_toe": _tic_tac_toe,
+    "connect_four": _connect_four,
+    "hex": _hex,
+    "othello": _othello,
+    "breakthrough": _breakthrough,
+    "chess": _chess,
+    "go": _go,
+}
 
 
 def seat_text(state, seat: int | None) -> str:
@@ -288,5 +337,6 @@ class MoveNames:
     def full_listing(self, width: int = 78) -> str:
         import textwrap
 
-        return textwrap.fill(", ".join(self.text[a] for a in self.legal), width=width,
-                             break_long_words=False, break_on_hyphens=False)
+        return textwrap.fill(
+            ", ".join(self.text[a] for a in self.legal), width=width, break_long_words=False, break_on_hyphens=False
+        )

@@ -47,14 +47,25 @@ class EloFit:
         return float(self.ratings[self.names.index(name)])
 
     def to_dict(self) -> dict:
-        return {"anchor": self.anchor, "players": [
-            {"name": n, "elo": float(r), "ci_low": float(lo), "ci_high": float(hi), "games": int(g),
-             "score": float(s)}
-            for n, r, lo, hi, g, s in zip(self.names, self.ratings, self.low, self.high, self.games, self.scores)]}
+        return {
+            "anchor": self.anchor,
+            "players": [
+                {
+                    "name": n,
+                    "elo": float(r),
+                    "ci_low": float(lo),
+                    "ci_high": float(hi),
+                    "games": int(g),
+                    "score": float(s),
+                }
+                for n, r, lo, hi, g, s in zip(self.names, self.ratings, self.low, self.high, self.games, self.scores)
+            ],
+        }
 
 
-def fit_elo(names: list[str], results, anchor: str | None = None, prior_draws: float = 2.0,
-            iterations: int = 100) -> EloFit:
+def fit_elo(
+    names: list[str], results, anchor: str | None = None, prior_draws: float = 2.0, iterations: int = 100
+) -> EloFit:
     """MAP Elo ratings from `results`: (i, j, wins_i, draws, wins_j) tuples of player
     indices (or names) and counts. `anchor` (default the first name) is rated 0."""
     n = len(names)
@@ -114,8 +125,10 @@ def ratings_table(fit: EloFit) -> str:
     lines = [f"{'player':<{width}}  {'Elo':>7}  {'95% interval':>17}  {'games':>6}  {'score':>6}"]
     for k in order:
         mark = "  (anchor)" if fit.names[k] == fit.anchor else ""
-        lines.append(f"{fit.names[k]:<{width}}  {fit.ratings[k]:7.0f}  "
-                     f"[{fit.low[k]:7.0f}, {fit.high[k]:7.0f}]  {int(fit.games[k]):6d}  {fit.scores[k]:6.3f}{mark}")
+        lines.append(
+            f"{fit.names[k]:<{width}}  {fit.ratings[k]:7.0f}  "
+            f"[{fit.low[k]:7.0f}, {fit.high[k]:7.0f}]  {int(fit.games[k]):6d}  {fit.scores[k]:6.3f}{mark}"
+        )
     return "\n".join(lines)
 
 

@@ -19,8 +19,10 @@ from .players import Player
 
 __all__ = ["play_in_terminal"]
 
-HELP = ("type a move (its text, a board coordinate, or its id where that is unambiguous); "
-        "'moves' lists them all, 'undo' takes back your last move, Ctrl-D quits")
+HELP = (
+    "type a move (its text, a board coordinate, or its id where that is unambiguous); "
+    "'moves' lists them all, 'undo' takes back your last move, Ctrl-D quits"
+)
 
 
 class _Quit(Exception):
@@ -77,11 +79,16 @@ def _show_analysis(agent, state, output_fn) -> None:
     info = agent.analyse([state])[0]
     mover = state.current_player()
     top = sorted(info["moves"], key=lambda m: -m["visits"])[:3]
-    moves = ", ".join(f"{state.action_to_string(mover, m['action'])} ({m['visits']} visits, "
-                      f"Q {m['q']:+.2f})" if m["q"] is not None else state.action_to_string(mover, m["action"])
-                      for m in top)
-    output_fn(f"{agent.name} thinks: value {info['value']:+.2f} for itself "
-              f"(network {info['network_value']:+.2f}); top moves {moves}")
+    moves = ", ".join(
+        f"{state.action_to_string(mover, m['action'])} ({m['visits']} visits, Q {m['q']:+.2f})"
+        if m["q"] is not None
+        else state.action_to_string(mover, m["action"])
+        for m in top
+    )
+    output_fn(
+        f"{agent.name} thinks: value {info['value']:+.2f} for itself "
+        f"(network {info['network_value']:+.2f}); top moves {moves}"
+    )
 
 
 def _agent_move(agent, state, analyse: bool, output_fn, open_view: bool) -> int:
@@ -93,8 +100,7 @@ def _agent_move(agent, state, analyse: bool, output_fn, open_view: bool) -> int:
     return action
 
 
-def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse: bool,
-              on_end=None) -> list[float]:
+def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse: bool, on_end=None) -> list[float]:
     open_view = perfect_information(game)
     history: list[int] = []  # every action so far, chance outcomes included
     mine: list[int] = []  # where in `history` the human moved
@@ -109,7 +115,7 @@ def _play_one(game, agent: Player, seat: int, input_fn, output_fn, rng, analyse:
             try:
                 action = _read_move(state, seat, input_fn, output_fn, can_undo=bool(mine))
             except _Undo:  # back to the position before the human's last move (same chance outcomes)
-                history = history[:mine.pop()]
+                history = history[: mine.pop()]
                 state = _replay(game, history)
                 output_fn("took back your last move")
                 continue
@@ -146,9 +152,17 @@ def _order(game, seat: int) -> str:
     return ", moving first" if start.current_player() == seat else ", moving second"
 
 
-def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, output_fn=print,
-                     seed: int = 0, analyse: bool = False, game_spec: str | None = None,
-                     on_end=None) -> list[list[float]]:
+def play_in_terminal(
+    game,
+    agent: Player,
+    human_seat: int,
+    input_fn=input,
+    output_fn=print,
+    seed: int = 0,
+    analyse: bool = False,
+    game_spec: str | None = None,
+    on_end=None,
+) -> list[list[float]]:
     """Games of a human (at `human_seat`) against `agent` until the human declines another
     or the input ends; returns each finished game's `state.returns()`. `on_end(state,
     returns)` sees each finished game (game records)."""
@@ -157,14 +171,17 @@ def play_in_terminal(game, agent: Player, human_seat: int, input_fn=input, outpu
     if not 0 <= human_seat < game.num_players():
         raise UsageError(f"human seat must be 0..{game.num_players() - 1}, got {human_seat}")
     if analyse and not perfect_information(game):
-        raise UsageError(f"--analyse shows a search of the true state, which a seat of '{spec}' "
-                         "(imperfect information) may not see")
+        raise UsageError(
+            f"--analyse shows a search of the true state, which a seat of '{spec}' (imperfect information) may not see"
+        )
     if analyse and not hasattr(agent, "analyse"):
         raise UsageError(f"--analyse needs a learned agent (a run directory); '{agent.name}' has no search to show")
     rng = np.random.default_rng(seed)
     results = []
-    output_fn(f"you play seat {human_seat}: {side_name(game, human_seat)}{_order(game, human_seat)}; "
-              f"against {agent.name}. {HELP}")
+    output_fn(
+        f"you play seat {human_seat}: {side_name(game, human_seat)}{_order(game, human_seat)}; "
+        f"against {agent.name}. {HELP}"
+    )
     try:
         while True:
             agent.reset(seed + len(results))

@@ -15,8 +15,15 @@ import pyspiel
 
 from ..errors import UsageError
 
-__all__ = ["Player", "RandomPlayer", "MCTSPlayer", "OptimalPlayer", "reference_player",
-           "register_player_loader", "make_player"]
+__all__ = [
+    "Player",
+    "RandomPlayer",
+    "MCTSPlayer",
+    "OptimalPlayer",
+    "reference_player",
+    "register_player_loader",
+    "make_player",
+]
 
 
 class Player(Protocol):
@@ -61,8 +68,7 @@ class MCTSPlayer:
 
     reads_hidden_state = True
 
-    def __init__(self, game, simulations: int, solve: bool, uct_c: float = 2.0,
-                 rollouts: int = 1, seed: int = 0):
+    def __init__(self, game, simulations: int, solve: bool, uct_c: float = 2.0, rollouts: int = 1, seed: int = 0):
         self.game = game
         self.simulations = simulations
         self.solve = solve
@@ -75,15 +81,21 @@ class MCTSPlayer:
         # Evaluator and bot both keep RNGs; rebuild them so a reset replays exactly.
         if type(self.game).__module__.startswith("pyspiel"):
             self._evaluator = pyspiel.RandomRolloutEvaluator(self.rollouts, seed)
-            self._bot = pyspiel.MCTSBot(self.game, self._evaluator, self.uct_c, self.simulations,
-                                        1000, self.solve, seed, False)
+            self._bot = pyspiel.MCTSBot(
+                self.game, self._evaluator, self.uct_c, self.simulations, 1000, self.solve, seed, False
+            )
             return
         from open_spiel.python.algorithms import mcts
 
         rng = np.random.RandomState(seed)
-        self._bot = mcts.MCTSBot(self.game, self.uct_c, self.simulations,
-                                 mcts.RandomRolloutEvaluator(self.rollouts, rng), solve=self.solve,
-                                 random_state=rng)
+        self._bot = mcts.MCTSBot(
+            self.game,
+            self.uct_c,
+            self.simulations,
+            mcts.RandomRolloutEvaluator(self.rollouts, rng),
+            solve=self.solve,
+            random_state=rng,
+        )
 
     def act(self, states: Sequence[pyspiel.State]) -> list[int]:
         return [int(self._bot.step(state)) for state in states]
@@ -102,8 +114,9 @@ class OptimalPlayer:
         from ..games.nannon_solver import shared_solution
 
         if game.get_type().short_name != "nannon":
-            raise UsageError(f"player 'optimal' needs a nannon game (an exact solution); "
-                             f"'{game.get_type().short_name}' has none")
+            raise UsageError(
+                f"player 'optimal' needs a nannon game (an exact solution); '{game.get_type().short_name}' has none"
+            )
         self.name = "optimal"
         self.solution = shared_solution(game, progress=sys.stderr.isatty())
 
@@ -181,11 +194,14 @@ def make_player(spec: str, game, seed: int = 0) -> Player:
 
     player = reference_player(spec, game, seed)
     if player is None:
-        player = next((p for p in (loader(spec, game, seed) for loader in _loaders(reference=False))
-                       if p is not None), None)
+        player = next(
+            (p for p in (loader(spec, game, seed) for loader in _loaders(reference=False)) if p is not None), None
+        )
     if player is not None:
         check_player_view(game, player)
         return player
-    raise UsageError(f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
-                     "cfr:ITERS, ismcts:SIMS, sog:S,C, gtp:'CMD', uci:'CMD', gnugo:LEVEL, pachi:PLAYOUTS, "
-                     "stockfish:SKILL[:NODES], or a run directory / checkpoint file")
+    raise UsageError(
+        f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
+        "cfr:ITERS, ismcts:SIMS, sog:S,C, gtp:'CMD', uci:'CMD', gnugo:LEVEL, pachi:PLAYOUTS, "
+        "stockfish:SKILL[:NODES], or a run directory / checkpoint file"
+    )

@@ -56,7 +56,7 @@ def _opponents(records) -> list[str]:
     for r in records:
         for k in r:
             if k.startswith("eval/") and k.endswith("/score"):
-                seen.setdefault(k[len("eval/"):-len("/score")], None)
+                seen.setdefault(k[len("eval/") : -len("/score")], None)
     return list(seen)
 
 
@@ -101,8 +101,9 @@ def _plot_losses(runs: dict[str, list[dict]], path: Path) -> Path | None:
     return _save(plt, fig, axes, path, "loss", "training losses")
 
 
-def _plot_band(axes, records, prefix: str, value_key: str, name: str,
-               low: str = "ci_low", high: str = "ci_high") -> None:
+def _plot_band(
+    axes, records, prefix: str, value_key: str, name: str, low: str = "ci_low", high: str = "ci_high"
+) -> None:
     """`prefix/value_key` against steps and minutes, with its `prefix/low..high` band."""
     steps, mins, score = _series(records, f"{prefix}/{value_key}")
     lows = _series(records, f"{prefix}/{low}")[2]
@@ -138,8 +139,15 @@ def _plot_exploitability(runs: dict[str, list[dict]], path: Path) -> Path | None
     plt, fig, axes = _figure()
     for label, records in runs.items():
         if any("eval/exploitability/mean" in r for r in records):
-            _plot_band(axes, records, "eval/exploitability", "mean", "mean over seeds" if len(runs) == 1 else label,
-                       low="min", high="max")
+            _plot_band(
+                axes,
+                records,
+                "eval/exploitability",
+                "mean",
+                "mean over seeds" if len(runs) == 1 else label,
+                low="min",
+                high="max",
+            )
     if not axes[0].lines:
         plt.close(fig)
         return None
@@ -173,8 +181,12 @@ def plot_runs(run_dirs, out_dir) -> list[Path]:
         runs[label] = read_metrics(d)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = [_plot_losses(runs, out / "losses.png"), _plot_scores(runs, out / "scores.png"),
-               _plot_returns(runs, out / "returns.png"), _plot_exploitability(runs, out / "exploitability.png")]
+    written = [
+        _plot_losses(runs, out / "losses.png"),
+        _plot_scores(runs, out / "scores.png"),
+        _plot_returns(runs, out / "returns.png"),
+        _plot_exploitability(runs, out / "exploitability.png"),
+    ]
     return [p for p in written if p is not None]
 
 

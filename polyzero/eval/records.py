@@ -17,9 +17,20 @@ import pyspiel
 from ..errors import UsageError
 from ..games import game_spec_string, load_game
 
-__all__ = ["record_text", "record_suffix", "record_path", "match_recorder", "write_record", "read_record",
-           "read_sgf_moves", "replay_lines", "chess_move", "chess_action", "tromp_taylor_score",
-           "board_rows"]
+__all__ = [
+    "record_text",
+    "record_suffix",
+    "record_path",
+    "match_recorder",
+    "write_record",
+    "read_record",
+    "read_sgf_moves",
+    "replay_lines",
+    "chess_move",
+    "chess_action",
+    "tromp_taylor_score",
+    "board_rows",
+]
 
 
 def chess_move(state, action: int) -> str:
@@ -55,7 +66,7 @@ def _replayed(state):
 def board_rows(state, size: int) -> list[str]:
     """Go's board as `size` strings of X (black), O (white) and + (empty), row 1 first."""
     lines = [ln for ln in str(state).splitlines() if ln[:3].strip().isdigit()]
-    rows = {int(ln[:3]): ln[3:3 + size] for ln in lines}
+    rows = {int(ln[:3]): ln[3 : 3 + size] for ln in lines}
     return [rows[r] for r in range(1, size + 1)]
 
 
@@ -145,12 +156,17 @@ def _pgn(state, names, returns, reason) -> str:
 
 
 def _jsonl(state, names, returns, reason) -> str:
-    head = {"game": game_spec_string(state.get_game()), "players": list(names),
-            "returns": [float(r) for r in returns], "reason": reason}
+    head = {
+        "game": game_spec_string(state.get_game()),
+        "players": list(names),
+        "returns": [float(r) for r in returns],
+        "reason": reason,
+    }
     lines = [json.dumps(head)]
     for before, player, action in _replayed(state):
-        lines.append(json.dumps({"player": int(player), "action": int(action),
-                                 "move": before.action_to_string(player, action)}))
+        lines.append(
+            json.dumps({"player": int(player), "action": int(action), "move": before.action_to_string(player, action)})
+        )
     return "\n".join(lines) + "\n"
 
 

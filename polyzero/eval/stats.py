@@ -51,5 +51,7 @@ class MatchResult:
         return asdict(self)
 
     def __str__(self) -> str:
-        return (f"{self.name_a} vs {self.name_b}: {self.score:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}] "
-                f"(W {self.wins} D {self.draws} L {self.losses}, {self.games} games)")
+        return (
+            f"{self.name_a} vs {self.name_b}: {self.score:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}] "
+            f"(W {self.wins} D {self.draws} L {self.losses}, {self.games} games)"
+        )

@@ -79,8 +79,7 @@ def check_supported(game: pyspiel.Game, req: GameRequirements, algo_name: str, w
 # time: a joint action of a simultaneous-move game would have to be picked for someone).
 # Chance and hidden information are fine; players that would read what their seat cannot
 # observe are refused by `check_player_view`.
-MATCH = GameRequirements(chance_nodes=True, imperfect_information=True, single_player=False,
-                         observation_tensor=False)
+MATCH = GameRequirements(chance_nodes=True, imperfect_information=True, single_player=False, observation_tensor=False)
 
 
 def check_match_game(game: pyspiel.Game, command: str) -> None:
@@ -89,10 +88,12 @@ def check_match_game(game: pyspiel.Game, command: str) -> None:
     exploitability, a run's evaluation) calls this."""
     n = game.num_players()
     if n == 1:  # _missing says "is single-player" only where single players are refused
-        raise UsageError(f"{command} does not support {game_spec_string(game)!r}: it is single-player "
-                         "(a match needs two seats)")
-    check_supported(game, MATCH, command,
-                    why=f"; {command} needs a two-player zero-sum game where one player moves at a time")
+        raise UsageError(
+            f"{command} does not support {game_spec_string(game)!r}: it is single-player (a match needs two seats)"
+        )
+    check_supported(
+        game, MATCH, command, why=f"; {command} needs a two-player zero-sum game where one player moves at a time"
+    )
 
 
 def perfect_information(game: pyspiel.Game) -> bool:
@@ -112,9 +113,11 @@ def check_player_view(game: pyspiel.Game, player) -> None:
     refuses rather than determinizes: a determinized MCTS is another player, not `mcts:`)."""
     if perfect_information(game) or not getattr(player, "reads_hidden_state", True):
         return
-    raise UsageError(f"player {player.name!r} searches the true state, which on {game_spec_string(game)!r} "
-                     f"(imperfect information) holds what its seat cannot observe; use a player that acts on "
-                     f"the information state: {INFORMATION_STATE_PLAYERS}")
+    raise UsageError(
+        f"player {player.name!r} searches the true state, which on {game_spec_string(game)!r} "
+        f"(imperfect information) holds what its seat cannot observe; use a player that acts on "
+        f"the information state: {INFORMATION_STATE_PLAYERS}"
+    )
 
 
 def describe_game(game: pyspiel.Game) -> dict:

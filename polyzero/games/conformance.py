@@ -23,11 +23,11 @@ class ConformanceReport:
     max_length: int
 
 
-def _check_decision(name: str, s: pyspiel.State, obs: np.ndarray, mask: np.ndarray,
-                    enc: ObservationEncoder) -> None:
+def _check_decision(name: str, s: pyspiel.State, obs: np.ndarray, mask: np.ndarray, enc: ObservationEncoder) -> None:
     where = f"{name} after {s.history()}"
-    assert obs.dtype == np.float32 and obs.shape == enc.shape, \
+    assert obs.dtype == np.float32 and obs.shape == enc.shape, (
         f"{where}: observation {obs.dtype} {obs.shape}, expected float32 {enc.shape}"
+    )
     assert np.isfinite(obs).all(), f"{where}: observation has non-finite values"
     # The fast observer path must agree with pyspiel's reference tensor.
     ref = np.asarray(s.observation_tensor(s.current_player()), np.float32)
@@ -44,8 +44,9 @@ def _advance_chance(s: pyspiel.State, rng: np.random.Generator) -> None:
         sample_chance(s, rng)
 
 
-def check_game(game: pyspiel.Game, num_games: int = 3, seed: int = 0,
-               search_fn: SearchFn | None = None) -> ConformanceReport:
+def check_game(
+    game: pyspiel.Game, num_games: int = 3, seed: int = 0, search_fn: SearchFn | None = None
+) -> ConformanceReport:
     """Play `num_games` games side by side to the end, checking every step.
 
     Hook: `search_fn(states) -> actions`, if given, is called at each step with the
@@ -70,8 +71,11 @@ def check_game(game: pyspiel.Game, num_games: int = 3, seed: int = 0,
             if s.is_simultaneous_node():  # random joint action; search does not apply here
                 s.apply_actions([int(rng.choice(s.legal_actions(p))) for p in range(game.num_players())])
                 lengths[i] += 1
-        live = [i for i in live if not states[i].is_terminal() and not states[i].is_simultaneous_node()
-                and not states[i].is_chance_node()]
+        live = [
+            i
+            for i in live
+            if not states[i].is_terminal() and not states[i].is_simultaneous_node() and not states[i].is_chance_node()
+        ]
         if not live:
             continue
         batch = [states[i] for i in live]
@@ -88,8 +92,9 @@ def check_game(game: pyspiel.Game, num_games: int = 3, seed: int = 0,
             assert 0 <= a < A and m[a], f"{name} after {s.history()}: action {a} is illegal"
             s.apply_action(int(a))
             lengths[i] += 1
-            assert lengths[i] <= game.max_game_length(), \
+            assert lengths[i] <= game.max_game_length(), (
                 f"{name}: game longer than max_game_length {game.max_game_length()}"
+            )
     for s in states:
         r = np.asarray(s.returns(), np.float64)
         assert r.shape == (game.num_players(),) and np.isfinite(r).all(), f"{name}: bad returns {r}"

@@ -78,8 +78,9 @@ class ObservationEncoder:
         tensor = getattr(obs, "tensor", None)
         self._obs = obs if tensor is not None and np.size(tensor) == self.size else None
 
-    def encode(self, states: Sequence[pyspiel.State], out: np.ndarray | None = None,
-               players: Sequence[int] | None = None) -> np.ndarray:
+    def encode(
+        self, states: Sequence[pyspiel.State], out: np.ndarray | None = None, players: Sequence[int] | None = None
+    ) -> np.ndarray:
         """float32 [len(states), *shape]; written into `out` (first rows) when given.
         `players`: whose perspective each state is encoded from (default: the player to
         move; a terminal state has none, so pass one to encode it other than for player 0)."""
@@ -103,7 +104,7 @@ class ObservationEncoder:
         if self.swap is not None or self.mover_entry:
             second = np.array(players, np.int64) == 1
             if self.mover_entry:
-                rows[:, self.size:] = second[:, None]
+                rows[:, self.size :] = second[:, None]
             elif second.any() and self.swap is not None:
                 a, b = self.swap
                 out[second, a], out[second, b] = out[second, b], out[second, a]
@@ -131,8 +132,7 @@ def _shared_view(game: pyspiel.Game) -> bool:
     return False
 
 
-def legal_action_mask(states: Sequence[pyspiel.State], num_actions: int,
-                      out: np.ndarray | None = None) -> np.ndarray:
+def legal_action_mask(states: Sequence[pyspiel.State], num_actions: int, out: np.ndarray | None = None) -> np.ndarray:
     """bool [B, num_actions]: True where the player to move may act.
 
     Terminal and chance nodes have no player action, so their rows are all False.

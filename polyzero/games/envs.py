@@ -39,15 +39,21 @@ _SAMPLED = pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC
 
 def _game_type(short_name: str, long_name: str, params: dict) -> pyspiel.GameType:
     return pyspiel.GameType(
-        short_name=short_name, long_name=long_name,
-        dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL, chance_mode=_SAMPLED,
+        short_name=short_name,
+        long_name=long_name,
+        dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+        chance_mode=_SAMPLED,
         information=pyspiel.GameType.Information.PERFECT_INFORMATION,
         utility=pyspiel.GameType.Utility.GENERAL_SUM,
         reward_model=pyspiel.GameType.RewardModel.REWARDS,
-        max_num_players=1, min_num_players=1,
-        provides_information_state_string=False, provides_information_state_tensor=False,
-        provides_observation_string=True, provides_observation_tensor=True,
-        parameter_specification=params)
+        max_num_players=1,
+        min_num_players=1,
+        provides_information_state_string=False,
+        provides_information_state_tensor=False,
+        provides_observation_string=True,
+        provides_observation_tensor=True,
+        parameter_specification=params,
+    )
 
 
 class _Env:
@@ -71,12 +77,14 @@ class _GymnasiumEnv(_Env):
         try:
             self.env = gym.make(env_id, **make_kwargs)
         except Exception as exc:  # unknown id, missing extra (box2d, atari, ...)
-            raise UsageError(f"cannot make Gymnasium environment {env_id!r}: "
-                             f"{' '.join(str(exc).split()) or type(exc).__name__}") from None
+            raise UsageError(
+                f"cannot make Gymnasium environment {env_id!r}: {' '.join(str(exc).split()) or type(exc).__name__}"
+            ) from None
         space = self.env.action_space
         if not hasattr(space, "n"):
-            raise UsageError(f"Gymnasium environment {env_id!r} has a continuous action space; "
-                             "polyzero plays discrete actions only")
+            raise UsageError(
+                f"Gymnasium environment {env_id!r} has a continuous action space; polyzero plays discrete actions only"
+            )
         self.num_actions = int(space.n)
         self.obs_shape = tuple(self.env.observation_space.shape)
         cap = self.env.spec.max_episode_steps if self.env.spec else None
@@ -104,9 +112,14 @@ class _AtariEnv(_GymnasiumEnv):
         except ImportError:
             raise UsageError("Atari needs ale-py: pip install ale-py") from None
         gym.register_envs(ale_py)
-        super().__init__(f"ALE/{game}-v5", max_steps=max(1, max_frames // frame_skip),
-                         frameskip=frame_skip, repeat_action_probability=sticky,
-                         obs_type="grayscale", max_episode_steps=max(1, max_frames // frame_skip))
+        super().__init__(
+            f"ALE/{game}-v5",
+            max_steps=max(1, max_frames // frame_skip),
+            frameskip=frame_skip,
+            repeat_action_probability=sticky,
+            obs_type="grayscale",
+            max_episode_steps=max(1, max_frames // frame_skip),
+        )
         self.noop_max = noop_max
         self.obs_shape = (1, self.SIZE, self.SIZE)
         self._rng = np.random.default_rng(0)
@@ -140,8 +153,9 @@ class _MinAtarEnv(_Env):
         try:
             self.env = Environment(game, sticky_action_prob=sticky, difficulty_ramping=ramping)
         except Exception:
-            raise UsageError(f"unknown MinAtar game {game!r}; MinAtar has asterix, breakout, "
-                             "freeway, seaquest, space_invaders") from None
+            raise UsageError(
+                f"unknown MinAtar game {game!r}; MinAtar has asterix, breakout, freeway, seaquest, space_invaders"
+            ) from None
         self.actions = list(self.env.minimal_action_set())
         self.num_actions = len(self.actions)
         h, w, c = self.env.state_shape()
@@ -217,9 +231,15 @@ class EnvGame(pyspiel.Game):
         self.max_steps = probe.max_steps
         self.seed = int(params.get("seed", 0))
         self.episodes = 0
-        info = pyspiel.GameInfo(num_distinct_actions=probe.num_actions, max_chance_outcomes=0,
-                                num_players=1, min_utility=-1e9, max_utility=1e9,
-                                utility_sum=None, max_game_length=probe.max_steps)
+        info = pyspiel.GameInfo(
+            num_distinct_actions=probe.num_actions,
+            max_chance_outcomes=0,
+            num_players=1,
+            min_utility=-1e9,
+            max_utility=1e9,
+            utility_sum=None,
+            max_game_length=probe.max_steps,
+        )
         super().__init__(game_type, info, params)
         self._spare = probe  # the next episode reuses the probe's environment
 
@@ -293,10 +313,23 @@ class _EnvObserver:
 
 # ---------------------------------------------------------------- registration
 _GYM_PARAMS = {"env": "CartPole-v1", "max_steps": 0, "history": 1, "seed": 0}
-_MINATAR_PARAMS = {"game": "breakout", "sticky_action_prob": 0.1, "difficulty_ramping": True,
-                   "max_steps": 0, "history": 1, "seed": 0}
-_ATARI_PARAMS = {"game": "Breakout", "frame_skip": 4, "sticky_action_prob": 0.25, "noop_max": 30,
-                 "max_frames": 108_000, "history": 1, "seed": 0}
+_MINATAR_PARAMS = {
+    "game": "breakout",
+    "sticky_action_prob": 0.1,
+    "difficulty_ramping": True,
+    "max_steps": 0,
+    "history": 1,
+    "seed": 0,
+}
+_ATARI_PARAMS = {
+    "game": "Breakout",
+    "frame_skip": 4,
+    "sticky_action_prob": 0.25,
+    "noop_max": 30,
+    "max_frames": 108_000,
+    "history": 1,
+    "seed": 0,
+}
 
 _GYM_TYPE = _game_type("gymnasium", "Gymnasium environment", _GYM_PARAMS)
 _MINATAR_TYPE = _game_type("minatar", "MinAtar", _MINATAR_PARAMS)
@@ -306,24 +339,43 @@ _ATARI_TYPE = _game_type("atari", "Atari 2600 through ALE", _ATARI_PARAMS)
 class GymnasiumGame(EnvGame):
     def __init__(self, params=None):
         p = {**_GYM_PARAMS, **(params or {})}
-        super().__init__(_GYM_TYPE, p, lambda: _with_history(
-            _GymnasiumEnv(p["env"], int(p["max_steps"])), int(p["history"])))
+        super().__init__(
+            _GYM_TYPE, p, lambda: _with_history(_GymnasiumEnv(p["env"], int(p["max_steps"])), int(p["history"]))
+        )
 
 
 class MinAtarGame(EnvGame):
     def __init__(self, params=None):
         p = {**_MINATAR_PARAMS, **(params or {})}
-        super().__init__(_MINATAR_TYPE, p, lambda: _with_history(_MinAtarEnv(
-            p["game"], float(p["sticky_action_prob"]), bool(p["difficulty_ramping"]), int(p["max_steps"])),
-            int(p["history"])))
+        super().__init__(
+            _MINATAR_TYPE,
+            p,
+            lambda: _with_history(
+                _MinAtarEnv(
+                    p["game"], float(p["sticky_action_prob"]), bool(p["difficulty_ramping"]), int(p["max_steps"])
+                ),
+                int(p["history"]),
+            ),
+        )
 
 
 class AtariGame(EnvGame):
     def __init__(self, params=None):
         p = {**_ATARI_PARAMS, **(params or {})}
-        super().__init__(_ATARI_TYPE, p, lambda: _with_history(_AtariEnv(
-            p["game"], int(p["frame_skip"]), float(p["sticky_action_prob"]), int(p["noop_max"]),
-            int(p["max_frames"])), int(p["history"])))
+        super().__init__(
+            _ATARI_TYPE,
+            p,
+            lambda: _with_history(
+                _AtariEnv(
+                    p["game"],
+                    int(p["frame_skip"]),
+                    float(p["sticky_action_prob"]),
+                    int(p["noop_max"]),
+                    int(p["max_frames"]),
+                ),
+                int(p["history"]),
+            ),
+        )
 
 
 pyspiel.register_game(_GYM_TYPE, GymnasiumGame)

@@ -98,8 +98,7 @@ GAME_ALIASES = {
     "cartpole": "gymnasium(env=CartPole-v1)",
     "acrobot": "gymnasium(env=Acrobot-v1)",
     "mountaincar": "gymnasium(env=MountainCar-v0)",
-    **{f"minatar-{g}": f"minatar(game={g})"
-       for g in ("asterix", "breakout", "freeway", "seaquest", "space_invaders")},
+    **{f"minatar-{g}": f"minatar(game={g})" for g in ("asterix", "breakout", "freeway", "seaquest", "space_invaders")},
     "atari-breakout": "atari(game=Breakout,history=4)",  # the last 4 frames with their actions
     "atari-pong": "atari(game=Pong,history=4)",
 }

@@ -65,8 +65,12 @@ def count_positions(points: int, checkers: int) -> int:
     the NDMZ paper's Eq. 2): i and j checkers on disjoint board points, the rest split
     between HOME and SAFETY in (C+1-i)(C+1-j) ways. 2,530 for 6-3-6, 1,780,776 for 12-5-6."""
     n, c = points, checkers
-    return sum(comb(n, i) * comb(n - i, j) * (c + 1 - i) * (c + 1 - j)
-               for i in range(c + 1) for j in range(c + 1) if i + j <= n)
+    return sum(
+        comb(n, i) * comb(n - i, j) * (c + 1 - i) * (c + 1 - j)
+        for i in range(c + 1)
+        for j in range(c + 1)
+        if i + j <= n
+    )
 
 
 def max_game_length(points: int, checkers: int, die_sides: int) -> int:
@@ -105,8 +109,12 @@ class NannonGame(pyspiel.Game):
         info = pyspiel.GameInfo(
             num_distinct_actions=n + 2,
             max_chance_outcomes=d + 2 * (d - 1) if self.opening == "difference" else d,
-            num_players=2, min_utility=-top, max_utility=top, utility_sum=0.0,
-            max_game_length=max_game_length(n, self.checkers, d))
+            num_players=2,
+            min_utility=-top,
+            max_utility=top,
+            utility_sum=0.0,
+            max_game_length=max_game_length(n, self.checkers, d),
+        )
         super().__init__(_GAME_TYPE, info, p)
         self.pass_action = n + 1
         self.observation_size = 2 * n + 4 * (self.checkers + 1) + d + 1
@@ -284,11 +292,13 @@ class NannonState(pyspiel.State):
     def __str__(self):
         n = self._n
         width = len(str(n))
-        cells = ["." if v < 0 else MARKS[v] for v in self.board[1:n + 1]]
+        cells = ["." if v < 0 else MARKS[v] for v in self.board[1 : n + 1]]
         # Both numberings: move strings use the mover's own points.
-        lines = ["x: " + " ".join(str(k).rjust(width) for k in range(1, n + 1)),
-                 "   " + " ".join(c.rjust(width) for c in cells),
-                 "o: " + " ".join(str(n + 1 - k).rjust(width) for k in range(1, n + 1))]
+        lines = [
+            "x: " + " ".join(str(k).rjust(width) for k in range(1, n + 1)),
+            "   " + " ".join(c.rjust(width) for c in cells),
+            "o: " + " ".join(str(n + 1 - k).rjust(width) for k in range(1, n + 1)),
+        ]
         for p, way in ((0, f"1 -> {n}"), (1, f"{n} -> 1")):
             lines.append(f"{MARKS[p]}: home {self.home[p]}  safety {self.safe[p]}  (moves {way})")
         if self.winner is not None:
@@ -312,10 +322,16 @@ class NannonObserver:
         self.tensor = np.zeros(game.observation_size, np.float32)
         n, c1 = self._n, self._c + 1
         t, o = self.tensor, 2 * n
-        self.dict = {"my_points": t[:n], "opponent_points": t[n:o],
-                     "my_home": t[o:o + c1], "my_safety": t[o + c1:o + 2 * c1],
-                     "opponent_home": t[o + 2 * c1:o + 3 * c1], "opponent_safety": t[o + 3 * c1:o + 4 * c1],
-                     "roll": t[o + 4 * c1:o + 4 * c1 + self._d], "to_move": t[-1:]}
+        self.dict = {
+            "my_points": t[:n],
+            "opponent_points": t[n:o],
+            "my_home": t[o : o + c1],
+            "my_safety": t[o + c1 : o + 2 * c1],
+            "opponent_home": t[o + 2 * c1 : o + 3 * c1],
+            "opponent_safety": t[o + 3 * c1 : o + 4 * c1],
+            "roll": t[o + 4 * c1 : o + 4 * c1 + self._d],
+            "to_move": t[-1:],
+        }
 
     def set_from(self, state: NannonState, player: int) -> None:
         t, dic, n = self.tensor, self.dict, self._n

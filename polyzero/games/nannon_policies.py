@@ -38,8 +38,10 @@ class _Policy:
             probs[~tb.legal] = 0.0
             self.kind, self.probs = "mixed", probs / np.maximum(probs.sum(axis=2, keepdims=True), 1e-300)
         else:
-            raise ValueError(f"policy must be int [{S}, {D}] action ids or float [{S}, {D}, "
-                             f"{sol.params.points + 2}] probabilities, got {arr.dtype} {arr.shape}")
+            raise ValueError(
+                f"policy must be int [{S}, {D}] action ids or float [{S}, {D}, "
+                f"{sol.params.points + 2}] probabilities, got {arr.dtype} {arr.shape}"
+            )
 
     def expected(self, ext: np.ndarray, a: int, b: int) -> np.ndarray:
         """[b-a, D]: the mover's expected value after its move, given the value `ext` of
@@ -91,8 +93,9 @@ class PolicyScore:
     seat_scores: tuple[float, float]
 
 
-def _policy_values(sol: Solution, pi: _Policy, sigma: _Policy, payoff: str, tol: float = 1e-13,
-                   max_sweeps: int = 100_000) -> tuple[np.ndarray, np.ndarray]:
+def _policy_values(
+    sol: Solution, pi: _Policy, sigma: _Policy, payoff: str, tol: float = 1e-13, max_sweeps: int = 100_000
+) -> tuple[np.ndarray, np.ndarray]:
     """(A, B): value for the side to move when pi / sigma is to move, pi facing sigma
     (policy evaluation, block Gauss-Seidel like value_iteration)."""
     pos = sol.positions
@@ -132,12 +135,10 @@ def evaluate_policy(sol: Solution, policy, opponent="optimal", name: str | None 
         seat_wins = seat_points
     seat_scores = tuple((1.0 + w) / 2.0 for w in seat_wins)
     label = name or (opponent if isinstance(opponent, str) else "policy")
-    return PolicyScore(label, float(np.mean(seat_points)), float(np.mean(seat_scores)),
-                       seat_points, seat_scores)  # type: ignore[arg-type]
+    return PolicyScore(label, float(np.mean(seat_points)), float(np.mean(seat_scores)), seat_points, seat_scores)  # type: ignore[arg-type]
 
 
-def sample_games(sol: Solution, policy, opponent, games: int, seed: int = 0,
-                 max_plies: int = 100_000) -> np.ndarray:
+def sample_games(sol: Solution, policy, opponent, games: int, seed: int = 0, max_plies: int = 100_000) -> np.ndarray:
     """Points of `policy` in `games` sampled games against `opponent` (seat i % 2 in
     game i), all played at once on the move tables: a Monte Carlo check of
     `evaluate_policy` that shares none of its arithmetic."""
@@ -149,8 +150,9 @@ def sample_games(sol: Solution, policy, opponent, games: int, seed: int = 0,
     seat = np.arange(games) % 2  # pi's seat
     rows = np.full(games, pos.initial)
     if prm.opening == "difference":
-        outcome = rng.choice(2 * (D - 1), size=games,
-                             p=[(D - d) / (D * (D - 1)) for _ in range(2) for d in range(1, D)])
+        outcome = rng.choice(
+            2 * (D - 1), size=games, p=[(D - d) / (D * (D - 1)) for _ in range(2) for d in range(1, D)]
+        )
         first, rolls = outcome // (D - 1), outcome % (D - 1) + 1
     else:
         first, rolls = np.zeros(games, np.int64), rng.integers(1, D + 1, games)
@@ -185,13 +187,15 @@ def tabulate_player(sol: Solution, game, player, batch: int = 256) -> np.ndarray
     todo = np.argwhere((tb.num_legal >= 2) & pos.decision[:, None])
     for i in range(0, len(todo), batch):
         states = []
-        for s, d in todo[i:i + batch]:
+        for s, d in todo[i : i + batch]:
             st = game.new_initial_state()
-            st.set_position(0, int(d) + 1, (int(pos.home[pos.mover[s]]), int(pos.mask[pos.mover[s]])),
-                            (int(pos.home[pos.other[s]]), int(pos.mask[pos.other[s]])))
+            st.set_position(
+                0,
+                int(d) + 1,
+                (int(pos.home[pos.mover[s]]), int(pos.mask[pos.mover[s]])),
+                (int(pos.home[pos.other[s]]), int(pos.mask[pos.other[s]])),
+            )
             states.append(st)
-        for (s, d), action in zip(todo[i:i + batch], player.act(states)):
+        for (s, d), action in zip(todo[i : i + batch], player.act(states)):
             table[s, d] = action
     return table
-
-

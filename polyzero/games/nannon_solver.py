@@ -52,8 +52,7 @@ class NannonParams:
         if game.get_type().short_name != "nannon":
             raise UsageError(f"the Nannon solver needs a nannon game, got {game.get_type().short_name!r}")
         p = game.get_parameters()
-        return cls(int(p["points"]), int(p["checkers"]), int(p["die_sides"]), str(p["scoring"]),
-                   str(p["opening"]))
+        return cls(int(p["points"]), int(p["checkers"]), int(p["die_sides"]), str(p["scoring"]), str(p["opening"]))
 
     @property
     def tag(self) -> str:
@@ -234,8 +233,9 @@ def bellman_residual(value: np.ndarray, pos: Positions, tables: Tables) -> np.nd
     return out
 
 
-def value_iteration(pos: Positions, tables: Tables, tol: float = 1e-13, max_sweeps: int = 100_000,
-                    progress: bool = False) -> tuple[np.ndarray, int]:
+def value_iteration(
+    pos: Positions, tables: Tables, tol: float = 1e-13, max_sweeps: int = 100_000, progress: bool = False
+) -> tuple[np.ndarray, int]:
     """Optimal values for the side to move (spec "Exact solution"), by block
     Gauss-Seidel sweeps until no value moves by more than `tol`. Returns (V, sweeps)."""
     terminal, term_value = pos.terminal_values()
@@ -283,8 +283,15 @@ def cache_path(params: NannonParams) -> Path:
 class Solution:
     """The optimal value and policy of one Nannon game, with lazily built move tables."""
 
-    def __init__(self, params: NannonParams, positions: Positions, value: np.ndarray,
-                 policy: np.ndarray, tables: Tables | None = None, info: dict | None = None):
+    def __init__(
+        self,
+        params: NannonParams,
+        positions: Positions,
+        value: np.ndarray,
+        policy: np.ndarray,
+        tables: Tables | None = None,
+        info: dict | None = None,
+    ):
         self.params, self.positions, self.value, self.policy = params, positions, value, policy
         self._tables = tables
         self.info = info or {}
@@ -305,12 +312,10 @@ class Solution:
         difference roll-off (rule 3), and the game's value for player 0 under the opening."""
         p = self.params
         s0, D = self.positions.initial, p.die_sides
-        per_roll = np.array([max(-self.value[t] for t in successors(self.positions, s0, d))
-                             for d in range(1, D + 1)])
+        per_roll = np.array([max(-self.value[t] for t in successors(self.positions, s0, d)) for d in range(1, D + 1)])
         rolloff = sum(2 * (D - d) / (D * (D - 1)) * per_roll[d - 1] for d in range(1, D))
         player0 = 0.0 if p.opening == "difference" else float(self.value[s0])
-        return {"first_mover": float(self.value[s0]), "rolloff_winner": float(rolloff),
-                "player0": player0}
+        return {"first_mover": float(self.value[s0]), "rolloff_winner": float(rolloff), "player0": player0}
 
 
 def _save(path: Path, sol: Solution) -> None:
@@ -321,9 +326,14 @@ def _save(path: Path, sol: Solution) -> None:
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, meta=meta, value=sol.value, policy=sol.policy,
-                     sweeps=np.int64(sol.info.get("sweeps", 0)),
-                     residual=np.float64(sol.info.get("residual", np.nan)))
+            np.savez(
+                f,
+                meta=meta,
+                value=sol.value,
+                policy=sol.policy,
+                sweeps=np.int64(sol.info.get("sweeps", 0)),
+                residual=np.float64(sol.info.get("residual", np.nan)),
+            )
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -342,14 +352,21 @@ def _load(path: Path, params: NannonParams, positions: Positions) -> Solution | 
         return None
     want = [FORMAT, params.points, params.checkers, params.die_sides, int(params.double)]
     S, D = positions.size, params.die_sides
-    if (meta.tolist() != want or value.shape != (S,) or value.dtype != np.float64
-            or policy.shape != (S, D) or policy.dtype != np.int8 or not np.isfinite(value).all()):
+    if (
+        meta.tolist() != want
+        or value.shape != (S,)
+        or value.dtype != np.float64
+        or policy.shape != (S, D)
+        or policy.dtype != np.int8
+        or not np.isfinite(value).all()
+    ):
         return None
     return Solution(params, positions, value, policy, info=info | {"cached": True})
 
 
-def solve(params: NannonParams, progress: bool = False, use_cache: bool = True,
-          force: bool = False, tol: float = 1e-13) -> Solution:
+def solve(
+    params: NannonParams, progress: bool = False, use_cache: bool = True, force: bool = False, tol: float = 1e-13
+) -> Solution:
     """The optimal solution, from the cache when present (unless `force`), else
     computed and, with `use_cache`, written to the cache."""
     positions = Positions(params)
@@ -360,15 +377,19 @@ def solve(params: NannonParams, progress: bool = False, use_cache: bool = True,
             cached.info["path"] = str(path)
             return cached
     if positions.size > 50_000_000:
-        raise UsageError(f"nannon {params.tag} has {positions.size:,} positions; the solver handles "
-                         "at most 50,000,000")
+        raise UsageError(f"nannon {params.tag} has {positions.size:,} positions; the solver handles at most 50,000,000")
     start = time.perf_counter()
     tables = Tables(positions, progress=progress)
     value, sweeps = value_iteration(positions, tables, tol=tol, progress=progress)
     residual = float(bellman_residual(value, positions, tables).max())
-    sol = Solution(params, positions, value, greedy_policy(value, tables), tables,
-                   info={"sweeps": sweeps, "residual": residual, "seconds": time.perf_counter() - start,
-                         "cached": False})
+    sol = Solution(
+        params,
+        positions,
+        value,
+        greedy_policy(value, tables),
+        tables,
+        info={"sweeps": sweeps, "residual": residual, "seconds": time.perf_counter() - start, "cached": False},
+    )
     if use_cache:
         _save(path, sol)
         sol.info["path"] = str(path)
@@ -400,7 +421,7 @@ def observations(sol: Solution, rows: np.ndarray, roll: int) -> np.ndarray:
     out = np.zeros((len(rows), 2 * n + 4 * c1 + D + 1), np.float32)
     bits = np.arange(n)
     out[:, :n] = (pos.mask[me][:, None] >> bits) & 1
-    out[:, n:2 * n] = (_reverse_bits(pos.mask[opp], n)[:, None] >> bits) & 1
+    out[:, n : 2 * n] = (_reverse_bits(pos.mask[opp], n)[:, None] >> bits) & 1
     r = np.arange(len(rows))
     for j, counts in enumerate((pos.home[me], pos.safe[me], pos.home[opp], pos.safe[opp])):
         out[r, 2 * n + j * c1 + counts] = 1.0

@@ -44,6 +44,7 @@ DECISION, CHANCE, TERMINAL = "decision", "chance", "terminal"
 
 # -- public observations ---------------------------------------------------------
 
+
 def _liars_dice_observation(state, action, child) -> str:
     """Liar's Dice: the rolls are private; every bid (and the call of liar) is public."""
     return "roll" if state.is_chance_node() else f"{state.current_player()}:{action}"
@@ -141,7 +142,8 @@ def public_observation_function(game: pyspiel.Game) -> PublicObservationFn:
     if game_type.information == pyspiel.GameType.Information.PERFECT_INFORMATION:
         return _perfect_information_observation
     public = pyspiel.IIGObservationType(
-        public_info=True, perfect_recall=True, private_info=pyspiel.PrivateInfoType.NONE)
+        public_info=True, perfect_recall=True, private_info=pyspiel.PrivateInfoType.NONE
+    )
     try:
         from open_spiel.python.observation import make_observation
 
@@ -149,8 +151,10 @@ def public_observation_function(game: pyspiel.Game) -> PublicObservationFn:
     except (pyspiel.SpielError, RuntimeError, ValueError):
         observation = None
     if observation is None:
-        raise UsageError(f"no public observations for game {game_type.short_name!r}: "
-                         "OpenSpiel has no public observer for it and polyzero no rule")
+        raise UsageError(
+            f"no public observations for game {game_type.short_name!r}: "
+            "OpenSpiel has no public observer for it and polyzero no rule"
+        )
 
     def observer_observation(state, action, child) -> str:
         return observation.string_from(child, 0)
@@ -159,6 +163,7 @@ def public_observation_function(game: pyspiel.Game) -> PublicObservationFn:
 
 
 # -- the public tree ---------------------------------------------------------------
+
 
 @dataclass
 class World:
@@ -267,15 +272,18 @@ class PublicTree:
                 self._expand(index)
                 worlds += sum(len(n.worlds) for n in self.nodes[before:])
                 if max_worlds is not None and worlds > max_worlds:
-                    raise PublicTreeTooLarge(f"{self.game} has more than {max_worlds:,} histories below "
-                                             "this public state")
+                    raise PublicTreeTooLarge(
+                        f"{self.game} has more than {max_worlds:,} histories below this public state"
+                    )
             index += 1
 
     def _add_node(self, key, pairs, parent, depth) -> int:
         kinds = {_kind(state) for state, _ in pairs}
         if len(kinds) != 1:
-            raise AssertionError(f"public state {key} mixes node kinds/players {sorted(kinds)}: "
-                                 "the public observation must show who acts")
+            raise AssertionError(
+                f"public state {key} mixes node kinds/players {sorted(kinds)}: "
+                "the public observation must show who acts"
+            )
         kind, player = kinds.pop()
         info_index: list[dict] = [{} for _ in range(self.num_players)]
         worlds = []

@@ -40,6 +40,7 @@ def register_polyzero_games() -> None:
         import polyzero.games.envs  # noqa: F401  (Gymnasium, MinAtar, Atari as one-player games)
         import polyzero.games.nannon  # noqa: F401  (Nannon, docs/nannon.md)
         import polyzero.games.scotland_yard  # noqa: F401
+
         for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             _import_user_game(entry.value, f"entry point {entry.name!r}")
         _registered = True

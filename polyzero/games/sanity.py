@@ -21,13 +21,21 @@ from polyzero.errors import UsageError
 # (game, parameter) -> (lowest, highest) where the general rules below are not enough:
 # values that crash or hang OpenSpiel inside them.
 RANGES = {
-    ("hanabi", "colors"): (1, 5), ("hanabi", "ranks"): (1, 5), ("hanabi", "players"): (2, 5),
-    ("hanabi", "hand_size"): (1, 5), ("negotiation", "num_items"): (1, 10),
-    ("go_fish", "initial_cards"): (1, 64), ("blotto", "fields"): (1, 8), ("blotto", "coins"): (1, 100),
-    ("sheriff", "max_items"): (1, 64), ("sheriff", "max_bribe"): (0, 64),
-    ("go", "board_size"): (2, 19), ("hex", "board_size"): (1, 26),
+    ("hanabi", "colors"): (1, 5),
+    ("hanabi", "ranks"): (1, 5),
+    ("hanabi", "players"): (2, 5),
+    ("hanabi", "hand_size"): (1, 5),
+    ("negotiation", "num_items"): (1, 10),
+    ("go_fish", "initial_cards"): (1, 64),
+    ("blotto", "fields"): (1, 8),
+    ("blotto", "coins"): (1, 100),
+    ("sheriff", "max_items"): (1, 64),
+    ("sheriff", "max_bribe"): (0, 64),
+    ("go", "board_size"): (2, 19),
+    ("hex", "board_size"): (1, 26),
     ("dark_hex", "board_size"): (2, 26),  # 1: OpenSpiel's tabular policy misses a state (KeyError in CFR)
-    ("connect_four", "rows"): (1, 64), ("connect_four", "columns"): (1, 64),
+    ("connect_four", "rows"): (1, 64),
+    ("connect_four", "columns"): (1, 64),
     ("connect_four", "x_in_row"): (1, 64),
 }
 
@@ -56,8 +64,13 @@ def check_parameters(name: str, params: dict, defaults: dict, game_type=None) ->
         default = defaults.get(key)
         if isinstance(value, float) and not math.isfinite(value):
             raise UsageError(f"game {name!r} parameter {key!r} must be a finite number, not {value}")
-        if isinstance(value, bool) or not isinstance(value, int) or not isinstance(default, int) \
-                or "seed" in key or name in SELF_CHECKING:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not isinstance(default, int)
+            or "seed" in key
+            or name in SELF_CHECKING
+        ):
             continue
         lo, hi = ranges.get((name, key), (None, None))
         if lo is None:
@@ -65,8 +78,9 @@ def check_parameters(name: str, params: dict, defaults: dict, game_type=None) ->
             lo = min(lo, default)
             hi = max(_GROWTH * abs(default), _FLOOR)
         if not lo <= value <= hi:
-            raise UsageError(f"game {name!r} parameter {key!r} must be in {lo}..{hi}, not {value} "
-                             f"(its default is {default})")
+            raise UsageError(
+                f"game {name!r} parameter {key!r} must be in {lo}..{hi}, not {value} (its default is {default})"
+            )
 
 
 @contextlib.contextmanager

@@ -130,15 +130,17 @@ class _Rules:
         self.num_detectives = int(p["num_detectives"])
         self.mrx_start = int(p["mrx_start"])
         self.deal_detectives = str(p["detective_starts"]).strip() == "deal"
-        self.detective_starts = ([] if self.deal_detectives
-                                 else _parse_ints(str(p["detective_starts"]), "detective_starts"))
+        self.detective_starts = (
+            [] if self.deal_detectives else _parse_ints(str(p["detective_starts"]), "detective_starts")
+        )
         self.start_cards = _parse_ints(str(p["start_cards"]), "start_cards")
         self.rounds = int(p["rounds"])
         self.reveal_rounds = frozenset(_parse_ints(str(p["reveal_rounds"]), "reveal_rounds"))
         self.detectives_first = bool(p["detectives_first"])
         # Mr X: taxi, bus, underground, black, double; detectives: taxi, bus, underground.
-        self.mrx_tickets = tuple(int(p[k]) for k in ("mrx_taxi", "mrx_bus", "mrx_underground", "black_tickets",
-                                                     "double_moves"))
+        self.mrx_tickets = tuple(
+            int(p[k]) for k in ("mrx_taxi", "mrx_bus", "mrx_underground", "black_tickets", "double_moves")
+        )
         self.detective_tickets = tuple(int(p[k]) for k in ("detective_taxi", "detective_bus", "detective_underground"))
         self.box_rules = bool(int(p["box_rules"]))
         self.station_recall = p["mrx_recall"] == "station"
@@ -161,17 +163,21 @@ class _Rules:
         if int(p["box_rules"]) not in (0, 1):
             raise ValueError(f"scotland_yard: box_rules must be 0 or 1, got {p['box_rules']}")
         if not self.deal_detectives and len(self.detective_starts) != d:
-            raise ValueError(f"scotland_yard: detective_starts has {len(self.detective_starts)} stations "
-                             f"for {d} detectives")
+            raise ValueError(
+                f"scotland_yard: detective_starts has {len(self.detective_starts)} stations for {d} detectives"
+            )
         starts = ([self.mrx_start] if self.mrx_start else []) + self.detective_starts
         if any(not 1 <= s <= n for s in starts + self.start_cards):
-            raise ValueError(f"scotland_yard: stations must be in 1..{n}, got starts {starts} "
-                             f"and start cards {self.start_cards}")
+            raise ValueError(
+                f"scotland_yard: stations must be in 1..{n}, got starts {starts} and start cards {self.start_cards}"
+            )
         if len(set(starts)) != len(starts) or len(set(self.start_cards)) != len(self.start_cards):
             raise ValueError(f"scotland_yard: start stations must be distinct, got {starts}")
         if self.deals and len(set(self.start_cards) - set(starts)) < self.deals:
-            raise ValueError(f"scotland_yard: {self.deals} starts to deal need as many start cards "
-                             f"(besides the fixed starts), got {self.start_cards}")
+            raise ValueError(
+                f"scotland_yard: {self.deals} starts to deal need as many start cards "
+                f"(besides the fixed starts), got {self.start_cards}"
+            )
         if self.mrx_start < 0:
             raise ValueError("scotland_yard: mrx_start must be a station (or 0: dealt)")
         if self.rounds < 1 or any(not 1 <= r <= self.rounds for r in self.reveal_rounds):
@@ -255,13 +261,12 @@ class ScotlandYardState(pyspiel.State):
     def _mrx_moves(self) -> list[int]:
         moves = self._moves(self.mrx, self.mrx_tickets, True, set(self.detectives))
         # A double-move card needs a move to follow it and two log entries left.
-        if (moves and self.double_left == 0 and self.mrx_tickets[4] > 0
-                and self.rules.rounds - len(self.log) >= 2):
+        if moves and self.double_left == 0 and self.mrx_tickets[4] > 0 and self.rules.rounds - len(self.log) >= 2:
             moves.append(self.rules.double_action)
         return moves
 
     def _detective_moves(self, k: int) -> list[int]:
-        others = set(self.detectives[:k - 1] + self.detectives[k:])
+        others = set(self.detectives[: k - 1] + self.detectives[k:])
         moves = self._moves(self.detectives[k - 1], self.detective_tickets[k - 1], False, others)
         return moves or [self.rules.pass_action]
 
@@ -327,8 +332,7 @@ class ScotlandYardState(pyspiel.State):
         self.mrx = dest + 1
         revealed = len(self.log) + 1 in r.reveal_rounds
         self.log = _appended(self.log, (ticket, self.mrx, revealed, self.double_left == 2))
-        self._event(("X2:" if self.double_left == 2 else "X:") + TICKETS[ticket]
-                                  + (f"@{self.mrx}" if revealed else ""))
+        self._event(("X2:" if self.double_left == 2 else "X:") + TICKETS[ticket] + (f"@{self.mrx}" if revealed else ""))
         if self.double_left:
             self.double_left -= 1
         if self.double_left:

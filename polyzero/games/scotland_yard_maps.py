@@ -41,21 +41,44 @@ MAP_RULES = {
         # the London board; Mr X's value -0.601. The original 5 rounds with a reveal after
         # round 3 (`rounds=5,reveal_rounds=3,mrx_taxi=5,detective_taxi=5`, the original
         # default) are a forced win for the detectives.
-        "num_detectives": 2, "mrx_start": 6, "detective_starts": "1;11", "start_cards": "none",
-        "rounds": 4, "reveal_rounds": "4", "mrx_taxi": 4, "mrx_bus": 0, "mrx_underground": 0,
-        "black_tickets": 0, "double_moves": 0, "detective_taxi": 4, "detective_bus": 0,
-        "detective_underground": 0, "box_rules": 0, "mrx_recall": "path",
+        "num_detectives": 2,
+        "mrx_start": 6,
+        "detective_starts": "1;11",
+        "start_cards": "none",
+        "rounds": 4,
+        "reveal_rounds": "4",
+        "mrx_taxi": 4,
+        "mrx_bus": 0,
+        "mrx_underground": 0,
+        "black_tickets": 0,
+        "double_moves": 0,
+        "detective_taxi": 4,
+        "detective_bus": 0,
+        "detective_underground": 0,
+        "box_rules": 0,
+        "mrx_recall": "path",
     },
     "london": {
         # The box: 5 detectives with 10 taxi, 8 bus, 4 underground tickets; Mr X with
         # 4 taxi, 3 bus, 3 underground, a black ticket per detective and 2 double-move
         # cards; 24 moves, surfacing after moves 3, 8, 13, 18, 24; starts dealt from
         # the 18 start cards; Mr X receives the detectives' used tickets.
-        "num_detectives": 5, "mrx_start": 0, "detective_starts": "deal",
+        "num_detectives": 5,
+        "mrx_start": 0,
+        "detective_starts": "deal",
         "start_cards": ";".join(map(str, LONDON_START_CARDS)),
-        "rounds": 24, "reveal_rounds": "3;8;13;18;24", "mrx_taxi": 4, "mrx_bus": 3, "mrx_underground": 3,
-        "black_tickets": 5, "double_moves": 2, "detective_taxi": 10, "detective_bus": 8,
-        "detective_underground": 4, "box_rules": 1, "mrx_recall": "station",
+        "rounds": 24,
+        "reveal_rounds": "3;8;13;18;24",
+        "mrx_taxi": 4,
+        "mrx_bus": 3,
+        "mrx_underground": 3,
+        "black_tickets": 5,
+        "double_moves": 2,
+        "detective_taxi": 10,
+        "detective_bus": 8,
+        "detective_underground": 4,
+        "box_rules": 1,
+        "mrx_recall": "station",
     },
 }
 

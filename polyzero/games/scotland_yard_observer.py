@@ -42,18 +42,22 @@ class ScotlandYardObserver:
         dealt_mrx = rules.mrx_start == 0
         pieces = []
         if self.public:
-            pieces += [("to_move", 2 + d, (2 + d,)),  # Mr X, detective 1..d, inside a double move
-                       ("round", rounds + 1, (rounds + 1,)),
-                       ("detective_positions", d * n, (d, n)),
-                       ("detective_tickets", d * 3, (d, 3)),
-                       ("mrx_tickets", 5, (5,)),
-                       ("mrx_ticket_log", rounds * 5, (rounds, 5)),  # ticket one-hot, then "first of a double"
-                       ("last_revealed", n, (n,))]
+            pieces += [
+                ("to_move", 2 + d, (2 + d,)),  # Mr X, detective 1..d, inside a double move
+                ("round", rounds + 1, (rounds + 1,)),
+                ("detective_positions", d * n, (d, n)),
+                ("detective_tickets", d * 3, (d, 3)),
+                ("mrx_tickets", 5, (5,)),
+                ("mrx_ticket_log", rounds * 5, (rounds, 5)),  # ticket one-hot, then "first of a double"
+                ("last_revealed", n, (n,)),
+            ]
             if self.recall:
                 if rules.deal_detectives:
                     pieces.append(("detective_starts", d * n, (d, n)))
-                pieces += [("revealed_log", rounds * n, (rounds, n)),
-                           ("detective_move_log", rounds * d * (4 + n), (rounds, d, 4 + n))]
+                pieces += [
+                    ("revealed_log", rounds * n, (rounds, n)),
+                    ("detective_move_log", rounds * d * (4 + n), (rounds, d, 4 + n)),
+                ]
         if self.private != pyspiel.PrivateInfoType.NONE:
             pieces.append(("mrx_position", n, (n,)))
             if self.recall and not rules.station_recall:
@@ -64,12 +68,13 @@ class ScotlandYardObserver:
         self.dict = {}
         start = 0
         for name, size, shape in pieces:
-            self.dict[name] = self.tensor[start:start + size].reshape(shape)
+            self.dict[name] = self.tensor[start : start + size].reshape(shape)
             start += size
 
     def _sees_mrx(self, player: int) -> bool:
-        return (self.private == pyspiel.PrivateInfoType.ALL_PLAYERS
-                or (self.private == pyspiel.PrivateInfoType.SINGLE_PLAYER and player == MRX))
+        return self.private == pyspiel.PrivateInfoType.ALL_PLAYERS or (
+            self.private == pyspiel.PrivateInfoType.SINGLE_PLAYER and player == MRX
+        )
 
     def set_from(self, state, player: int):
         self.tensor.fill(0)

@@ -41,8 +41,12 @@ def possible_mrx_stations(state) -> set[int]:
             where = {int(seen)}
             continue
         t = TICKETS.index(ticket)
-        where = {dest for s in where for dest, transport in r.neighbours[s]
-                 if (t == BLACK or transport == t) and dest not in detectives}
+        where = {
+            dest
+            for s in where
+            for dest, transport in r.neighbours[s]
+            if (t == BLACK or transport == t) and dest not in detectives
+        }
     if state.winner is not None and state.winner != MRX and state.mrx in detectives:
         return {state.mrx}  # caught: everyone sees where
     return where
@@ -57,8 +61,9 @@ def board_string(state, show_mrx: bool) -> str:
     elif state.dealing:
         status = "dealing the start cards"
     else:
-        status = "to move: " + ("Mr X" + (" (double move)" if state.double_left else "") if state.turn == 0
-                                else f"detective {state.turn}")
+        status = "to move: " + (
+            "Mr X" + (" (double move)" if state.double_left else "") if state.turn == 0 else f"detective {state.turn}"
+        )
     lines = [f"Round {state.round()}/{r.rounds}, {status}"]
     maybe = set() if show_mrx or state.dealing else possible_mrx_stations(state)
     if r.params["map"] == "london":
@@ -67,20 +72,24 @@ def board_string(state, show_mrx: bool) -> str:
         marks = {d: f"D{k + 1}" for k, d in enumerate(state.detectives)}
         if show_mrx and state.mrx:
             marks[state.mrx] = "X" if state.mrx not in marks else "X" + marks[state.mrx]
-        lines += _glasses_picture({s: f"{s}:{m}" if (m := marks.get(s)) else (f"{s}?" if s in maybe else str(s))
-                                   for s in range(1, 12)})
+        lines += _glasses_picture(
+            {s: f"{s}:{m}" if (m := marks.get(s)) else (f"{s}?" if s in maybe else str(s)) for s in range(1, 12)}
+        )
     else:
         marks = {d: f"D{k + 1}" for k, d in enumerate(state.detectives)}
         if show_mrx and state.mrx:
             marks[state.mrx] = "X" + marks.get(state.mrx, "")
         lines.append("stations: " + " ".join(f"{s}[{m}]" for s, m in sorted(marks.items())))
     t = state.mrx_tickets
-    lines.append(f"Mr X{' at ' + str(state.mrx) if show_mrx and state.mrx else ''}: taxi {t[0]} bus {t[1]} "
-                 f"underground {t[2]} black {t[3]} double {t[4]}")
+    lines.append(
+        f"Mr X{' at ' + str(state.mrx) if show_mrx and state.mrx else ''}: taxi {t[0]} bus {t[1]} "
+        f"underground {t[2]} black {t[3]} double {t[4]}"
+    )
     for k, (d, dt) in enumerate(zip(state.detectives, state.detective_tickets)):
         lines.append(f"D{k + 1} at {d}: taxi {dt[0]} bus {dt[1]} underground {dt[2]}")
-    log = [f"{i + 1}:{TICKETS[tk]}" + (f"@{st}" if rev or show_mrx else "")
-           for i, (tk, st, rev, _) in enumerate(state.log)]
+    log = [
+        f"{i + 1}:{TICKETS[tk]}" + (f"@{st}" if rev or show_mrx else "") for i, (tk, st, rev, _) in enumerate(state.log)
+    ]
     lines.append("log: " + (" ".join(log) if log else "-"))
     if maybe:
         lines.append(f"Mr X may be at ({len(maybe)}): " + " ".join(map(str, sorted(maybe))))
@@ -90,8 +99,19 @@ def board_string(state, show_mrx: bool) -> str:
 # -- the glasses map -------------------------------------------------------------------
 
 # Column of each glasses station in the picture, and its row (0 top, 2 middle, 4 bottom).
-_GLASSES_LAYOUT = {1: (0, 2), 2: (1, 2), 3: (2, 0), 4: (2, 4), 5: (3, 2), 6: (4, 2), 7: (5, 2),
-                   8: (6, 0), 9: (6, 4), 10: (7, 2), 11: (8, 2)}
+_GLASSES_LAYOUT = {
+    1: (0, 2),
+    2: (1, 2),
+    3: (2, 0),
+    4: (2, 4),
+    5: (3, 2),
+    6: (4, 2),
+    7: (5, 2),
+    8: (6, 0),
+    9: (6, 4),
+    10: (7, 2),
+    11: (8, 2),
+}
 _CELL, _GAP = 6, 3
 
 
@@ -100,7 +120,7 @@ def _glasses_picture(labels: dict[int, str]) -> list[str]:
     rows = [[" "] * (9 * (_CELL + _GAP)) for _ in range(5)]
     for station, (col, row) in _GLASSES_LAYOUT.items():
         x = col * (_CELL + _GAP)
-        rows[row][x:x + _CELL] = f"{labels[station]:^{_CELL}}"
+        rows[row][x : x + _CELL] = f"{labels[station]:^{_CELL}}"
     for a, b, _ in parse_map(GLASSES_EDGES)[1]:
         (ca, ra), (cb, rb) = _GLASSES_LAYOUT[a], _GLASSES_LAYOUT[b]
         gap = min(ca, cb) * (_CELL + _GAP) + _CELL + 1
@@ -131,8 +151,9 @@ def london_cells() -> dict[int, tuple[int, int]]:
         x, y = positions[station]
         row = round((y - min(ys)) / (max(ys) - min(ys)) * (LONDON_ROWS - 1))
         col = round((x - min(xs)) / (max(xs) - min(xs)) * (LONDON_COLUMNS - 1))
-        for dr, dc in sorted(((dr, dc) for dr in (0, 1, -1) for dc in range(-3, 4)),
-                             key=lambda rc: (abs(rc[0]), abs(rc[1]))):
+        for dr, dc in sorted(
+            ((dr, dc) for dr in (0, 1, -1) for dc in range(-3, 4)), key=lambda rc: (abs(rc[0]), abs(rc[1]))
+        ):
             cell = (row + dr, col + dc)
             if cell not in taken and 0 <= cell[0] < LONDON_ROWS and 0 <= cell[1] < LONDON_COLUMNS:
                 break
@@ -165,6 +186,5 @@ def _london_picture(state, show_mrx: bool, maybe: set[int]) -> list[str]:
         row, col = cells[state.mrx]
         grid[row][col] = "X"
     border = "+" + "-" * LONDON_COLUMNS + "+"
-    legend = ("  . taxi  + bus  # underground  1-5 detectives"
-              + ("  X Mr X" if show_mrx else "  ? Mr X may be here"))
+    legend = "  . taxi  + bus  # underground  1-5 detectives" + ("  X Mr X" if show_mrx else "  ? Mr X may be here")
     return [border] + ["|" + "".join(row) + "|" for row in grid] + [border, legend]

@@ -79,9 +79,14 @@ def action_planes(game: pyspiel.Game, obs_shape: tuple[int, ...]) -> np.ndarray 
     return None
 
 
-def augment(batch: dict[str, np.ndarray], rng: np.random.Generator, symmetries: list[Symmetry],
-            obs_keys: tuple[str, ...] = ("obs",), policy_keys: tuple[str, ...] = ("policy",),
-            action_keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+def augment(
+    batch: dict[str, np.ndarray],
+    rng: np.random.Generator,
+    symmetries: list[Symmetry],
+    obs_keys: tuple[str, ...] = ("obs",),
+    policy_keys: tuple[str, ...] = ("policy",),
+    action_keys: tuple[str, ...] = (),
+) -> dict[str, np.ndarray]:
     """Each example under a uniformly drawn symmetry or the identity (in place)."""
     if not symmetries:
         return batch
@@ -89,9 +94,14 @@ def augment(batch: dict[str, np.ndarray], rng: np.random.Generator, symmetries: 
     return apply_symmetries(batch, pick, symmetries, obs_keys, policy_keys, action_keys)
 
 
-def apply_symmetries(batch: dict[str, np.ndarray], pick: np.ndarray, symmetries: list[Symmetry],
-                     obs_keys: tuple[str, ...] = ("obs",), policy_keys: tuple[str, ...] = ("policy",),
-                     action_keys: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+def apply_symmetries(
+    batch: dict[str, np.ndarray],
+    pick: np.ndarray,
+    symmetries: list[Symmetry],
+    obs_keys: tuple[str, ...] = ("obs",),
+    policy_keys: tuple[str, ...] = ("policy",),
+    action_keys: tuple[str, ...] = (),
+) -> dict[str, np.ndarray]:
     """Example i under symmetries[pick[i] - 1] (0: unchanged), in place: its observations
     (each array of `obs_keys` holds one or more per example: [B, ..., *obs_shape]),
     the last axis of each policy array (AlphaZero's policy, MuZero's K + 1 unrolled

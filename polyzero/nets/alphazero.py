@@ -36,9 +36,15 @@ class NetSpec:
 
     def tower(self, in_channels: int, cells: int, channels: int | None = None) -> ResidualTower:
         """The residual tower these settings describe, over boards of `cells` points."""
-        return ResidualTower(in_channels, channels or self.channels, self.blocks, block=self.block,
-                             bottleneck_channels=self.bottleneck_channels,
-                             broadcast_every=self.broadcast_every, cells=cells)
+        return ResidualTower(
+            in_channels,
+            channels or self.channels,
+            self.blocks,
+            block=self.block,
+            bottleneck_channels=self.bottleneck_channels,
+            broadcast_every=self.broadcast_every,
+            cells=cells,
+        )
 
 
 class PolicyValueNet(nn.Module):
@@ -55,12 +61,21 @@ class PolicyValueNet(nn.Module):
             c, h, w = obs_shape
             self.trunk = spec.tower(c, h * w)
             self.policy_head = nn.Sequential(
-                nn.Conv2d(spec.channels, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(),
-                nn.Flatten(), nn.Linear(2 * h * w, num_actions))
+                nn.Conv2d(spec.channels, 2, 1, bias=False),
+                nn.BatchNorm2d(2),
+                nn.ReLU(),
+                nn.Flatten(),
+                nn.Linear(2 * h * w, num_actions),
+            )
             self.value_head = nn.Sequential(
-                nn.Conv2d(spec.channels, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(),
-                nn.Flatten(), nn.Linear(h * w, spec.value_hidden), nn.ReLU(),
-                nn.Linear(spec.value_hidden, 1))
+                nn.Conv2d(spec.channels, 1, 1, bias=False),
+                nn.BatchNorm2d(1),
+                nn.ReLU(),
+                nn.Flatten(),
+                nn.Linear(h * w, spec.value_hidden),
+                nn.ReLU(),
+                nn.Linear(spec.value_hidden, 1),
+            )
         elif spec.kind == "mlp":
             in_dim = 1
             for d in obs_shape:
@@ -68,7 +83,8 @@ class PolicyValueNet(nn.Module):
             self.trunk = MLPTower(in_dim, spec.width, spec.layers)
             self.policy_head = nn.Linear(spec.width, num_actions)
             self.value_head = nn.Sequential(
-                nn.Linear(spec.width, spec.value_hidden), nn.ReLU(), nn.Linear(spec.value_hidden, 1))
+                nn.Linear(spec.width, spec.value_hidden), nn.ReLU(), nn.Linear(spec.value_hidden, 1)
+            )
         else:
             raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {spec.kind!r}")
 

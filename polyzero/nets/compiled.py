@@ -57,11 +57,14 @@ def resolve_path(name: str, device: torch.device) -> str:
     if name == "auto":
         return "onnx" if device.type == "cpu" and onnxruntime_available() else "eager"
     if name in _CPU_ONLY and device.type != "cpu":
-        raise UsageError(f"net.inference = {name!r} runs on the CPU only; this run's device is "
-                         f"{device.type} (use 'auto' or 'eager')")
+        raise UsageError(
+            f"net.inference = {name!r} runs on the CPU only; this run's device is {device.type} (use 'auto' or 'eager')"
+        )
     if name == "onnx" and not onnxruntime_available():
-        raise UsageError("net.inference = 'onnx' needs onnxruntime: pip install 'polyzero[fast]' "
-                         "(or use 'auto', which falls back to eager)")
+        raise UsageError(
+            "net.inference = 'onnx' needs onnxruntime: pip install 'polyzero[fast]' "
+            "(or use 'auto', which falls back to eager)"
+        )
     return name
 
 
@@ -74,8 +77,9 @@ class CompiledCall:
     from that call's inputs.
     """
 
-    def __init__(self, module: nn.Module, dtypes: Sequence[type], path: str = "auto",
-                 device: torch.device | str = "cpu"):
+    def __init__(
+        self, module: nn.Module, dtypes: Sequence[type], path: str = "auto", device: torch.device | str = "cpu"
+    ):
         self.device = torch.device(device)
         self.module = module.to(self.device).eval()
         self.dtypes = tuple(np.dtype(d) for d in dtypes)
@@ -123,6 +127,7 @@ class CompiledCall:
             @torch.inference_mode()
             def run(arrs):
                 return self._outputs(compiled(*self._tensors(arrs)))
+
             return run
         return self._script(arrays)
 
@@ -139,6 +144,7 @@ class CompiledCall:
             # The oneDNN Graph fuser is one process-wide switch, read when a graph runs.
             torch.jit.enable_onednn_fusion(onednn)
             return self._outputs(frozen(*[torch.from_numpy(a) for a in arrs]))
+
         for _ in range(3):  # the profiling executor optimises the graph over its first calls
             run(arrays)
         return run
@@ -148,8 +154,7 @@ def _example(arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
     """Trace and export on at least two rows, so that nothing specialises to a batch of one."""
     if arrays[0].shape[0] >= 2:
         return arrays
-    return tuple(np.concatenate([a, a]) if a.shape[0] else np.zeros((2, *a.shape[1:]), a.dtype)
-                 for a in arrays)
+    return tuple(np.concatenate([a, a]) if a.shape[0] else np.zeros((2, *a.shape[1:]), a.dtype) for a in arrays)
 
 
 class _OnnxGraph:
@@ -175,11 +180,18 @@ class _OnnxGraph:
         buf = io.BytesIO()
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            torch.onnx.export(module, args, buf, dynamo=False, input_names=inputs,
-                              output_names=self.outputs, do_constant_folding=False,
-                              training=torch.onnx.TrainingMode.PRESERVE,
-                              keep_initializers_as_inputs=True,  # else equal weights are merged
-                              dynamic_axes={n: {0: "batch"} for n in inputs + self.outputs})
+            torch.onnx.export(
+                module,
+                args,
+                buf,
+                dynamo=False,
+                input_names=inputs,
+                output_names=self.outputs,
+                do_constant_folding=False,
+                training=torch.onnx.TrainingMode.PRESERVE,
+                keep_initializers_as_inputs=True,  # else equal weights are merged
+                dynamic_axes={n: {0: "batch"} for n in inputs + self.outputs},
+            )
         import onnx
 
         graph = onnx.load_from_string(buf.getvalue())
@@ -194,27 +206,25 @@ class _OnnxGraph:
         # The initializers a refresh rewrites (ONNX Runtime folds and fuses initializers
         # before it applies SessionOptions.add_initializer's overrides, so the graph's
         # own copies are rewritten).
-        self.weights = [(init, state[init.name]) for init in graph.graph.initializer
-                        if init.name in state]
+        self.weights = [(init, state[init.name]) for init in graph.graph.initializer if init.name in state]
 
     def session(self) -> Callable:
         """A session over the exported graph with the module's current weights."""
         ort = self.ort
         for init, tensor in self.weights:
-            init.raw_data = tensor.detach().cpu().numpy().astype(
-                _NUMPY_OF_ONNX[init.data_type], copy=False).tobytes()
+            init.raw_data = tensor.detach().cpu().numpy().astype(_NUMPY_OF_ONNX[init.data_type], copy=False).tobytes()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = torch.get_num_threads()
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         # Idle threads sleep instead of spinning: the cores are shared with the tree kernels.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        sess = ort.InferenceSession(self.graph.SerializeToString(), opts,
-                                    providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(self.graph.SerializeToString(), opts, providers=["CPUExecutionProvider"])
         run, outputs, inputs = sess.run, self.outputs, self.inputs
 
         def call(arrays):
             return tuple(run(outputs, dict(zip(inputs, arrays))))
+
         return call
 
 

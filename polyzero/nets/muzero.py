@@ -69,13 +69,16 @@ class DownsampleStack(nn.Module):
         super().__init__()
         half = max(channels // 2, 1)
         self.layers = nn.Sequential(
-            nn.Conv2d(in_channels, half, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(in_channels, half, 3, stride=2, padding=1),
+            nn.ReLU(),
             *(ResidualBlock(half) for _ in range(2)),
-            nn.Conv2d(half, channels, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(half, channels, 3, stride=2, padding=1),
+            nn.ReLU(),
             *(ResidualBlock(channels) for _ in range(3)),
             nn.AvgPool2d(3, stride=2, padding=1),
             *(ResidualBlock(channels) for _ in range(3)),
-            nn.AvgPool2d(3, stride=2, padding=1))
+            nn.AvgPool2d(3, stride=2, padding=1),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
@@ -90,8 +93,9 @@ def scale_hidden_state(s: torch.Tensor) -> torch.Tensor:
 
 
 class MuZeroNet(nn.Module):
-    def __init__(self, obs_shape: tuple[int, ...], num_actions: int, spec: MuZeroSpec,
-                 action_planes: np.ndarray | None = None):
+    def __init__(
+        self, obs_shape: tuple[int, ...], num_actions: int, spec: MuZeroSpec, action_planes: np.ndarray | None = None
+    ):
         """`action_planes` [num_actions, H * W]: the plane each action gives the resnet
         dynamics (`polyzero.games.symmetry.action_planes`); None: a one at the action's
         flat cell index, or a learned plane when there are more actions than cells."""
@@ -102,63 +106,89 @@ class MuZeroNet(nn.Module):
         out = 2 * spec.support + 1 if spec.support else 1
         net = spec.net
         if net.kind == "resnet":
-            if len(obs_shape) != 3:
-                raise ValueError(f"net.kind 'resnet' needs planes (C, H, W); this game's observation is {obs_shape}")
-            c, hgt, wid = obs_shape
-            ch = net.channels
-            if spec.downsample:
-                stack = DownsampleStack(c, ch)
-                with torch.no_grad():
-                    _, _, hgt, wid = stack(torch.zeros(1, c, hgt, wid)).shape
-                self.representation = nn.Sequential(stack, *(ResidualBlock(ch) for _ in range(net.blocks)))
-            else:
-                self.representation = net.tower(c, hgt * wid)
-            self.hidden_shape = (ch, hgt, wid)
-            self.dynamics_tower = dataclasses.replace(net, blocks=self._dynamics_size(net.blocks)).tower(
-                ch + 1, hgt * wid)
-            cells = hgt * wid
-            learned = action_planes is None and num_actions > cells
-            self.action_plane = nn.Embedding(num_actions, cells) if learned else None
-            # A fixed map, not a parameter: checkpoints stay the same size either way.
-            self.register_buffer("action_map", None if action_planes is None else
-                                 torch.as_tensor(action_planes, dtype=torch.float32), persistent=False)
-            self.policy_head = ConvHead(ch, 2, nn.Linear(2 * cells, num_actions))
-            self.value_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out))
-            self.reward_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out),
-                                        root_norm=False) if self._has_reward else None
-            prefix_features, prefix_in = ConvHead(ch, 1, nn.Identity(), root_norm=False), cells
+            prefix_features, prefix_in = self._resnet_modules(obs_shape, num_actions, out, action_planes)
         elif net.kind == "mlp":
-            in_dim = int(np.prod(obs_shape))
-            hs = spec.hidden_size
-            self.hidden_shape = (hs,)
-            self.representation = nn.Sequential(MLPTower(in_dim, net.width, net.layers),
-                                                nn.Linear(net.width, hs))
-            tower = MLPTower(hs + num_actions, net.width, self._dynamics_size(net.layers))
-            self.dynamics_tower = nn.Sequential(tower, nn.Linear(tower.out_dim, hs))
-            self.prediction_trunk = MLPTower(hs, net.width, net.layers)
-            self.policy_head = nn.Linear(net.width, num_actions)
-            self.value_head = nn.Sequential(nn.Linear(net.width, net.value_hidden), nn.ReLU(),
-                                            nn.Linear(net.value_hidden, out))
-            self.reward_head = nn.Sequential(
-                MLPTower(hs, net.width, 1), nn.Linear(net.width, out)) if self._has_reward else None
-            prefix_features, prefix_in = MLPTower(hs, net.width, 1), net.width
+            prefix_features, prefix_in = self._mlp_modules(obs_shape, num_actions, out)
         else:
             raise ValueError(f"net.kind must be 'resnet' or 'mlp', not {net.kind!r}")
         # the LSTM has net.value_hidden units (EfficientZero's lstm_hidden_size)
-        self.prefix_head = ValuePrefixHead(prefix_features, prefix_in, net.value_hidden, out) \
-            if spec.value_prefix_horizon else None
+        self.prefix_head = (
+            ValuePrefixHead(prefix_features, prefix_in, net.value_hidden, out) if spec.value_prefix_horizon else None
+        )
         if net.kind == "resnet" and spec.unroll_norm == "layer":
-            # Batch norm inside the unroll trains on each depth k's own batch statistics
-            # but searches with running statistics averaged over k = 1..K, and the
-            # depths' statistics differ (a review measured eval-vs-train value errors of
-            # 0.13-0.22 at k = 1-3 against 0.01 at k = 0); a per-sample norm is the
-            # same function in both. h and f's root norm keep batch norm (one depth).
-            _per_sample_norms(self.dynamics_tower)
-            for head in (self.policy_head, self.value_head, self.reward_head,
-                         self.prefix_head and self.prefix_head.features):
-                if head is not None:
-                    head.norm = nn.GroupNorm(1, head.norm.num_features)
+            self._per_sample_unroll_norms()
         self._consistency_and_head_init(spec)
+
+    def _resnet_modules(
+        self, obs_shape: tuple[int, ...], num_actions: int, out: int, action_planes: np.ndarray | None
+    ) -> tuple[nn.Module, int]:
+        """h, g and f's heads over planes (net.kind 'resnet'); the value prefix head's
+        features and their size."""
+        net = self.spec.net
+        if len(obs_shape) != 3:
+            raise ValueError(f"net.kind 'resnet' needs planes (C, H, W); this game's observation is {obs_shape}")
+        c, hgt, wid = obs_shape
+        ch = net.channels
+        if self.spec.downsample:
+            stack = DownsampleStack(c, ch)
+            with torch.no_grad():
+                _, _, hgt, wid = stack(torch.zeros(1, c, hgt, wid)).shape
+            self.representation = nn.Sequential(stack, *(ResidualBlock(ch) for _ in range(net.blocks)))
+        else:
+            self.representation = net.tower(c, hgt * wid)
+        self.hidden_shape = (ch, hgt, wid)
+        self.dynamics_tower = dataclasses.replace(net, blocks=self._dynamics_size(net.blocks)).tower(ch + 1, hgt * wid)
+        cells = hgt * wid
+        learned = action_planes is None and num_actions > cells
+        self.action_plane = nn.Embedding(num_actions, cells) if learned else None
+        # A fixed map, not a parameter: checkpoints stay the same size either way.
+        self.register_buffer(
+            "action_map",
+            None if action_planes is None else torch.as_tensor(action_planes, dtype=torch.float32),
+            persistent=False,
+        )
+        self.policy_head = ConvHead(ch, 2, nn.Linear(2 * cells, num_actions))
+        self.value_head = ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out))
+        self.reward_head = (
+            ConvHead(ch, 1, _scalar_tail(cells, net.value_hidden, out), root_norm=False) if self._has_reward else None
+        )
+        return ConvHead(ch, 1, nn.Identity(), root_norm=False), cells
+
+    def _mlp_modules(self, obs_shape: tuple[int, ...], num_actions: int, out: int) -> tuple[nn.Module, int]:
+        """h, g and f's heads over flat observations (net.kind 'mlp'); the value prefix
+        head's features and their size."""
+        net = self.spec.net
+        in_dim = int(np.prod(obs_shape))
+        hs = self.spec.hidden_size
+        self.hidden_shape = (hs,)
+        self.representation = nn.Sequential(MLPTower(in_dim, net.width, net.layers), nn.Linear(net.width, hs))
+        tower = MLPTower(hs + num_actions, net.width, self._dynamics_size(net.layers))
+        self.dynamics_tower = nn.Sequential(tower, nn.Linear(tower.out_dim, hs))
+        self.prediction_trunk = MLPTower(hs, net.width, net.layers)
+        self.policy_head = nn.Linear(net.width, num_actions)
+        self.value_head = nn.Sequential(
+            nn.Linear(net.width, net.value_hidden), nn.ReLU(), nn.Linear(net.value_hidden, out)
+        )
+        self.reward_head = (
+            nn.Sequential(MLPTower(hs, net.width, 1), nn.Linear(net.width, out)) if self._has_reward else None
+        )
+        return MLPTower(hs, net.width, 1), net.width
+
+    def _per_sample_unroll_norms(self) -> None:
+        """Batch norm inside the unroll trains on each depth k's own batch statistics
+        but searches with running statistics averaged over k = 1..K, and the depths'
+        statistics differ (a review measured eval-vs-train value errors of 0.13-0.22 at
+        k = 1-3 against 0.01 at k = 0); a per-sample norm is the same function in both.
+        h and f's root norm keep batch norm (one depth)."""
+        _per_sample_norms(self.dynamics_tower)
+        for head in (
+            self.policy_head,
+            self.value_head,
+            self.reward_head,
+            self.prefix_head and self.prefix_head.features,
+        ):
+            if head is not None:
+                head.norm = nn.GroupNorm(1, head.norm.num_features)
 
     def _consistency_and_head_init(self, spec: MuZeroSpec) -> None:
         """EfficientZero's projection heads (with the consistency loss) and zero-initialised
@@ -166,10 +196,10 @@ class MuZeroNet(nn.Module):
         if spec.consistency:
             # EfficientZero's heads (its Atari sizes, 256 and 64), on the flattened state.
             flat = int(np.prod(self.hidden_shape))
-            self.projector = nn.Sequential(nn.Linear(flat, 256), nn.BatchNorm1d(256), nn.ReLU(),
-                                           nn.Linear(256, 256))
-            self.projection_predictor = nn.Sequential(nn.Linear(256, 64), nn.BatchNorm1d(64), nn.ReLU(),
-                                                      nn.Linear(64, 256))
+            self.projector = nn.Sequential(nn.Linear(flat, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Linear(256, 256))
+            self.projection_predictor = nn.Sequential(
+                nn.Linear(256, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 256)
+            )
         if spec.zero_init_heads:
             # Every value and reward then starts at 0 (a uniform distribution over
             # the symmetric support, or tanh(0)), not at a random offset that n-step
@@ -282,7 +312,7 @@ class ConvHead(nn.Module):
         # one batch norm for both kinds of state (the best start for either).
         if prefix + "0.weight" in state_dict:
             for key in [k for k in state_dict if k.startswith(prefix)]:
-                index, _, rest = key[len(prefix):].partition(".")
+                index, _, rest = key[len(prefix) :].partition(".")
                 value = state_dict.pop(key)
                 if index == "0":
                     state_dict[f"{prefix}conv.{rest}"] = value
@@ -362,8 +392,11 @@ class MuZeroInference:
         self.net = net.to(self.device).eval()
         self._initial = CompiledCall(_Initial(self.net), (np.float32,), inference, self.device)
         spec = net.spec
-        step = ValuePrefixStep(self.net, spec.value_prefix_horizon, spec.prefix_discount) \
-            if spec.value_prefix_horizon else _Recurrent(self.net)
+        step = (
+            ValuePrefixStep(self.net, spec.value_prefix_horizon, spec.prefix_discount)
+            if spec.value_prefix_horizon
+            else _Recurrent(self.net)
+        )
         self._recurrent = CompiledCall(step, (np.float32, np.int64), inference, self.device)
 
     def load_state_dict(self, state: dict) -> None:

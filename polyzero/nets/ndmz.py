@@ -94,8 +94,9 @@ def lecun_normal_(module: nn.Module) -> None:
     for m in module.modules():
         if isinstance(m, nn.Linear):
             std = 1.0 / math.sqrt(m.in_features)
-            nn.init.trunc_normal_(m.weight, 0.0, std / 0.87962566103423978, -2 * std / 0.87962566103423978,
-                                  2 * std / 0.87962566103423978)
+            nn.init.trunc_normal_(
+                m.weight, 0.0, std / 0.87962566103423978, -2 * std / 0.87962566103423978, 2 * std / 0.87962566103423978
+            )
             nn.init.zeros_(m.bias)
 
 
@@ -169,8 +170,7 @@ class NDMZInference:
         self.net = net.to(self.device).eval()
         self.layout = net.layout
         self._initial = CompiledCall(_Initial(self.net), (np.float32,), inference, self.device)
-        self._recurrent = CompiledCall(_Recurrent(self.net), (np.float32, np.int64), inference,
-                                       self.device)
+        self._recurrent = CompiledCall(_Recurrent(self.net), (np.float32, np.int64), inference, self.device)
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)

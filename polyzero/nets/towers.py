@@ -31,8 +31,9 @@ class DenseResidualTower(nn.Module):
     def __init__(self, in_dim: int, width: int, blocks: int):
         super().__init__()
         self.stem = nn.Linear(in_dim, width)
-        self.blocks = nn.ModuleList(nn.ModuleList([nn.Linear(width, width), nn.Linear(width, width)])
-                                    for _ in range(blocks))
+        self.blocks = nn.ModuleList(
+            nn.ModuleList([nn.Linear(width, width), nn.Linear(width, width)]) for _ in range(blocks)
+        )
         self.out_dim = width
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -65,8 +66,12 @@ class BottleneckBlock(nn.Module):
 
     def __init__(self, channels: int, bottleneck: int):
         super().__init__()
-        shapes = [(channels, bottleneck, 1), (bottleneck, bottleneck, 3),
-                  (bottleneck, bottleneck, 3), (bottleneck, channels, 1)]
+        shapes = [
+            (channels, bottleneck, 1),
+            (bottleneck, bottleneck, 3),
+            (bottleneck, bottleneck, 3),
+            (bottleneck, channels, 1),
+        ]
         self.convs = nn.ModuleList(nn.Conv2d(i, o, k, padding=k // 2, bias=False) for i, o, k in shapes)
         self.norms = nn.ModuleList(nn.BatchNorm2d(o) for _, o, _ in shapes)
 
@@ -113,8 +118,16 @@ class ResidualTower(nn.Module):
     block, which needs the board's `cells` (H * W).
     """
 
-    def __init__(self, in_channels: int, channels: int, blocks: int, block: str = "basic",
-                 bottleneck_channels: int = 0, broadcast_every: int = 0, cells: int | None = None):
+    def __init__(
+        self,
+        in_channels: int,
+        channels: int,
+        blocks: int,
+        block: str = "basic",
+        bottleneck_channels: int = 0,
+        broadcast_every: int = 0,
+        cells: int | None = None,
+    ):
         super().__init__()
         self.stem = nn.Sequential(
             nn.Conv2d(in_channels, channels, 3, padding=1, bias=False),

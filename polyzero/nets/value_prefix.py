@@ -30,7 +30,7 @@ def value_prefix_targets(rewards: np.ndarray, horizon: int, discount: float) -> 
     """P_1..P_K from the rewards u_{t+1}..u_{t+K} [B, K] (0 past an episode's end,
     so the prefix stays where it was), the sum restarting every `horizon` steps."""
     offset = np.arange(rewards.shape[1]) % horizon  # k - b - 1: step k's place in its run
-    discounted = rewards * discount ** offset
+    discounted = rewards * discount**offset
     out = np.empty_like(discounted)
     running = np.zeros(rewards.shape[0], discounted.dtype)
     for i, o in enumerate(offset):
@@ -92,7 +92,7 @@ class ValuePrefixStep(nn.Module):
         net, size = self.net, self.net.prefix_head.cell.size
         flat = row.shape[1] - 2 * size - 2
         s = row[:, :flat].reshape(-1, *net.hidden_shape)
-        h, c = row[:, flat:flat + size], row[:, flat + size:flat + 2 * size]
+        h, c = row[:, flat : flat + size], row[:, flat + size : flat + 2 * size]
         parent_prefix, depth = row[:, -2], row[:, -1] + 1.0
         s2, _ = net.dynamics(s, action)
         out, (h2, c2) = net.value_prefix(s2, (h, c))

@@ -24,8 +24,7 @@ def load_preset(algo: str, game: str) -> dict | None:
 
 def list_presets() -> list[str]:
     """The names of the shipped presets, sorted."""
-    return sorted(p.name[:-len(".toml")] for p in resources.files(__name__).iterdir()
-                  if p.name.endswith(".toml"))
+    return sorted(p.name[: -len(".toml")] for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
 
 
 def preset_text(name: str) -> str:
@@ -51,5 +50,9 @@ def preset_summary(name: str) -> dict:
     data = tomllib.loads(text)
     algo, _, game = name.partition("_")
     comments = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")]
-    return {"name": name, "algo": data.get("algo", algo if algo in algorithm_names() else "alphazero"),
-            "game": data.get("game", game), "about": comments[0] if comments else ""}
+    return {
+        "name": name,
+        "algo": data.get("algo", algo if algo in algorithm_names() else "alphazero"),
+        "game": data.get("game", game),
+        "about": comments[0] if comments else "",
+    }

@@ -49,22 +49,25 @@ class NDMZReplay(SegmentRing):
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], layout: ActionLayout, unroll_steps: int):
         c, a = capacity, layout.size
-        super().__init__(capacity, {
-            "obs": np.zeros((c, *obs_shape), np.float32),
-            "action": np.zeros(c, np.int64),
-            "identity": np.zeros(c, np.int64),
-            "policy": np.zeros((c, a), np.float32),  # the search policy (no-op off choice steps)
-            "chance_policy": np.zeros((c, a), np.float32),  # outcome probabilities at chance steps
-            "outcome": np.zeros(c, np.float32),
-            "reward": np.zeros(c, np.float32),
-        })
+        super().__init__(
+            capacity,
+            {
+                "obs": np.zeros((c, *obs_shape), np.float32),
+                "action": np.zeros(c, np.int64),
+                "identity": np.zeros(c, np.int64),
+                "policy": np.zeros((c, a), np.float32),  # the search policy (no-op off choice steps)
+                "chance_policy": np.zeros((c, a), np.float32),  # outcome probabilities at chance steps
+                "outcome": np.zeros(c, np.float32),
+                "reward": np.zeros(c, np.float32),
+            },
+        )
         self.layout = layout
         self.unroll_steps = unroll_steps
         self.reanalyser = None
 
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         valid = self.data["sampleable"].copy()
-        valid[len(self):] = False
+        valid[len(self) :] = False
         if not valid.any():
             raise ValueError("cannot sample from an empty replay buffer")
         slots = rng.choice(np.flatnonzero(valid), size=n)

@@ -31,7 +31,14 @@ Sampled unroll batches (MuZero's and NDMZ's) share their names as well: ``obs``,
 from __future__ import annotations
 
 OBS, ACTION, REWARD, POLICY, OUTCOME, ROOT_VALUE, LEGAL = (
-    "obs", "action", "reward", "policy", "outcome", "root_value", "legal")
+    "obs",
+    "action",
+    "reward",
+    "policy",
+    "outcome",
+    "root_value",
+    "legal",
+)
 
 # Names replay.npz files written before the schema was shared use: a checkpoint of that
 # time loads under the new name. {storage class name: {new: old}}

@@ -77,8 +77,7 @@ class SegmentRing:
     def last_slot(self, slots: np.ndarray) -> np.ndarray:
         """[B, 1]: the ring slot of the last position of each slot's segment."""
         d = self.data
-        return (slots[:, None] + (d["seg_end"][slots][:, None] - 1 - d["position"][slots][:, None])) \
-            % self.capacity
+        return (slots[:, None] + (d["seg_end"][slots][:, None] - 1 - d["position"][slots][:, None])) % self.capacity
 
     # ------------------------------------------------------------ persistence
     def _extra_state(self) -> dict[str, np.ndarray]:
@@ -105,8 +104,10 @@ class SegmentRing:
                     continue
                 saved = f[name or k]
                 if saved.shape[0] != filled or saved.shape[1:] != arr.shape[1:]:
-                    raise ValueError(f"checkpointed replay array {k!r} has shape {saved.shape}, "
-                                     f"expected ({filled}, {', '.join(map(str, arr.shape[1:]))})")
+                    raise ValueError(
+                        f"checkpointed replay array {k!r} has shape {saved.shape}, "
+                        f"expected ({filled}, {', '.join(map(str, arr.shape[1:]))})"
+                    )
                 arr[:filled] = saved
             self._load_extra_state(f)
         self.next_abs = next_abs

@@ -61,31 +61,52 @@ class SequenceReplay(SegmentRing):
     STEP_KEYS: tuple[str, ...] = ("obs", "action", "reward", "root_value", "policy", "legal", "outcome")
     OPTIONAL_KEYS: tuple[str, ...] = ("fresh_policy", "fresh")  # added with Reanalyze's separate fresh policies
 
-    def __init__(self, capacity: int, obs_shape: tuple[int, ...], num_actions: int, *,
-                 unroll_steps: int, td_steps: int, discount: float, board_game: bool,
-                 prioritized: bool, alpha: float = 1.0, beta: float = 1.0,
-                 reanalyse_fraction: float = 0.0, transform=None, next_observations: bool = False,
-                 terminal_reward: bool = False, final_observations: bool = False,
-                 final_values: bool = False, value_prefix_horizon: int = 0,
-                 horizon_decay_positions: float = 0.0):
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape: tuple[int, ...],
+        num_actions: int,
+        *,
+        unroll_steps: int,
+        td_steps: int,
+        discount: float,
+        board_game: bool,
+        prioritized: bool,
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        reanalyse_fraction: float = 0.0,
+        transform=None,
+        next_observations: bool = False,
+        terminal_reward: bool = False,
+        final_observations: bool = False,
+        final_values: bool = False,
+        value_prefix_horizon: int = 0,
+        horizon_decay_positions: float = 0.0,
+    ):
         """`transform(batch, rng)`, when given, changes each sampled batch of unroll
         targets (augmentation: polyzero.games.symmetry)."""
         c = capacity
-        super().__init__(capacity, {
-            "obs": np.zeros((c, *obs_shape), np.float32),
-            "action": np.zeros(c, np.int64),  # a_t, taken at t
-            "reward": np.zeros(c, np.float32),  # u_{t+1}, received after a_t
-            "root_value": np.zeros(c, np.float32),  # search value nu_t for the mover at t
-            "policy": np.zeros((c, num_actions), np.float32),
-            "legal": np.zeros((c, num_actions), np.bool_),  # legal actions at t (root masks for Reanalyze)
-            "outcome": np.zeros(c, np.float32),  # board games: final outcome for the mover at t
-            "priority": np.zeros(c, np.float64),
-            "fresh_policy": np.zeros((c, num_actions), np.float32),  # Reanalyze's latest search policy
-            "fresh": np.zeros(c, np.bool_),  # fresh_policy holds one for this position
-            # a finished game's final position, at its last slot (final_observations)
-            **({"final_obs": np.zeros((c, *obs_shape), np.float32), "has_final": np.zeros(c, np.bool_)}
-               if final_observations else {}),
-        })
+        super().__init__(
+            capacity,
+            {
+                "obs": np.zeros((c, *obs_shape), np.float32),
+                "action": np.zeros(c, np.int64),  # a_t, taken at t
+                "reward": np.zeros(c, np.float32),  # u_{t+1}, received after a_t
+                "root_value": np.zeros(c, np.float32),  # search value nu_t for the mover at t
+                "policy": np.zeros((c, num_actions), np.float32),
+                "legal": np.zeros((c, num_actions), np.bool_),  # legal actions at t (root masks for Reanalyze)
+                "outcome": np.zeros(c, np.float32),  # board games: final outcome for the mover at t
+                "priority": np.zeros(c, np.float64),
+                "fresh_policy": np.zeros((c, num_actions), np.float32),  # Reanalyze's latest search policy
+                "fresh": np.zeros(c, np.bool_),  # fresh_policy holds one for this position
+                # a finished game's final position, at its last slot (final_observations)
+                **(
+                    {"final_obs": np.zeros((c, *obs_shape), np.float32), "has_final": np.zeros(c, np.bool_)}
+                    if final_observations
+                    else {}
+                ),
+            },
+        )
         if final_observations:  # a checkpoint from before the option loads them as zeros
             self.STEP_KEYS = self.STEP_KEYS + ("final_obs", "has_final")
             self.OPTIONAL_KEYS = self.OPTIONAL_KEYS + ("final_obs", "has_final")
@@ -120,8 +141,9 @@ class SequenceReplay(SegmentRing):
         self.data["priority"][slots] = p
         self.max_priority = max(self.max_priority, float(p.max()))
 
-    def refresh(self, slots: np.ndarray, policy: np.ndarray | None = None,
-                root_value: np.ndarray | None = None) -> None:
+    def refresh(
+        self, slots: np.ndarray, policy: np.ndarray | None = None, root_value: np.ndarray | None = None
+    ) -> None:
         """Reanalyze (Appendix H): store fresh search policies (beside the self-play
         ones) and replace bootstrap values."""
         if policy is not None:
@@ -134,7 +156,7 @@ class SequenceReplay(SegmentRing):
     def sampling_probabilities(self) -> np.ndarray:
         """P(i) over the ring's slots: 0 for context and empty slots."""
         valid = self.data["sampleable"].copy()
-        valid[len(self):] = False
+        valid[len(self) :] = False
         if not valid.any():
             raise ValueError("cannot sample from an empty replay buffer")
         if self.prioritized:
@@ -164,16 +186,16 @@ class SequenceReplay(SegmentRing):
         batch["index"] = slots
         return batch
 
-    def unroll_targets(self, slots: np.ndarray, rng: np.random.Generator,
-                       fresh_rows: int = 0) -> dict[str, np.ndarray]:
+    def unroll_targets(self, slots: np.ndarray, rng: np.random.Generator, fresh_rows: int = 0) -> dict[str, np.ndarray]:
         """Observations at t and the K-step unroll targets of each sampled slot (Appendix G);
         the first `fresh_rows` samples take Reanalyze's fresh policies where there are some."""
         d = self.data
         k_steps = self.unroll_steps
         pos, end, inside, at = self.unroll_index(slots, k_steps)  # t+k: positions, slots
 
-        actions = np.where(inside[:, :-1], d["action"][at[:, :-1]],
-                           rng.integers(0, self.num_actions, size=(len(slots), k_steps)))
+        actions = np.where(
+            inside[:, :-1], d["action"][at[:, :-1]], rng.integers(0, self.num_actions, size=(len(slots), k_steps))
+        )
         rewards = np.zeros((len(slots), k_steps + 1), np.float32)
         rewards[:, 1:] = np.where(inside[:, :-1], d["reward"][at[:, :-1]], 0.0)
         if self.value_prefix_horizon:  # EfficientZero's value prefix P_k (nets/value_prefix.py)
@@ -242,9 +264,9 @@ class SequenceReplay(SegmentRing):
         rslot = (at[..., None] + steps) % cap
         counted = (rpos < end[..., None]) & (steps < n[..., None])
         rewards = np.where(counted, d["reward"][rslot], 0.0)
-        value = (rewards * gamma ** steps).sum(-1)
+        value = (rewards * gamma**steps).sum(-1)
         boot_ok = pos + n < end
-        value += np.where(boot_ok, gamma ** n * d["root_value"][(at + n) % cap], 0.0)
+        value += np.where(boot_ok, gamma**n * d["root_value"][(at + n) % cap], 0.0)
         return np.where(inside, value, 0.0).astype(np.float32)
 
     # ------------------------------------------------------------ persistence

@@ -18,8 +18,9 @@ class ReplayBuffer:
         """`transform(batch, rng)`, when given, changes each sampled batch (augmentation)."""
         self.capacity = capacity
         self.transform = transform
-        self.data: dict[str, np.ndarray] = {k: np.zeros((capacity, *shape), dtype)
-                                            for k, (shape, dtype) in specs.items()}
+        self.data: dict[str, np.ndarray] = {
+            k: np.zeros((capacity, *shape), dtype) for k, (shape, dtype) in specs.items()
+        }
         self.size = 0
         self.next = 0  # slot the next example goes to
         self.total_added = 0
@@ -33,7 +34,7 @@ class ReplayBuffer:
         if n == 0:
             return 0
         if n > self.capacity:  # only the newest fit
-            examples = {k: v[-self.capacity:] for k, v in examples.items()}
+            examples = {k: v[-self.capacity :] for k, v in examples.items()}
             n = self.capacity
         idx = (self.next + np.arange(n)) % self.capacity
         for k, arr in self.data.items():

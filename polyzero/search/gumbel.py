@@ -69,8 +69,7 @@ def considered_visit_table(max_considered: int, num_simulations: int) -> np.ndar
 
 def num_considered(params: SearchParams, legal: np.ndarray) -> np.ndarray:
     """int [B]: m = min(n, max_considered_actions, #legal) per root (Section 3.4)."""
-    return np.minimum(np.minimum(params.num_simulations, params.max_considered_actions),
-                      legal.sum(axis=1))
+    return np.minimum(np.minimum(params.num_simulations, params.max_considered_actions), legal.sum(axis=1))
 
 
 def sample_gumbel(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
@@ -86,16 +85,15 @@ class GumbelRoot:
     per root, and for every simulation how many visits the root action it picks
     has had so far ([n, B]: row `sim` is what simulation `sim` reads)."""
 
-    def __init__(self, params: SearchParams, logits: np.ndarray, gumbel: np.ndarray,
-                 legal: np.ndarray):
+    def __init__(self, params: SearchParams, logits: np.ndarray, gumbel: np.ndarray, legal: np.ndarray):
         self.gumbel_logits = np.where(legal, gumbel + logits, -np.inf)  # float64 [B, A]
         m = num_considered(params, legal)
-        self.considered = np.ascontiguousarray(
-            considered_visit_table(int(m.max()), params.num_simulations)[m].T)
+        self.considered = np.ascontiguousarray(considered_visit_table(int(m.max()), params.num_simulations)[m].T)
 
 
-def root_outputs(tree: Tree, params: SearchParams, logits: np.ndarray,
-                 gumbel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def root_outputs(
+    tree: Tree, params: SearchParams, logits: np.ndarray, gumbel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(pi' float32 [B, A] (Eq. 11), A_{n+1} int64 [B]) of a searched tree."""
     batch, num_actions = logits.shape
     policy = np.zeros((batch, num_actions), np.float64)
@@ -104,9 +102,14 @@ def root_outputs(tree: Tree, params: SearchParams, logits: np.ndarray,
     return policy.astype(np.float32), action
 
 
-def gumbel_search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
-                  add_noise: bool = False, gumbel: np.ndarray | None = None,
-                  hooks: SearchHooks | None = None) -> SearchResult:
+def gumbel_search(
+    model: SearchModel,
+    params: SearchParams,
+    rng: np.random.Generator,
+    add_noise: bool = False,
+    gumbel: np.ndarray | None = None,
+    hooks: SearchHooks | None = None,
+) -> SearchResult:
     """Gumbel AlphaZero / Gumbel MuZero search (Gumbel paper, Algorithm 2, Eq. 8-14).
 
     `add_noise` picks the Gumbel scale: ``gumbel_scale`` (self-play) or

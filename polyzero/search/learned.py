@@ -20,8 +20,7 @@ import numpy as np
 from .loop import Expansion
 
 # recurrent_fn(hidden [M, H], action [M]) -> (reward [M], prior_logits [M, A], value [M], hidden' [M, H])
-RecurrentFn = Callable[[np.ndarray, np.ndarray],
-                       tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+RecurrentFn = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 
 
 class LearnedModel:
@@ -46,10 +45,17 @@ class LearnedModel:
         model owns it until the search ends.
     """
 
-    def __init__(self, prior_logits: np.ndarray, value: np.ndarray, hidden: np.ndarray,
-                 recurrent_fn: RecurrentFn, discount: float = -1.0,
-                 root_legal: np.ndarray | None = None, num_nodes: int | None = None,
-                 store: np.ndarray | None = None):
+    def __init__(
+        self,
+        prior_logits: np.ndarray,
+        value: np.ndarray,
+        hidden: np.ndarray,
+        recurrent_fn: RecurrentFn,
+        discount: float = -1.0,
+        root_legal: np.ndarray | None = None,
+        num_nodes: int | None = None,
+        store: np.ndarray | None = None,
+    ):
         prior_logits = np.asarray(prior_logits, np.float32)
         hidden = np.asarray(hidden)
         batch, num_actions = prior_logits.shape
@@ -64,8 +70,11 @@ class LearnedModel:
         self._root = Expansion(
             prior_logits=prior_logits,
             value=np.asarray(value, np.float64).reshape(batch),
-            legal=(np.ones((batch, num_actions), np.bool_) if root_legal is None
-                   else np.asarray(root_legal, np.bool_).reshape(batch, num_actions)),
+            legal=(
+                np.ones((batch, num_actions), np.bool_)
+                if root_legal is None
+                else np.asarray(root_legal, np.bool_).reshape(batch, num_actions)
+            ),
             reward=np.zeros(batch, np.float64),
             discount=np.ones(batch, np.float64),
             terminal=np.zeros(batch, np.bool_),
@@ -87,8 +96,13 @@ class LearnedModel:
     def _allocate(self, num_nodes: int) -> None:
         batch, h = self._root_hidden.shape
         spare, self._spare = self._spare, None
-        if (spare is not None and spare.shape[1:] == (batch, h) and len(spare) >= num_nodes
-                and spare.dtype == self._root_hidden.dtype and spare.flags.c_contiguous):
+        if (
+            spare is not None
+            and spare.shape[1:] == (batch, h)
+            and len(spare) >= num_nodes
+            and spare.dtype == self._root_hidden.dtype
+            and spare.flags.c_contiguous
+        ):
             store = spare[:num_nodes]
         else:
             store = np.empty((num_nodes, batch, h), self._root_hidden.dtype)
@@ -104,8 +118,7 @@ class LearnedModel:
     def initial(self) -> Expansion:
         return self._root
 
-    def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray,
-             active: np.ndarray) -> Expansion:
+    def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray, active: np.ndarray) -> Expansion:
         if self._uniform:  # every tree holds the same number of nodes: no reductions
             first = last = int(new_node[0])
         else:
@@ -127,16 +140,23 @@ class LearnedModel:
             reward = np.zeros(batch, np.float64)
             value = np.zeros(batch, np.float64)
             if rows.size:
-                r, lg, v, h2 = self.recurrent_fn(self._flat[parent_node[rows] * batch + rows],
-                                                 action[rows])
+                r, lg, v, h2 = self.recurrent_fn(self._flat[parent_node[rows] * batch + rows], action[rows])
                 self._flat[new_node[rows] * batch + rows] = h2
                 logits[rows], reward[rows], value[rows] = lg, r, v
         self.recurrent_calls += 1
-        return Expansion(logits, np.asarray(value, np.float64), self._legal,
-                         np.asarray(reward, np.float64), self._discount, self._terminal, kind=self._kind)
+        return Expansion(
+            logits,
+            np.asarray(value, np.float64),
+            self._legal,
+            np.asarray(reward, np.float64),
+            self._discount,
+            self._terminal,
+            kind=self._kind,
+        )
 
-    def step_leaves(self, tree: np.ndarray, parent_node: np.ndarray, action: np.ndarray,
-                    new_node: np.ndarray) -> Expansion:
+    def step_leaves(
+        self, tree: np.ndarray, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray
+    ) -> Expansion:
         """`step` for M leaves of any trees at once (leaf batching): leaf i is the
         child of node `parent_node[i]` of tree `tree[i]` along `action[i]`."""
         last = int(new_node.max())
@@ -153,9 +173,15 @@ class LearnedModel:
             self._discount = np.full(m, self.discount, np.float64)
             self._terminal = np.zeros(m, np.bool_)
             self._kind = np.zeros(m, np.int8)
-        return Expansion(logits, np.asarray(value, np.float64), self._legal[:m],
-                         np.asarray(reward, np.float64), self._discount[:m], self._terminal[:m],
-                         kind=self._kind[:m])
+        return Expansion(
+            logits,
+            np.asarray(value, np.float64),
+            self._legal[:m],
+            np.asarray(reward, np.float64),
+            self._discount[:m],
+            self._terminal[:m],
+            kind=self._kind[:m],
+        )
 
     def node_hidden(self, b: int, node: int) -> np.ndarray:
         """The hidden state stored for `node` of tree `b`."""

@@ -64,8 +64,7 @@ class SearchModel(Protocol):
     def initial(self) -> Expansion:
         """Evaluate the B roots (node 0 of each tree)."""
 
-    def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray,
-             active: np.ndarray) -> Expansion:
+    def step(self, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray, active: np.ndarray) -> Expansion:
         """For trees with active[b]: the node reached by `action[b]` from
         `parent_node[b]`, to be stored as node `new_node[b]`."""
 
@@ -114,21 +113,27 @@ class SearchHooks:
         return cls(deadline=time.monotonic() + seconds, **kwargs)
 
     def out_of_time(self) -> bool:
-        return (self.deadline is not None and time.monotonic() >= self.deadline) or \
-            (self.stop is not None and bool(self.stop()))
+        return (self.deadline is not None and time.monotonic() >= self.deadline) or (
+            self.stop is not None and bool(self.stop())
+        )
 
 
 NO_HOOKS = SearchHooks()
 
 
-def start_tree(model: SearchModel, params: SearchParams, rng: np.random.Generator,
-               add_noise: bool) -> tuple[Tree, Expansion, np.ndarray]:
+def start_tree(
+    model: SearchModel, params: SearchParams, rng: np.random.Generator, add_noise: bool
+) -> tuple[Tree, Expansion, np.ndarray]:
     """Evaluate the B roots and store them as node 0 of fresh trees; returns the
     tree, the root expansion (its arrays copied: models reuse their buffers) and
     the root prior after Dirichlet noise (when `add_noise`)."""
     root = model.initial()
-    root = Expansion(*(np.array(x, copy=True) for x in (
-        root.prior_logits, root.value, root.legal, root.reward, root.discount, root.terminal)))
+    root = Expansion(
+        *(
+            np.array(x, copy=True)
+            for x in (root.prior_logits, root.value, root.legal, root.reward, root.discount, root.terminal)
+        )
+    )
     batch, num_actions = root.prior_logits.shape
     if np.any(root.terminal):
         raise ValueError("cannot search from a terminal state")
@@ -138,8 +143,7 @@ def start_tree(model: SearchModel, params: SearchParams, rng: np.random.Generato
     tree = Tree.allocate(batch, params.num_simulations + 1, num_actions)
     prior = masked_softmax(root.prior_logits, legal_root)
     if add_noise and params.dirichlet_fraction > 0:
-        prior = mix_dirichlet(prior, legal_root, params.dirichlet_alpha,
-                              params.dirichlet_fraction, rng)
+        prior = mix_dirichlet(prior, legal_root, params.dirichlet_alpha, params.dirichlet_fraction, rng)
     tree.prior[:, 0] = prior
     tree.legal[:, 0] = legal_root
     tree.value[:, 0] = root.value
@@ -151,8 +155,9 @@ def start_tree(model: SearchModel, params: SearchParams, rng: np.random.Generato
     return tree, root, prior
 
 
-def simulate(model: SearchModel, params: SearchParams, tree: Tree, hooks: SearchHooks | None = None,
-             gumbel_root=None) -> int:
+def simulate(
+    model: SearchModel, params: SearchParams, tree: Tree, hooks: SearchHooks | None = None, gumbel_root=None
+) -> int:
     """The simulation loop on a started tree; returns the number of model calls
     (the root's included). `gumbel_root` (a :class:`~polyzero.search.gumbel.GumbelRoot`)
     makes the roots Gumbel roots (Sequential Halving, chosen inside the selection
@@ -170,12 +175,14 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree, hooks: Search
         select = functools.partial(kernels.select_leaves, arrays, rules)
     else:
         select = functools.partial(kernels.select_leaves_parallel, chunks, arrays, rules)
-    backup = functools.partial(kernels.expand_and_backup, arrays, rules) if chunks == 1 else \
-        functools.partial(kernels.expand_and_backup_parallel, chunks, arrays, rules)
+    backup = (
+        functools.partial(kernels.expand_and_backup, arrays, rules)
+        if chunks == 1
+        else functools.partial(kernels.expand_and_backup_parallel, chunks, arrays, rules)
+    )
     leaves = kernels.make_leaves(batch)
     packed = tuple(leaves)
-    node, action, kind, new_node = (x[:, 0] for x in (leaves.node, leaves.action, leaves.kind,
-                                                      leaves.new_node))
+    node, action, kind, new_node = (x[:, 0] for x in (leaves.node, leaves.action, leaves.kind, leaves.new_node))
     forced = np.full(batch, -1, np.int32)  # -1: the rule (or the Gumbel root) decides
     if gumbel_root is None:
         gumbel_logits, considered = np.zeros((batch, 1)), np.full((1, batch), -1, np.int32)
@@ -192,8 +199,19 @@ def simulate(model: SearchModel, params: SearchParams, tree: Tree, hooks: Search
         select(root, packed, 1)
         exp = model.step(node, action, new_node, kind == kernels.NEW_LEAF)
         calls += 1
-        backup(packed, (exp.prior_logits, exp.legal, exp.value, exp.reward, exp.discount,
-                        exp.node_kinds() if exp.kind is None else exp.kind), 1, False)
+        backup(
+            packed,
+            (
+                exp.prior_logits,
+                exp.legal,
+                exp.value,
+                exp.reward,
+                exp.discount,
+                exp.node_kinds() if exp.kind is None else exp.kind,
+            ),
+            1,
+            False,
+        )
         if clock and hooks.out_of_time():
             break
     return calls
@@ -206,8 +224,10 @@ def _simulate_batched(model: SearchModel, params: SearchParams, tree: Tree, hook
     take none) or the hooks' clock runs out."""
     k = params.leaf_batch
     if not hasattr(model, "step_leaves"):
-        raise UsageError(f"search.leaf_batch = {k} needs a model that evaluates many leaves of one "
-                         f"tree in one call; {type(model).__name__} does not (use leaf_batch = 1)")
+        raise UsageError(
+            f"search.leaf_batch = {k} needs a model that evaluates many leaves of one "
+            f"tree in one call; {type(model).__name__} does not (use leaf_batch = 1)"
+        )
     if hooks.root_action_fn is not None:
         raise UsageError("forced root actions (katago.forced_playouts) need search.leaf_batch = 1")
     batch = tree.batch_size
@@ -222,8 +242,9 @@ def _simulate_batched(model: SearchModel, params: SearchParams, tree: Tree, hook
         kernels.select_leaves(arrays, rules, root, packed, k)
         m = int(leaves.flat_count[0])
         if m:  # else every leaf was a terminal node seen again: no model call
-            expansion = model.step_leaves(leaves.flat_tree[:m], leaves.flat_parent[:m],
-                                          leaves.flat_action[:m], leaves.flat_node[:m]).packed()
+            expansion = model.step_leaves(
+                leaves.flat_tree[:m], leaves.flat_parent[:m], leaves.flat_action[:m], leaves.flat_node[:m]
+            ).packed()
             calls += 1
         kernels.expand_and_backup(arrays, rules, packed, expansion, k, True)
         if hooks.out_of_time():

@@ -33,8 +33,13 @@ from .loop import (
 from .params import SearchParams
 
 
-def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
-               add_noise: bool = False, hooks: SearchHooks | None = None) -> SearchResult:
+def run_search(
+    model: SearchModel,
+    params: SearchParams,
+    rng: np.random.Generator,
+    add_noise: bool = False,
+    hooks: SearchHooks | None = None,
+) -> SearchResult:
     """pUCT: `params.num_simulations` simulations on every tree (the root is evaluated
     before the loop, so the root's children receive exactly num_simulations visits
     unless the hooks' clock stops the search first)."""
@@ -43,15 +48,32 @@ def run_search(model: SearchModel, params: SearchParams, rng: np.random.Generato
     return finish(tree, prior, calls)
 
 
-KINDS: dict[str, Callable[..., SearchResult]] = {"puct": run_search, "gumbel": gumbel_search,
-                                                 "full_gumbel": gumbel_search}
+KINDS: dict[str, Callable[..., SearchResult]] = {
+    "puct": run_search,
+    "gumbel": gumbel_search,
+    "full_gumbel": gumbel_search,
+}
 
 
-def search(model: SearchModel, params: SearchParams, rng: np.random.Generator,
-           add_noise: bool = False, hooks: SearchHooks | None = None) -> SearchResult:
+def search(
+    model: SearchModel,
+    params: SearchParams,
+    rng: np.random.Generator,
+    add_noise: bool = False,
+    hooks: SearchHooks | None = None,
+) -> SearchResult:
     """The search `params.kind` names, over any model: every algorithm calls this."""
     return KINDS[params.kind](model, params, rng, add_noise=add_noise, hooks=hooks)
 
 
-__all__ = ["Expansion", "KINDS", "RootActionFn", "SearchHooks", "SearchModel", "SearchResult",
-           "run_search", "search", "selection_scores"]
+__all__ = [
+    "Expansion",
+    "KINDS",
+    "RootActionFn",
+    "SearchHooks",
+    "SearchModel",
+    "SearchResult",
+    "run_search",
+    "search",
+    "selection_scores",
+]

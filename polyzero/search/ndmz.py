@@ -71,8 +71,7 @@ class NDMZModel:
     has_chance = True  # roulette at chance and identity nodes
     ndmz_tree = True
 
-    def __init__(self, inference, obs: np.ndarray, legal: np.ndarray, players: np.ndarray,
-                 layout, num_nodes: int):
+    def __init__(self, inference, obs: np.ndarray, legal: np.ndarray, players: np.ndarray, layout, num_nodes: int):
         self.inference = inference
         self.layout = layout
         hidden0, p0, _, v0 = inference.initial(obs)
@@ -96,11 +95,24 @@ class NDMZModel:
         root_logits[:, : layout.choice] = p0[:, : layout.choice]
         root_legal = np.zeros((batch, width), np.bool_)
         root_legal[:, : layout.choice] = legal
-        self._root = Expansion(root_logits, self.root_value, root_legal, np.zeros(batch), np.ones(batch),
-                               np.zeros(batch, np.bool_), kind=np.zeros(batch, np.int8))
-        self._out = Expansion(np.zeros((batch, width), np.float32), np.zeros(batch),
-                              np.zeros((batch, width), np.bool_), np.zeros(batch), np.ones(batch),
-                              np.zeros(batch, np.bool_), kind=np.zeros(batch, np.int8))
+        self._root = Expansion(
+            root_logits,
+            self.root_value,
+            root_legal,
+            np.zeros(batch),
+            np.ones(batch),
+            np.zeros(batch, np.bool_),
+            kind=np.zeros(batch, np.int8),
+        )
+        self._out = Expansion(
+            np.zeros((batch, width), np.float32),
+            np.zeros(batch),
+            np.zeros((batch, width), np.bool_),
+            np.zeros(batch),
+            np.ones(batch),
+            np.zeros(batch, np.bool_),
+            kind=np.zeros(batch, np.int8),
+        )
 
     def initial(self) -> Expansion:
         return self._root
@@ -186,21 +198,43 @@ class NDMZSearchResult:
     action: np.ndarray | None = None
 
 
-def ndmz_search(inference, obs: np.ndarray, legal: np.ndarray, players: np.ndarray,
-                layout, num_simulations: int, c_puct: float, rng: np.random.Generator,
-                dirichlet_alpha: float = 1.0, dirichlet_fraction: float = 0.0,
-                hooks: SearchHooks | None = None) -> NDMZSearchResult:
+def ndmz_search(
+    inference,
+    obs: np.ndarray,
+    legal: np.ndarray,
+    players: np.ndarray,
+    layout,
+    num_simulations: int,
+    c_puct: float,
+    rng: np.random.Generator,
+    dirichlet_alpha: float = 1.0,
+    dirichlet_fraction: float = 0.0,
+    hooks: SearchHooks | None = None,
+) -> NDMZSearchResult:
     """Search B roots given as observations [B, ...], legal choice masks [B, C] and the
     players to move [B]. `inference` has ``initial(obs)`` and ``recurrent(hidden, actions)``
     as :class:`polyzero.nets.ndmz.NDMZInference`."""
-    params = SearchParams(num_simulations=num_simulations, c_puct=c_puct, dirichlet_alpha=dirichlet_alpha,
-                          dirichlet_fraction=dirichlet_fraction)
+    params = SearchParams(
+        num_simulations=num_simulations,
+        c_puct=c_puct,
+        dirichlet_alpha=dirichlet_alpha,
+        dirichlet_fraction=dirichlet_fraction,
+    )
     model = NDMZModel(inference, obs, legal, players, layout, num_simulations + 1)
     tree, _, prior = start_tree(model, params, rng, add_noise=dirichlet_fraction > 0)
     simulate(model, params, tree, hooks)
     c_size = layout.choice
     backups = tree.visits[:, 0].astype(np.int64)
     root_value = np.where(backups > 0, tree.value[:, 0], model.root_value)
-    return NDMZSearchResult(tree, prior[:, :c_size], tree.root_child_visits()[:, :c_size],
-                            tree.root_child_q()[:, :c_size], root_value, model.root_value.copy(),
-                            model.network_calls, model.evaluations, backups, model)
+    return NDMZSearchResult(
+        tree,
+        prior[:, :c_size],
+        tree.root_child_visits()[:, :c_size],
+        tree.root_child_q()[:, :c_size],
+        root_value,
+        model.root_value.copy(),
+        model.network_calls,
+        model.evaluations,
+        backups,
+        model,
+    )

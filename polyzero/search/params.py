@@ -166,8 +166,9 @@ class SearchParams:
             ("chance_backup", CHANCE_BACKUPS),
         ):
             if getattr(self, name) not in table:
-                raise UsageError(f"search.{name} must be one of {', '.join(sorted(table))}, "
-                                 f"not {getattr(self, name)!r}")
+                raise UsageError(
+                    f"search.{name} must be one of {', '.join(sorted(table))}, not {getattr(self, name)!r}"
+                )
         for name in ("c_puct", "c1", "c2", "dirichlet_alpha", "max_considered_actions"):
             _positive(name, getattr(self, name))
         for name in ("c_visit", "c_scale", "gumbel_scale", "eval_gumbel_scale"):
@@ -182,9 +183,10 @@ class SearchParams:
             raise UsageError(f"search.discount must lie in [0, 1], not {self.discount}")
         if self.leaf_batch > 1 and self.kind != "puct":
             raise UsageError(
-                f"search.leaf_batch = {self.leaf_batch} needs search.kind \"puct\", not {self.kind!r}: "
+                f'search.leaf_batch = {self.leaf_batch} needs search.kind "puct", not {self.kind!r}: '
                 "Sequential Halving chooses each simulation's root action from the visits of "
-                "the simulations before it")
+                "the simulations before it"
+            )
         return self
 
     def params(self, num_simulations: int | None = None, discount: float | None = None) -> SearchParams:
@@ -211,9 +213,20 @@ class SearchParams:
     def rules(self, ndmz_tree: bool = False) -> Rules:
         """The kernels' constants; `ndmz_tree`: the model's tree is NDMZ's (Appendix A)."""
         rule, norm, unvisited = self.codes
-        return Rules(NDMZ_RULE if ndmz_tree else rule, norm, unvisited, float(self.c_puct),
-                     float(self.c1), float(self.c2), float(self.value_min), float(self.value_max),
-                     self.gumbel_norm, float(self.c_visit), float(self.c_scale), self.chance_code)
+        return Rules(
+            NDMZ_RULE if ndmz_tree else rule,
+            norm,
+            unvisited,
+            float(self.c_puct),
+            float(self.c1),
+            float(self.c2),
+            float(self.value_min),
+            float(self.value_max),
+            self.gumbel_norm,
+            float(self.c_visit),
+            float(self.c_scale),
+            self.chance_code,
+        )
 
     @property
     def chance_code(self) -> int:

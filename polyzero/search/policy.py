@@ -15,8 +15,9 @@ def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return (e / np.where(total > 0, total, 1.0)).astype(np.float32)
 
 
-def mix_dirichlet(prior: np.ndarray, legal: np.ndarray, alpha: float, fraction: float,
-                  rng: np.random.Generator) -> np.ndarray:
+def mix_dirichlet(
+    prior: np.ndarray, legal: np.ndarray, alpha: float, fraction: float, rng: np.random.Generator
+) -> np.ndarray:
     """P(s_r, a) = (1 - eps) p_a + eps d_a with d ~ Dir(alpha) over the legal actions.
 
     (Go-Exploit paper, Section 2.1; AlphaZero's root exploration noise.)
@@ -46,14 +47,13 @@ def visit_policy(visits: np.ndarray, temperature: float) -> np.ndarray:
     return (powered / powered.sum(axis=-1, keepdims=True)).astype(np.float32)
 
 
-def choose_actions(visits: np.ndarray, sample: np.ndarray, temperature: float,
-                   rng: np.random.Generator) -> np.ndarray:
+def choose_actions(visits: np.ndarray, sample: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:
     """Sample from the visit policy where `sample[b]` (the first k moves), else
     play the most visited action (ties broken uniformly at random)."""
     actions = np.empty(visits.shape[0], np.int64)
     for b in range(visits.shape[0]):
         if sample[b] and temperature > 0:
-            p = visit_policy(visits[b:b + 1], temperature)[0].astype(np.float64)
+            p = visit_policy(visits[b : b + 1], temperature)[0].astype(np.float64)
             actions[b] = rng.choice(len(p), p=p / p.sum())
         else:
             best = np.flatnonzero(visits[b] == visits[b].max())
@@ -69,8 +69,7 @@ def policy_targets(result, temperature: float) -> np.ndarray:
     return visit_policy(result.root_visits, temperature)
 
 
-def select_moves(result, sample: np.ndarray, temperature: float,
-                 rng: np.random.Generator) -> np.ndarray:
+def select_moves(result, sample: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:
     """The moves to play after a search: sampled from the visits where `sample[b]`
     (the first k moves of a game); elsewhere the search's own choice when it makes
     one (a Gumbel root's A_{n+1}), else the most visited action."""

@@ -58,8 +58,9 @@ def regret_matching_plus_update(cumulative_regret: np.ndarray, regret: np.ndarra
     return np.maximum(cumulative_regret + regret, 0.0)
 
 
-def linear_average_update(cumulative_policy: np.ndarray, iteration: int, own_reach: np.ndarray,
-                          policy: np.ndarray) -> np.ndarray:
+def linear_average_update(
+    cumulative_policy: np.ndarray, iteration: int, own_reach: np.ndarray, policy: np.ndarray
+) -> np.ndarray:
     """Linear averaging: iteration t's policy weighs t times its player's reach."""
     return cumulative_policy + iteration * own_reach[:, None] * policy
 
@@ -108,9 +109,13 @@ class PublicTreeCFR:
     its starting cumulative regrets ([acting player's infos, actions]; None: zeros).
     """
 
-    def __init__(self, tree: PublicTree, root_reach: np.ndarray | None = None,
-                 leaf_values: LeafValuesFn | None = None,
-                 initial_regrets: Callable[[int, list[int]], np.ndarray | None] | None = None):
+    def __init__(
+        self,
+        tree: PublicTree,
+        root_reach: np.ndarray | None = None,
+        leaf_values: LeafValuesFn | None = None,
+        initial_regrets: Callable[[int, list[int]], np.ndarray | None] | None = None,
+    ):
         self.tree = tree
         self.initial_regrets = initial_regrets
         self.num_players = tree.num_players
@@ -155,8 +160,9 @@ class PublicTreeCFR:
                         new.cumulative_regret[:, j] = old.cumulative_regret[:, k]
                         new.cumulative_policy[:, j] = old.cumulative_policy[:, k]
                     new.policy = regret_matching(new.cumulative_regret, new.legal)
-                elif (self.initial_regrets is not None
-                      and (start := self.initial_regrets(index, new.actions)) is not None):
+                elif (
+                    self.initial_regrets is not None and (start := self.initial_regrets(index, new.actions)) is not None
+                ):
                     new.cumulative_regret = np.where(new.legal, start, 0.0)
                     new.policy = regret_matching(new.cumulative_regret, new.legal)
                 self.decisions[index] = new
@@ -185,12 +191,24 @@ class PublicTreeCFR:
             legal[info[t.world], col[t.action]] = True
         edges = self._group(node.transitions, lambda t: col[t.action])
         zeros = np.zeros((num_info, len(actions)))
-        return _Decision(p, actions, info, membership, first_world, legal, edges,
-                         zeros.copy(), zeros.copy(), regret_matching(zeros, legal))
+        return _Decision(
+            p,
+            actions,
+            info,
+            membership,
+            first_world,
+            legal,
+            edges,
+            zeros.copy(),
+            zeros.copy(),
+            regret_matching(zeros, legal),
+        )
 
     def _chance_arrays(self, node):
-        return [(c, worlds, probs, child_worlds)
-                for c, worlds, probs, child_worlds in self._group(node.transitions, lambda t: t.probability)]
+        return [
+            (c, worlds, probs, child_worlds)
+            for c, worlds, probs, child_worlds in self._group(node.transitions, lambda t: t.probability)
+        ]
 
     # -- one iteration -----------------------------------------------------------------
 
@@ -294,7 +312,8 @@ class PublicTreeCFR:
         regret = d.membership @ (others[:, None] * advantage)
         regret = np.where(d.legal, regret, 0.0)
         d.cumulative_policy = linear_average_update(
-            d.cumulative_policy, self.iteration, reach[d.first_world, d.player], d.policy)
+            d.cumulative_policy, self.iteration, reach[d.first_world, d.player], d.policy
+        )
         d.cumulative_regret = regret_matching_plus_update(d.cumulative_regret, regret)
         d.policy = regret_matching(d.cumulative_regret, d.legal)
         return value

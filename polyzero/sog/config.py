@@ -34,11 +34,24 @@ class SoGConfig:
     eval_seeds: int = 3  # seeds of the exploitability evaluation
 
     def validate(self):
-        for k in ("simulations", "solve_simulations", "max_depth", "episodes_per_step", "solves_per_step",
-                  "lr_halve_every", "eval_simulations"):
+        for k in (
+            "simulations",
+            "solve_simulations",
+            "max_depth",
+            "episodes_per_step",
+            "solves_per_step",
+            "lr_halve_every",
+            "eval_simulations",
+        ):
             _positive(f"sog.{k}", getattr(self, k), allow_zero=True)
-        for k in ("expansions_per_update", "solve_expansions_per_update", "query_buffer", "max_updates",
-                  "eval_seeds", "value_weight"):
+        for k in (
+            "expansions_per_update",
+            "solve_expansions_per_update",
+            "query_buffer",
+            "max_updates",
+            "eval_seeds",
+            "value_weight",
+        ):
             _positive(f"sog.{k}", getattr(self, k))
         _positive("sog.policy_weight", self.policy_weight, allow_zero=True)
         for k in ("q_search", "q_recursive", "p_td"):
@@ -47,10 +60,11 @@ class SoGConfig:
     def search_settings(self, solver: bool = False):
         from .gtcfr import SoGSettings
 
-        return SoGSettings(simulations=self.solve_simulations if solver else self.simulations,
-                           expansions_per_update=(self.solve_expansions_per_update if solver
-                                                  else self.expansions_per_update),
-                           max_depth=self.max_depth or None)
+        return SoGSettings(
+            simulations=self.solve_simulations if solver else self.simulations,
+            expansions_per_update=(self.solve_expansions_per_update if solver else self.expansions_per_update),
+            max_depth=self.max_depth or None,
+        )
 
 
-SECTION = ConfigSection("sog", SoGConfig, algos=('sog',))
+SECTION = ConfigSection("sog", SoGConfig, algos=("sog",))

@@ -106,10 +106,13 @@ def _observer(game: pyspiel.Game, public: bool, recall: bool = True):
     player's private observer."""
     from open_spiel.python.observation import make_observation
 
-    kind = (pyspiel.IIGObservationType(public_info=True, perfect_recall=recall,
-                                       private_info=pyspiel.PrivateInfoType.NONE) if public else
-            pyspiel.IIGObservationType(public_info=False, perfect_recall=False,
-                                       private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER))
+    kind = (
+        pyspiel.IIGObservationType(public_info=True, perfect_recall=recall, private_info=pyspiel.PrivateInfoType.NONE)
+        if public
+        else pyspiel.IIGObservationType(
+            public_info=False, perfect_recall=False, private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER
+        )
+    )
     what = "public" if public else "private"
     try:
         observer = make_observation(game, kind)
@@ -163,9 +166,11 @@ class BeliefEncoding:
         def slot_of(state, player):
             slot = vocabulary[player].get(self._private_key(state, player))
             if slot is None:
-                raise UsageError(f"{game}: a private observation of player {player} was not dealt at the root; "
-                                 "the CVPN's slots need private observations fixed at the deal "
-                                 "(or a rule in polyzero.sog.cvpn.PRIVATE_SLOTS)")
+                raise UsageError(
+                    f"{game}: a private observation of player {player} was not dealt at the root; "
+                    "the CVPN's slots need private observations fixed at the deal "
+                    "(or a rule in polyzero.sog.cvpn.PRIVATE_SLOTS)"
+                )
             return slot
 
         self._slot_of = slot_of
@@ -189,8 +194,10 @@ class BeliefEncoding:
             return []
         board = int(np.prod(self.planes))
         rest = np.arange(board, self.input_size)
-        return [Symmetry(np.concatenate([sym.obs_index, rest]), sym.action_index)
-                for sym in board_symmetries(self.game, self.planes)]
+        return [
+            Symmetry(np.concatenate([sym.obs_index, rest]), sym.action_index)
+            for sym in board_symmetries(self.game, self.planes)
+        ]
 
     def _private_key(self, state: pyspiel.State, player: int) -> str:
         self._private.set_from(state, player)  # the tensor: some games' private strings are empty
@@ -252,8 +259,11 @@ class BeliefEncoding:
         """Per information state of `player`: the chance-and-opponent reach of its worlds,
         the factor between a normalised value and a counterfactual value."""
         reach = world_reach(node, ranges)
-        return np.bincount(info_of(node, player), weights=counterfactual_reach(node, reach, player),
-                           minlength=len(node.info_states[player]))
+        return np.bincount(
+            info_of(node, player),
+            weights=counterfactual_reach(node, reach, player),
+            minlength=len(node.info_states[player]),
+        )
 
 
 class BoardTrunk(nn.Module):
@@ -285,8 +295,16 @@ class CVPN(nn.Module):
     blocks of `width` (`blocks` > 0), or a `BoardTrunk` (`board` given). Outputs
     values [B, 2, S] and policy logits [B, 2, S, A]."""
 
-    def __init__(self, input_size: int, slots: list[int], num_actions: int, width: int = 128, layers: int = 3,
-                 blocks: int = 0, board: BoardTrunk | None = None):
+    def __init__(
+        self,
+        input_size: int,
+        slots: list[int],
+        num_actions: int,
+        width: int = 128,
+        layers: int = 3,
+        blocks: int = 0,
+        board: BoardTrunk | None = None,
+    ):
         super().__init__()
         self.slots = list(slots)
         self.max_slots = max(slots)
@@ -345,8 +363,9 @@ class Example:
 EXAMPLE_FIELDS = ("x", "value", "value_mask", "policy", "policy_mask", "legal", "player")
 
 
-def cvpn_loss(net: CVPN, batch: dict[str, torch.Tensor], value_weight: float = 1.0,
-              policy_weight: float = 0.05) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def cvpn_loss(
+    net: CVPN, batch: dict[str, torch.Tensor], value_weight: float = 1.0, policy_weight: float = 0.05
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Huber loss on the value targets present, cross-entropy on the policy targets
     present ("Query collection": Huber for values, cross entropy for policies)."""
     values, logits = net(batch["x"])
@@ -361,8 +380,11 @@ def cvpn_loss(net: CVPN, batch: dict[str, torch.Tensor], value_weight: float = 1
     pmask = batch["policy_mask"]
     policy_loss = (ce * pmask).sum() / pmask.sum().clamp(min=1.0)
     total = value_weight * value_loss + policy_weight * policy_loss
-    return total, {"loss/value": value_loss.detach(), "loss/policy": policy_loss.detach(),
-                   "loss/total_unregularised": total.detach()}
+    return total, {
+        "loss/value": value_loss.detach(),
+        "loss/policy": policy_loss.detach(),
+        "loss/total_unregularised": total.detach(),
+    }
 
 
 class NetworkValueFunction(ValueFunction):

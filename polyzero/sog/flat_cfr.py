@@ -55,7 +55,7 @@ class FlatCFR:
         for i, node in enumerate(nodes):
             g0 = offset[i]
             if node.kind == TERMINAL:
-                self._returns[g0:offset[i + 1]] = [w.state.returns() for w in node.worlds]
+                self._returns[g0 : offset[i + 1]] = [w.state.returns() for w in node.worlds]
                 continue
             if node.kind == DECISION:
                 actions = sorted({t.action for t in node.transitions})
@@ -63,7 +63,7 @@ class FlatCFR:
                 row_base[i] = len(self._row_names)
                 self._row_names += node.info_states[node.player]
                 self._row_actions += [actions] * len(node.info_states[node.player])
-                row_of_world[g0:offset[i + 1]] = [row_base[i] + w.info_states[node.player] for w in node.worlds]
+                row_of_world[g0 : offset[i + 1]] = [row_base[i] + w.info_states[node.player] for w in node.worlds]
             for t in node.transitions:
                 g, c = g0 + t.world, offset[t.child] + t.child_world
                 level[t.child] = level[i] + 1
@@ -80,8 +80,9 @@ class FlatCFR:
         decision_worlds = np.flatnonzero(row_of_world >= 0)
         self._dw = decision_worlds
         self._dw_row = row_of_world[decision_worlds]
-        self._dw_player = np.array([nodes[i].player for i in np.searchsorted(offset, decision_worlds, "right") - 1],
-                                   int)
+        self._dw_player = np.array(
+            [nodes[i].player for i in np.searchsorted(offset, decision_worlds, "right") - 1], int
+        )
         self._row_player[self._dw_row] = self._dw_player
         self._first_world[self._dw_row] = decision_worlds  # any world: they share the own reach
         self._dw_child = np.full((len(decision_worlds), width), n)  # n: illegal (value 0)
@@ -91,16 +92,16 @@ class FlatCFR:
                 if c is not None:
                     self._dw_child[k, col] = c
                     self.legal[self._dw_row[k], col] = True
-        self._levels = self._index_levels(level, np.diff(offset), parent, edge_col, edge_prob, row_of_world,
-                                          decision_worlds)
+        self._levels = self._index_levels(
+            level, np.diff(offset), parent, edge_col, edge_prob, row_of_world, decision_worlds
+        )
         self.cumulative_regret = np.zeros((rows, width))
         self.cumulative_policy = np.zeros((rows, width))
         self.policy = regret_matching(self.cumulative_regret, self.legal)
         self.reach = np.zeros((n, players))
         self.values = np.zeros((n + 1, players))
 
-    def _index_levels(self, level, worlds_per_node, parent, edge_col, edge_prob, row_of_world,
-                      decision_worlds) -> list:
+    def _index_levels(self, level, worlds_per_node, parent, edge_col, edge_prob, row_of_world, decision_worlds) -> list:
         """Per level below the root (`level`: each node's depth): its worlds, their
         parents, the decision edges among them."""
         world_level = np.repeat(level, worlds_per_node)
@@ -112,16 +113,27 @@ class FlatCFR:
             uniq, inverse = np.unique(up, return_inverse=True)
             # decision worlds at the level above (best responses are chosen there, bottom-up)
             above = np.flatnonzero(np.isin(decision_worlds, uniq))
-            levels.append((worlds, up, decision, row_of_world[up[decision]], edge_col[worlds[decision]],
-                           self._row_player[row_of_world[up[decision]]], edge_prob[worlds], uniq, inverse,
-                           above))
+            levels.append(
+                (
+                    worlds,
+                    up,
+                    decision,
+                    row_of_world[up[decision]],
+                    edge_col[worlds[decision]],
+                    self._row_player[row_of_world[up[decision]]],
+                    edge_prob[worlds],
+                    uniq,
+                    inverse,
+                    above,
+                )
+            )
         return levels
 
     # -- walks ---------------------------------------------------------------------
 
     def _walk_down(self, policy: np.ndarray) -> None:
         reach = self.reach
-        reach[:self._root_worlds] = 1.0 if self.root_reach is None else self.root_reach
+        reach[: self._root_worlds] = 1.0 if self.root_reach is None else self.root_reach
         for worlds, up, decision, rows, cols, players, *_ in self._levels:
             r = reach[up]
             r[np.flatnonzero(decision), players] *= policy[rows, cols]
@@ -146,8 +158,9 @@ class FlatCFR:
         """Sum [decision worlds, columns] into [information-state rows, columns]."""
         rows = self._dw_row[subset]
         width = per_world.shape[1]
-        flat = np.bincount((rows[:, None] * width + np.arange(width)).ravel(), weights=per_world.ravel(),
-                           minlength=self.legal.size)
+        flat = np.bincount(
+            (rows[:, None] * width + np.arange(width)).ravel(), weights=per_world.ravel(), minlength=self.legal.size
+        )
         return flat.reshape(self.legal.shape)
 
     def _action_values(self, subset=slice(None)) -> np.ndarray:
@@ -232,14 +245,16 @@ class FlatCFR:
             return None
         count = len(root.info_states[root.player])
         out = np.zeros((count, num_actions))
-        out[:, self._row_actions[0]] = self.average()[:count, :len(self._row_actions[0])]
+        out[:, self._row_actions[0]] = self.average()[:count, : len(self._row_actions[0])]
         return out
 
     def average_policy(self) -> dict[str, dict[int, float]]:
         """{information-state string: {action: probability}} for every decision."""
         table = self.average()
-        return {name: {a: float(table[r, k]) for k, a in enumerate(actions) if self.legal[r, k]}
-                for r, (name, actions) in enumerate(zip(self._row_names, self._row_actions))}
+        return {
+            name: {a: float(table[r, k]) for k, a in enumerate(actions) if self.legal[r, k]}
+            for r, (name, actions) in enumerate(zip(self._row_names, self._row_actions))
+        }
 
     def exploitability(self) -> float:
         """Mean over the players of the gain of a best response to the average

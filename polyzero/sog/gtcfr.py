@@ -52,10 +52,11 @@ import numpy as np
 import pyspiel
 
 from polyzero.games.chance import sample_chance
-from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState, PublicTree, Transition
+from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState
 
 from .cfr import PublicTreeCFR, average_of, others_reach, regret_matching, regret_matching_plus_update
 from .perfect_cfr import PerfectInfoCFR
+from .search_tree import SearchTree
 from .values import Query, ValueFunction, per_world_values, world_reach
 
 
@@ -87,68 +88,6 @@ class SoGSettings:
 
 def is_perfect_information(game: pyspiel.Game) -> bool:
     return game.get_type().information == pyspiel.GameType.Information.PERFECT_INFORMATION
-
-
-class SearchTree(PublicTree):
-    """A public tree grown node by node from a given root public state."""
-
-    def __init__(self, game: pyspiel.Game, root: PublicState, observe):
-        self.game = game
-        self.observe = observe
-        self.num_players = game.num_players()
-        self._type = game.get_type()
-        self.nodes = [PublicState(root.key, root.kind, root.player, root.worlds, root.info_states, None, 0)]
-        self.index_of = {root.key: 0}
-        self.moves: list[dict] = [{}]  # per node: (world, action) -> (child, child world)
-
-    def is_leaf(self, index: int) -> bool:
-        node = self.nodes[index]
-        return node.kind != TERMINAL and not node.transitions
-
-    def expand(self, index: int, actions: set[int] | None = None) -> list[int]:
-        """Add the node's children (those reached by `actions` only, when given);
-        returns the indices of the public states added."""
-        node = self.nodes[index]
-        groups: dict[str, list] = {}
-        for w, world in enumerate(node.worlds):
-            outcomes = (world.state.chance_outcomes() if world.state.is_chance_node()
-                        else [(a, 1.0) for a in world.state.legal_actions()])
-            for action, prob in outcomes:
-                if actions is not None and action not in actions:
-                    continue
-                if (w, action) in self.moves[index]:
-                    continue
-                child = world.state.child(action)
-                groups.setdefault(self.observe(world.state, action, child), []).append((w, action, prob, child))
-        added = []
-        for obs, items in groups.items():
-            if obs in node.children:  # a partially expanded node gains more worlds' moves: not expected
-                raise AssertionError(f"public state {node.key + (obs,)} is already in the tree")
-            pairs = [(child, node.worlds[w].chance_reach * prob) for w, _, prob, child in items]
-            child_index = self._add_node(node.key + (obs,), pairs, index, node.depth + 1)
-            self.index_of[self.nodes[child_index].key] = child_index
-            self.moves.append({})
-            node.children[obs] = child_index
-            for cw, (w, a, p, _) in enumerate(items):
-                node.transitions.append(Transition(w, a, child_index, cw, p))
-                self.moves[index][(w, a)] = (child_index, cw)
-            added.append(child_index)
-        return added
-
-    def expand_path(self, key: tuple[str, ...]) -> int:
-        """Grow a single branch from the root to the public state `key`, every node
-        on it with all its children (the off-branch ones are leaves); its index."""
-        index = 0
-        root_len = len(self.nodes[0].key)
-        if key[:root_len] != self.nodes[0].key:
-            raise ValueError("the public state is not below the tree's root")
-        for obs in key[root_len:]:
-            if not self.nodes[index].transitions:
-                self.expand(index)
-            if obs not in self.nodes[index].children:
-                raise ValueError(f"no public state {obs!r} below {self.nodes[index].key}")
-            index = self.nodes[index].children[obs]
-        return index
 
 
 @dataclass
@@ -193,9 +132,16 @@ class GTCFR:
     start there (in re-solving it is below the tree's root).
     """
 
-    def __init__(self, tree: SearchTree, value_fn: ValueFunction, settings: SoGSettings,
-                 rng: np.random.Generator, search_root: int = 0,
-                 root_ranges: list[np.ndarray] | None = None, gadget: Gadget | None = None):
+    def __init__(
+        self,
+        tree: SearchTree,
+        value_fn: ValueFunction,
+        settings: SoGSettings,
+        rng: np.random.Generator,
+        search_root: int = 0,
+        root_ranges: list[np.ndarray] | None = None,
+        gadget: Gadget | None = None,
+    ):
         self.tree = tree
         self.game = tree.game
         self.value_fn = value_fn
@@ -218,8 +164,9 @@ class GTCFR:
         self.expansions = 0
         # One world per public state: the level-vectorised CFR (the same iterations, faster).
         cfr = PerfectInfoCFR if self.perfect_information else PublicTreeCFR
-        self.cfr = cfr(tree, self._root_reach(), self._leaf_values,
-                       self._inherited_regrets if settings.inherit_regrets else None)
+        self.cfr = cfr(
+            tree, self._root_reach(), self._leaf_values, self._inherited_regrets if settings.inherit_regrets else None
+        )
 
     # -- the regret update phase --------------------------------------------------
 
@@ -276,20 +223,25 @@ class GTCFR:
             info = np.array([w.info_states[self.gadget.player] for w in node.worlds])
             chance = np.array([w.chance_reach for w in node.worlds])
             others = chance * others_reach(reach, self.gadget.player)
-            follow = np.bincount(info, weights=others * self.cfr.values[0][:, self.gadget.player],
-                                 minlength=len(self.gadget.terminate))
+            follow = np.bincount(
+                info, weights=others * self.cfr.values[0][:, self.gadget.player], minlength=len(self.gadget.terminate)
+            )
             self.gadget.update(self.cfr.iteration, follow)
 
     # -- the expansion phase -------------------------------------------------------
 
-    def run(self, simulations: int | None = None, expansions_per_update: float | None = None,
-            iterations: int | None = None) -> None:
+    def run(
+        self, simulations: int | None = None, expansions_per_update: float | None = None, iterations: int | None = None
+    ) -> None:
         """SoG(s, c): s expansion simulations, c per CFR iteration; `iterations`
         overrides the number of CFR iterations (round(s / c) by default)."""
         s = self.settings.simulations if simulations is None else simulations
         c = self.settings.expansions_per_update if expansions_per_update is None else expansions_per_update
-        total = iterations if iterations is not None else max(
-            self.settings.min_iterations, int(round(s / c)) if s > 0 else self.settings.min_iterations)
+        total = (
+            iterations
+            if iterations is not None
+            else max(self.settings.min_iterations, int(round(s / c)) if s > 0 else self.settings.min_iterations)
+        )
         done = 0
         for t in range(1, total + 1):
             if t > 1:  # expansions after iteration t - 1, seen by iteration t onwards
@@ -420,8 +372,11 @@ class GTCFR:
         prior = self.priors.get(index)
         p = prior[info][legal] if prior is not None else np.ones(len(legal))
         p = p / p.sum() if p.sum() > 0 else np.ones(len(legal)) / len(legal)
-        return q + self.settings.puct_c * p * math.sqrt(counts.sum() + 1) / (1 + counts) \
+        return (
+            q
+            + self.settings.puct_c * p * math.sqrt(counts.sum() + 1) / (1 + counts)
             + 1e-9 * self.rng.random(len(legal))
+        )
 
     _virtual: dict = {}
     _query_weight: float = 0.0
@@ -439,8 +394,10 @@ class GTCFR:
         the frontier (`ValueFunction.policy_sums`, e.g.
         `ExactValueFunction(average_policies=True)`)."""
         if self.value_fn.policy_sums is None:
-            raise ValueError("the value function keeps no policy sums below the leaves "
-                             "(use ExactValueFunction(average_policies=True))")
+            raise ValueError(
+                "the value function keeps no policy sums below the leaves "
+                "(use ExactValueFunction(average_policies=True))"
+            )
         sums = {name: dict(row) for name, row in self.value_fn.policy_sums.items()}
         for index, d in self.cfr.decisions.items():
             for i, name in enumerate(self.tree.nodes[index].info_states[d.player]):

@@ -35,8 +35,7 @@ class PerfectInfoCFR(PublicTreeCFR):
     regret and cumulative policy.
     """
 
-    def __init__(self, tree: PublicTree, root_reach: np.ndarray | None = None, leaf_values=None,
-                 initial_regrets=None):
+    def __init__(self, tree: PublicTree, root_reach: np.ndarray | None = None, leaf_values=None, initial_regrets=None):
         # PublicTreeCFR's per-node lists are replaced by the flat rows below.
         self.tree = tree
         self.root_reach = root_reach
@@ -188,7 +187,7 @@ class PerfectInfoCFR(PublicTreeCFR):
             return
         if self.leaf_values is None:
             raise ValueError("the tree has leaves but no value function was given")
-        values = self.leaf_values(self.leaves, [self._reach[i:i + 1] for i in self.leaves])
+        values = self.leaf_values(self.leaves, [self._reach[i : i + 1] for i in self.leaves])
         self._leaf_cache = dict(zip(self.leaves, values))
 
     def _walk_up(self, weights: np.ndarray, best_response: int | None = None) -> None:
@@ -279,15 +278,24 @@ class PerfectInfoCFR(PublicTreeCFR):
         children = np.asarray(self._children[index])
         children = children[np.argsort(self._action[children])]
         valid = self._cfv_valid[index]  # PublicTreeCFR's are None until an update walk after the last sync
-        return _Decision(int(self._player[index]), self._action[children].tolist(), np.zeros(1, int),
-                         np.ones((1, 1)), np.zeros(1, int), np.ones((1, len(children)), bool), [],
-                         self._regret[children][None], self._cum_policy[children][None],
-                         self._policy[children][None], self._action_cfv[children][None] if valid else None,
-                         np.array([self._cf_reach[index]]) if valid else None)
+        return _Decision(
+            int(self._player[index]),
+            self._action[children].tolist(),
+            np.zeros(1, int),
+            np.ones((1, 1)),
+            np.zeros(1, int),
+            np.ones((1, len(children)), bool),
+            [],
+            self._regret[children][None],
+            self._cum_policy[children][None],
+            self._policy[children][None],
+            self._action_cfv[children][None] if valid else None,
+            np.array([self._cf_reach[index]]) if valid else None,
+        )
 
     def counterfactual_values(self, index: int, player: int) -> np.ndarray:
-        others = others_reach(self._reach[index:index + 1], player)
-        return self._chance[index] * others * self._values[index:index + 1, player]
+        others = others_reach(self._reach[index : index + 1], player)
+        return self._chance[index] * others * self._values[index : index + 1, player]
 
     def ranges(self, index: int, player: int) -> np.ndarray:
         return np.array([self._reach[index, player]])
@@ -303,7 +311,7 @@ class _Rows:
         self._array = array
 
     def __getitem__(self, index: int) -> np.ndarray:
-        return self._array[index:index + 1]
+        return self._array[index : index + 1]
 
 
 class _Decisions:

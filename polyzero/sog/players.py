@@ -73,15 +73,28 @@ class ISMCTSPlayer:
         self._rng = np.random.default_rng(seed)
         if self._native:
             evaluator = pyspiel.RandomRolloutEvaluator(1, seed)
-            self._bot = pyspiel.ISMCTSBot(seed, evaluator, self.uct_c, self.simulations, -1,
-                                          pyspiel.ISMCTSFinalPolicyType.NORMALIZED_VISIT_COUNT, False, False)
+            self._bot = pyspiel.ISMCTSBot(
+                seed,
+                evaluator,
+                self.uct_c,
+                self.simulations,
+                -1,
+                pyspiel.ISMCTSFinalPolicyType.NORMALIZED_VISIT_COUNT,
+                False,
+                False,
+            )
         else:
             from open_spiel.python.algorithms import ismcts, mcts
 
             rs = np.random.RandomState(seed)
-            self._bot = ismcts.ISMCTSBot(self.game, mcts.RandomRolloutEvaluator(1, rs), self.uct_c,
-                                         self.simulations, random_state=rs,
-                                         final_policy_type=ismcts.ISMCTSFinalPolicyType.NORMALIZED_VISITED_COUNT)
+            self._bot = ismcts.ISMCTSBot(
+                self.game,
+                mcts.RandomRolloutEvaluator(1, rs),
+                self.uct_c,
+                self.simulations,
+                random_state=rs,
+                final_policy_type=ismcts.ISMCTSFinalPolicyType.NORMALIZED_VISITED_COUNT,
+            )
             self._bot.set_resampler(self._resample)
 
     def _resample(self, state: pyspiel.State, player: int) -> pyspiel.State:
@@ -164,6 +177,8 @@ def _require_solvable(game, spec: str) -> None:
     from polyzero.games import game_spec_string
 
     if not _solvable(game_spec_string(game)):
-        raise UsageError(f"player '{spec}': without ',net=RUN' SoG solves the rest of {game} exactly at every "
-                         f"leaf, and it has more than {EXACT_LEAF_WORLDS:,} histories; give a network trained "
-                         "by 'polyzero train GAME --algo sog' as 'sog:S,C,net=RUN'")
+        raise UsageError(
+            f"player '{spec}': without ',net=RUN' SoG solves the rest of {game} exactly at every "
+            f"leaf, and it has more than {EXACT_LEAF_WORLDS:,} histories; give a network trained "
+            "by 'polyzero train GAME --algo sog' as 'sog:S,C,net=RUN'"
+        )

@@ -47,8 +47,9 @@ def normalised(query: Query, cfv: list[np.ndarray]) -> tuple[list[np.ndarray], l
     reach = world_reach(node, query.ranges)
     values, weights = [], []
     for p in range(len(cfv)):
-        mass = np.bincount(info_of(node, p), weights=counterfactual_reach(node, reach, p),
-                           minlength=len(node.info_states[p]))
+        mass = np.bincount(
+            info_of(node, p), weights=counterfactual_reach(node, reach, p), minlength=len(node.info_states[p])
+        )
         mask = mass > REACHED
         values.append(np.divide(np.asarray(cfv[p], float), mass, out=np.zeros(len(mass)), where=mask))
         weights.append(np.where(mask, mass * np.asarray(query.ranges[p], float), 0.0))
@@ -89,10 +90,13 @@ class DepthTable:
         for name, table in self.errors.items():
             everything = [pair for pairs in table.values() for pair in pairs]
             by_depth = {d: mean(pairs) for d, pairs in sorted(table.items())}
-            out[name] = {"all": mean(everything)[0], "all_weighted": mean(everything)[1],
-                         "by_depth": {d: m[0] for d, m in by_depth.items()},
-                         "by_depth_weighted": {d: m[1] for d, m in by_depth.items()},
-                         "count": {d: len(pairs) for d, pairs in sorted(table.items())}}
+            out[name] = {
+                "all": mean(everything)[0],
+                "all_weighted": mean(everything)[1],
+                "by_depth": {d: m[0] for d, m in by_depth.items()},
+                "by_depth_weighted": {d: m[1] for d, m in by_depth.items()},
+                "count": {d: len(pairs) for d, pairs in sorted(table.items())},
+            }
         return out
 
 
@@ -105,8 +109,9 @@ def network_error(value_fn: NetworkValueFunction, beliefs: EquilibriumBeliefs) -
     return table.summary()["network"]
 
 
-def target_error(game: pyspiel.Game, value_fn: NetworkValueFunction, settings, queries: list[Query],
-                 exact_iterations: int, seed: int) -> dict:
+def target_error(
+    game: pyspiel.Game, value_fn: NetworkValueFunction, settings, queries: list[Query], exact_iterations: int, seed: int
+) -> dict:
     """On each query: the network's answer, the solver's training target and an exact
     re-solve; errors (normalised values) of the first two against the third, by depth.
     `settings`: the run's solver search (GT-CFR(s_solve, c_solve))."""

@@ -46,8 +46,9 @@ import pyspiel
 
 from polyzero.games.public_states import PublicTree, public_observation_function, public_state_at
 
-from .gtcfr import GTCFR, Gadget, SearchTree, SoGSettings, Summary
+from .gtcfr import GTCFR, Gadget, SoGSettings, Summary
 from .players import sample_action
+from .search_tree import SearchTree
 from .values import ExactValueFunction, ValueFunction
 
 
@@ -66,8 +67,14 @@ class SearchResult:
 class ResolvingSearcher:
     """Continual re-solving searches for one seed; results cached by (player, public state)."""
 
-    def __init__(self, game: pyspiel.Game, value_fn: ValueFunction, settings: SoGSettings,
-                 seed: int = 0, cache_size: int = 100_000):
+    def __init__(
+        self,
+        game: pyspiel.Game,
+        value_fn: ValueFunction,
+        settings: SoGSettings,
+        seed: int = 0,
+        cache_size: int = 100_000,
+    ):
         self.game = game
         self.value_fn = value_fn
         self.settings = settings
@@ -128,21 +135,27 @@ class ResolvingSearcher:
             opponent = 1 - player
             ranges = [r.copy() for r in prev.ranges[root_index]]
             ranges[opponent] = np.ones_like(ranges[opponent])  # replaced by the gadget's range
-            gadget = Gadget(opponent, prev.cfv[root_index][opponent].copy(),
-                            prev.ranges[root_index][opponent].copy(), self.settings.alpha)
+            gadget = Gadget(
+                opponent,
+                prev.cfv[root_index][opponent].copy(),
+                prev.ranges[root_index][opponent].copy(),
+                self.settings.alpha,
+            )
         tree = SearchTree(self.game, root, self.observe)
         index = tree.expand_path(target.key)
         if not tree.nodes[index].transitions:
             tree.expand(index)  # the initial tree: the current public state and all its children
-        search = GTCFR(tree, self.value_fn, self.settings, self._rng(key), search_root=index,
-                       root_ranges=ranges, gadget=gadget)
+        search = GTCFR(
+            tree, self.value_fn, self.settings, self._rng(key), search_root=index, root_ranges=ranges, gadget=gadget
+        )
         search.run()
         self.searches += 1
         policy = search.average_policy()
         node = tree.nodes[index]
         mine = {info: policy[info] for info in node.info_states[player]}
-        return SearchResult(key, player, mine, search.summary(), root.key, gadget is not None,
-                            len(tree.nodes), search.value_calls)
+        return SearchResult(
+            key, player, mine, search.summary(), root.key, gadget is not None, len(tree.nodes), search.value_calls
+        )
 
 
 def parse_sog_spec(spec: str) -> SoGSettings | None:
@@ -186,15 +199,25 @@ def parse_sog_spec(spec: str) -> SoGSettings | None:
             else:
                 raise ValueError
     except ValueError:
-        raise UsageError(f"bad player '{spec}': expected sog:S,C with S expansion simulations and C "
-                         "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N "
-                         ",final=argmax, and last ,net=RUN for a trained CVPN") from None
+        raise UsageError(
+            f"bad player '{spec}': expected sog:S,C with S expansion simulations and C "
+            "expansions per CFR iteration, optionally ,puct=X ,depth=D ,k=K ,alpha=A ,solve=N "
+            ",final=argmax, and last ,net=RUN for a trained CVPN"
+        ) from None
     if settings.simulations < 0 or settings.expansions_per_update <= 0:
         raise UsageError(f"bad player '{spec}': S must be >= 0 and C > 0")
     from polyzero.validation import MAX_SPEC_COUNT
 
-    numbers = (settings.simulations, settings.expansions_per_update, settings.puct_c, settings.alpha,
-               settings.max_depth or 0, settings.min_iterations, settings.top_k, settings.solve_iterations)
+    numbers = (
+        settings.simulations,
+        settings.expansions_per_update,
+        settings.puct_c,
+        settings.alpha,
+        settings.max_depth or 0,
+        settings.min_iterations,
+        settings.top_k,
+        settings.solve_iterations,
+    )
     if not all(math.isfinite(x) and abs(x) <= MAX_SPEC_COUNT for x in numbers if isinstance(x, (int, float))):
         raise UsageError(f"bad player '{spec}': its numbers must be finite and at most {MAX_SPEC_COUNT:,}")
     return settings
@@ -218,12 +241,17 @@ class SoGPlayer:
 
     reads_hidden_state = False  # re-solves the public state from the information state
 
-    def __init__(self, game: pyspiel.Game, settings: SoGSettings, value_fn: ValueFunction | None = None,
-                 seed: int = 0, name: str | None = None):
+    def __init__(
+        self,
+        game: pyspiel.Game,
+        settings: SoGSettings,
+        value_fn: ValueFunction | None = None,
+        seed: int = 0,
+        name: str | None = None,
+    ):
         self.game = game
         self.settings = settings
-        self.value_fn = value_fn or ExactValueFunction(
-            game, iterations=settings.solve_iterations, warm_start=False)
+        self.value_fn = value_fn or ExactValueFunction(game, iterations=settings.solve_iterations, warm_start=False)
         self.name = name or f"sog:{settings.simulations},{settings.expansions_per_update:g}"
         self.reset(seed)
 

@@ -34,13 +34,19 @@ def final_evaluation_lines(trainer, res: dict):
         from .exploitability import unit_scale
 
         unit = unit_scale(trainer.game)[1]
-        yield (f"final evaluation: exploitability of SoG({sims},1) with the trained network over "
-               f"{cfg.sog.eval_seeds} seeds: min {res['eval/exploitability/min']:.1f}  mean "
-               f"{res['eval/exploitability/mean']:.1f}  max {res['eval/exploitability/max']:.1f} {unit}")
+        yield (
+            f"final evaluation: exploitability of SoG({sims},1) with the trained network over "
+            f"{cfg.sog.eval_seeds} seeds: min {res['eval/exploitability/min']:.1f}  mean "
+            f"{res['eval/exploitability/mean']:.1f}  max {res['eval/exploitability/max']:.1f} {unit}"
+        )
         return
-    yield (f"final evaluation: SoG({sims},1) with the trained network, {cfg.eval.final_games} games per "
-           "opponent, seats alternated")
+    yield (
+        f"final evaluation: SoG({sims},1) with the trained network, {cfg.eval.final_games} games per "
+        "opponent, seats alternated"
+    )
     for key in sorted(k for k in res if k.endswith("/score")):
-        name = key[len("eval/"):-len("/score")]
-        yield (f"  vs {name:20s} score {res[key]:.3f}  95% CI [{res[f'eval/{name}/ci_low']:.3f}, "
-               f"{res[f'eval/{name}/ci_high']:.3f}]")
+        name = key[len("eval/") : -len("/score")]
+        yield (
+            f"  vs {name:20s} score {res[key]:.3f}  95% CI [{res[f'eval/{name}/ci_low']:.3f}, "
+            f"{res[f'eval/{name}/ci_high']:.3f}]"
+        )

@@ -34,12 +34,14 @@ from polyzero.games.public_states import public_observation_function, public_sta
 from polyzero.games.symmetry import augment
 
 from .cvpn import EXAMPLE_FIELDS, BeliefEncoding, Example, NetworkValueFunction
-from .gtcfr import GTCFR, SearchTree, SoGSettings
+from .gtcfr import GTCFR, SoGSettings
 from .players import sample_action
 from .resolve import ResolvingSearcher, info_state_string
+from .search_tree import SearchTree
 from .values import Query
 
 # -- targets -----------------------------------------------------------------------
+
 
 def value_targets(encoding: BeliefEncoding, query: Query, cfv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Counterfactual values -> the CVPN's normalised value targets [2, S] and their
@@ -56,8 +58,9 @@ def value_targets(encoding: BeliefEncoding, query: Query, cfv: list[np.ndarray])
     return value, mask
 
 
-def make_example(encoding: BeliefEncoding, query: Query, value=None, value_mask=None,
-                 policy=None, policy_mask=None) -> Example:
+def make_example(
+    encoding: BeliefEncoding, query: Query, value=None, value_mask=None, policy=None, policy_mask=None
+) -> Example:
     node = query.public_state
     s, a = encoding.max_slots, encoding.num_actions
     return Example(
@@ -71,8 +74,9 @@ def make_example(encoding: BeliefEncoding, query: Query, value=None, value_mask=
     )
 
 
-def solve_query(game: pyspiel.Game, query: Query, value_fn, settings: SoGSettings,
-                rng: np.random.Generator, observe=None) -> list[np.ndarray]:
+def solve_query(
+    game: pyspiel.Game, query: Query, value_fn, settings: SoGSettings, rng: np.random.Generator, observe=None
+) -> list[np.ndarray]:
     """GT-CFR(settings.simulations, settings.expansions_per_update) rooted at the
     query's belief state; the counterfactual values of every information state
     there under the final average policies ("Computing training targets")."""
@@ -85,6 +89,7 @@ def solve_query(game: pyspiel.Game, query: Query, value_fn, settings: SoGSetting
 
 
 # -- the query buffer ----------------------------------------------------------------
+
 
 class QueryBuffer:
     """Public belief states waiting for a solver, oldest first; the oldest are
@@ -107,9 +112,13 @@ class QueryBuffer:
         return self.items.popleft() if self.items else None
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        records = [{"history": q.public_state.worlds[0].state.history(),
-                    "ranges": [dict(zip(q.public_state.info_states[p], map(float, q.ranges[p]))) for p in range(2)]}
-                   for q in self.items]
+        records = [
+            {
+                "history": q.public_state.worlds[0].state.history(),
+                "ranges": [dict(zip(q.public_state.info_states[p], map(float, q.ranges[p]))) for p in range(2)],
+            }
+            for q in self.items
+        ]
         return {"queries": np.frombuffer(json.dumps(records).encode(), np.uint8), "added": np.array(self.added)}
 
     def load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
@@ -119,8 +128,7 @@ class QueryBuffer:
             for action in record["history"]:
                 state.apply_action(action)
             node = public_state_at(self.game, state)
-            ranges = [np.array([record["ranges"][p].get(name, 0.0) for name in node.info_states[p]])
-                      for p in range(2)]
+            ranges = [np.array([record["ranges"][p].get(name, 0.0) for name in node.info_states[p]]) for p in range(2)]
             self.items.append(Query(node, ranges))
         self.added = int(arrays["added"])
 
@@ -142,6 +150,7 @@ class Collector:
 
 
 # -- replay ----------------------------------------------------------------------------
+
 
 class SlidingWindow:
     """The newest `capacity` examples; each is used in at most `max_updates` minibatches,
@@ -195,14 +204,16 @@ class SlidingWindow:
     def load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         for name in self.data:
             if arrays[name].shape != self.data[name].shape:
-                raise ValueError(f"replay field {name} has shape {arrays[name].shape}, "
-                                 f"expected {self.data[name].shape}")
+                raise ValueError(
+                    f"replay field {name} has shape {arrays[name].shape}, expected {self.data[name].shape}"
+                )
             self.data[name] = arrays[name].copy()
         self.uses = arrays["uses"].copy()
         self.next, self.added = (int(v) for v in arrays["meta"])
 
 
 # -- sound self-play -----------------------------------------------------------------
+
 
 @dataclass
 class EpisodeResult:
@@ -234,8 +245,16 @@ def play_game(actor: SoundSelfPlay, seed: int, index: int, q_search: float) -> E
     return result
 
 
-def solve_indexed(game: pyspiel.Game, encoding: BeliefEncoding, query: Query, value_fn: NetworkValueFunction,
-                  settings: SoGSettings, seed: int, index: int, q_recursive: float) -> SolveResult:
+def solve_indexed(
+    game: pyspiel.Game,
+    encoding: BeliefEncoding,
+    query: Query,
+    value_fn: NetworkValueFunction,
+    settings: SoGSettings,
+    seed: int,
+    index: int,
+    q_recursive: float,
+) -> SolveResult:
     """Solve number `index` of a run (randomness from (seed, index)): the value example
     and the recursive queries kept."""
     collector = Collector(q_recursive, np.random.default_rng([seed, 4, index]))
@@ -251,8 +270,14 @@ def solve_indexed(game: pyspiel.Game, encoding: BeliefEncoding, query: Query, va
 class SoundSelfPlay:
     """One actor: plays whole games by continual re-solving on both sides."""
 
-    def __init__(self, game: pyspiel.Game, encoding: BeliefEncoding, value_fn: NetworkValueFunction,
-                 settings: SoGSettings, p_td: float):
+    def __init__(
+        self,
+        game: pyspiel.Game,
+        encoding: BeliefEncoding,
+        value_fn: NetworkValueFunction,
+        settings: SoGSettings,
+        p_td: float,
+    ):
         self.game = game
         self.encoding = encoding
         self.value_fn = value_fn

@@ -28,8 +28,9 @@ class EquilibriumBeliefs:
     masks: list[list[np.ndarray]]  # per query, per player: information states reached by the beliefs
 
 
-def equilibrium_beliefs(game: pyspiel.Game, iterations: int = 1000,
-                        tree: PublicTree | None = None) -> EquilibriumBeliefs:
+def equilibrium_beliefs(
+    game: pyspiel.Game, iterations: int = 1000, tree: PublicTree | None = None
+) -> EquilibriumBeliefs:
     """The public belief states of an approximate equilibrium (CFR+ for `iterations`) and its values."""
     tree = tree or PublicTree(game)
     solver = FlatCFR(tree)
@@ -42,8 +43,12 @@ def equilibrium_beliefs(game: pyspiel.Game, iterations: int = 1000,
             continue
         ranges = [solver.ranges(index, p) for p in range(game.num_players())]
         reach = world_reach(node, ranges)
-        mass = [np.bincount(info_of(node, p), weights=counterfactual_reach(node, reach, p),
-                            minlength=len(node.info_states[p])) for p in range(game.num_players())]
+        mass = [
+            np.bincount(
+                info_of(node, p), weights=counterfactual_reach(node, reach, p), minlength=len(node.info_states[p])
+            )
+            for p in range(game.num_players())
+        ]
         if not any(m.sum() > 1e-9 for m in mass):
             continue
         queries.append(Query(node, ranges))

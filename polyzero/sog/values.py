@@ -66,8 +66,7 @@ class ValueFunction(ABC):
         return None
 
     @abstractmethod
-    def evaluate(self, queries: list[Query]) -> list[Evaluation]:
-        ...
+    def evaluate(self, queries: list[Query]) -> list[Evaluation]: ...
 
 
 def world_reach(node: PublicState, ranges: list[np.ndarray]) -> np.ndarray:
@@ -102,8 +101,7 @@ def per_world_values(node: PublicState, reach: np.ndarray, values: list[np.ndarr
 class Subtree(PublicTree):
     """The public tree below one public state (the root's worlds as given)."""
 
-    def __init__(self, game: pyspiel.Game, root: PublicState, max_depth: int | None = None,
-                 observe=None):
+    def __init__(self, game: pyspiel.Game, root: PublicState, max_depth: int | None = None, observe=None):
         self.game = game
         self.observe = observe or public_observation_function(game)
         self.num_players = game.num_players()
@@ -139,9 +137,16 @@ class ExactValueFunction(ValueFunction):
     the subgame's chance-and-range weighting) is at most that, or `max_iterations`.
     """
 
-    def __init__(self, game: pyspiel.Game, iterations: int = 100, warm_start: bool = True,
-                 tolerance: float | None = None, max_iterations: int = 10_000,
-                 best_response_values: bool = True, average_policies: bool = False):
+    def __init__(
+        self,
+        game: pyspiel.Game,
+        iterations: int = 100,
+        warm_start: bool = True,
+        tolerance: float | None = None,
+        max_iterations: int = 10_000,
+        best_response_values: bool = True,
+        average_policies: bool = False,
+    ):
         self.game = game
         self.best_response_values = best_response_values
         self.policy_sums = {} if average_policies else None
@@ -216,4 +221,3 @@ class ExactValueFunction(ValueFunction):
             sums = self.policy_sums.setdefault(name, {})
             for k in np.flatnonzero(solver.legal[row]):
                 sums[actions[k]] = sums.get(actions[k], 0.0) + policy[row, k]
-

@@ -28,15 +28,20 @@ def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu")
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
     own_game = load_game(cfg.game)
     if game is not None and game_spec_string(game) != game_spec_string(own_game):
-        raise UsageError(f"player {path} was trained on '{game_spec_string(own_game)}', "
-                         f"not '{game_spec_string(game)}'")
+        raise UsageError(f"player {path} was trained on '{game_spec_string(own_game)}', not '{game_spec_string(game)}'")
     runtime = own_runtime(cfg.algo)  # Student of Games: SoG(SIMS, 1) with the run's CVPN at the leaves
     if runtime is not None:
         return runtime.run_player(ckpt, cfg, own_game, int(sims) if sims else None, seed, path)
     algo, net = checkpoint_network(ckpt, cfg, own_game)
     simulations = int(sims) if sims else cfg.eval.simulations
-    return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(simulations),
-                        name=f"{path}@{simulations}", seed=seed, sample_moves=cfg.eval.sample_moves)
+    return SearchPlayer(
+        algo,
+        algo.make_evaluator(net, device),
+        cfg.search.params(simulations),
+        name=f"{path}@{simulations}",
+        seed=seed,
+        sample_moves=cfg.eval.sample_moves,
+    )
 
 
 def checkpoint_network(ckpt: Path, cfg, game):

@@ -240,8 +240,10 @@ def resolve_checkpoint(path: str | Path) -> Path:
         pointer = p / "checkpoints" / LATEST
         if pointer.is_file():  # say what is wrong with it (read_text names a file that does not decode)
             name = read_text(pointer, "checkpoint pointer").strip()
-            raise UsageError(f"{path} holds no checkpoint: {pointer} names {name!r}, which is not a checkpoint "
-                             f"(polyzero train --resume {path} repairs it from the newest complete one)")
+            raise UsageError(
+                f"{path} holds no checkpoint: {pointer} names {name!r}, which is not a checkpoint "
+                f"(polyzero train --resume {path} repairs it from the newest complete one)"
+            )
         raise UsageError(f"{path} holds no checkpoint (no checkpoints/latest)")
     return latest
 

@@ -23,8 +23,7 @@ def make_optimizer(train_cfg, params) -> torch.optim.Optimizer:
     state keeps the step it was saved with when it is resumed (load_state_dict takes
     the saved settings), so a resumed run stays exact."""
     params = list(params)
-    fused = {"fused": True} if train_cfg.fused_step and all(
-        p.device.type in ("cpu", "cuda") for p in params) else {}
+    fused = {"fused": True} if train_cfg.fused_step and all(p.device.type in ("cpu", "cuda") for p in params) else {}
     if train_cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=train_cfg.learning_rate, **fused)
     return torch.optim.SGD(params, lr=train_cfg.learning_rate, momentum=train_cfg.momentum, **fused)

@@ -19,6 +19,7 @@ class MetricsLog:
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
+
                 self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"))
             except ImportError:  # tensorboard is optional at run time
                 self.writer = None

@@ -71,8 +71,18 @@ class Steps:
     chance: list = field(default_factory=list)  # [(outcome, prob)] at chance steps
 
 
-def record_games(game, encode, games: int, seed: int, *, ndmz_layout=None, terminal_reward=False,
-                 baseline_encode=None, max_steps: int = 400, policy=None) -> Steps:
+def record_games(
+    game,
+    encode,
+    games: int,
+    seed: int,
+    *,
+    ndmz_layout=None,
+    terminal_reward=False,
+    baseline_encode=None,
+    max_steps: int = 400,
+    policy=None,
+) -> Steps:
     """Plays `games` games (at most `max_steps` steps each) by uniform random legal moves,
     or by sampling `policy(obs [1, ...], legal) -> probabilities over legal`, and records
     each step. MuZero's reward target on board games is 0 except, with
@@ -98,18 +108,25 @@ def record_games(game, encode, games: int, seed: int, *, ndmz_layout=None, termi
             if state.is_chance_node():
                 outcomes = state.chance_outcomes()
                 o = sample_chance(state, rng, apply=False)
-                push("chance", action=ndmz_layout.chance_action(o) if ndmz_layout else o, reward=into,
-                     ident=2, chance=outcomes)
+                push(
+                    "chance",
+                    action=ndmz_layout.chance_action(o) if ndmz_layout else o,
+                    reward=into,
+                    ident=2,
+                    chance=outcomes,
+                )
                 state.apply_action(o)
                 into = 0.0
                 continue
             player = state.current_player()
             legal = state.legal_actions()
             obs = encode([state])
-            a = int(legal[rng.integers(len(legal))] if policy is None else
-                    legal[rng.choice(len(legal), p=policy(obs, legal))])
-            push("choice", obs[0], baseline_encode([state])[0] if baseline_encode else None,
-                 legal, a, into, player)
+            a = int(
+                legal[rng.integers(len(legal))]
+                if policy is None
+                else legal[rng.choice(len(legal), p=policy(obs, legal))]
+            )
+            push("choice", obs[0], baseline_encode([state])[0] if baseline_encode else None, legal, a, into, player)
             before = state.returns()[player]
             state.apply_action(a)
             gained = state.returns()[player] - before
@@ -140,9 +157,11 @@ class _Accumulator:
 
     def table(self) -> tuple[dict, dict]:
         """(mean per metric and k, None where nothing was counted; counts per metric and k)."""
-        return {m: [None if c == 0 else float(s / c) for s, c in zip(self.sums[m], self.counts[m])]
-                for m in METRICS if self.counts[m].any()}, {
-                m: [int(c) for c in self.counts[m]] for m in METRICS if self.counts[m].any()}
+        return {
+            m: [None if c == 0 else float(s / c) for s, c in zip(self.sums[m], self.counts[m])]
+            for m in METRICS
+            if self.counts[m].any()
+        }, {m: [int(c) for c in self.counts[m]] for m in METRICS if self.counts[m].any()}
 
 
 class _Model:
@@ -266,7 +285,7 @@ def probe(net, steps: Steps, unroll: int, *, ndmz_layout=None, baseline=None, ba
     choice_idx, own, legal, base = _views(model, steps, kind, baseline, ndmz_layout and ndmz_layout.noop)
     acc = _Accumulator(unroll)
     for lo in range(0, len(choice_idx), batch):
-        t0 = choice_idx[lo:lo + batch]
+        t0 = choice_idx[lo : lo + batch]
         s, logits, chance_logits, value = model.initial(np.stack([steps.obs[i] for i in t0]))
         for k in range(unroll + 1):
             t = t0 + k
@@ -302,8 +321,11 @@ def dynamics_tests(net, game, unroll_steps: int, games: int = 500, seed: int = 0
 
     steps = record_games(game, ObservationEncoder(game).encode, games, seed, ndmz_layout=net.layout)
     result = probe(net, steps, unroll_steps, ndmz_layout=net.layout)
-    return {"top_move": result["metrics"]["top_move"], "uniform": result["metrics"]["uniform"],
-            "positions": result["counts"]["top_move"]}
+    return {
+        "top_move": result["metrics"]["top_move"],
+        "uniform": result["metrics"]["uniform"],
+        "positions": result["counts"]["top_move"],
+    }
 
 
 def format_table(result: dict) -> str:
@@ -323,8 +345,11 @@ def plot_probe(result: dict, path: Path, title: str) -> Path:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for name, row in result["metrics"].items():
-        ax = left if name in ("legal_top", "top_move", "uniform", "agree_self", "identity_acc",
-                              "agree_baseline") else right
+        ax = (
+            left
+            if name in ("legal_top", "top_move", "uniform", "agree_self", "identity_acc", "agree_baseline")
+            else right
+        )
         ks = [k for k, v in zip(result["k"], row) if v is not None]
         ax.plot(ks, [v for v in row if v is not None], marker="o", label=name)
     left.set(title="agreement (higher is better)", xlabel="unroll step k", ylim=(0, 1.02))
@@ -354,8 +379,16 @@ def _load(path: str | Path):
     return cfg, game, algo, net, ckpt
 
 
-def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: int = 200, seed: int = 0,
-              unroll: int | None = None, out: Path | None = None, moves: str = "random") -> dict:
+def probe_run(
+    path: str | Path,
+    *,
+    baseline: str | Path | None = None,
+    games: int = 200,
+    seed: int = 0,
+    unroll: int | None = None,
+    out: Path | None = None,
+    moves: str = "random",
+) -> dict:
     """Probes the learned model of a MuZero or NDMZ run (see the module docstring) on games
     of `moves` = "random" (uniform) or "model" (sampled from the model's own prior); writes
     probe.json and probe.png to `out` (default RUN/probe) and returns the result."""
@@ -375,17 +408,33 @@ def probe_run(path: str | Path, *, baseline: str | Path | None = None, games: in
     if baseline is not None:
         b_cfg, b_game, b_algo, b_net, _ = _load(baseline)
         if getattr(b_algo, "unroll_steps", None) is not None or b_cfg.game != cfg.game:  # the true game's
-            raise UsageError(f"--baseline must be an alphazero run of {cfg.game}; "
-                             f"{baseline} is a {b_cfg.algo} run of {b_cfg.game}")
+            raise UsageError(
+                f"--baseline must be an alphazero run of {cfg.game}; {baseline} is a {b_cfg.algo} run of {b_cfg.game}"
+            )
         base_eval, base_encode = b_algo.make_evaluator(b_net, "cpu"), b_algo.encode
-    steps = record_games(game, algo.encode, games, seed, ndmz_layout=layout,
-                         terminal_reward=bool(getattr(algo, "terminal_reward", False)),
-                         baseline_encode=base_encode, policy=model_policy(net, ndmz) if moves == "model" else None)
+    steps = record_games(
+        game,
+        algo.encode,
+        games,
+        seed,
+        ndmz_layout=layout,
+        terminal_reward=bool(getattr(algo, "terminal_reward", False)),
+        baseline_encode=base_encode,
+        policy=model_policy(net, ndmz) if moves == "model" else None,
+    )
     result = probe(net, steps, k_max, ndmz_layout=layout, baseline=base_eval)
-    result.update(run=str(path), checkpoint=str(ckpt), algo=cfg.algo, game=cfg.game, games=games, seed=seed,
-                  learning_step=read_state(ckpt).get("step"), moves=moves,
-                  baseline=None if baseline is None else str(baseline),
-                  definitions={m: METRICS[m] for m in result["metrics"]})
+    result.update(
+        run=str(path),
+        checkpoint=str(ckpt),
+        algo=cfg.algo,
+        game=cfg.game,
+        games=games,
+        seed=seed,
+        learning_step=read_state(ckpt).get("step"),
+        moves=moves,
+        baseline=None if baseline is None else str(baseline),
+        definitions={m: METRICS[m] for m in result["metrics"]},
+    )
     out = Path(out) if out is not None else ckpt.parent.parent / "probe"  # RUN/checkpoints/step_N -> RUN/probe
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -38,15 +38,21 @@ def evaluation_line(step: int, scores: dict) -> str | None:
     parts = []
     for key, value in scores.items():
         if key == "eval/return/mean":
-            parts.append(f"return {value:.1f} [{scores.get('eval/return/ci_low', math.nan):.1f}, "
-                         f"{scores.get('eval/return/ci_high', math.nan):.1f}]")
+            parts.append(
+                f"return {value:.1f} [{scores.get('eval/return/ci_low', math.nan):.1f}, "
+                f"{scores.get('eval/return/ci_high', math.nan):.1f}]"
+            )
         elif key.endswith("/score"):
-            name = key[len("eval/"):-len("/score")]
-            parts.append(f"{name} {value:.2f} [{scores.get(f'eval/{name}/ci_low', math.nan):.2f}, "
-                         f"{scores.get(f'eval/{name}/ci_high', math.nan):.2f}]")
+            name = key[len("eval/") : -len("/score")]
+            parts.append(
+                f"{name} {value:.2f} [{scores.get(f'eval/{name}/ci_low', math.nan):.2f}, "
+                f"{scores.get(f'eval/{name}/ci_high', math.nan):.2f}]"
+            )
         elif key == "eval/exploitability/mean":
-            parts.append(f"exploitability {value:.4g} (min {scores.get('eval/exploitability/min', math.nan):.4g}, "
-                         f"max {scores.get('eval/exploitability/max', math.nan):.4g})")
+            parts.append(
+                f"exploitability {value:.4g} (min {scores.get('eval/exploitability/min', math.nan):.4g}, "
+                f"max {scores.get('eval/exploitability/max', math.nan):.4g})"
+            )
     return f"eval step {step}: " + " | ".join(parts) if parts else None
 
 
@@ -92,13 +98,23 @@ class Progress:
         short_loss = f"loss {loss['loss/total']:.3f}"
         full_loss = f"{short_loss} (v {loss['loss/value']:.3f} pi {loss['loss/policy']:.3f})"
         speed = f"{readable(positions_per_s)} pos/s"
-        extra = [f"{short} {readable(loss[key])}" for key, short in
-                 (("ray/weight_staleness", "stale"), ("ray/worker_failures", "fail"), ("ray/queue", "queue"))
-                 if key in loss]
+        extra = [
+            f"{short} {readable(loss[key])}"
+            for key, short in (
+                ("ray/weight_staleness", "stale"),
+                ("ray/worker_failures", "fail"),
+                ("ray/queue", "queue"),
+            )
+            if key in loss
+        ]
         width = self._width()
         # the least needed go first when the line is too long: Ray's counters, the speed, the loss's parts
-        for parts in (head + [full_loss, speed] + extra + eta, head + [full_loss, speed] + eta,
-                      head + [full_loss] + eta, head + [short_loss] + eta):
+        for parts in (
+            head + [full_loss, speed] + extra + eta,
+            head + [full_loss, speed] + eta,
+            head + [full_loss] + eta,
+            head + [short_loss] + eta,
+        ):
             status = " | ".join(parts)
             if len(status) <= width:
                 break

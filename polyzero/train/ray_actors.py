@@ -40,9 +40,13 @@ def start_ray(ray, cpus: float, address: str | None) -> bool:
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        ray.init(num_cpus=max(math.ceil(cpus), os.cpu_count() or 1), include_dashboard=False,
-                 _node_ip_address="127.0.0.1", log_to_driver=False,
-                 runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}})
+        ray.init(
+            num_cpus=max(math.ceil(cpus), os.cpu_count() or 1),
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
+        )
     return True
 
 
@@ -62,9 +66,11 @@ def check_cpus(ray, cfg, workers: int) -> None:
     need, have = cpu_demand(cfg, workers), ray.cluster_resources().get("CPU", 0)
     if need > have:
         extra = ", ".join(extra_actors(cfg))
-        raise UsageError(f"{workers} self-play workers and the run's other actors need {need:g} CPUs of Ray "
-                         f"(ray.worker_cpus = {cfg.ray.worker_cpus:g} each); the cluster has {have:g}: "
-                         f"lower --workers, {extra} or ray.worker_cpus")
+        raise UsageError(
+            f"{workers} self-play workers and the run's other actors need {need:g} CPUs of Ray "
+            f"(ray.worker_cpus = {cfg.ray.worker_cpus:g} each); the cluster has {have:g}: "
+            f"lower --workers, {extra} or ray.worker_cpus"
+        )
 
 
 class SelfPlayWorker:
@@ -123,14 +129,18 @@ class SelfPlayWorker:
                 n += traj.samples or len(traj.actions)
         delta = {k: self.actor.stats[k] - before[k] for k in before}
         # One batch of examples per finished game: a sequence replay keeps games apart.
-        out = {"examples": batches, "stats": delta, "version": self.version,
-               "seconds": time.perf_counter() - t0, "pid": os.getpid()}
+        out = {
+            "examples": batches,
+            "stats": delta,
+            "version": self.version,
+            "seconds": time.perf_counter() - t0,
+            "pid": os.getpid(),
+        }
         if hasattr(self.actor, "drain_new_states"):  # visited states for the driver's archive
             out["visited"] = self.actor.drain_new_states()
         if getattr(self.actor, "unique", None) is not None:  # Section 6.1's count, gathered by the learner
             out["unique"] = self.actor.unique.drain_new()
         return out
-
 
     def play_archive(self, games: int) -> dict:
         """Archive actor: play until `games` complete games from s_0 have ended; their
@@ -138,8 +148,7 @@ class SelfPlayWorker:
         finished = 0
         while finished < games:
             finished += len(self.actor.tick())
-        return {"states": self.actor.drain_new_states(), "games": finished, "version": self.version,
-                "pid": os.getpid()}
+        return {"states": self.actor.drain_new_states(), "games": finished, "version": self.version, "pid": os.getpid()}
 
 
 class EvaluationWorker:

@@ -53,8 +53,12 @@ class Reanalyser:
     def state_dict(self) -> dict:
         weights = {k: v.detach().cpu() for k, v in self.target.net.state_dict().items()}
         rng = self.rng.bit_generator.state
-        return {"target": weights, "rng_state": str(rng["state"]["state"]), "rng_inc": str(rng["state"]["inc"]),
-                "searches": self.searches}
+        return {
+            "target": weights,
+            "rng_state": str(rng["state"]["state"]),
+            "rng_inc": str(rng["state"]["inc"]),
+            "searches": self.searches,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.target.load_state_dict(state["target"])
@@ -78,8 +82,11 @@ class Reanalyser:
             policies = policy_targets(self._search(self.searcher, obs, legal), 1.0)
         values = np.zeros(0, np.float32)
         if len(boot_obs):
-            values = (self._search(self.target, boot_obs, boot_legal).root_value.astype(np.float32)
-                      if self.bootstrap == "search" else self.target.initial(boot_obs)[2])
+            values = (
+                self._search(self.target, boot_obs, boot_legal).root_value.astype(np.float32)
+                if self.bootstrap == "search"
+                else self.target.initial(boot_obs)[2]
+            )
         return policies, values
 
     def _search(self, network, obs: np.ndarray, legal: np.ndarray):
@@ -106,9 +113,16 @@ def plan(replay: SequenceReplay, chosen: np.ndarray, targets: str = "both") -> d
     if not replay.board_game and targets != "policy":
         n = replay.bootstrap_steps(chosen)[:, None]  # td_steps, or shorter for old samples
         boot = np.unique(((chosen[:, None] + ks + n) % cap)[pos + n < end])
-    return {"unroll": unroll, "unroll_position": d["position"][unroll].copy(), "obs": d["obs"][unroll],
-            "legal": d["legal"][unroll], "boot": boot, "boot_position": d["position"][boot].copy(),
-            "boot_obs": d["obs"][boot], "boot_legal": d["legal"][boot]}
+    return {
+        "unroll": unroll,
+        "unroll_position": d["position"][unroll].copy(),
+        "obs": d["obs"][unroll],
+        "legal": d["legal"][unroll],
+        "boot": boot,
+        "boot_position": d["position"][boot].copy(),
+        "boot_obs": d["obs"][boot],
+        "boot_legal": d["legal"][boot],
+    }
 
 
 def apply(replay: SequenceReplay, work: dict, policy: np.ndarray, values: np.ndarray) -> int:

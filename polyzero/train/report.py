@@ -22,8 +22,10 @@ FINAL_EVAL = "final_eval.json"
 def final_report(trainer, summary: dict):
     cfg = trainer.cfg
     stats = trainer.selfplay_stats
-    yield (f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
-           f"({stats['games']} self-play games, {stats['positions']} positions)")
+    yield (
+        f"trained {summary['step']} learning steps in {summary['time'] / 60:.1f} min "
+        f"({stats['games']} self-play games, {stats['positions']} positions)"
+    )
     if cfg.eval.final_games:
         started = time.perf_counter()
         res = trainer.evaluate(cfg.eval.final_games, seed=cfg.seed, progress=getattr(trainer, "show_progress", False))
@@ -39,21 +41,33 @@ def _keep(trainer, summary: dict, res: dict, seconds: float) -> None:
     cfg = trainer.cfg
     values = {k: float(v) if isinstance(v, float) else v for k, v in res.items()}
     MetricsLog(trainer.run_dir, tensorboard=False).log("final_eval", summary["step"], summary["time"], values)
-    record = {"step": summary["step"], "games": cfg.eval.final_games, "simulations": cfg.eval.simulations,
-              "seed": cfg.seed, "seconds": round(seconds, 1), "results": values}
+    record = {
+        "step": summary["step"],
+        "games": cfg.eval.final_games,
+        "simulations": cfg.eval.simulations,
+        "seed": cfg.seed,
+        "seconds": round(seconds, 1),
+        "results": values,
+    }
     atomic_write(trainer.run_dir / FINAL_EVAL, (json.dumps(record, indent=1) + "\n").encode())
 
 
 def _lines(trainer, res: dict):
     cfg = trainer.cfg
     if trainer.game.num_players() == 1:
-        yield (f"final evaluation: agent at {cfg.eval.simulations} simulations, {cfg.eval.final_games} "
-               f"episodes: mean return {res['eval/return/mean']:.1f}  95% CI [{res['eval/return/ci_low']:.1f}, "
-               f"{res['eval/return/ci_high']:.1f}]")
+        yield (
+            f"final evaluation: agent at {cfg.eval.simulations} simulations, {cfg.eval.final_games} "
+            f"episodes: mean return {res['eval/return/mean']:.1f}  95% CI [{res['eval/return/ci_low']:.1f}, "
+            f"{res['eval/return/ci_high']:.1f}]"
+        )
         return
-    yield (f"final evaluation: agent at {cfg.eval.simulations} simulations, "
-           f"{cfg.eval.final_games} games per opponent, seats alternated")
+    yield (
+        f"final evaluation: agent at {cfg.eval.simulations} simulations, "
+        f"{cfg.eval.final_games} games per opponent, seats alternated"
+    )
     for spec in cfg.eval.opponent_specs():
         r = {k: res[f"eval/{spec}/{k}"] for k in ("score", "ci_low", "ci_high", "wins", "draws", "losses")}
-        yield (f"  vs {spec:20s} score {r['score']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
-               f"(W {r['wins']} D {r['draws']} L {r['losses']})")
+        yield (
+            f"  vs {spec:20s} score {r['score']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
+            f"(W {r['wins']} D {r['draws']} L {r['losses']})"
+        )

@@ -17,17 +17,44 @@ from pathlib import Path
 from ..errors import UsageError
 
 #: Keys a resume applies.
-APPLIED = frozenset({
-    "device", "threads", "net.inference",
-    "search.num_simulations", "search.c_puct", "search.c1", "search.c2", "search.dirichlet_alpha",
-    "search.dirichlet_fraction", "search.gumbel_scale", "search.eval_gumbel_scale", "search.leaf_batch",
-    "selfplay.temperature", "selfplay.sample_moves", "selfplay.max_moves",
-    "train.steps", "train.positions_per_step", "train.minibatches_per_step", "train.batch_size",
-    "train.learning_rate", "train.lr_schedule", "train.l2", "train.momentum", "train.checkpoint_every",
-    "train.keep_checkpoints", "train.keep_replay_every", "train.compile",
-    "sog.simulations", "sog.solve_simulations", "sog.episodes_per_step", "sog.solves_per_step",
-    "sog.lr_halve_every", "sog.eval_simulations", "sog.eval_seeds",
-})
+APPLIED = frozenset(
+    {
+        "device",
+        "threads",
+        "net.inference",
+        "search.num_simulations",
+        "search.c_puct",
+        "search.c1",
+        "search.c2",
+        "search.dirichlet_alpha",
+        "search.dirichlet_fraction",
+        "search.gumbel_scale",
+        "search.eval_gumbel_scale",
+        "search.leaf_batch",
+        "selfplay.temperature",
+        "selfplay.sample_moves",
+        "selfplay.max_moves",
+        "train.steps",
+        "train.positions_per_step",
+        "train.minibatches_per_step",
+        "train.batch_size",
+        "train.learning_rate",
+        "train.lr_schedule",
+        "train.l2",
+        "train.momentum",
+        "train.checkpoint_every",
+        "train.keep_checkpoints",
+        "train.keep_replay_every",
+        "train.compile",
+        "sog.simulations",
+        "sog.solve_simulations",
+        "sog.episodes_per_step",
+        "sog.solves_per_step",
+        "sog.lr_halve_every",
+        "sog.eval_simulations",
+        "sog.eval_seeds",
+    }
+)
 #: Whole sections a resume applies.
 APPLIED_SECTIONS = ("eval", "ray")
 
@@ -57,8 +84,10 @@ def is_applied(key: str) -> bool:
 
 def refusal(key: str) -> str:
     why = REFUSED_WHY.get(key) or REFUSED_WHY.get(key.split(".")[0], "it is fixed for a run")
-    return (f"{key} cannot change on resume ({why}); start a new run to change it "
-            f"(docs/configuration.md lists what --resume applies)")
+    return (
+        f"{key} cannot change on resume ({why}); start a new run to change it "
+        f"(docs/configuration.md lists what --resume applies)"
+    )
 
 
 def _flat(d: dict, prefix: str = "") -> dict:
@@ -84,8 +113,10 @@ def resume_config(run_dir: Path, overrides: list[str]):
 
     latest = ckpt.latest_checkpoint(run_dir)
     if latest is None:
-        raise UsageError(f"{run_dir} holds no checkpoint to resume from (a run that never wrote one "
-                         f"starts anew with polyzero train GAME --run-dir {run_dir})")
+        raise UsageError(
+            f"{run_dir} holds no checkpoint to resume from (a run that never wrote one "
+            f"starts anew with polyzero train GAME --run-dir {run_dir})"
+        )
     base = read_toml(latest / "config.toml")
     before = build_config(config_file=None, overrides=[], base=base)
     cfg = build_config(config_file=None, overrides=list(overrides), base=base)

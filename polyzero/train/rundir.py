@@ -35,8 +35,10 @@ def lock(run_dir: Path) -> None:
     except BlockingIOError:
         holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
         os.close(fd)
-        raise UsageError(f"{run_dir} is in use by another training process (PID {holder}); wait for it to "
-                         f"end or stop it, then run again") from None
+        raise UsageError(
+            f"{run_dir} is in use by another training process (PID {holder}); wait for it to "
+            f"end or stop it, then run again"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _held[run_dir] = [fd, 1]

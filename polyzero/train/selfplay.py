@@ -136,12 +136,13 @@ class SelfPlayActor:
         if not _replayable(self.game):  # an environment's episode cannot be rebuilt from its actions
             return meta, arrays
         for i, slot in enumerate(self.slots):
-            meta["slots"].append({"history": [int(a) for a in slot.state.history()],
-                                  "start_len": slot.start_len,
-                                  "moves": slot.moves})
+            meta["slots"].append(
+                {"history": [int(a) for a in slot.state.history()], "start_len": slot.start_len, "moves": slot.moves}
+            )
             t = slot.trajectory
             arrays[f"slot{i}_policies"] = np.asarray(t.policies, np.float32).reshape(
-                len(t.policies), self.algo.num_actions)
+                len(t.policies), self.algo.num_actions
+            )
             arrays[f"slot{i}_root_values"] = np.asarray(t.root_values, np.float64)
         return meta, arrays
 
@@ -162,7 +163,7 @@ class SelfPlayActor:
             policies = arrays[f"slot{i}_policies"]
             root_values = arrays[f"slot{i}_root_values"]
             t = -1
-            for a in history[info["start_len"]:]:
+            for a in history[info["start_len"] :]:
                 if state.is_chance_node():
                     if t >= 0:
                         slot.trajectory.chance[t].append((a, tuple(state.chance_outcomes())))

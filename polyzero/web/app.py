@@ -25,9 +25,21 @@ from .sessions import RequestError, RunIndex, SessionStore
 
 __all__ = ["create_app"]
 
-SUGGESTED_GAMES = ["connect_four", "tic_tac_toe", "go(board_size=9)", "hex(board_size=7)", "othello",
-                   "breakthrough(rows=6,columns=6)", "chess", "nannon", "backgammon", "kuhn_poker",
-                   "leduc_poker", "liars_dice", "dark_hex(board_size=3)"]
+SUGGESTED_GAMES = [
+    "connect_four",
+    "tic_tac_toe",
+    "go(board_size=9)",
+    "hex(board_size=7)",
+    "othello",
+    "breakthrough(rows=6,columns=6)",
+    "chess",
+    "nannon",
+    "backgammon",
+    "kuhn_poker",
+    "leduc_poker",
+    "liars_dice",
+    "dark_hex(board_size=3)",
+]
 SUGGESTED_PLAYERS = ["human", "random", "mcts:200", "mcts-solver:1000", "cfr:200", "ismcts:200"]
 MAX_BODY = 16_384
 MAX_POINTS = 2_000  # per curve sent to the page
@@ -88,9 +100,14 @@ class _Server:
     async def info(self, request: Request):
         from .. import __version__
 
-        return JSONResponse({"version": __version__, "games": SUGGESTED_GAMES,
-                             "players": SUGGESTED_PLAYERS + [f"run:{r}" for r in self.runs.runs],
-                             "runs": self.runs.describe()})
+        return JSONResponse(
+            {
+                "version": __version__,
+                "games": SUGGESTED_GAMES,
+                "players": SUGGESTED_PLAYERS + [f"run:{r}" for r in self.runs.runs],
+                "runs": self.runs.describe(),
+            }
+        )
 
     async def new_session(self, request: Request):
         session = self.store.create(await _body(request))
@@ -139,10 +156,12 @@ class _Server:
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
-            raise RequestError(f"run '{request.path_params['name']}' has no readable ladder.json "
-                               "(polyzero ladder makes one)", 404) from None
-        return JSONResponse({"run": request.path_params["name"], "summary": data.get("summary"),
-                             "points": data.get("points", [])})
+            raise RequestError(
+                f"run '{request.path_params['name']}' has no readable ladder.json (polyzero ladder makes one)", 404
+            ) from None
+        return JSONResponse(
+            {"run": request.path_params["name"], "summary": data.get("summary"), "points": data.get("points", [])}
+        )
 
     def _advance_soon(self, session) -> None:
         if session.agent_to_move() and not session.advancing:
@@ -228,5 +247,7 @@ def create_app(run_dirs=()) -> Starlette:
         Route("/api/runs/{name}/ladder", server.run_ladder),
         WebSocketRoute("/ws/sessions/{sid}", server.websocket),
     ]
-    return Starlette(routes=routes, exception_handlers={RequestError: _on_request_error,
-                                                       HTTPException: _on_http_error, Exception: _on_any_error})
+    return Starlette(
+        routes=routes,
+        exception_handlers={RequestError: _on_request_error, HTTPException: _on_http_error, Exception: _on_any_error},
+    )

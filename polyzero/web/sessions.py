@@ -82,7 +82,7 @@ def make_seat_player(spec, game, runs: RunIndex, seed: int):
     _counts_ok(spec)
     try:
         if spec.startswith("run:"):
-            name, _, sims = spec[len("run:"):].partition("@")
+            name, _, sims = spec[len("run:") :].partition("@")
             if sims and not (sims.isdigit() and int(sims) > 0):
                 raise RequestError(f"player '{spec}': the part after @ must be a positive number of simulations")
             from ..eval import make_player
@@ -95,8 +95,10 @@ def make_seat_player(spec, game, runs: RunIndex, seed: int):
             player.name = spec
             return player
         if spec.partition(":")[0] not in REFERENCE_KINDS or "net=" in spec:
-            raise RequestError(f"unknown player '{spec}': expected human, random, mcts:SIMS, mcts-solver:SIMS, "
-                               "optimal, cfr:ITERS, ismcts:SIMS, sog:S,C or run:NAME[@SIMS] for a run given to serve")
+            raise RequestError(
+                f"unknown player '{spec}': expected human, random, mcts:SIMS, mcts-solver:SIMS, "
+                "optimal, cfr:ITERS, ismcts:SIMS, sog:S,C or run:NAME[@SIMS] for a run given to serve"
+            )
         from ..eval import reference_player
 
         player = reference_player(spec, game, seed)
@@ -111,8 +113,7 @@ class Session:
     """One game on the page. Every change bumps `version`; `listeners` (asyncio queues
     of the open WebSockets) hear of it."""
 
-    def __init__(self, sid: str, game, game_spec: str, specs: list[str], players: list, seed: int,
-                 delay: float = 0.5):
+    def __init__(self, sid: str, game, game_spec: str, specs: list[str], players: list, seed: int, delay: float = 0.5):
         self.id, self.game, self.game_spec = sid, game, game_spec
         self.delay = delay  # seconds between moves of a game with no human (to watch it)
         self.advancing, self.task = False, None
@@ -154,19 +155,27 @@ class Session:
         to_move = None if state.is_terminal() or state.is_chance_node() else state.current_player()
         legal = []
         if to_move is not None and self.players[to_move] is None and to_move == viewer and not self.thinking:
-            legal = [{"action": int(a), "text": state.action_to_string(to_move, a)}
-                     for a in state.legal_actions(to_move)]
+            legal = [
+                {"action": int(a), "text": state.action_to_string(to_move, a)} for a in state.legal_actions(to_move)
+            ]
         board = board_of(state) if open_view else None
         return {
-            "id": self.id, "game": self.game_spec, "version": self.version, "viewer": viewer,
-            "seats": [{"player": "human" if p is None else p.name, "side": side_name(self.game, s),
-                       "human": p is None} for s, p in enumerate(self.players)],
+            "id": self.id,
+            "game": self.game_spec,
+            "version": self.version,
+            "viewer": viewer,
+            "seats": [
+                {"player": "human" if p is None else p.name, "side": side_name(self.game, s), "human": p is None}
+                for s, p in enumerate(self.players)
+            ],
             "header": describe(state) if open_view else f"{self.game_spec}: seat {viewer}'s view",
             "text": seat_text(state, None if open_view else viewer),
             "board": board.to_json() if board is not None else None,
-            "to_move": to_move, "terminal": state.is_terminal(),
+            "to_move": to_move,
+            "terminal": state.is_terminal(),
             "returns": [float(r) for r in state.returns()] if state.is_terminal() else None,
-            "legal": legal, "thinking": self.thinking,
+            "legal": legal,
+            "thinking": self.thinking,
             "log": [e for e in self.log if open_view or e["seat"] == viewer],
             "analysis": self.analysis if open_view else None,
             "can_undo": bool(self._last_human_move() is not None),
@@ -191,8 +200,12 @@ class Session:
                 raise RequestError("the game is over", 409)
             seat = state.current_player()
             if self.players[seat] is not None or self.thinking:
-                raise RequestError(f"it is not a human's turn (seat {seat}, {self.players[seat].name} "
-                                   "is to move)" if self.players[seat] is not None else "a player is thinking", 409)
+                raise RequestError(
+                    f"it is not a human's turn (seat {seat}, {self.players[seat].name} is to move)"
+                    if self.players[seat] is not None
+                    else "a player is thinking",
+                    409,
+                )
             if not isinstance(action, int) or isinstance(action, bool) or action not in state.legal_actions():
                 raise RequestError(f"illegal move {action!r}: not one of the legal actions of seat {seat}")
             self._apply(action, seat)
@@ -232,12 +245,15 @@ class Session:
         session's first learned player, or the learned player `spec` names (perfect
         information only: a search reads the true state)."""
         if not perfect_information(self.game):
-            raise RequestError("no analysis in a game of imperfect information: a search reads the true "
-                               "state, which a seat may not see", 409)
+            raise RequestError(
+                "no analysis in a game of imperfect information: a search reads the true "
+                "state, which a seat may not see",
+                409,
+            )
         if spec is None:
             player = next((p for p in self.players if hasattr(p, "analyse")), None)
             if player is None:
-                raise RequestError("no learned player in this game: name one, e.g. {\"player\": \"run:NAME\"}")
+                raise RequestError('no learned player in this game: name one, e.g. {"player": "run:NAME"}')
         else:
             player = make_seat_player(spec, self.game, runs, seed=0)
             if not hasattr(player, "analyse"):
@@ -275,9 +291,17 @@ def _analysis_json(state, seat: int, info: dict, name: str) -> dict:
     moves = sorted(info["moves"], key=lambda m: -m["visits"])
     for m in moves:
         m["text"] = state.action_to_string(seat, m["action"])
-    return {"seat": seat, "player": name, "ply": len(state.history()), "value": info["value"],
-            "network_value": info["network_value"], "simulations": info["simulations"],
-            "moves": moves, "pv": pv_text(state, info["pv"]), "action": info["action"]}
+    return {
+        "seat": seat,
+        "player": name,
+        "ply": len(state.history()),
+        "value": info["value"],
+        "network_value": info["network_value"],
+        "simulations": info["simulations"],
+        "moves": moves,
+        "pv": pv_text(state, info["pv"]),
+        "action": info["action"],
+    }
 
 
 class SessionStore:
@@ -296,7 +320,7 @@ class SessionStore:
             raise RequestError("'game' must be a game name such as connect_four or 'go(board_size=9)'")
         if not (isinstance(specs, list) and len(specs) == 2):
             raise RequestError("'players' must be a list of two player specs, one per seat")
-        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 31:
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
             raise RequestError("'seed' must be a whole number in [0, 2^31)")
         if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not 0 <= delay <= 10:
             raise RequestError("'delay' must be a number of seconds in [0, 10]")

@@ -42,8 +42,26 @@ def tree_chunks(batch: int) -> int:
     return max(1, min(nb.get_num_threads(), batch // MIN_TREES_PER_CHUNK))
 
 
-__all__ = ["COLLISION", "Leaves", "MIN_TREES_PER_CHUNK", "NEW_LEAF", "NO_LEAF", "TERMINAL_LEAF",
-           "action_scores", "completed_sigma", "expand_and_backup",
-           "expand_and_backup_parallel", "gumbel_interior_action", "gumbel_root_action",
-           "gumbel_root_outputs", "make_leaves", "mixed_value", "pack", "seed_chance", "select_leaves",
-           "select_leaves_parallel", "tree_chunks", "TreeRef"]
+__all__ = [
+    "COLLISION",
+    "Leaves",
+    "MIN_TREES_PER_CHUNK",
+    "NEW_LEAF",
+    "NO_LEAF",
+    "TERMINAL_LEAF",
+    "action_scores",
+    "completed_sigma",
+    "expand_and_backup",
+    "expand_and_backup_parallel",
+    "gumbel_interior_action",
+    "gumbel_root_action",
+    "gumbel_root_outputs",
+    "make_leaves",
+    "mixed_value",
+    "pack",
+    "seed_chance",
+    "select_leaves",
+    "select_leaves_parallel",
+    "tree_chunks",
+    "TreeRef",
+]

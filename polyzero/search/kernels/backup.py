@@ -47,8 +47,7 @@ def expand_and_backup_parallel(num_chunks, t, rules, leaves, expansion, k, compa
     lv = Leaves(*leaves)
     batch = t.children.shape[0]
     for c in nb.prange(num_chunks):
-        _backup_range(c * batch // num_chunks, (c + 1) * batch // num_chunks, t, r, lv, expansion,
-                      1, False)
+        _backup_range(c * batch // num_chunks, (c + 1) * batch // num_chunks, t, r, lv, expansion, 1, False)
 
 
 @nb.njit(cache=True)
@@ -56,8 +55,20 @@ def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
     """Expansion and backup for trees lo..hi-1; the arrays are read out of the tree's
     structure once here (see :mod:`polyzero.search.kernels.scores`)."""
     children, parent, action, depth, visits, virtual, value, raw_value, reward, discount, prior, legal, kinds = (
-        t.children, t.parent, t.action, t.depth, t.visits, t.virtual, t.value, t.raw_value, t.reward, t.discount,
-        t.prior, t.legal, t.kind)
+        t.children,
+        t.parent,
+        t.action,
+        t.depth,
+        t.visits,
+        t.virtual,
+        t.value,
+        t.raw_value,
+        t.reward,
+        t.discount,
+        t.prior,
+        t.legal,
+        t.kind,
+    )
     q_min, q_max = t.q_min, t.q_max
     new_logits, new_legal, new_value, new_reward, new_discount, new_kind = expansion
     ndmz = r.rule == NDMZ_RULE

@@ -119,8 +119,26 @@ def _gather_children(children, visits, value, reward, discount, b, node, q_out, 
 
 
 @nb.njit(cache=True, inline="always")
-def gumbel_interior_action(children, visits, value, raw_value, reward, discount, prior, legal, b, node, norm,
-                           vmin, vmax, c_visit, c_scale, q_buf, n_buf, s_buf):
+def gumbel_interior_action(
+    children,
+    visits,
+    value,
+    raw_value,
+    reward,
+    discount,
+    prior,
+    legal,
+    b,
+    node,
+    norm,
+    vmin,
+    vmax,
+    c_visit,
+    c_scale,
+    q_buf,
+    n_buf,
+    s_buf,
+):
     """Deterministic non-root selection (Gumbel paper, Eq. 14, Appendix E):
 
         argmax_a  pi'(a) - N(a) / (1 + sum_b N(b)),
@@ -134,8 +152,9 @@ def gumbel_interior_action(children, visits, value, raw_value, reward, discount,
     node_legal = legal[b, node]
     node_prior = prior[b, node]
     _gather_children(children, visits, value, reward, discount, b, node, q_buf, n_buf)
-    top = completed_sigma(q_buf, n_buf, node_prior, node_legal, raw_value[b, node], norm, vmin,
-                          vmax, c_visit, c_scale, s_buf)
+    top = completed_sigma(
+        q_buf, n_buf, node_prior, node_legal, raw_value[b, node], norm, vmin, vmax, c_visit, c_scale, s_buf
+    )
     total = 0.0
     total_visits = 0.0
     for a in range(children.shape[2]):
@@ -155,8 +174,27 @@ def gumbel_interior_action(children, visits, value, raw_value, reward, discount,
 
 
 @nb.njit(cache=True, inline="always")
-def gumbel_root_action(children, visits, value, raw_value, reward, discount, prior, legal, b, gumbel_logits,
-                       considered_visit, norm, vmin, vmax, c_visit, c_scale, q_buf, n_buf, s_buf):
+def gumbel_root_action(
+    children,
+    visits,
+    value,
+    raw_value,
+    reward,
+    discount,
+    prior,
+    legal,
+    b,
+    gumbel_logits,
+    considered_visit,
+    norm,
+    vmin,
+    vmax,
+    c_visit,
+    c_scale,
+    q_buf,
+    n_buf,
+    s_buf,
+):
     """The root action of tree `b` for one simulation under Sequential Halving with
     Gumbel (Gumbel paper, Algorithm 2, in mctx's form): among the legal root
     actions visited exactly `considered_visit` times so far, the one with the
@@ -167,8 +205,7 @@ def gumbel_root_action(children, visits, value, raw_value, reward, discount, pri
     scratch space of length A.
     """
     _gather_children(children, visits, value, reward, discount, b, 0, q_buf, n_buf)
-    completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin,
-                    vmax, c_visit, c_scale, s_buf)
+    completed_sigma(q_buf, n_buf, prior[b, 0], legal[b, 0], raw_value[b, 0], norm, vmin, vmax, c_visit, c_scale, s_buf)
     best = -1
     best_score = -np.inf
     fallback = -1
@@ -202,8 +239,19 @@ def gumbel_root_outputs(t, rules, logits, gumbel, out_policy, out_action):
     for b in range(t.children.shape[0]):
         _gather_children(t.children, t.visits, t.value, t.reward, t.discount, b, 0, q_buf, n_buf)
         glo, ghi = sigma_bounds(r.gumbel_norm, t.q_min, t.q_max, b, r.vmin, r.vmax)
-        completed_sigma(q_buf, n_buf, t.prior[b, 0], t.legal[b, 0], t.raw_value[b, 0], r.gumbel_norm,
-                        glo, ghi, r.c_visit, r.c_scale, s_buf)
+        completed_sigma(
+            q_buf,
+            n_buf,
+            t.prior[b, 0],
+            t.legal[b, 0],
+            t.raw_value[b, 0],
+            r.gumbel_norm,
+            glo,
+            ghi,
+            r.c_visit,
+            r.c_scale,
+            s_buf,
+        )
         max_visits = -1.0
         top = -np.inf
         for a in range(num_actions):

@@ -26,8 +26,9 @@ def edge_q(reward, discount, value, b, child):
 
 
 @nb.njit(cache=True, inline="always")
-def scores_into(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b,
-                node, out, in_flight=False):
+def scores_into(
+    children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node, out, in_flight=False
+):
     """Every action's selection score at `node` of tree `b` into out (-inf where illegal).
 
     rule 0: MuZero Eq. 2, Q + P * sqrt(N) / (1 + N(a)) * (c1 + log((N + c2 + 1) / c2));
@@ -89,12 +90,14 @@ def scores_into(children, visits, virtual, value, reward, discount, prior, legal
 
 
 @nb.njit(cache=True, inline="always")
-def best_action(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b,
-                node, buf, in_flight=False):
+def best_action(
+    children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node, buf, in_flight=False
+):
     """The legal action at `node` of tree `b` with the highest score (:func:`scores_into`,
     written into `buf`, float [A]); ties go to the lowest index."""
-    scores_into(children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node,
-                buf, in_flight)
+    scores_into(
+        children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node, buf, in_flight
+    )
     best = -1
     best_score = -np.inf
     for a in range(children.shape[2]):
@@ -141,6 +144,20 @@ def action_scores(t, rules, b, node):
     """Every action's selection score at one node (-inf where illegal), from the packed
     tree and rules; :func:`polyzero.search.loop.selection_scores` is the friendly form."""
     out = np.empty(t.children.shape[2])
-    scores_into(t.children, t.visits, t.virtual, t.value, t.reward, t.discount, t.prior, t.legal, t.q_min[b],
-                t.q_max[b], Rules(*rules), b, node, out)
+    scores_into(
+        t.children,
+        t.visits,
+        t.virtual,
+        t.value,
+        t.reward,
+        t.discount,
+        t.prior,
+        t.legal,
+        t.q_min[b],
+        t.q_max[b],
+        Rules(*rules),
+        b,
+        node,
+        out,
+    )
     return out
