@@ -26,27 +26,74 @@ import sys
 import tempfile
 from pathlib import Path
 
-SMALL = {"train.steps": 8, "train.checkpoint_every": 4, "train.keep_checkpoints": 2, "train.positions_per_step": 24,
-         "train.minibatches_per_step": 2, "train.batch_size": 16, "train.replay_size": 512,
-         "search.num_simulations": 4, "selfplay.concurrent_games": 4, "net.kind": "mlp", "net.width": 16,
-         "net.layers": 1, "net.value_hidden": 8, "eval.every": 0, "eval.final_games": 0, "threads": 1, "seed": 11}
-SOG = {"train.steps": 8, "train.checkpoint_every": 4, "train.keep_checkpoints": 2, "train.batch_size": 16,
-       "train.minibatches_per_step": 2, "train.replay_size": 512, "eval.every": 4, "eval.final_games": 0,
-       "net.width": 16, "net.layers": 1, "sog.simulations": 4, "sog.solve_simulations": 4,
-       "sog.episodes_per_step": 1, "sog.solves_per_step": 2, "sog.eval_seeds": 1, "sog.eval_simulations": 4,
-       "threads": 1, "seed": 11}
+SMALL = {
+    "train.steps": 8,
+    "train.checkpoint_every": 4,
+    "train.keep_checkpoints": 2,
+    "train.positions_per_step": 24,
+    "train.minibatches_per_step": 2,
+    "train.batch_size": 16,
+    "train.replay_size": 512,
+    "search.num_simulations": 4,
+    "selfplay.concurrent_games": 4,
+    "net.kind": "mlp",
+    "net.width": 16,
+    "net.layers": 1,
+    "net.value_hidden": 8,
+    "eval.every": 0,
+    "eval.final_games": 0,
+    "threads": 1,
+    "seed": 11,
+}
+SOG = {
+    "train.steps": 8,
+    "train.checkpoint_every": 4,
+    "train.keep_checkpoints": 2,
+    "train.batch_size": 16,
+    "train.minibatches_per_step": 2,
+    "train.replay_size": 512,
+    "eval.every": 4,
+    "eval.final_games": 0,
+    "net.width": 16,
+    "net.layers": 1,
+    "sog.simulations": 4,
+    "sog.solve_simulations": 4,
+    "sog.episodes_per_step": 1,
+    "sog.solves_per_step": 2,
+    "sog.eval_seeds": 1,
+    "sog.eval_simulations": 4,
+    "threads": 1,
+    "seed": 11,
+}
 SCENARIOS = {  # name: (game, algo, overrides)
-    "alphazero": ("tic_tac_toe", "alphazero", {**SMALL, "eval.every": 4, "eval.games": 4,
-                                               "eval.opponents": ["random"]}),
+    "alphazero": (
+        "tic_tac_toe",
+        "alphazero",
+        {**SMALL, "eval.every": 4, "eval.games": 4, "eval.opponents": ["random"]},
+    ),
     "muzero": ("tic_tac_toe", "muzero", {**SMALL, "muzero.hidden_size": 16}),
-    "muzero-reanalyse": ("tic_tac_toe", "muzero", {**SMALL, "muzero.hidden_size": 16,
-                                                   "muzero.reanalyse_fraction": 0.5}),
+    "muzero-reanalyse": (
+        "tic_tac_toe",
+        "muzero",
+        {**SMALL, "muzero.hidden_size": 16, "muzero.reanalyse_fraction": 0.5},
+    ),
     "gumbel": ("tic_tac_toe", "alphazero", {**SMALL, "search.kind": "gumbel"}),
-    "go-exploit": ("tic_tac_toe", "alphazero", {**SMALL, "start.archive": "search", "start.initial_probability": 0.2,
-                                                "start.archive_size": 500}),
-    "go-exploit-visited-katago": ("tic_tac_toe", "alphazero", {
-        **SMALL, "start.archive": "visited", "start.archive_size": 500, "katago.playout_cap_probability": 0.5,
-        "start.track_unique_states": True}),
+    "go-exploit": (
+        "tic_tac_toe",
+        "alphazero",
+        {**SMALL, "start.archive": "search", "start.initial_probability": 0.2, "start.archive_size": 500},
+    ),
+    "go-exploit-visited-katago": (
+        "tic_tac_toe",
+        "alphazero",
+        {
+            **SMALL,
+            "start.archive": "visited",
+            "start.archive_size": 500,
+            "katago.playout_cap_probability": 0.5,
+            "start.track_unique_states": True,
+        },
+    ),
     "ndmz": ("nannon", "ndmz", {**SMALL, "ndmz.hidden_size": 16}),
     "sog": ("kuhn_poker", "sog", SOG),
 }
@@ -72,9 +119,12 @@ def fingerprint(run: Path) -> dict:
 
     point = latest_checkpoint(run)
     learner = read_learner(point)
-    out = {"checkpoint": point.name, "learner_keys": sorted(learner),
-           "net": _hash(b"".join(v.cpu().numpy().tobytes() for v in learner["net"].values())),
-           "torch_rng": _hash(learner["torch_rng"].numpy().tobytes())}
+    out = {
+        "checkpoint": point.name,
+        "learner_keys": sorted(learner),
+        "net": _hash(b"".join(v.cpu().numpy().tobytes() for v in learner["net"].values())),
+        "torch_rng": _hash(learner["torch_rng"].numpy().tobytes()),
+    }
     if learner.get("optimizer") is not None:
         out["optimizer"] = _hash(_tensors(learner["optimizer"]["state"]).encode())
     for part in sorted(point.iterdir()):
@@ -149,8 +199,12 @@ def _across_trees(argv: list[str]) -> int:
     for name, (_, _, overrides) in SCENARIOS.items():
         open_run(root / name).resume(steps=overrides["train.steps"])
         found += compare({name: {"full": before[name]["full"]}}, {name: {"full": fingerprint(root / name)}})
-    print("\n".join(found) if found else "identical: every run written by the first tree, resumed by the second, "
-          "ends as the first tree's uninterrupted run")
+    print(
+        "\n".join(found)
+        if found
+        else "identical: every run written by the first tree, resumed by the second, "
+        "ends as the first tree's uninterrupted run"
+    )
     return 1 if found else 0
 
 

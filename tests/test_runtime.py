@@ -15,14 +15,41 @@ from polyzero.train.driver import Trainer
 from polyzero.train.metrics import read_metrics
 
 TRAIN = Path(__file__).resolve().parent.parent / "polyzero" / "train"
-TINY = ["train.steps=2", "train.checkpoint_every=1", "train.positions_per_step=8", "train.minibatches_per_step=1",
-        "train.batch_size=8", "train.replay_size=256", "search.num_simulations=2", "selfplay.concurrent_games=2",
-        "net.kind=mlp", "net.width=8", "net.layers=1", "net.value_hidden=8", "eval.every=0", "eval.final_games=0",
-        "threads=1", "seed=5"]
-SOG = ["train.steps=2", "train.checkpoint_every=1", "train.batch_size=8", "train.minibatches_per_step=1",
-       "train.replay_size=256", "eval.every=0", "eval.final_games=0", "net.width=8", "net.layers=1",
-       "sog.simulations=2", "sog.solve_simulations=2", "sog.episodes_per_step=1", "sog.solves_per_step=1",
-       "threads=1", "seed=5"]
+TINY = [
+    "train.steps=2",
+    "train.checkpoint_every=1",
+    "train.positions_per_step=8",
+    "train.minibatches_per_step=1",
+    "train.batch_size=8",
+    "train.replay_size=256",
+    "search.num_simulations=2",
+    "selfplay.concurrent_games=2",
+    "net.kind=mlp",
+    "net.width=8",
+    "net.layers=1",
+    "net.value_hidden=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=5",
+]
+SOG = [
+    "train.steps=2",
+    "train.checkpoint_every=1",
+    "train.batch_size=8",
+    "train.minibatches_per_step=1",
+    "train.replay_size=256",
+    "eval.every=0",
+    "eval.final_games=0",
+    "net.width=8",
+    "net.layers=1",
+    "sog.simulations=2",
+    "sog.solve_simulations=2",
+    "sog.episodes_per_step=1",
+    "sog.solves_per_step=1",
+    "threads=1",
+    "seed=5",
+]
 
 
 def test_train_names_no_algorithm_or_plug_in():
@@ -32,10 +59,15 @@ def test_train_names_no_algorithm_or_plug_in():
     for path in sorted(TRAIN.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Compare) and any(
-                    isinstance(side, ast.Attribute) and side.attr == "algo" for side in [node.left, *node.comparators]):
+                isinstance(side, ast.Attribute) and side.attr == "algo" for side in [node.left, *node.comparators]
+            ):
                 found.append(f"{path.name}:{node.lineno} compares .algo")
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 2 \
-                    and node.module.split(".")[0] in ("goexploit", "sog", "engines"):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.level == 2
+                and node.module.split(".")[0] in ("goexploit", "sog", "engines")
+            ):
                 found.append(f"{path.name}:{node.lineno} imports {node.module}")
     assert not found
 
@@ -43,10 +75,20 @@ def test_train_names_no_algorithm_or_plug_in():
 # The files and state.json keys of a checkpoint, as runs before the one loop wrote them.
 LAYOUT = {
     "alphazero": ("tic_tac_toe", "alphazero", TINY, {"replay.npz", "actor.npz"}, {"pending", "actor"}),
-    "muzero-reanalyse": ("tic_tac_toe", "muzero", TINY + ["muzero.hidden_size=8", "muzero.reanalyse_fraction=0.5"],
-                         {"replay.npz", "actor.npz", "reanalyser.pt"}, {"pending", "actor"}),
-    "go-exploit": ("tic_tac_toe", "alphazero", TINY + ['start.archive="search"', "start.archive_size=50"],
-                   {"replay.npz", "actor.npz", "goexploit.npz"}, {"pending", "actor"}),
+    "muzero-reanalyse": (
+        "tic_tac_toe",
+        "muzero",
+        TINY + ["muzero.hidden_size=8", "muzero.reanalyse_fraction=0.5"],
+        {"replay.npz", "actor.npz", "reanalyser.pt"},
+        {"pending", "actor"},
+    ),
+    "go-exploit": (
+        "tic_tac_toe",
+        "alphazero",
+        TINY + ['start.archive="search"', "start.archive_size=50"],
+        {"replay.npz", "actor.npz", "goexploit.npz"},
+        {"pending", "actor"},
+    ),
     "sog": ("kuhn_poker", "sog", SOG, {"replay.npz", "queries.npz"}, {"counts"}),
 }
 COMMON_FILES = {"config.toml", "learner.pt", "state.json"}
@@ -105,8 +147,9 @@ class CountingTrainer(Trainer):
 
 
 def test_a_data_source_of_ones_own_rides_the_loop_and_its_checkpoints(tmp_path, capsys):
-    trainer = CountingTrainer.create(build_config("tic_tac_toe", "alphazero", overrides=TINY), tmp_path / "run",
-                                     progress=False)
+    trainer = CountingTrainer.create(
+        build_config("tic_tac_toe", "alphazero", overrides=TINY), tmp_path / "run", progress=False
+    )
     trainer.run()
     assert trainer.counter.published == [1, 2]
     records = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"]

@@ -65,8 +65,12 @@ class SoGWorker:
         from .selfplay import solve_indexed
 
         settings = self.cfg.sog.search_settings(solver=True)
-        return [solve_indexed(self.game, self.encoding, query, self.values, settings, self.cfg.seed, index,
-                              self.cfg.sog.q_recursive) for index, query in items]
+        return [
+            solve_indexed(
+                self.game, self.encoding, query, self.values, settings, self.cfg.seed, index, self.cfg.sog.q_recursive
+            )
+            for index, query in items
+        ]
 
 
 class RaySoGTrainer(ExecutorState, SoGTrainer):
@@ -106,8 +110,9 @@ class RayGamesAndQueries(InProcess):
             if self._owns_ray:
                 ray.shutdown()
             raise
-        remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
-                            max_restarts=-1, max_task_retries=0)(SoGWorker)
+        remote = ray.remote(
+            num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
+        )(SoGWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict) for _ in range(self.num_workers)]
         self.solvers = [remote.remote(cfg_dict) for _ in range(self.cfg.ray.solvers)]
@@ -160,8 +165,8 @@ class RayGamesAndQueries(InProcess):
             if query is None:
                 break
             solves.append((data.counts["solves"] + k, query))
-        plays = [(w, games[i::len(self.workers)]) for i, w in enumerate(self.workers)]
-        solving = [(w, solves[i::len(self.solvers)]) for i, w in enumerate(self.solvers)]
+        plays = [(w, games[i :: len(self.workers)]) for i, w in enumerate(self.workers)]
+        solving = [(w, solves[i :: len(self.solvers)]) for i, w in enumerate(self.solvers)]
         # Every actor's work is in flight before the first result is awaited.
         refs = [(w, "play", work, w.play.remote(work)) for w, work in plays if work]
         refs += [(w, "solve", work, w.solve.remote(work)) for w, work in solving if work]
@@ -177,5 +182,8 @@ class RayGamesAndQueries(InProcess):
         data.solved = len(solves)
 
     def runtime_metrics(self, loop, step_seconds: float) -> dict:
-        return {"ray/workers": len(self.workers), "ray/solvers": len(self.solvers),
-                "ray/worker_failures": loop.failures}
+        return {
+            "ray/workers": len(self.workers),
+            "ray/solvers": len(self.solvers),
+            "ray/worker_failures": loop.failures,
+        }

@@ -46,8 +46,13 @@ class CVPNModel:
     def build_network(self):
         net = self.cfg.net
         resnet = net.kind == "resnet"
-        return build_cvpn(self.encoding, net.width, net.layers, net.blocks if resnet else 0,
-                          net.channels if resnet and net.board_tower else 0)
+        return build_cvpn(
+            self.encoding,
+            net.width,
+            net.layers,
+            net.blocks if resnet else 0,
+            net.channels if resnet and net.board_tower else 0,
+        )
 
     def loss(self, net, batch):
         return cvpn_loss(net, batch, self.cfg.sog.value_weight, self.cfg.sog.policy_weight)
@@ -66,8 +71,7 @@ def load_cvpn(path: str | Path, device="cpu") -> tuple[NetworkValueFunction, Run
     return NetworkValueFunction(encoding, net, device), cfg
 
 
-def sog_agent(game, cfg: RunConfig, value_fn, simulations: int | None = None, seed: int = 0,
-              suffix: str = ""):
+def sog_agent(game, cfg: RunConfig, value_fn, simulations: int | None = None, seed: int = 0, suffix: str = ""):
     """SoG(s, 1), the run's search settings with `value_fn` at the leaves (s: sog.eval_simulations)."""
     from .resolve import SoGPlayer
 
@@ -88,8 +92,15 @@ class GamesAndQueries:
         self.actor_values, self.solver_values = actor_values, solver_values
         self.actor = SoundSelfPlay(game, encoding, actor_values, cfg.sog.search_settings(), cfg.sog.p_td)
         self.queries = QueryBuffer(game, cfg.sog.query_buffer)
-        self.counts = {"games": 0, "positions": 0, "solves": 0, "queries_seen": 0, "queries_kept": 0,
-                       "td_targets": 0, "updates": 0}
+        self.counts = {
+            "games": 0,
+            "positions": 0,
+            "solves": 0,
+            "queries_seen": 0,
+            "queries_kept": 0,
+            "td_targets": 0,
+            "updates": 0,
+        }
         self.solved = 0  # query solves of the last step
         self.updates = 0  # minibatch updates of the last step
 
@@ -104,8 +115,18 @@ class GamesAndQueries:
             query = self.queries.pop()
             if query is None:
                 break
-            loop._add_solve(solve_indexed(self.game, self.encoding, query, self.solver_values, settings,
-                                         self.cfg.seed, self.counts["solves"], self.cfg.sog.q_recursive))
+            loop._add_solve(
+                solve_indexed(
+                    self.game,
+                    self.encoding,
+                    query,
+                    self.solver_values,
+                    settings,
+                    self.cfg.seed,
+                    self.counts["solves"],
+                    self.cfg.sog.q_recursive,
+                )
+            )
             self.solved += 1
 
     def add_game(self, episode) -> None:
@@ -146,8 +167,10 @@ class GamesAndQueries:
         return {}
 
     def state(self) -> tuple[dict, dict[str, bytes]]:
-        return ({"counts": self.counts}, {"replay.npz": npz_bytes(self.replay.to_arrays()),
-                                          "queries.npz": npz_bytes(self.queries.to_arrays())})
+        return (
+            {"counts": self.counts},
+            {"replay.npz": npz_bytes(self.replay.to_arrays()), "queries.npz": npz_bytes(self.queries.to_arrays())},
+        )
 
     def load(self, path, state: dict) -> None:
         self.replay.load_arrays(ckpt.read_npz(path, "replay.npz"))
@@ -171,8 +194,12 @@ class SoGTrainer(TrainingLoop):
         self.learner = Learner(self.model, cfg.train, self.device)
         actor_values = NetworkValueFunction(self.encoding, self.model.build_network())
         solver_values = NetworkValueFunction(self.encoding, self.model.build_network())
-        self.replay = SlidingWindow(self.encoding, cfg.train.replay_size, cfg.sog.max_updates,
-                                    self.encoding.input_symmetries() if cfg.train.symmetries else ())
+        self.replay = SlidingWindow(
+            self.encoding,
+            cfg.train.replay_size,
+            cfg.sog.max_updates,
+            self.encoding.input_symmetries() if cfg.train.symmetries else (),
+        )
         self.data = GamesAndQueries(self.game, self.encoding, cfg, actor_values, solver_values, self.replay)
         self.sources = [self.data]
         self.queries = self.data.queries
@@ -190,12 +217,20 @@ class SoGTrainer(TrainingLoop):
 
     def _step_metrics(self, before: dict, ended: dict, step_seconds: float) -> dict:
         c = self.counts
-        return {"train/updates": self.data.updates, "train/learning_rate": self.learner.optimizer.param_groups[0]["lr"],
-                "selfplay/games": c["games"], "selfplay/positions": c["positions"],
-                "selfplay/positions_per_s": (c["positions"] - before["positions"]) / step_seconds,
-                "sog/solves": c["solves"], "sog/solves_this_step": self.data.solved,
-                "sog/query_buffer": len(self.queries), "sog/queries_seen": c["queries_seen"],
-                "sog/queries_kept": c["queries_kept"], "sog/td_targets": c["td_targets"], **ended}
+        return {
+            "train/updates": self.data.updates,
+            "train/learning_rate": self.learner.optimizer.param_groups[0]["lr"],
+            "selfplay/games": c["games"],
+            "selfplay/positions": c["positions"],
+            "selfplay/positions_per_s": (c["positions"] - before["positions"]) / step_seconds,
+            "sog/solves": c["solves"],
+            "sog/solves_this_step": self.data.solved,
+            "sog/query_buffer": len(self.queries),
+            "sog/queries_seen": c["queries_seen"],
+            "sog/queries_kept": c["queries_kept"],
+            "sog/td_targets": c["td_targets"],
+            **ended,
+        }
 
     def _add_game(self, episode) -> None:
         self.data.add_game(episode)
@@ -224,17 +259,23 @@ class SoGTrainer(TrainingLoop):
             from .exploitability import player_exploitability
             from .value_error import equilibrium_beliefs, value_error
 
-            report = player_exploitability(self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds,
-                                           progress=progress)
-            out = {"eval/exploitability/mean": report.mean, "eval/exploitability/min": report.min,
-                   "eval/exploitability/max": report.max}
+            report = player_exploitability(
+                self.game, lambda s: self.agent_player(seed=s), self.cfg.sog.eval_seeds, progress=progress
+            )
+            out = {
+                "eval/exploitability/mean": report.mean,
+                "eval/exploitability/min": report.min,
+                "eval/exploitability/max": report.max,
+            }
             if self._beliefs is None:  # the value error: for public trees of Kuhn's and Leduc's size
                 tree = PublicTree(self.game)
-                self._beliefs = (equilibrium_beliefs(self.game, 500, tree) if len(tree.nodes) <= MAE_TREE_LIMIT
-                                 else False)
+                self._beliefs = (
+                    equilibrium_beliefs(self.game, 500, tree) if len(tree.nodes) <= MAE_TREE_LIMIT else False
+                )
             if self._beliefs:
                 out["eval/value_mae"] = value_error(self.value_function(), self._beliefs)
             return out
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
-        return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed,
-                              progress=progress)
+        return evaluate_agent(
+            self.game, self.cfg, self.agent_player(seed=seed), games or self.cfg.eval.games, seed, progress=progress
+        )

@@ -51,8 +51,9 @@ class Trainer(TrainingLoop):
         else:
             self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = self.algo.make_replay()
-        self.selfplay = SelfPlaySource(self.algo, self.actor, self.actor_evaluator, self.replay,
-                                       cfg.train.positions_per_step)
+        self.selfplay = SelfPlaySource(
+            self.algo, self.actor, self.actor_evaluator, self.replay, cfg.train.positions_per_step
+        )
         self.sources = [self.selfplay]  # in the order they receive new weights
         self.reanalyser = None
         if REANALYSE in declared_sources(cfg):
@@ -85,22 +86,24 @@ class Trainer(TrainingLoop):
         sp["selfplay/simulations_per_s"] = (stats["simulations"] - before["simulations"]) / step_seconds
         sp["selfplay/games_per_step"] = stats["games"] - before["games"]  # Go-Exploit Section 6.2
         if self.game.num_players() == 1 and sp["selfplay/games_per_step"]:
-            sp["selfplay/mean_return"] = ((stats["return_sum"] - before["return_sum"])
-                                          / sp["selfplay/games_per_step"])
+            sp["selfplay/mean_return"] = (stats["return_sum"] - before["return_sum"]) / sp["selfplay/games_per_step"]
         return {**sp, **ended}
 
     # ------------------------------------------------------------ evaluation
     def _evaluate_now(self) -> dict:
         return self.evaluate(self.cfg.eval.games, opponents=self.cfg.eval.opponent_specs(self.step))
 
-    def agent_player(self, simulations: int | None = None, seed: int = 0,
-                     sample_moves: int | None = None) -> SearchPlayer:
+    def agent_player(
+        self, simulations: int | None = None, seed: int = 0, sample_moves: int | None = None
+    ) -> SearchPlayer:
         """The current network with the evaluation search settings."""
-        return agent_player(self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed,
-                            simulations, sample_moves)
+        return agent_player(
+            self.algo, self.cfg, self.learner.weights(), self.device, self.step, seed, simulations, sample_moves
+        )
 
-    def evaluate(self, games: int, seed: int | None = None, opponents: list[str] | None = None,
-                 progress: bool = False) -> dict:
+    def evaluate(
+        self, games: int, seed: int | None = None, opponents: list[str] | None = None, progress: bool = False
+    ) -> dict:
         """Score the current network against each of `opponents` (the configured ones)."""
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
         return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents, progress)
@@ -117,19 +120,34 @@ def trainer_classes(algo: str) -> tuple[type, type]:
     return Trainer, RayTrainer
 
 
-def agent_player(algo, cfg, weights: dict, device, step: int, seed: int = 0, simulations: int | None = None,
-                 sample_moves: int | None = None) -> SearchPlayer:
+def agent_player(
+    algo,
+    cfg,
+    weights: dict,
+    device,
+    step: int,
+    seed: int = 0,
+    simulations: int | None = None,
+    sample_moves: int | None = None,
+) -> SearchPlayer:
     """A network's weights as a player with the evaluation search settings."""
     net = algo.build_network()
     net.load_state_dict(weights)
     sims = simulations or cfg.eval.simulations
     sample = cfg.eval.sample_moves if sample_moves is None else sample_moves
-    return SearchPlayer(algo, algo.make_evaluator(net, device), cfg.search.params(sims),
-                        name=f"agent#{step}", seed=seed, sample_moves=sample)
+    return SearchPlayer(
+        algo,
+        algo.make_evaluator(net, device),
+        cfg.search.params(sims),
+        name=f"agent#{step}",
+        seed=seed,
+        sample_moves=sample,
+    )
 
 
-def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None,
-                   progress: bool = False) -> dict:
+def evaluate_agent(
+    game, cfg, agent, games: int, seed: int, opponents: list[str] | None = None, progress: bool = False
+) -> dict:
     """The agent's scores against each of `opponents` (the configured ones), with Wilson
     95% intervals and the wins, draws and losses (one-player games: its mean return over
     `games` episodes); `progress` shows a bar per match."""
@@ -137,8 +155,11 @@ def evaluate_agent(game, cfg, agent, games: int, seed: int, opponents: list[str]
 
     if game.num_players() == 1:
         res = play_single_agent(game, agent, games, seed=seed, progress=progress)
-        return {"eval/return/mean": res["mean_return"], "eval/return/ci_low": res["ci_low"],
-                "eval/return/ci_high": res["ci_high"]}
+        return {
+            "eval/return/mean": res["mean_return"],
+            "eval/return/ci_low": res["ci_low"],
+            "eval/return/ci_high": res["ci_high"],
+        }
     out = {}
     for spec in cfg.eval.opponent_specs() if opponents is None else opponents:
         res = play_match(game, agent, make_player(spec, game, seed=seed), games, seed=seed, progress=progress)

@@ -149,8 +149,7 @@ class RunDirectory:
         return trainer
 
     @classmethod
-    def resume(cls, run_dir: Path, overrides: Sequence[str] = (), progress: bool = True, lock: bool = True,
-               **driver):
+    def resume(cls, run_dir: Path, overrides: Sequence[str] = (), progress: bool = True, lock: bool = True, **driver):
         """The run in `run_dir` from its last checkpoint; `lock=False` for a Ray learner,
         whose supervisor holds the lock."""
         cfg, latest = prepare_resume(run_dir, list(overrides), lock)  # locked until the trainer holds it
@@ -163,7 +162,6 @@ class RunDirectory:
                 rundir.unlock(run_dir)
         trainer._restore(latest)
         return trainer
-
 
 
 class TrainingLoop(RunDirectory):
@@ -187,17 +185,24 @@ class TrainingLoop(RunDirectory):
     def save(self) -> Path:
         learner = self.learner.state_dict()
         learner["torch_rng"] = torch.get_rng_state()
-        state = {"step": self.step, "elapsed": self._now(), "train_time": self.train_time,
-                 "sample_rng": self.sample_rng.bit_generator.state, "last_eval": self.last_eval,
-                 "game": game_spec_string(self.game), "faults": {"worker_failures": self.failures}}
+        state = {
+            "step": self.step,
+            "elapsed": self._now(),
+            "train_time": self.train_time,
+            "sample_rng": self.sample_rng.bit_generator.state,
+            "last_eval": self.last_eval,
+            "game": game_spec_string(self.game),
+            "faults": {"worker_failures": self.failures},
+        }
         files = {"config.toml": to_toml(self.cfg.to_dict()).encode(), "learner.pt": ckpt.torch_bytes(learner)}
         for source in self.sources:
             entries, parts = source.state()
             state.update(entries)
             files.update(parts)
         files["state.json"] = json.dumps(state).encode()
-        return ckpt.save_checkpoint(self.run_dir, self.step, files, self.cfg.train.keep_checkpoints,
-                                    self.cfg.train.keep_replay_every)
+        return ckpt.save_checkpoint(
+            self.run_dir, self.step, files, self.cfg.train.keep_checkpoints, self.cfg.train.keep_replay_every
+        )
 
     def _restore(self, path: Path) -> None:
         state = ckpt.read_state(path)
@@ -221,8 +226,7 @@ class TrainingLoop(RunDirectory):
         notes = [note for note in (source.resumed(self) for source in self.sources) if note]
         self.executor.restored(self)
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
-        print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped, "; ".join(notes)),
-              file=sys.stderr)
+        print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped, "; ".join(notes)), file=sys.stderr)
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - self._t0)
@@ -264,14 +268,19 @@ class TrainingLoop(RunDirectory):
         loss = {k: float(np.mean([m[k] for m in losses])) for k in losses[0]} if losses else {}
         data = self._step_metrics(before, ended, dt)
         runtime = self._runtime_metrics(dt)
-        log.log("train", self.step, self._now(), {**loss, **data, **runtime, "replay/size": len(self.replay),
-                                                 "train_time": self.train_time})
+        log.log(
+            "train",
+            self.step,
+            self._now(),
+            {**loss, **data, **runtime, "replay/size": len(self.replay), "train_time": self.train_time},
+        )
         self._periodic_evaluation(log)
         if self.step % cfg.train.checkpoint_every == 0 or self.step == cfg.train.steps:
             self.save()
         shown = loss or {k: float("nan") for k in ("loss/total", "loss/value", "loss/policy")}
-        progress.update(self.step, {**shown, **runtime}, self.selfplay_stats, data["selfplay/positions_per_s"],
-                        self.last_eval)
+        progress.update(
+            self.step, {**shown, **runtime}, self.selfplay_stats, data["selfplay/positions_per_s"], self.last_eval
+        )
 
     def _updates(self) -> list[dict]:
         """This step's minibatch updates (fewer if the replay has no batch yet); prioritized
@@ -342,8 +351,10 @@ def resume_message(run_dir, step: int, steps: int, dropped: int, in_flight: str 
     """What a resume says: where it continues, and only what it really discarded."""
     msg = f"resumed {run_dir} at learning step {step}"
     if step >= steps:
-        return (f"{msg}: the run already finished (train.steps = {steps}); nothing to train "
-                f"(--set train.steps=N with N > {step} trains on)")
+        return (
+            f"{msg}: the run already finished (train.steps = {steps}); nothing to train "
+            f"(--set train.steps=N with N > {step} trains on)"
+        )
     if in_flight:
         msg += f"; {in_flight}"
     if dropped:

@@ -48,8 +48,7 @@ class RayTrainer(ExecutorState, Trainer):
     executor `RaySelfPlay`. The executor's state (workers, totals, evaluations, ...) reads
     as the trainer's."""
 
-    def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2,
-                 ray_address: str | None = None):
+    def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         super().__init__(cfg, run_dir, progress)
         self._down: set = set()  # actors whose fault is counted and who have not delivered since
         self.executor = RaySelfPlay(self, workers, ray_address)
@@ -115,33 +114,41 @@ class RaySelfPlay:
         except UsageError:
             self._stop()
             raise
-        remote = ray.remote(num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus,
-                            max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
+        remote = ray.remote(
+            num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
+        )(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
         if self.loop.reanalyser is not None:
             # Reanalyze moves to actors of its own: they refresh random stored unrolls while
             # the learner trains, instead of the learner re-searching its own minibatches.
             self.loop.replay.reanalyser = None
-            remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
-                                   max_task_retries=0)(ReanalyseWorker)
+            remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
+                ReanalyseWorker
+            )
             self.reanalysers = [remote_re.remote(cfg_dict, i) for i in range(self.cfg.ray.reanalysers)]
             target = self.loop.reanalyser.state_dict()["target"]
             for w in self.reanalysers:
                 w.set_weights.remote(self.loop.learner.weights(), -1, target)
         if self.cfg.eval.every:
-            evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1,
-                                   max_task_retries=0)(EvaluationWorker)
+            evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
+                EvaluationWorker
+            )
             self.eval_workers = [evaluator.remote(cfg_dict) for _ in range(self.cfg.ray.evaluators)]
-        if self.loop.search_control is not None and self.loop.search_control.kind == "search" \
-                and self.cfg.start.archive_workers > 0:
+        if (
+            self.loop.search_control is not None
+            and self.loop.search_control.kind == "search"
+            and self.cfg.start.archive_workers > 0
+        ):
             # They play a small share of the moves (the paper's 50 archive actors beside 700
             # training actors), so they ask Ray for no CPU of their own: they never wait for
             # the training workers' CPUs to free up.
-            archive_remote = ray.remote(num_cpus=0, num_gpus=self.cfg.ray.worker_gpus,
-                                        max_restarts=-1, max_task_retries=0)(SelfPlayWorker)
-            self.archive_workers = [archive_remote.remote(cfg_dict, 1000 + i, True)
-                                    for i in range(self.cfg.start.archive_workers)]
+            archive_remote = ray.remote(
+                num_cpus=0, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
+            )(SelfPlayWorker)
+            self.archive_workers = [
+                archive_remote.remote(cfg_dict, 1000 + i, True) for i in range(self.cfg.start.archive_workers)
+            ]
             self.loop.search_control.remote_archive_actors = True
         self.loop._publish_weights(force=True)
 
@@ -178,8 +185,13 @@ class RaySelfPlay:
             return
         step, train_time, weights = self.eval_waiting
         self.eval_waiting = None
-        ref = free[0].evaluate.remote(self.ray.put(weights), step, self.cfg.eval.games,
-                                      self.cfg.seed + 1000 * step, self.cfg.eval.opponent_specs(step))
+        ref = free[0].evaluate.remote(
+            self.ray.put(weights),
+            step,
+            self.cfg.eval.games,
+            self.cfg.seed + 1000 * step,
+            self.cfg.eval.opponent_specs(step),
+        )
         self.evaluations[ref] = (step, train_time, free[0])
 
     def finish(self, loop, log) -> None:
@@ -199,8 +211,10 @@ class RaySelfPlay:
                 self.loop.last_eval = self.ray.get(ref)
             except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
                 if self._fault(actor):
-                    print(f"evaluation of step {step} lost ({type(exc).__name__}); Ray restarts the "
-                          "evaluation actor", file=sys.stderr)
+                    print(
+                        f"evaluation of step {step} lost ({type(exc).__name__}); Ray restarts the evaluation actor",
+                        file=sys.stderr,
+                    )
                 continue
             self.loop._down.discard(actor)
             self.loop.log_evaluation(log, step, self.loop.last_eval, train_time)
@@ -307,8 +321,9 @@ class RaySelfPlay:
         from .reanalyse import apply, plan
 
         if self.reanalysing:
-            done, _ = self.ray.wait(list(self.reanalysing), num_returns=len(self.reanalysing),
-                                    timeout=None if wait else 0)
+            done, _ = self.ray.wait(
+                list(self.reanalysing), num_returns=len(self.reanalysing), timeout=None if wait else 0
+            )
             for ref in done:
                 worker, work = self.reanalysing.pop(ref)
                 try:
@@ -319,8 +334,9 @@ class RaySelfPlay:
         if not dispatch:
             return
         busy = {worker for worker, _ in self.reanalysing.values()}
-        count = int(round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step
-                          * self.cfg.train.batch_size))
+        count = int(
+            round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step * self.cfg.train.batch_size)
+        )
         for worker in self.reanalysers:
             if worker in busy or len(self.loop.replay) == 0:
                 continue
@@ -331,8 +347,11 @@ class RaySelfPlay:
                 self.reanalysing[ref] = (worker, work)
 
     def runtime_metrics(self, loop, step_seconds: float) -> dict:
-        out = {"ray/workers": self.num_workers, "ray/worker_failures": self.loop.failures,
-               "ray/queue": len(self.in_flight)}
+        out = {
+            "ray/workers": self.num_workers,
+            "ray/worker_failures": self.loop.failures,
+            "ray/queue": len(self.in_flight),
+        }
         if self.reanalysers:
             out["ray/reanalysed_positions"] = self.reanalysed
         if self.eval_workers:

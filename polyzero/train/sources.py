@@ -32,8 +32,10 @@ def extra_actors(cfg) -> dict[str, int]:
     runtime = own_runtime(cfg.algo)
     if runtime is not None:
         return runtime.extra_actors(cfg)
-    return {"ray.evaluators": cfg.ray.evaluators if cfg.eval.every else 0,
-            "ray.reanalysers": cfg.ray.reanalysers if REANALYSE in declared_sources(cfg) else 0}
+    return {
+        "ray.evaluators": cfg.ray.evaluators if cfg.eval.every else 0,
+        "ray.reanalysers": cfg.ray.reanalysers if REANALYSE in declared_sources(cfg) else 0,
+    }
 
 
 class DataSource(Protocol):
@@ -95,8 +97,10 @@ class SelfPlaySource:
         from .loop import npz_bytes
 
         meta, arrays = self.actor_state()
-        return ({"pending": self.pending, "actor": meta},
-                {"replay.npz": self.replay.to_bytes(), "actor.npz": npz_bytes(arrays)})
+        return (
+            {"pending": self.pending, "actor": meta},
+            {"replay.npz": self.replay.to_bytes(), "actor.npz": npz_bytes(arrays)},
+        )
 
     def load(self, path, state: dict) -> None:
         self.replay.load_bytes((path / "replay.npz").read_bytes())
@@ -107,8 +111,11 @@ class SelfPlaySource:
     def resumed(self, loop) -> str:
         self.evaluator.load_state_dict(loop.learner.weights())
         self.set_temperature(loop.step)
-        return (f"{self.in_flight} games in flight at that checkpoint continue" if self.in_flight
-                else "games in flight were not in it and start anew")
+        return (
+            f"{self.in_flight} games in flight at that checkpoint continue"
+            if self.in_flight
+            else "games in flight were not in it and start anew"
+        )
 
 
 class ReanalyseSource:

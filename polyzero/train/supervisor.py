@@ -51,8 +51,9 @@ class LearnerActor:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides; SIGTERM stops the run
         sys.stderr = open(Path(run_dir) / LOG, "a", buffering=1)  # noqa: SIM115 - for the actor's life
         set_threads(threads)
-        self.trainer = trainer_classes(algo)[1].resume(run_dir, overrides, progress=False, lock=False,
-                                                        workers=workers)  # the supervisor holds the lock
+        self.trainer = trainer_classes(algo)[1].resume(
+            run_dir, overrides, progress=False, lock=False, workers=workers
+        )  # the supervisor holds the lock
         self.report = None
 
     def pid(self) -> int:
@@ -72,8 +73,16 @@ class SupervisedRun:
     """The command's side: the trainer interface `polyzero train` uses (create, resume,
     run, final_report), keeping a learner actor alive."""
 
-    def __init__(self, cfg, run_dir: Path, overrides: list[str], progress: bool, workers: int,
-                 ray_address: str | None, fresh: bool):
+    def __init__(
+        self,
+        cfg,
+        run_dir: Path,
+        overrides: list[str],
+        progress: bool,
+        workers: int,
+        ray_address: str | None,
+        fresh: bool,
+    ):
         self.cfg, self.run_dir, self.overrides = cfg, Path(run_dir), list(overrides)
         self.show_progress, self.workers, self.ray_address, self.fresh = progress, workers, ray_address, fresh
         try:
@@ -96,8 +105,14 @@ class SupervisedRun:
         return run
 
     @classmethod
-    def resume(cls, run_dir: Path, overrides: list[str] = (), progress: bool = True, workers: int = 2,
-               ray_address: str | None = None):
+    def resume(
+        cls,
+        run_dir: Path,
+        overrides: list[str] = (),
+        progress: bool = True,
+        workers: int = 2,
+        ray_address: str | None = None,
+    ):
         # Locked for the life of this process: the learner actors write the directory.
         cfg, _ = prepare_resume(run_dir, overrides)
         return cls(cfg, run_dir, overrides, progress, workers, ray_address, fresh=False)
@@ -159,7 +174,8 @@ class SupervisedRun:
         threads = self.cfg.threads or torch.get_num_threads()
         # No runtime_env of its own: the actors it starts would inherit it (Ray's one thread each stays).
         remote = ray.remote(num_cpus=0, num_gpus=gpus, max_restarts=0)(LearnerActor).options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+        )
         self.actor = remote.remote(self.cfg.algo, str(self.run_dir), self.overrides, self.workers, threads)
         try:
             pid = self._get(self.actor.pid.remote(), "the learner started")
@@ -199,8 +215,10 @@ class SupervisedRun:
 
     def _stopped(self, what: str) -> str:
         """`what` happened, the last good checkpoint and the command that continues."""
-        return (f"{what}; the last checkpoint, {ckpt.latest_checkpoint(self.run_dir)}, is intact: "
-                f"{rundir.resume_command(self.run_dir, self.workers)} continues")
+        return (
+            f"{what}; the last checkpoint, {ckpt.latest_checkpoint(self.run_dir)}, is intact: "
+            f"{rundir.resume_command(self.run_dir, self.workers)} continues"
+        )
 
     def _learner_lost(self, exc, deaths: list[float], last_step: int) -> str:
         """The message of a learner that died and will be recreated (RunStopped when it
@@ -209,11 +227,16 @@ class SupervisedRun:
         latest = ckpt.latest_checkpoint(self.run_dir)
         resumed = int(latest.name.split("_")[-1])
         if len(deaths) > 1 and deaths[-1] - deaths[-2] <= window:
-            raise RunStopped(self._stopped(f"the learner died twice within {window:g} s "
-                                           f"(ray.learner_restart_window); the run stopped"))
+            raise RunStopped(
+                self._stopped(
+                    f"the learner died twice within {window:g} s (ray.learner_restart_window); the run stopped"
+                )
+            )
         self.restarts += 1  # the new learner gets the same --set overrides: the checkpoint may predate them
-        return (f"the learner's process died ({type(exc).__name__}); a new learner resumes from {latest}: "
-                f"{max(last_step - resumed, 0)} learning steps lost (learner restart {self.restarts})")
+        return (
+            f"the learner's process died ({type(exc).__name__}); a new learner resumes from {latest}: "
+            f"{max(last_step - resumed, 0)} learning steps lost (learner restart {self.restarts})"
+        )
 
     def _echo(self, log, display) -> None:
         for line in log.lines():
@@ -223,13 +246,16 @@ class SupervisedRun:
     def final_report(self, summary: dict):
         """The learner's final report, line by line; then Ray shuts down."""
         try:
-            while (line := self._get(self.actor.next_report_line.remote(summary), "the final evaluation ran")) \
-                    is not None:
+            while (
+                line := self._get(self.actor.next_report_line.remote(summary), "the final evaluation ran")
+            ) is not None:
                 yield line
         except self.ray.exceptions.RayActorError:
-            raise RunStopped(f"the learner died in the final evaluation; the run itself is complete "
-                             f"({ckpt.latest_checkpoint(self.run_dir)}); polyzero arena or ladder "
-                             f"evaluates it") from None
+            raise RunStopped(
+                f"the learner died in the final evaluation; the run itself is complete "
+                f"({ckpt.latest_checkpoint(self.run_dir)}); polyzero arena or ladder "
+                f"evaluates it"
+            ) from None
         finally:
             self.close()
 
