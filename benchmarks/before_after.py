@@ -36,8 +36,13 @@ def _search_rows(path: Path) -> dict:
 def _final_mark(path: Path) -> dict:
     data = json.loads(path.read_text())
     last = data["curves"]["polyzero"][-1]
-    return {"commit": data["versions"]["polyzero_git"][:7], "minutes": last["minutes"],
-            "learning_step": last["learning_step"], "1x": last["1x"], "10x": last.get("10x")}
+    return {
+        "commit": data["versions"]["polyzero_git"][:7],
+        "minutes": last["minutes"],
+        "learning_step": last["learning_step"],
+        "1x": last["1x"],
+        "10x": last.get("10x"),
+    }
 
 
 def _losses(path: Path) -> dict[int, float]:
@@ -50,8 +55,11 @@ def loss_agreement(before: Path, after: Path) -> dict:
     a, b = _losses(before), _losses(after)
     common = sorted(set(a) & set(b))
     differ = [s for s in common if a[s] != b[s]]
-    return {"common_steps": len(common), "identical_through": (differ[0] - 1) if differ else common[-1],
-            "first_different_step": differ[0] if differ else None}
+    return {
+        "common_steps": len(common),
+        "identical_through": (differ[0] - 1) if differ else common[-1],
+        "first_different_step": differ[0] if differ else None,
+    }
 
 
 def _score(cell: dict | None) -> str:
@@ -85,21 +93,25 @@ def markdown(report: dict) -> str:
         )
     lines += [
         "",
-        "## Connect Four, AlphaZero preset, 60 minutes of training (seed 0; both arms at the same time, "
-        "one core each)",
+        "## Connect Four, AlphaZero preset, 60 minutes of training (seed 0; both arms at the same time, one core each)",
         "",
         "| arm | commit | minutes | learning steps | vs MCTS-Solver 1x | vs MCTS-Solver 10x |",
         "|---|---|---:|---:|---|---|",
     ]
     for arm in ("before", "after"):
         m = report["connect_four"][arm]
-        lines.append(f"| {arm} | {m['commit']} | {m['minutes']:.1f} | {m['learning_step']} | {_score(m['1x'])} | "
-                     f"{_score(m['10x'])} |")
+        lines.append(
+            f"| {arm} | {m['commit']} | {m['minutes']:.1f} | {m['learning_step']} | {_score(m['1x'])} | "
+            f"{_score(m['10x'])} |"
+        )
     agreement = report.get("loss_agreement")
     if agreement:
-        lines += ["", f"The two runs' losses agree bit for bit at every learning step through step "
-                  f"{agreement['identical_through']} of {agreement['common_steps']} they share; "
-                  f"the first that differs is {agreement['first_different_step']}."]
+        lines += [
+            "",
+            f"The two runs' losses agree bit for bit at every learning step through step "
+            f"{agreement['identical_through']} of {agreement['common_steps']} they share; "
+            f"the first that differs is {agreement['first_different_step']}.",
+        ]
     return "\n".join(lines + [""] + [f"- {note}" for note in report.get("notes", [])]) + "\n"
 
 
@@ -117,12 +129,17 @@ def main(argv=None) -> None:
         before.update(_search_rows(args.dir / name))
     for name in ("st_after.json", "st_after_t1.json"):
         after.update(_search_rows(args.dir / name))
-    search = [{"threads": t, "B": bs, "simulations": n, "before": before[t, bs, n], "after": after[t, bs, n]}
-              for (t, bs, n) in sorted(set(before) & set(after))]
+    search = [
+        {"threads": t, "B": bs, "simulations": n, "before": before[t, bs, n], "after": after[t, bs, n]}
+        for (t, bs, n) in sorted(set(before) & set(after))
+    ]
     report = {
-        "before": args.before, "after": args.after, "search": search,
-        "connect_four": {arm: _final_mark(args.dir / f"connect_four_alphazero_{arm}55.json")
-                         for arm in ("before", "after")},
+        "before": args.before,
+        "after": args.after,
+        "search": search,
+        "connect_four": {
+            arm: _final_mark(args.dir / f"connect_four_alphazero_{arm}55.json") for arm in ("before", "after")
+        },
         "notes": args.note,
     }
     if args.metrics_before and args.metrics_after:

@@ -131,14 +131,9 @@ def _override_strings(overrides: dict | None) -> list[str]:
 
 
 def _trainer_class(algo: str):
-    from .plugins import own_runtime
+    from .train.driver import trainer_classes
 
-    runtime = own_runtime(algo)  # an algorithm with its own runtime (Student of Games)
-    if runtime is not None:
-        return runtime.trainer_classes()[0]
-    from .train.driver import Trainer
-
-    return Trainer
+    return trainer_classes(algo)[0]
 
 
 def train(

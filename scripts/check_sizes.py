@@ -23,7 +23,6 @@ CHECKED = ("polyzero", "benchmarks")
 # merged, then removed from this list.
 ALLOWED = {
     "polyzero/config.py",
-    "polyzero/train/ray_driver.py",
 }
 
 

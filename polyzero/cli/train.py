@@ -102,7 +102,7 @@ def run(args) -> int:
 def _train(args) -> int:
     from ..config import build_config
     from ..games import load_game
-    from ..train.driver import Interrupted, Trainer
+    from ..train.driver import Interrupted, trainer_classes
 
     if args.workers < 0:
         raise UsageError("--workers must be 0 (in-process) or a positive number of Ray actors")
@@ -117,10 +117,8 @@ def _train(args) -> int:
 
         Trainer = SupervisedRun  # noqa: N806 - the same interface, another driver
         driver = {"workers": args.workers, "ray_address": args.ray_address}
-    elif _run_algo(args) == "sog":  # the same interface, Student of Games' data flow
-        from ..sog.trainer import SoGTrainer
-
-        Trainer = SoGTrainer  # noqa: N806
+    else:  # the common trainer, or that of an algorithm with a runtime of its own (Student of Games)
+        Trainer = trainer_classes(_run_algo(args))[0]  # noqa: N806
     if args.resume:
         if args.game or args.config or args.algo or args.search:
             raise UsageError(

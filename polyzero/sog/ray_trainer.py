@@ -11,16 +11,18 @@ from (seed, i) and (seed, j) as in-process, so a run is reproducible for a given
 number of actors; unlike in-process, a step's solves take the queries that were
 waiting when the step began (they run beside its games). An actor that dies is
 restarted by Ray and its work is done again (counted in `ray/worker_failures`).
-Run directory, checkpoints and metrics are the in-process driver's: a run
-resumes under either driver.
+Run directory, checkpoints and metrics are the training loop's
+(`polyzero.train.loop`), as in-process: a run resumes under either executor.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 
 from polyzero.errors import UsageError
+from polyzero.train.executor import ExecutorState, InProcess
 from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start_ray, wait_for
 
 from .trainer import SoGTrainer
@@ -71,18 +73,35 @@ class SoGWorker:
         ]
 
 
-class RaySoGTrainer(SoGTrainer):
+class RaySoGTrainer(ExecutorState, SoGTrainer):
+    """Student of Games' trainer with its games and solves on Ray actors: the trainer with
+    the executor `RayGamesAndQueries`, whose state (workers, solvers) reads as the trainer's."""
+
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
-        self.workers: list = []
-        self.solvers: list = []
         super().__init__(cfg, run_dir, progress)
+        self.executor = RayGamesAndQueries(self, workers, ray_address)
+
+
+class RayGamesAndQueries(InProcess):
+    """The executor of Student of Games' source on Ray actors (see the module docstring):
+    each step's games on the self-play actors and its solves on the solver actors, all in
+    flight at once; the results enter in game and solve order."""
+
+    def __init__(self, loop, workers: int, ray_address: str | None):
+        self.loop, self.cfg = loop, loop.cfg
         self.ray = _import_ray()
         self.num_workers = workers
         self.ray_address = ray_address
+        self.workers: list = []
+        self.solvers: list = []
         self._weights = None
         self._owns_ray = False
 
-    def run(self) -> dict:
+    def _check_interrupt(self) -> None:  # what `wait_for` looks at every half second
+        self.loop._check_interrupt()
+
+    @contextmanager
+    def session(self, loop):
         ray = self.ray
         self._owns_ray = start_ray(ray, cpu_demand(self.cfg, self.num_workers), self.ray_address)
         try:
@@ -99,7 +118,7 @@ class RaySoGTrainer(SoGTrainer):
         self.solvers = [remote.remote(cfg_dict) for _ in range(self.cfg.ray.solvers)]
         self._ship_weights()
         try:
-            return super().run()
+            yield
         finally:
             for w in self.workers + self.solvers:
                 ray.kill(w, no_restart=True)
@@ -107,13 +126,13 @@ class RaySoGTrainer(SoGTrainer):
             if self._owns_ray:
                 ray.shutdown()
 
-    def _publish_weights(self) -> None:
-        super()._publish_weights()  # the learning rate; the weights in this process
+    def publish(self, loop, force: bool = False) -> None:
+        super().publish(loop)  # the learning rate; the weights in this process
         self._ship_weights()
 
     def _ship_weights(self) -> None:
         if self.workers:
-            self._weights = self.ray.put(self.learner.weights())
+            self._weights = self.ray.put(self.loop.learner.weights())
             for w in self.workers + self.solvers:
                 w.set_weights.remote(self._weights)
 
@@ -125,7 +144,7 @@ class RaySoGTrainer(SoGTrainer):
         try:
             return ray.get(wait_for(self, [ref])[0])
         except lost:
-            self.failures += 1
+            self.loop.failures += 1
         for attempt in range(RETRIES):
             try:
                 worker.set_weights.remote(self._weights)
@@ -134,19 +153,18 @@ class RaySoGTrainer(SoGTrainer):
                 if attempt == RETRIES - 1:
                     raise
                 time.sleep(1.0)
+        raise AssertionError("unreachable")
 
-    def _collect(self) -> None:
-        """This step's games on the self-play actors and its solves on the solver actors,
-        all in flight at once; the results enter in game and solve order."""
-        sog = self.cfg.sog
-        first = self.counts["games"]
+    def collect(self, loop) -> None:
+        sog, data = self.cfg.sog, loop.data
+        first = data.counts["games"]
         games = list(range(first, first + sog.episodes_per_step))
         solves = []
         for k in range(sog.solves_per_step):
-            query = self.queries.pop()
+            query = data.queries.pop()
             if query is None:
                 break
-            solves.append((self.counts["solves"] + k, query))
+            solves.append((data.counts["solves"] + k, query))
         plays = [(w, games[i :: len(self.workers)]) for i, w in enumerate(self.workers)]
         solving = [(w, solves[i :: len(self.solvers)]) for i, w in enumerate(self.solvers)]
         # Every actor's work is in flight before the first result is awaited.
@@ -158,14 +176,14 @@ class RaySoGTrainer(SoGTrainer):
             keys = work if method == "play" else [index for index, _ in work]
             (episodes if method == "play" else solved).update(zip(keys, results))
         for index in sorted(episodes):
-            self._add_game(episodes[index])
+            loop._add_game(episodes[index])
         for index in sorted(solved):
-            self._add_solve(solved[index])
-        self.data.solved = len(solves)
+            loop._add_solve(solved[index])
+        data.solved = len(solves)
 
-    def _runtime_metrics(self, step_seconds: float) -> dict:
+    def runtime_metrics(self, loop, step_seconds: float) -> dict:
         return {
             "ray/workers": len(self.workers),
             "ray/solvers": len(self.solvers),
-            "ray/worker_failures": self.failures,
+            "ray/worker_failures": loop.failures,
         }

@@ -18,7 +18,7 @@ import torch
 from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import RunConfig
-from ..plugins import selfplay_plugin
+from ..plugins import own_runtime, selfplay_plugin
 from .learner import Learner
 from .loop import (  # noqa: F401 - their home was here; callers import them from here
     Interrupted,
@@ -76,7 +76,8 @@ class Trainer(TrainingLoop):
     @property
     def selfplay_stats(self) -> dict:
         """Totals over the run: games, positions, searches, simulations."""
-        return self.actor.stats
+        gathered = self.executor.stats(self)  # a Ray executor's, from its workers
+        return self.actor.stats if gathered is None else gathered
 
     def _step_metrics(self, before: dict, ended: dict, step_seconds: float) -> dict:
         stats = self.selfplay_stats
@@ -106,6 +107,17 @@ class Trainer(TrainingLoop):
         """Score the current network against each of `opponents` (the configured ones)."""
         seed = self.cfg.seed + 1000 * self.step if seed is None else seed
         return evaluate_agent(self.game, self.cfg, self.agent_player(seed=seed), games, seed, opponents, progress)
+
+
+def trainer_classes(algo: str) -> tuple[type, type]:
+    """(in-process trainer, Ray trainer) of an algorithm: the common ones, or those of a
+    runtime of its own (`polyzero.plugins.RUNTIMES`)."""
+    runtime = own_runtime(algo)
+    if runtime is not None:
+        return runtime.trainer_classes()
+    from .ray_driver import RayTrainer
+
+    return Trainer, RayTrainer
 
 
 def agent_player(

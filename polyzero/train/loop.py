@@ -35,6 +35,7 @@ from ..errors import UsageError
 from ..games import game_spec_string, load_game
 from ..nets.inference import resolve_device, set_threads
 from . import checkpoint as ckpt, rundir
+from .executor import IN_PROCESS
 from .metrics import MetricsLog
 from .progress import Progress
 from .resume import apply_optimizer_settings, prepare_resume
@@ -168,6 +169,7 @@ class TrainingLoop(RunDirectory):
     builds `learner` and `replay`, and lists its data sources in `sources` (in the order
     they receive new weights), then calls `_start_counters`."""
 
+    executor: Any = IN_PROCESS  # where the sources run (`executor.py`)
     learner: Any = None  # a `learner.Learner`
     replay: Any = None  # what the learner samples: `sample(batch_size, rng)`, `len`
     sources: list = []
@@ -222,14 +224,23 @@ class TrainingLoop(RunDirectory):
         self.last_eval = state.get("last_eval", {})
         self.failures = state.get("faults", {}).get("worker_failures", 0)
         notes = [note for note in (source.resumed(self) for source in self.sources) if note]
+        self.executor.restored(self)
         dropped = MetricsLog(self.run_dir, tensorboard=False).truncate_after(self.step)
         print(resume_message(self.run_dir, self.step, self.cfg.train.steps, dropped, "; ".join(notes)), file=sys.stderr)
 
     def _now(self) -> float:
         return self.elapsed + (time.perf_counter() - self._t0)
 
+    @property
+    def num_workers(self) -> int:
+        return self.executor.num_workers
+
     # ------------------------------------------------------------ the loop
     def run(self) -> dict:
+        with self.executor.session(self):
+            return self._run()
+
+    def _run(self) -> dict:
         log, progress = self._start_run()
         try:
             with self._checkpoint_on_interrupt(progress, log):
@@ -287,19 +298,17 @@ class TrainingLoop(RunDirectory):
         return out
 
     # ------------------------------------------------------------ where the sources run
-    # In this process by default; a Ray trainer overrides these to run them on actors.
+    # The executor's (in this process, or on Ray actors); a test or a subclass may wrap these.
     def _collect(self) -> None:
         """This step's new data into the replay, from every source."""
-        for source in self.sources:
-            source.collect(self)
+        self.executor.collect(self)
 
-    def _publish_weights(self) -> None:
+    def _publish_weights(self, force: bool = False) -> None:
         """The learner's new weights to every source, in their order."""
-        for source in self.sources:
-            source.publish(self)
+        self.executor.publish(self, force)
 
     def _end_step(self, updates: int) -> dict:
-        """Each source's bookkeeping after a learning step; its metrics."""
+        """Each source's bookkeeping after a learning step (in this process); its metrics."""
         out: dict = {}
         for source in self.sources:
             out.update(source.end_step(self, updates))
@@ -311,7 +320,7 @@ class TrainingLoop(RunDirectory):
         raise NotImplementedError
 
     def _runtime_metrics(self, step_seconds: float) -> dict:
-        return {}
+        return self.executor.runtime_metrics(self, step_seconds)
 
     @property
     def selfplay_stats(self) -> dict:
@@ -319,8 +328,10 @@ class TrainingLoop(RunDirectory):
         raise NotImplementedError
 
     def _periodic_evaluation(self, log) -> None:
-        """Every eval.every learning steps, score the network here (the Ray driver hands
-        this to an evaluation actor, so training goes on meanwhile)."""
+        """Every eval.every learning steps, score the network here, unless the executor
+        hands it to an evaluation actor (training goes on meanwhile)."""
+        if self.executor.evaluate(self, log):
+            return
         if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
             self.last_eval = self._evaluate_now()
             self.log_evaluation(log, self.step, self.last_eval, self.train_time)
@@ -333,6 +344,7 @@ class TrainingLoop(RunDirectory):
 
     def _finish_background_work(self, log) -> None:
         """Evaluations (and reanalysis) still running when the run ends (none in-process)."""
+        self.executor.finish(self, log)
 
 
 def resume_message(run_dir, step: int, steps: int, dropped: int, in_flight: str = "") -> str:

@@ -1,7 +1,8 @@
 """What the Ray drivers share: starting Ray and checking its CPUs, waiting on Ray
 while watching for an interrupt, and the plain classes Ray runs as actors (self-play,
-evaluation and reanalyse workers). The drivers are `ray_driver.RayTrainer`,
-`supervisor.SupervisedRun` and `polyzero.sog.ray_trainer.RaySoGTrainer`.
+evaluation and reanalyse workers). Their users are the Ray executors
+(`ray_driver.RaySelfPlay`, `polyzero.sog.ray_trainer.RayGamesAndQueries`) and
+`supervisor.SupervisedRun`.
 """
 
 from __future__ import annotations

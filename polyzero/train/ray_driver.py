@@ -1,5 +1,7 @@
-"""The Ray driver: the same self-play actor class as Ray actors, one per worker,
-feeding the learner and replay buffer of the driver process.
+"""The Ray executor of trajectory self-play (`RaySelfPlay`): the same self-play actor
+class as Ray actors, one per worker, feeding the learner and replay buffer of the
+training loop (`loop.TrainingLoop`) in the learner's process. `RayTrainer` is the
+common trainer with this executor.
 
 * Weights reach the workers through Ray's object store (`ray.put` once, one
   reference to all) every `ray.weights_every` learning steps; every batch of
@@ -13,19 +15,21 @@ feeding the learner and replay buffer of the driver process.
   (max_restarts); the batch it was playing is lost, counted once in
   `ray/worker_failures` (however many of its tasks fail while it restarts; the
   count is kept in checkpoints), and the restarted worker receives the latest weights.
-* The run directory, config, metrics and checkpoints are the in-process
-  driver's; a checkpoint written here resumes in-process and the reverse
+* The run directory, config, metrics and checkpoints are the loop's, as
+  in-process; a checkpoint written here resumes in-process and the reverse
   (the workers' games in flight are not part of it and are discarded).
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
 from ..errors import UsageError
 from .driver import Trainer
+from .executor import ExecutorState
 from .ray_actors import (  # noqa: F401 - their home was here; scripts import them from here
     EvaluationWorker,
     ReanalyseWorker,
@@ -39,18 +43,39 @@ from .ray_actors import (  # noqa: F401 - their home was here; scripts import th
 from .selfplay import new_stats
 
 
-class RayTrainer(Trainer):
-    """Trainer whose self-play runs on `workers` Ray actors."""
+class RayTrainer(ExecutorState, Trainer):
+    """Trainer whose self-play runs on `workers` Ray actors: the common trainer with the
+    executor `RaySelfPlay`. The executor's state (workers, totals, evaluations, ...) reads
+    as the trainer's."""
 
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         super().__init__(cfg, run_dir, progress)
+        self._down: set = set()  # actors whose fault is counted and who have not delivered since
+        self.executor = RaySelfPlay(self, workers, ray_address)
+
+    def _fault(self, actor) -> bool:
+        """Count a fault of `actor` once: the tasks that fail while Ray restarts it, and the
+        batch it returns from fresh weights, are the same fault. True when newly counted."""
+        if actor in self._down:
+            return False
+        self._down.add(actor)
+        self.failures += 1
+        return True
+
+
+class RaySelfPlay:
+    """The executor of trajectory self-play on Ray actors (see the module docstring); the
+    loop's other sources (Reanalyze's target network, Go-Exploit's archive) stay in the
+    learner's process, Reanalyze's searches and evaluations move to actors of their own."""
+
+    def __init__(self, loop, workers: int, ray_address: str | None):
+        cfg = loop.cfg
+        self.loop, self.cfg = loop, cfg
         self.ray = _import_ray()
         self.num_workers = workers
         self.ray_address = ray_address
         self.weights_every = cfg.ray.weights_every
         self.totals = new_stats()
-        self.failures = 0
-        self._down: set = set()  # actors whose fault is counted and who have not delivered since
         self.staleness: list[int] = []
         self.worker_seconds = 0.0
         self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
@@ -67,9 +92,20 @@ class RayTrainer(Trainer):
         self.in_flight: dict = {}
         self.worker_pids: dict = {}
         self._owns_ray = False
-        self.selfplay.actor_state = self._actor_state  # the workers' totals; their games are not kept
+        self.loop.selfplay.actor_state = self._actor_state  # the workers' totals; their games are not kept
+
+    def _check_interrupt(self) -> None:  # what `wait_for` looks at every half second
+        self.loop._check_interrupt()
 
     # ------------------------------------------------------------ lifecycle
+    @contextmanager
+    def session(self, loop):
+        self._start()
+        try:
+            yield
+        finally:
+            self._stop()
+
     def _start(self) -> None:
         ray = self.ray
         self._owns_ray = start_ray(ray, cpu_demand(self.cfg, self.num_workers), self.ray_address)
@@ -83,25 +119,25 @@ class RayTrainer(Trainer):
         )(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
         self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
-        if self.reanalyser is not None:
+        if self.loop.reanalyser is not None:
             # Reanalyze moves to actors of its own: they refresh random stored unrolls while
             # the learner trains, instead of the learner re-searching its own minibatches.
-            self.replay.reanalyser = None
+            self.loop.replay.reanalyser = None
             remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
                 ReanalyseWorker
             )
             self.reanalysers = [remote_re.remote(cfg_dict, i) for i in range(self.cfg.ray.reanalysers)]
-            target = self.reanalyser.state_dict()["target"]
+            target = self.loop.reanalyser.state_dict()["target"]
             for w in self.reanalysers:
-                w.set_weights.remote(self.learner.weights(), -1, target)
+                w.set_weights.remote(self.loop.learner.weights(), -1, target)
         if self.cfg.eval.every:
             evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
                 EvaluationWorker
             )
             self.eval_workers = [evaluator.remote(cfg_dict) for _ in range(self.cfg.ray.evaluators)]
         if (
-            self.search_control is not None
-            and self.search_control.kind == "search"
+            self.loop.search_control is not None
+            and self.loop.search_control.kind == "search"
             and self.cfg.start.archive_workers > 0
         ):
             # They play a small share of the moves (the paper's 50 archive actors beside 700
@@ -113,8 +149,8 @@ class RayTrainer(Trainer):
             self.archive_workers = [
                 archive_remote.remote(cfg_dict, 1000 + i, True) for i in range(self.cfg.start.archive_workers)
             ]
-            self.search_control.remote_archive_actors = True
-        self._publish_weights(force=True)
+            self.loop.search_control.remote_archive_actors = True
+        self.loop._publish_weights(force=True)
 
     def _stop(self) -> None:
         for w in self.workers + self.archive_workers + self.reanalysers + self.eval_workers:
@@ -125,29 +161,22 @@ class RayTrainer(Trainer):
         if self._owns_ray:
             self.ray.shutdown()
 
-    def run(self) -> dict:
-        self._start()
-        try:
-            return super().run()
-        finally:
-            self._stop()
-
-    # ------------------------------------------------------------ driver hooks
-    @property
-    def selfplay_stats(self) -> dict:
+    # ------------------------------------------------------------ the loop's calls
+    def stats(self, loop) -> dict:
         return self.totals
 
-    def _periodic_evaluation(self, log) -> None:
+    def evaluate(self, loop, log) -> bool:
         """Hand the current weights to a free evaluation actor; log the evaluations that
         have finished (each under the learning step of the weights it scored). With every
         evaluation actor busy, the weights wait, and newer weights replace them (counted in
         ray/evaluations_skipped): a learner faster than its evaluators (a GPU learner) must
         not pile up evaluations it then waits for at the end of the run."""
         self._log_evaluations(log, wait=False)
-        if self.cfg.eval.every and self.step % self.cfg.eval.every == 0:
+        if self.cfg.eval.every and self.loop.step % self.cfg.eval.every == 0:
             self.evaluations_skipped += self.eval_waiting is not None
-            self.eval_waiting = (self.step, self.train_time, self.learner.weights())
+            self.eval_waiting = (self.loop.step, self.loop.train_time, self.loop.learner.weights())
         self._dispatch_evaluation()
+        return True
 
     def _dispatch_evaluation(self) -> None:
         busy = {worker for _, _, worker in self.evaluations.values()}
@@ -165,7 +194,7 @@ class RayTrainer(Trainer):
         )
         self.evaluations[ref] = (step, train_time, free[0])
 
-    def _finish_background_work(self, log) -> None:
+    def finish(self, loop, log) -> None:
         while self.evaluations or self.eval_waiting is not None:
             self._dispatch_evaluation()
             self._log_evaluations(log, wait=True)
@@ -179,7 +208,7 @@ class RayTrainer(Trainer):
         for ref in ready:
             step, train_time, actor = self.evaluations.pop(ref)
             try:
-                self.last_eval = self.ray.get(ref)
+                self.loop.last_eval = self.ray.get(ref)
             except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
                 if self._fault(actor):
                     print(
@@ -187,16 +216,16 @@ class RayTrainer(Trainer):
                         file=sys.stderr,
                     )
                 continue
-            self._down.discard(actor)
-            self.log_evaluation(log, step, self.last_eval, train_time)
+            self.loop._down.discard(actor)
+            self.loop.log_evaluation(log, step, self.loop.last_eval, train_time)
 
     def _archive_result(self, worker, ref) -> None:
         """An archive worker's games ended: their search states enter the archive (Algorithm 3)."""
         try:
             out = self.ray.get(ref)
-            self.search_control.archive.update(out["states"])
-            self.search_control.remote_archive_games += out["games"]
-            self._down.discard(worker)
+            self.loop.search_control.archive.update(out["states"])
+            self.loop.search_control.remote_archive_games += out["games"]
+            self.loop._down.discard(worker)
         except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
             if self._fault(worker):
                 print(f"archive worker failed ({type(exc).__name__}); Ray restarts it", file=sys.stderr)
@@ -208,20 +237,20 @@ class RayTrainer(Trainer):
             self.in_flight[worker.play_archive.remote(max(1, self.cfg.start.archive_games_per_step))] = worker
             return
         chunk = max(1, self.cfg.train.positions_per_step // max(self.num_workers, 1))
-        if self.search_control is not None and self.search_control.archive is not None:
+        if self.loop.search_control is not None and self.loop.search_control.archive is not None:
             # Go-Exploit start states for the games this task may begin: a generous supply
             # (every game at least one position, plus the slots refilled), lambda applied.
-            starts = self.search_control.sample_starts(chunk + 2 * self.cfg.selfplay.concurrent_games)
+            starts = self.loop.search_control.sample_starts(chunk + 2 * self.cfg.selfplay.concurrent_games)
             self.in_flight[worker.play.remote(chunk, starts)] = worker
             return
         self.in_flight[worker.play.remote(chunk)] = worker
 
-    def _collect(self) -> None:
+    def collect(self, loop) -> None:
         ray = self.ray
         for w in self.workers + self.archive_workers:
             if w not in self.in_flight.values():
                 self._submit(w)
-        while self.pending < self.cfg.train.positions_per_step:
+        while self.loop.pending < self.cfg.train.positions_per_step:
             ref = wait_for(self, list(self.in_flight))[0]
             worker = self.in_flight.pop(ref)
             if worker in self.archive_workers:
@@ -238,32 +267,26 @@ class RayTrainer(Trainer):
                 self.worker_pids[worker] = out["pid"]
                 self._worker_lost(worker, "restarted")
                 continue
-            self._down.discard(worker)
+            self.loop._down.discard(worker)
             for examples in out["examples"]:
-                self.pending += self.replay.add(examples)
-            if self.search_control is not None:
-                self.search_control.pending.extend(out.get("visited", []))
+                self.loop.pending += self.loop.replay.add(examples)
+            if self.loop.search_control is not None:
+                self.loop.search_control.pending.extend(out.get("visited", []))
             if "unique" in out:
-                self.actor.unique.merge(*out["unique"])
+                self.loop.actor.unique.merge(*out["unique"])
             for k, v in out["stats"].items():
                 self.totals[k] += v
-            self.staleness.append(self.step - out["version"])
+            self.staleness.append(self.loop.step - out["version"])
             self.worker_seconds += out["seconds"]
             done = self.worker_work.setdefault(self.workers.index(worker), [0, 0, 0.0])
             done[0] += out["stats"]["positions"]
             done[1] += out["stats"]["simulations"]
             done[2] += out["seconds"]
             self._submit(worker)
-        self.pending -= self.cfg.train.positions_per_step
+        self.loop.pending -= self.cfg.train.positions_per_step
 
     def _fault(self, actor) -> bool:
-        """Count a fault of `actor` once: the tasks that fail while Ray restarts it, and the
-        batch it returns from fresh weights, are the same fault. True when newly counted."""
-        if actor in self._down:
-            return False
-        self._down.add(actor)
-        self.failures += 1
-        return True
+        return self.loop._fault(actor)
 
     def _worker_lost(self, worker, why: str) -> None:
         if self._fault(worker):
@@ -274,22 +297,22 @@ class RayTrainer(Trainer):
     def _send_weights(self, worker) -> None:
         worker.set_weights.remote(self._weights_ref, self._weights_version)
 
-    def _publish_weights(self, force: bool = False) -> None:
+    def publish(self, loop, force: bool = False) -> None:
         """After a learning step, the other sources' weights in this process (Reanalyze's
         target network), then, every `ray.weights_every` steps (`force`: now, without the
         others), the workers' through the object store."""
         if not force:
-            for source in self.sources:
-                if source is not self.selfplay:
-                    source.publish(self)
-        if not force and self.step % self.weights_every:
+            for source in self.loop.sources:
+                if source is not self.loop.selfplay:
+                    source.publish(loop)
+        if not force and self.loop.step % self.weights_every:
             return
-        self._weights_ref = self.ray.put(self.learner.weights())
-        self._weights_version = self.step
+        self._weights_ref = self.ray.put(self.loop.learner.weights())
+        self._weights_version = self.loop.step
         for w in self.workers + self.archive_workers:
             self._send_weights(w)
         for w in self.reanalysers:
-            w.set_weights.remote(self._weights_ref, self.step)
+            w.set_weights.remote(self._weights_ref, self.loop.step)
         self._reanalyse()
 
     def _reanalyse(self, wait: bool = False, dispatch: bool = True) -> None:
@@ -304,8 +327,8 @@ class RayTrainer(Trainer):
             for ref in done:
                 worker, work = self.reanalysing.pop(ref)
                 try:
-                    self.reanalysed += apply(self.replay, work, *self.ray.get(ref))
-                    self._down.discard(worker)
+                    self.reanalysed += apply(self.loop.replay, work, *self.ray.get(ref))
+                    self.loop._down.discard(worker)
                 except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError):
                     self._fault(worker)
         if not dispatch:
@@ -315,16 +338,20 @@ class RayTrainer(Trainer):
             round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step * self.cfg.train.batch_size)
         )
         for worker in self.reanalysers:
-            if worker in busy or len(self.replay) == 0:
+            if worker in busy or len(self.loop.replay) == 0:
                 continue
-            slots, _ = self.replay.sample_slots(count, self.reanalyse_rng)
-            work = plan(self.replay, slots, self.cfg.muzero.reanalyse_targets)
+            slots, _ = self.loop.replay.sample_slots(count, self.reanalyse_rng)
+            work = plan(self.loop.replay, slots, self.cfg.muzero.reanalyse_targets)
             if work is not None:
                 ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"], work["boot_legal"])
                 self.reanalysing[ref] = (worker, work)
 
-    def _runtime_metrics(self, step_seconds: float) -> dict:
-        out = {"ray/workers": self.num_workers, "ray/worker_failures": self.failures, "ray/queue": len(self.in_flight)}
+    def runtime_metrics(self, loop, step_seconds: float) -> dict:
+        out = {
+            "ray/workers": self.num_workers,
+            "ray/worker_failures": self.loop.failures,
+            "ray/queue": len(self.in_flight),
+        }
         if self.reanalysers:
             out["ray/reanalysed_positions"] = self.reanalysed
         if self.eval_workers:
@@ -341,10 +368,9 @@ class RayTrainer(Trainer):
         return out
 
     def _actor_state(self) -> tuple[dict, dict]:
-        meta = {"rng": self.actor.rng.bit_generator.state, "stats": dict(self.totals), "slots": []}
-        unique = getattr(self.actor, "unique", None)  # the workers' unique states, gathered
+        meta = {"rng": self.loop.actor.rng.bit_generator.state, "stats": dict(self.totals), "slots": []}
+        unique = getattr(self.loop.actor, "unique", None)  # the workers' unique states, gathered
         return meta, unique.state_arrays("gx_unique_") if unique is not None else {}
 
-    def _restore(self, path) -> None:
-        super()._restore(path)
-        self.totals = dict(self.actor.stats)
+    def restored(self, loop) -> None:
+        self.totals = dict(self.loop.actor.stats)

@@ -36,24 +36,12 @@ from pathlib import Path
 
 from ..errors import RunStopped, UsageError
 from ..nets.inference import resolve_device, set_threads
-from ..plugins import own_runtime
 from . import checkpoint as ckpt, rundir
-from .driver import Interrupted
+from .driver import Interrupted, trainer_classes
 from .progress import Progress
 from .resume import prepare_resume
 
 LOG = "learner.log"
-
-
-def _trainer_classes(algo: str) -> tuple[type, type]:
-    """(in-process trainer, Ray trainer) of an algorithm (its own, `polyzero.plugins.RUNTIMES`)."""
-    runtime = own_runtime(algo)
-    if runtime is not None:
-        return runtime.trainer_classes()
-    from .driver import Trainer
-    from .ray_driver import RayTrainer
-
-    return Trainer, RayTrainer
 
 
 class LearnerActor:
@@ -63,7 +51,7 @@ class LearnerActor:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides; SIGTERM stops the run
         sys.stderr = open(Path(run_dir) / LOG, "a", buffering=1)  # noqa: SIM115 - for the actor's life
         set_threads(threads)
-        self.trainer = _trainer_classes(algo)[1].resume(
+        self.trainer = trainer_classes(algo)[1].resume(
             run_dir, overrides, progress=False, lock=False, workers=workers
         )  # the supervisor holds the lock
         self.report = None
@@ -113,7 +101,7 @@ class SupervisedRun:
     def create(cls, cfg, run_dir: Path, progress: bool = True, workers: int = 2, ray_address: str | None = None):
         run = cls(cfg, run_dir, [], progress, workers, ray_address, fresh=True)
         # Its step-0 checkpoint, for the first learner; the run directory's lock, for this process.
-        run._creator = _trainer_classes(cfg.algo)[0].create(cfg, run_dir, progress=False)
+        run._creator = trainer_classes(cfg.algo)[0].create(cfg, run_dir, progress=False)
         return run
 
     @classmethod
