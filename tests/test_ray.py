@@ -382,6 +382,26 @@ def test_reanalyse_runs_on_its_own_actors(local_ray, tmp_path):
     assert "ray/reanalysed_positions" in last
 
 
+def test_goexploit_archive_actors_run_under_ray(local_ray, tmp_path):
+    """Go-Exploit under Ray (its `RaySearchControl`): self-play tasks carry start states
+    from the learner's archive, and an archive actor of its own (Algorithm 3) fills it
+    with the search states of complete games."""
+    cfg = build_config(
+        "tic_tac_toe",
+        "alphazero",
+        overrides=SMALL
+        + ["train.steps=3", "start.archive=search", "start.archive_workers=1", "start.archive_games_per_step=1"],
+    )
+    trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
+    trainer.run()
+    control = trainer.search_control
+    assert control.remote_archive_actors and len(control.archive) > 0
+    assert control.sent["archive"] > 0  # tasks after the first drew from the archive
+    records = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"]
+    assert sum(r.get("archive/games", 0) for r in records) >= 1
+    assert records[-1]["start/archive_fraction"] > 0
+
+
 def test_ndmz_runs_under_ray(local_ray, tmp_path):
     """Nondeterministic MuZero's trajectories (chance steps included) from Ray workers."""
     cfg = build_config("nannon", "ndmz", overrides=SMALL + ["train.steps=2", "search.num_simulations=4"])

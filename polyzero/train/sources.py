@@ -63,6 +63,31 @@ class DataSource(Protocol):
         resume's message (or "")."""
 
 
+class RayPart(Protocol):
+    """A data source's part under the Ray executor (`ray_driver.RaySelfPlay`), which a
+    source may provide as `ray_part(executor)` (None: nothing to add): actors of its own
+    beside the self-play workers, what each self-play task carries and what the learner
+    takes from its result. The part reads its own settings; the executor reads none."""
+
+    actors: list  # its actors: they get the workers' weights, and are stopped with them
+
+    def start(self, executor) -> None:
+        """Start its actors (`executor.start_workers`)."""
+
+    def task(self, positions: int) -> dict:
+        """Keyword arguments a self-play task for `positions` positions carries (the
+        worker's actor's `begin_task`)."""
+
+    def take(self, loop, out: dict) -> None:
+        """A self-play task's result (its examples are in the replay already)."""
+
+    def submit(self, actor):
+        """A task for one of its own actors; its object reference."""
+
+    def result(self, loop, out: dict) -> None:
+        """What that task returned."""
+
+
 class SelfPlaySource:
     """Trajectory self-play in this process: an actor's finished games enter the replay
     until b_step new positions have (positions of games still in play are the
@@ -158,8 +183,14 @@ class SearchControlSource:
     into the archive, archive games played; its state is the checkpoint part the plug-in
     names."""
 
-    def __init__(self, control, file: str, selfplay: SelfPlaySource):
-        self.control, self.file, self.selfplay = control, file, selfplay
+    def __init__(self, control, plugin, selfplay: SelfPlaySource):
+        self.control, self.plugin, self.selfplay = control, plugin, selfplay
+        self.file = plugin.CHECKPOINT_FILE
+
+    def ray_part(self, executor) -> RayPart | None:
+        """The plug-in's part under Ray (its `ray_part(control, executor)`), if it has one."""
+        make = getattr(self.plugin, "ray_part", None)
+        return make(self.control, executor) if make is not None else None
 
     def collect(self, loop) -> None:
         """Nothing: the self-play actor starts its games from the archive itself."""
