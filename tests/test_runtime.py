@@ -52,12 +52,12 @@ SOG = [
 ]
 
 
-PLUG_IN_SECTIONS = ("start", "katago")  # Go-Exploit's and KataGo's config sections
+PLUG_IN_SECTIONS = ("start", "katago", "muzero")  # Go-Exploit's, KataGo's, MuZero's config sections
 
 
 def test_train_names_no_algorithm_or_plug_in():
     """No `cfg.algo == "..."` branch, no import of a plug-in's package and no read of its
-    settings (`cfg.start`, `cfg.katago`) in train/: what differs is asked of the algorithm
+    settings (`cfg.start`, `cfg.katago`, `cfg.muzero`) in train/: what differs is asked of the algorithm
     or plug-in (docs/architecture.md, "Training")."""
     found = []
     for path in sorted(TRAIN.glob("*.py")):

@@ -182,10 +182,10 @@ class ReanalyseWorker:
 
     def __init__(self, cfg_dict: dict, index: int):
         from ..algos import make_algorithm
+        from ..algos.reanalyse import Reanalyser
         from ..config import build_config
         from ..games import load_game
         from ..nets.inference import set_threads
-        from .reanalyse import Reanalyser
 
         cfg = build_config(base=cfg_dict)
         set_threads(cfg.threads)

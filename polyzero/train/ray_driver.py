@@ -83,12 +83,9 @@ class RaySelfPlay:
         self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time, actor)
         self.eval_waiting = None  # the newest weights to score once an evaluation actor is free
         self.evaluations_skipped = 0  # weights replaced while waiting: evaluation lags, never queues
-        self.reanalysers: list = []
-        self.reanalysing: dict = {}  # in-flight reanalysis -> (actor, planned positions)
-        self.reanalysed = 0  # stored policies refreshed by reanalyse actors
-        self.reanalyse_rng = np.random.default_rng([cfg.seed, 9])
         self.workers = []
-        # The sources' parts under Ray (`sources.RayPart`: Go-Exploit's archive actors, ...).
+        # The sources' parts under Ray (`sources.RayPart`: Go-Exploit's archive actors,
+        # Reanalyze's actors).
         self.parts = [part for part in map(self._ray_part, loop.sources) if part is not None]
         self.in_flight: dict = {}
         self.worker_pids: dict = {}
@@ -125,17 +122,6 @@ class RaySelfPlay:
             raise
         cfg_dict = self.cfg.to_dict()
         self.workers = self.start_workers(self.num_workers, 0, self.cfg.ray.worker_cpus)
-        if self.loop.reanalyser is not None:
-            # Reanalyze moves to actors of its own: they refresh random stored unrolls while
-            # the learner trains, instead of the learner re-searching its own minibatches.
-            self.loop.replay.reanalyser = None
-            remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
-                ReanalyseWorker
-            )
-            self.reanalysers = [remote_re.remote(cfg_dict, i) for i in range(self.cfg.ray.reanalysers)]
-            target = self.loop.reanalyser.state_dict()["target"]
-            for w in self.reanalysers:
-                w.set_weights.remote(self.loop.learner.weights(), -1, target)
         if self.cfg.eval.every:
             evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
                 EvaluationWorker
@@ -158,12 +144,12 @@ class RaySelfPlay:
         return [actor for part in self.parts for actor in part.actors]
 
     def _stop(self) -> None:
-        for w in self.workers + self._part_actors() + self.reanalysers + self.eval_workers:
+        for w in self.workers + self._part_actors() + self.eval_workers:
             self.ray.kill(w, no_restart=True)
-        self.eval_workers, self.evaluations, self.reanalysers, self.reanalysing = [], {}, [], {}
-        self.eval_waiting = None
+        self.eval_workers, self.evaluations, self.eval_waiting = [], {}, None
         self.workers, self.in_flight = [], {}
         for part in self.parts:
+            part.stop(self)
             part.actors = []
         if self._owns_ray:
             self.ray.shutdown()
@@ -205,7 +191,8 @@ class RaySelfPlay:
         while self.evaluations or self.eval_waiting is not None:
             self._dispatch_evaluation()
             self._log_evaluations(log, wait=True)
-        self._reanalyse(wait=True, dispatch=False)
+        for part in self.parts:
+            part.finish(self)
 
     def _log_evaluations(self, log, wait: bool) -> None:
         if not self.evaluations:
@@ -313,40 +300,8 @@ class RaySelfPlay:
         self._weights_version = self.loop.step
         for w in self.workers + self._part_actors():
             self._send_weights(w)
-        for w in self.reanalysers:
-            w.set_weights.remote(self._weights_ref, self.loop.step)
-        self._reanalyse()
-
-    def _reanalyse(self, wait: bool = False, dispatch: bool = True) -> None:
-        """Write back what reanalyse actors finished; give each idle one the unrolls of as
-        many random stored positions as a learning step samples times the fraction."""
-        from .reanalyse import apply, plan
-
-        if self.reanalysing:
-            done, _ = self.ray.wait(
-                list(self.reanalysing), num_returns=len(self.reanalysing), timeout=None if wait else 0
-            )
-            for ref in done:
-                worker, work = self.reanalysing.pop(ref)
-                try:
-                    self.reanalysed += apply(self.loop.replay, work, *self.ray.get(ref))
-                    self.loop._down.discard(worker)
-                except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError):
-                    self._fault(worker)
-        if not dispatch:
-            return
-        busy = {worker for worker, _ in self.reanalysing.values()}
-        count = int(
-            round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step * self.cfg.train.batch_size)
-        )
-        for worker in self.reanalysers:
-            if worker in busy or len(self.loop.replay) == 0:
-                continue
-            slots, _ = self.loop.replay.sample_slots(count, self.reanalyse_rng)
-            work = plan(self.loop.replay, slots, self.cfg.muzero.reanalyse_targets)
-            if work is not None:
-                ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"], work["boot_legal"])
-                self.reanalysing[ref] = (worker, work)
+        for part in self.parts:
+            part.publish(self, self._weights_ref, self.loop.step)
 
     def runtime_metrics(self, loop, step_seconds: float) -> dict:
         out = {
@@ -354,8 +309,8 @@ class RaySelfPlay:
             "ray/worker_failures": self.loop.failures,
             "ray/queue": len(self.in_flight),
         }
-        if self.reanalysers:
-            out["ray/reanalysed_positions"] = self.reanalysed
+        for part in self.parts:
+            out.update(part.metrics())
         if self.eval_workers:
             out["ray/evaluations_skipped"] = self.evaluations_skipped
         if self.staleness:

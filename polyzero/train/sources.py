@@ -87,6 +87,19 @@ class RayPart(Protocol):
     def result(self, loop, out: dict) -> None:
         """What that task returned."""
 
+    def publish(self, executor, weights_ref, step: int) -> None:
+        """After the workers got the weights of learning step `step` (`weights_ref`, in
+        Ray's object store): what else it does with them."""
+
+    def finish(self, executor) -> None:
+        """At the end of the run: wait for its work still running."""
+
+    def metrics(self) -> dict:
+        """Its `ray/...` metrics of the step."""
+
+    def stop(self, executor) -> None:
+        """Stop what it started beside `actors` (the executor stops those)."""
+
 
 class SelfPlaySource:
     """Trajectory self-play in this process: an actor's finished games enter the replay
@@ -151,11 +164,18 @@ class ReanalyseSource:
     FILE = "reanalyser.pt"
 
     def __init__(self, algo, cfg, device, replay, weights: dict):
-        from .reanalyse import Reanalyser
+        from ..algos.reanalyse import Reanalyser
 
+        self.seed = cfg.seed
         self.reanalyser = Reanalyser(algo, cfg, device, cfg.seed)
         self.reanalyser.set_weights(weights, 0)
         replay.reanalyser = self.reanalyser
+
+    def ray_part(self, executor) -> RayPart:
+        """Under Ray: reanalyse actors of their own (`ray_reanalyse.RayReanalyse`)."""
+        from .ray_reanalyse import RayReanalyse
+
+        return RayReanalyse(self.reanalyser, self.seed)
 
     def collect(self, loop) -> None:
         """Nothing: the replay reanalyses as it samples."""
