@@ -206,7 +206,7 @@ def test_off_policy_value_targets_bootstrap_after_the_shortened_horizon():
 
 
 def test_reanalyse_plans_fresh_searches_where_the_shortened_horizon_ends():
-    from polyzero.train.reanalyse import plan
+    from polyzero.algos.reanalyse import plan
 
     replay = _aged_replay()
     work = plan(replay, np.array([12, 0]))

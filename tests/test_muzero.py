@@ -649,8 +649,8 @@ def test_reanalyse_refreshes_policy_targets_and_bootstrap_values(tmp_path, searc
 
 def test_reanalyse_c_scale_applies_to_the_reanalysis_search_alone():
     from polyzero.algos import make_algorithm
+    from polyzero.algos.reanalyse import Reanalyser
     from polyzero.games import load_game
-    from polyzero.train.reanalyse import Reanalyser
 
     for value, expected in ((0.0, 0.1), (0.01, 0.01)):
         cfg = build_config("minatar-breakout", "muzero", overrides=[f"muzero.reanalyse_c_scale={value}"])

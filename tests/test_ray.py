@@ -376,10 +376,40 @@ def test_reanalyse_runs_on_its_own_actors(local_ray, tmp_path):
     trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)
     trainer.run()
     assert trainer.replay.reanalyser is None and trainer.reanalyser.searches == 0
-    assert trainer.reanalysed > 0  # fresh policies stored from the actors' searches
+    (part,) = trainer.executor.parts  # Reanalyze's Ray part (`ray_reanalyse.RayReanalyse`)
+    assert part.reanalysed > 0  # fresh policies stored from the actors' searches
     assert trainer.replay.data["fresh"].any()
     last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
     assert "ray/reanalysed_positions" in last
+
+
+class _FirstStepWaitsForAnArchiveGame(RayTrainer):
+    """The first learning step collects until the archive actor's first game has ended (the
+    actor, asking Ray for no CPU, may start after the training worker has played three steps)."""
+
+    def _collect(self):
+        super()._collect()
+        while self.step == 0 and not self.search_control.remote_archive_games:
+            super()._collect()
+
+
+def test_goexploit_archive_actors_run_under_ray(local_ray, tmp_path):
+    """Go-Exploit under Ray (its `RaySearchControl`): an archive actor of its own
+    (Algorithm 3) fills the learner's archive with the search states of complete games,
+    and self-play tasks carry start states drawn from it."""
+    cfg = build_config(
+        "tic_tac_toe",
+        "alphazero",
+        overrides=SMALL
+        + ["train.steps=3", "start.archive=search", "start.archive_workers=1", "start.archive_games_per_step=1"],
+    )
+    trainer = _FirstStepWaitsForAnArchiveGame.create(cfg, tmp_path / "run", progress=False, workers=1)
+    trainer.run()
+    control = trainer.search_control
+    assert control.remote_archive_actors and len(control.archive) > 1  # s_0 and search states
+    assert control.sent["archive"] > 0  # tasks drew start states from the archive
+    records = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"]
+    assert records[0]["archive/games"] >= 1 and records[-1]["start/archive_fraction"] > 0
 
 
 def test_ndmz_runs_under_ray(local_ray, tmp_path):

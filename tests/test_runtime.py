@@ -52,9 +52,13 @@ SOG = [
 ]
 
 
+PLUG_IN_SECTIONS = ("start", "katago", "muzero")  # Go-Exploit's, KataGo's, MuZero's config sections
+
+
 def test_train_names_no_algorithm_or_plug_in():
-    """No `cfg.algo == "..."` branch and no import of a plug-in's package in train/: what
-    differs is asked of the algorithm or plug-in (docs/architecture.md, "Training")."""
+    """No `cfg.algo == "..."` branch, no import of a plug-in's package and no read of its
+    settings (`cfg.start`, `cfg.katago`, `cfg.muzero`) in train/: what differs is asked of the algorithm
+    or plug-in (docs/architecture.md, "Training")."""
     found = []
     for path in sorted(TRAIN.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -69,6 +73,13 @@ def test_train_names_no_algorithm_or_plug_in():
                 and node.module.split(".")[0] in ("goexploit", "sog", "engines")
             ):
                 found.append(f"{path.name}:{node.lineno} imports {node.module}")
+            # A plug-in's settings are its own: its Ray part reads them (`sources.RayPart`).
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in PLUG_IN_SECTIONS
+                and "cfg" in (getattr(node.value, "attr", None), getattr(node.value, "id", None))
+            ):
+                found.append(f"{path.name}:{node.lineno} reads cfg.{node.attr}")
     assert not found
 
 

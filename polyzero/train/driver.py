@@ -61,7 +61,7 @@ class Trainer(TrainingLoop):
             self.reanalyser = reanalyse.reanalyser
             self.sources.insert(0, reanalyse)
         if self.search_control is not None:
-            self.sources.append(SearchControlSource(self.search_control, plugin.CHECKPOINT_FILE, self.selfplay))
+            self.sources.append(SearchControlSource(self.search_control, plugin, self.selfplay))
         self._start_counters()
 
     @property

@@ -113,14 +113,13 @@ class SelfPlayWorker:
             self.actor.temperature = schedule(version)
         return version
 
-    def play(self, min_positions: int, starts: list | None = None) -> dict:
+    def play(self, min_positions: int, **task) -> dict:
         """Play until at least `min_positions` positions of finished games are ready;
-        `starts`: Go-Exploit start histories drawn by the driver, used in turn."""
+        `task`: what a data source's Ray part sends with it (`sources.RayPart.task`), for
+        the actor's `begin_task`."""
         t0 = time.perf_counter()
-        if starts is not None:
-            from collections import deque
-
-            self.actor.start_queue = deque(starts)
+        if task:
+            self.actor.begin_task(**task)
         before = dict(self.actor.stats)
         batches, n = [], 0
         while n < min_positions:
@@ -136,19 +135,20 @@ class SelfPlayWorker:
             "seconds": time.perf_counter() - t0,
             "pid": os.getpid(),
         }
-        if hasattr(self.actor, "drain_new_states"):  # visited states for the driver's archive
-            out["visited"] = self.actor.drain_new_states()
-        if getattr(self.actor, "unique", None) is not None:  # Section 6.1's count, gathered by the learner
-            out["unique"] = self.actor.unique.drain_new()
-        return out
+        return {**out, **self._task_result()}
 
-    def play_archive(self, games: int) -> dict:
-        """Archive actor: play until `games` complete games from s_0 have ended; their
-        search states go back for the driver's archive (nothing is trained on them)."""
+    def play_games(self, games: int) -> dict:
+        """Play until `games` more games have ended, training on none (e.g. Go-Exploit's
+        archive actor, Algorithm 3); what the actor sends back with them."""
         finished = 0
         while finished < games:
             finished += len(self.actor.tick())
-        return {"states": self.actor.drain_new_states(), "games": finished, "version": self.version, "pid": os.getpid()}
+        return {"games": finished, "version": self.version, "pid": os.getpid(), **self._task_result()}
+
+    def _task_result(self) -> dict:
+        """A plug-in actor's part of a task's result (`task_result`: e.g. Go-Exploit's states)."""
+        result = getattr(self.actor, "task_result", None)
+        return result() if result is not None else {}
 
 
 class EvaluationWorker:
@@ -182,10 +182,10 @@ class ReanalyseWorker:
 
     def __init__(self, cfg_dict: dict, index: int):
         from ..algos import make_algorithm
+        from ..algos.reanalyse import Reanalyser
         from ..config import build_config
         from ..games import load_game
         from ..nets.inference import set_threads
-        from .reanalyse import Reanalyser
 
         cfg = build_config(base=cfg_dict)
         set_threads(cfg.threads)

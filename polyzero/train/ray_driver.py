@@ -83,16 +83,22 @@ class RaySelfPlay:
         self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time, actor)
         self.eval_waiting = None  # the newest weights to score once an evaluation actor is free
         self.evaluations_skipped = 0  # weights replaced while waiting: evaluation lags, never queues
-        self.reanalysers: list = []
-        self.reanalysing: dict = {}  # in-flight reanalysis -> (actor, planned positions)
-        self.reanalysed = 0  # stored policies refreshed by reanalyse actors
-        self.reanalyse_rng = np.random.default_rng([cfg.seed, 9])
         self.workers = []
-        self.archive_workers = []  # Go-Exploit search states: their own pool (start.archive_workers)
+        # The sources' parts under Ray (`sources.RayPart`: Go-Exploit's archive actors,
+        # Reanalyze's actors).
+        self.parts = [part for part in map(self._ray_part, loop.sources) if part is not None]
         self.in_flight: dict = {}
         self.worker_pids: dict = {}
         self._owns_ray = False
         self.loop.selfplay.actor_state = self._actor_state  # the workers' totals; their games are not kept
+
+    def _ray_part(self, source):
+        make = getattr(source, "ray_part", None)
+        return make(self) if make is not None else None
+
+    def _part_of(self, actor):
+        """The part whose actor `actor` is; None for a self-play worker."""
+        return next((part for part in self.parts if actor in part.actors), None)
 
     def _check_interrupt(self) -> None:  # what `wait_for` looks at every half second
         self.loop._check_interrupt()
@@ -114,50 +120,37 @@ class RaySelfPlay:
         except UsageError:
             self._stop()
             raise
-        remote = ray.remote(
-            num_cpus=self.cfg.ray.worker_cpus, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
-        )(SelfPlayWorker)
         cfg_dict = self.cfg.to_dict()
-        self.workers = [remote.remote(cfg_dict, i) for i in range(self.num_workers)]
-        if self.loop.reanalyser is not None:
-            # Reanalyze moves to actors of its own: they refresh random stored unrolls while
-            # the learner trains, instead of the learner re-searching its own minibatches.
-            self.loop.replay.reanalyser = None
-            remote_re = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
-                ReanalyseWorker
-            )
-            self.reanalysers = [remote_re.remote(cfg_dict, i) for i in range(self.cfg.ray.reanalysers)]
-            target = self.loop.reanalyser.state_dict()["target"]
-            for w in self.reanalysers:
-                w.set_weights.remote(self.loop.learner.weights(), -1, target)
+        self.workers = self.start_workers(self.num_workers, 0, self.cfg.ray.worker_cpus)
         if self.cfg.eval.every:
             evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
                 EvaluationWorker
             )
             self.eval_workers = [evaluator.remote(cfg_dict) for _ in range(self.cfg.ray.evaluators)]
-        if (
-            self.loop.search_control is not None
-            and self.loop.search_control.kind == "search"
-            and self.cfg.start.archive_workers > 0
-        ):
-            # They play a small share of the moves (the paper's 50 archive actors beside 700
-            # training actors), so they ask Ray for no CPU of their own: they never wait for
-            # the training workers' CPUs to free up.
-            archive_remote = ray.remote(
-                num_cpus=0, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0
-            )(SelfPlayWorker)
-            self.archive_workers = [
-                archive_remote.remote(cfg_dict, 1000 + i, True) for i in range(self.cfg.start.archive_workers)
-            ]
-            self.loop.search_control.remote_archive_actors = True
+        for part in self.parts:
+            part.start(self)
         self.loop._publish_weights(force=True)
 
+    def start_workers(self, count: int, first_index: int, cpus: float, *args) -> list:
+        """`count` self-play worker actors (indices from `first_index`; `args`: the rest of
+        `SelfPlayWorker`'s), each asking Ray for `cpus` CPUs."""
+        remote = self.ray.remote(num_cpus=cpus, num_gpus=self.cfg.ray.worker_gpus, max_restarts=-1, max_task_retries=0)(
+            SelfPlayWorker
+        )
+        cfg_dict = self.cfg.to_dict()
+        return [remote.remote(cfg_dict, first_index + i, *args) for i in range(count)]
+
+    def _part_actors(self) -> list:
+        return [actor for part in self.parts for actor in part.actors]
+
     def _stop(self) -> None:
-        for w in self.workers + self.archive_workers + self.reanalysers + self.eval_workers:
+        for w in self.workers + self._part_actors() + self.eval_workers:
             self.ray.kill(w, no_restart=True)
-        self.eval_workers, self.evaluations, self.reanalysers, self.reanalysing = [], {}, [], {}
-        self.eval_waiting = None
-        self.workers, self.archive_workers, self.in_flight = [], [], {}
+        self.eval_workers, self.evaluations, self.eval_waiting = [], {}, None
+        self.workers, self.in_flight = [], {}
+        for part in self.parts:
+            part.stop(self)
+            part.actors = []
         if self._owns_ray:
             self.ray.shutdown()
 
@@ -198,7 +191,8 @@ class RaySelfPlay:
         while self.evaluations or self.eval_waiting is not None:
             self._dispatch_evaluation()
             self._log_evaluations(log, wait=True)
-        self._reanalyse(wait=True, dispatch=False)
+        for part in self.parts:
+            part.finish(self)
 
     def _log_evaluations(self, log, wait: bool) -> None:
         if not self.evaluations:
@@ -219,42 +213,39 @@ class RaySelfPlay:
             self.loop._down.discard(actor)
             self.loop.log_evaluation(log, step, self.loop.last_eval, train_time)
 
-    def _archive_result(self, worker, ref) -> None:
-        """An archive worker's games ended: their search states enter the archive (Algorithm 3)."""
+    def _part_result(self, part, actor, ref) -> None:
+        """A task of a part's own actor ended: its result to the part, then its next task."""
         try:
-            out = self.ray.get(ref)
-            self.loop.search_control.archive.update(out["states"])
-            self.loop.search_control.remote_archive_games += out["games"]
-            self.loop._down.discard(worker)
+            part.result(self.loop, self.ray.get(ref))
+            self.loop._down.discard(actor)
         except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError) as exc:
-            if self._fault(worker):
-                print(f"archive worker failed ({type(exc).__name__}); Ray restarts it", file=sys.stderr)
-            self._send_weights(worker)
-        self._submit(worker)
+            if self._fault(actor):
+                print(f"{type(part).__name__} actor failed ({type(exc).__name__}); Ray restarts it", file=sys.stderr)
+            self._send_weights(actor)
+        self._submit(actor)
 
     def _submit(self, worker) -> None:
-        if worker in self.archive_workers:
-            self.in_flight[worker.play_archive.remote(max(1, self.cfg.start.archive_games_per_step))] = worker
+        part = self._part_of(worker)
+        if part is not None:
+            self.in_flight[part.submit(worker)] = worker
             return
         chunk = max(1, self.cfg.train.positions_per_step // max(self.num_workers, 1))
-        if self.loop.search_control is not None and self.loop.search_control.archive is not None:
-            # Go-Exploit start states for the games this task may begin: a generous supply
-            # (every game at least one position, plus the slots refilled), lambda applied.
-            starts = self.loop.search_control.sample_starts(chunk + 2 * self.cfg.selfplay.concurrent_games)
-            self.in_flight[worker.play.remote(chunk, starts)] = worker
-            return
-        self.in_flight[worker.play.remote(chunk)] = worker
+        task: dict = {}
+        for part in self.parts:
+            task.update(part.task(chunk))
+        self.in_flight[worker.play.remote(chunk, **task)] = worker
 
     def collect(self, loop) -> None:
         ray = self.ray
-        for w in self.workers + self.archive_workers:
+        for w in self.workers + self._part_actors():
             if w not in self.in_flight.values():
                 self._submit(w)
         while self.loop.pending < self.cfg.train.positions_per_step:
             ref = wait_for(self, list(self.in_flight))[0]
             worker = self.in_flight.pop(ref)
-            if worker in self.archive_workers:
-                self._archive_result(worker, ref)
+            part = self._part_of(worker)
+            if part is not None:
+                self._part_result(part, worker, ref)
                 continue
             try:
                 out = ray.get(ref)
@@ -270,10 +261,8 @@ class RaySelfPlay:
             self.loop._down.discard(worker)
             for examples in out["examples"]:
                 self.loop.pending += self.loop.replay.add(examples)
-            if self.loop.search_control is not None:
-                self.loop.search_control.pending.extend(out.get("visited", []))
-            if "unique" in out:
-                self.loop.actor.unique.merge(*out["unique"])
+            for part in self.parts:
+                part.take(self.loop, out)
             for k, v in out["stats"].items():
                 self.totals[k] += v
             self.staleness.append(self.loop.step - out["version"])
@@ -309,42 +298,10 @@ class RaySelfPlay:
             return
         self._weights_ref = self.ray.put(self.loop.learner.weights())
         self._weights_version = self.loop.step
-        for w in self.workers + self.archive_workers:
+        for w in self.workers + self._part_actors():
             self._send_weights(w)
-        for w in self.reanalysers:
-            w.set_weights.remote(self._weights_ref, self.loop.step)
-        self._reanalyse()
-
-    def _reanalyse(self, wait: bool = False, dispatch: bool = True) -> None:
-        """Write back what reanalyse actors finished; give each idle one the unrolls of as
-        many random stored positions as a learning step samples times the fraction."""
-        from .reanalyse import apply, plan
-
-        if self.reanalysing:
-            done, _ = self.ray.wait(
-                list(self.reanalysing), num_returns=len(self.reanalysing), timeout=None if wait else 0
-            )
-            for ref in done:
-                worker, work = self.reanalysing.pop(ref)
-                try:
-                    self.reanalysed += apply(self.loop.replay, work, *self.ray.get(ref))
-                    self.loop._down.discard(worker)
-                except (self.ray.exceptions.RayActorError, self.ray.exceptions.WorkerCrashedError):
-                    self._fault(worker)
-        if not dispatch:
-            return
-        busy = {worker for worker, _ in self.reanalysing.values()}
-        count = int(
-            round(self.cfg.muzero.reanalyse_fraction * self.cfg.train.minibatches_per_step * self.cfg.train.batch_size)
-        )
-        for worker in self.reanalysers:
-            if worker in busy or len(self.loop.replay) == 0:
-                continue
-            slots, _ = self.loop.replay.sample_slots(count, self.reanalyse_rng)
-            work = plan(self.loop.replay, slots, self.cfg.muzero.reanalyse_targets)
-            if work is not None:
-                ref = worker.compute.remote(work["obs"], work["legal"], work["boot_obs"], work["boot_legal"])
-                self.reanalysing[ref] = (worker, work)
+        for part in self.parts:
+            part.publish(self, self._weights_ref, self.loop.step)
 
     def runtime_metrics(self, loop, step_seconds: float) -> dict:
         out = {
@@ -352,8 +309,8 @@ class RaySelfPlay:
             "ray/worker_failures": self.loop.failures,
             "ray/queue": len(self.in_flight),
         }
-        if self.reanalysers:
-            out["ray/reanalysed_positions"] = self.reanalysed
+        for part in self.parts:
+            out.update(part.metrics())
         if self.eval_workers:
             out["ray/evaluations_skipped"] = self.evaluations_skipped
         if self.staleness:

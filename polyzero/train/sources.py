@@ -63,6 +63,44 @@ class DataSource(Protocol):
         resume's message (or "")."""
 
 
+class RayPart(Protocol):
+    """A data source's part under the Ray executor (`ray_driver.RaySelfPlay`), which a
+    source may provide as `ray_part(executor)` (None: nothing to add): actors of its own
+    beside the self-play workers, what each self-play task carries and what the learner
+    takes from its result. The part reads its own settings; the executor reads none."""
+
+    actors: list  # its actors: they get the workers' weights, and are stopped with them
+
+    def start(self, executor) -> None:
+        """Start its actors (`executor.start_workers`)."""
+
+    def task(self, positions: int) -> dict:
+        """Keyword arguments a self-play task for `positions` positions carries (the
+        worker's actor's `begin_task`)."""
+
+    def take(self, loop, out: dict) -> None:
+        """A self-play task's result (its examples are in the replay already)."""
+
+    def submit(self, actor):
+        """A task for one of its own actors; its object reference."""
+
+    def result(self, loop, out: dict) -> None:
+        """What that task returned."""
+
+    def publish(self, executor, weights_ref, step: int) -> None:
+        """After the workers got the weights of learning step `step` (`weights_ref`, in
+        Ray's object store): what else it does with them."""
+
+    def finish(self, executor) -> None:
+        """At the end of the run: wait for its work still running."""
+
+    def metrics(self) -> dict:
+        """Its `ray/...` metrics of the step."""
+
+    def stop(self, executor) -> None:
+        """Stop what it started beside `actors` (the executor stops those)."""
+
+
 class SelfPlaySource:
     """Trajectory self-play in this process: an actor's finished games enter the replay
     until b_step new positions have (positions of games still in play are the
@@ -126,11 +164,18 @@ class ReanalyseSource:
     FILE = "reanalyser.pt"
 
     def __init__(self, algo, cfg, device, replay, weights: dict):
-        from .reanalyse import Reanalyser
+        from ..algos.reanalyse import Reanalyser
 
+        self.seed = cfg.seed
         self.reanalyser = Reanalyser(algo, cfg, device, cfg.seed)
         self.reanalyser.set_weights(weights, 0)
         replay.reanalyser = self.reanalyser
+
+    def ray_part(self, executor) -> RayPart:
+        """Under Ray: reanalyse actors of their own (`ray_reanalyse.RayReanalyse`)."""
+        from .ray_reanalyse import RayReanalyse
+
+        return RayReanalyse(self.reanalyser, self.seed)
 
     def collect(self, loop) -> None:
         """Nothing: the replay reanalyses as it samples."""
@@ -158,8 +203,14 @@ class SearchControlSource:
     into the archive, archive games played; its state is the checkpoint part the plug-in
     names."""
 
-    def __init__(self, control, file: str, selfplay: SelfPlaySource):
-        self.control, self.file, self.selfplay = control, file, selfplay
+    def __init__(self, control, plugin, selfplay: SelfPlaySource):
+        self.control, self.plugin, self.selfplay = control, plugin, selfplay
+        self.file = plugin.CHECKPOINT_FILE
+
+    def ray_part(self, executor) -> RayPart | None:
+        """The plug-in's part under Ray (its `ray_part(control, executor)`), if it has one."""
+        make = getattr(self.plugin, "ray_part", None)
+        return make(self.control, executor) if make is not None else None
 
     def collect(self, loop) -> None:
         """Nothing: the self-play actor starts its games from the archive itself."""

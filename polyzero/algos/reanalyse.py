@@ -41,6 +41,7 @@ class Reanalyser:
         self.rng = np.random.default_rng([seed, 7])
         self.searches = 0
         self.targets = cfg.muzero.reanalyse_targets
+        self.fraction = cfg.muzero.reanalyse_fraction  # of a learning step's samples
         self.bootstrap = cfg.muzero.reanalyse_bootstrap
 
     def set_weights(self, weights: dict, step: int) -> None:
