@@ -389,7 +389,9 @@ class _FirstStepWaitsForAnArchiveGame(RayTrainer):
 
     def _collect(self):
         super()._collect()
+        deadline = time.monotonic() + 300  # fail, not hang, if no archive game ever comes back
         while self.step == 0 and not self.search_control.remote_archive_games:
+            assert time.monotonic() < deadline, "the archive actor ended no game in 300 s"
             super()._collect()
 
 
