@@ -70,6 +70,21 @@ def trained_muzero(tmp_path_factory):
     return train_tic_tac_toe(tmp_path_factory.mktemp("ttt-mz") / "run", algo="muzero", overrides=["train.steps=150"])
 
 
+# The small training settings the trainer tests share (tic-tac-toe, seconds a run).
+SMALL_RUN = [
+    "train.positions_per_step=48",
+    "train.minibatches_per_step=2",
+    "train.batch_size=32",
+    "train.replay_size=512",
+    "search.num_simulations=6",
+    "selfplay.concurrent_games=8",
+    "eval.every=0",
+    "eval.final_games=0",
+    "threads=1",
+    "seed=7",
+]
+
+
 def assert_same_final_weights(run_a, run_b):
     """Two runs' latest checkpoints hold the same network (an exact resume reaches it)."""
     from polyzero.train.checkpoint import latest_checkpoint, read_learner

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import assert_same_final_weights
+from conftest import SMALL_RUN, assert_same_final_weights
 from polyzero.algos import make_algorithm
 from polyzero.algos.simulator import SimulatorModel
 from polyzero.config import build_config
@@ -103,19 +103,7 @@ def test_backgammon_chance_nodes_hold_the_dice_probabilities():
         np.testing.assert_allclose(tree.prior[0, node], expected, atol=1e-6)
 
 
-SMALL = [
-    "train.positions_per_step=48",
-    "train.minibatches_per_step=2",
-    "train.batch_size=32",
-    "train.replay_size=512",
-    "search.num_simulations=6",
-    "selfplay.concurrent_games=8",
-    "eval.every=0",
-    "eval.final_games=0",
-    "threads=1",
-    "seed=7",
-    'net.kind="mlp"',
-]
+SMALL = SMALL_RUN + ['net.kind="mlp"']
 
 
 @pytest.mark.parametrize("game", ["pig", "nannon", "backgammon"])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import assert_same_final_weights, score_against_untrained
+from conftest import SMALL_RUN, assert_same_final_weights, score_against_untrained
 from polyzero.algos.muzero import scale_gradient
 from polyzero.config import build_config
 from polyzero.nets.support import h, h_inverse, scalar_to_support, support_to_scalar, two_hot
@@ -445,21 +445,7 @@ def test_trained_muzero_beats_untrained_at_equal_search(trained_muzero):
     assert result.score >= 0.65
 
 
-SMALL = [
-    "train.steps=6",
-    "train.checkpoint_every=2",
-    "train.positions_per_step=48",
-    "train.minibatches_per_step=2",
-    "train.batch_size=32",
-    "train.replay_size=512",
-    "search.num_simulations=6",
-    "selfplay.concurrent_games=8",
-    "eval.every=0",
-    "eval.final_games=0",
-    "threads=1",
-    "seed=7",
-    'muzero.prioritized="on"',
-]
+SMALL = ["train.steps=6", "train.checkpoint_every=2", *SMALL_RUN, 'muzero.prioritized="on"']
 
 
 def test_resumed_muzero_run_keeps_priorities_and_reaches_the_same_weights(tmp_path):

@@ -10,7 +10,7 @@ import time
 import pytest
 import ray
 
-from conftest import score_against_untrained, train_tic_tac_toe
+from conftest import SMALL_RUN, score_against_untrained, train_tic_tac_toe
 from polyzero.config import build_config
 from polyzero.errors import RunStopped, UsageError
 from polyzero.train.checkpoint import latest_checkpoint, read_state
@@ -19,18 +19,7 @@ from polyzero.train.metrics import read_metrics
 from polyzero.train.ray_driver import RayTrainer
 from polyzero.train.supervisor import SupervisedRun
 
-SMALL = [
-    "train.positions_per_step=48",
-    "train.minibatches_per_step=2",
-    "train.batch_size=32",
-    "train.replay_size=512",
-    "search.num_simulations=6",
-    "selfplay.concurrent_games=8",
-    "eval.every=0",
-    "eval.final_games=0",
-    "threads=1",
-    "seed=7",
-]
+SMALL = SMALL_RUN
 
 
 @pytest.fixture(scope="module")

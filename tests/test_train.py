@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import score_against_untrained
+from conftest import SMALL_RUN, score_against_untrained
 from polyzero.config import build_config
 from polyzero.nets.inference import Evaluator
 from polyzero.search.policy import masked_softmax
@@ -57,20 +57,7 @@ def test_metrics_and_checkpoints_written(trained):
 
 
 # ------------------------------------------------------------------ resume
-SMALL = [
-    "train.steps=8",
-    "train.checkpoint_every=2",
-    "train.positions_per_step=48",
-    "train.minibatches_per_step=2",
-    "train.batch_size=32",
-    "train.replay_size=512",
-    "search.num_simulations=6",
-    "selfplay.concurrent_games=8",
-    "eval.every=0",
-    "eval.final_games=0",
-    "threads=1",
-    "seed=7",
-]
+SMALL = ["train.steps=8", "train.checkpoint_every=2", *SMALL_RUN]
 
 
 def _weights(run_dir):
