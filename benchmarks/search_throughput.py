@@ -309,8 +309,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--net-mode",
         default="compiled:auto",
-        choices=["lean", "script", "eager_ref"] + [f"compiled:{m}" for m in tinynet.COMPILED_MODES],
-        help="compiled:auto (default) is the path self-play takes (net.inference = auto)",
+        choices=["lean", "script", "eager_ref", "fused"] + [f"compiled:{m}" for m in tinynet.COMPILED_MODES],
+        help="compiled:auto (default) is the path self-play takes (net.inference = auto): the "
+        "fused search up to search.fused.FUSED_MAX_BATCH trees, ONNX Runtime above; fused: "
+        "the fused search at every batch",
     )
     ap.add_argument(
         "--mode",

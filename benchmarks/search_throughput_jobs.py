@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import time
 
+import numba as nb
 import numpy as np
 
 import tinynet
 from polyzero.search.gumbel import gumbel_search
+from polyzero.search.kernels.mlp import run_program
 from polyzero.search.learned import LearnedModel
 from polyzero.search.mcts import run_search
 from polyzero.search.params import SearchParams
@@ -89,6 +91,8 @@ class PolyzeroMuZero:
             root_legal=root_legal,
             num_nodes=self.params.num_simulations + 1,
             store=self.store,
+            program=self.net.program,
+            fuse=self.net.fuse,
         )
         self.store = model.hidden  # reused by the next call, as polyzero's MuZero does
         self.calls += 1
@@ -100,13 +104,42 @@ class PolyzeroMuZero:
         return res
 
 
+@nb.njit(cache=True)
+def _program_loop(ops, weights, scratch, store, idx, acts, num_simulations, num_actions):
+    """num_simulations recurrent inferences of a program in one compiled call, each
+    gathering its rows' states from `store` as the fused search does: its network alone."""
+    h = store.shape[1]
+    rows = idx.shape[1]
+    for i in range(num_simulations):
+        k = i % idx.shape[0]
+        for r in range(rows):
+            for j in range(h):
+                scratch[r, j] = store[idx[k, r], j]
+            for j in range(num_actions):
+                scratch[r, h + j] = 0.0
+            scratch[r, h + acts[k, r]] = 1.0
+        run_program(ops, weights, scratch, rows)
+
+
 def net_alone_fn(net: tinynet.TinyNetNumpy, num_simulations: int, batch: int):
     """Root forward + num_simulations recurrent calls at batch B (gathering the
-    parent state from a stored array as the search does), no tree."""
+    parent state from a stored array as the search does), no tree. Where the search
+    runs fused (the net's program at this batch), the recurrent calls run as the fused
+    search runs them: in one compiled loop."""
     rng = np.random.default_rng(SEED + 1)
     store = rng.standard_normal((batch * 8, tinynet.HID)).astype(np.float32)
     idx = [rng.integers(0, batch * 8, batch) for _ in range(8)]
     acts = [rng.integers(0, tinynet.A, batch).astype(np.int32) for _ in range(8)]
+    if net.program is not None and net._fused(batch):
+        p = net.program
+        scratch = p.scratch(batch)
+        idx_a, acts_a = np.stack(idx), np.stack(acts)
+
+        def fused(obs):
+            net.initial(obs)
+            _program_loop(p.ops, p.weights, scratch, store, idx_a, acts_a, num_simulations, p.num_actions)
+
+        return fused
 
     def f(obs):
         net.initial(obs)

@@ -195,19 +195,61 @@ class _Initial(nn.Module):
 COMPILED_MODES = ("eager", "script", "onednn", "inductor", "onnx", "auto")
 
 
+def programs(p=None):
+    """(initial, recurrent): the network as the fused search's MLP programs
+    (:mod:`polyzero.search.kernels.mlp`), what ``polyzero.nets.fused`` writes for
+    MuZero's own MLP networks."""
+    from polyzero.search.kernels.mlp import ACT_RELU, NO_OUTPUT, ProgramWriter
+
+    p = make_params() if p is None else p
+
+    def predict(w, s, reward):
+        x = w.dense(s, *p["pred0"], ACT_RELU)
+        x = w.dense(x, *p["pred1"], ACT_RELU)
+        out = w.dense(x, *p["pred_out"])
+        w.tanh(out + A, 1)
+        return w.program(HID, A, s, out, out + A, reward)
+
+    init = ProgramWriter(OBS_DIM)
+    x = init.dense(0, *p["repr0"], ACT_RELU)
+    x = init.dense(x, *p["repr1"], ACT_RELU)
+    h = init.dense(x, *p["repr_out"])
+    init.tanh(h, HID)
+    rec = ProgramWriter(HID + A)
+    x = rec.dense(0, *p["dyn0"], ACT_RELU)
+    x = rec.dense(x, *p["dyn1"], ACT_RELU)
+    out = rec.dense(x, *p["dyn_out"])
+    rec.tanh(out, HID)
+    return predict(init, h, NO_OUTPUT), predict(rec, out, out + HID)
+
+
 class TinyNetNumpy:
     """NumPy in / NumPy out wrapper, the ``recurrent_fn`` a LearnedModel calls.
 
     mode: 'lean' (TinyMuZeroNet eager), 'script' (the same, TorchScript),
-    'eager_ref' (the anchor's nn.Linear formulation), or 'compiled:PATH' with PATH
-    one of polyzero's `net.inference` paths (:mod:`polyzero.nets.compiled`: the same
-    module through ONNX Runtime, frozen TorchScript, ...), as self-play runs it.
+    'eager_ref' (the anchor's nn.Linear formulation), 'fused' (the MLP programs of the
+    fused search, :mod:`polyzero.search.fused`, at every batch), or 'compiled:PATH'
+    with PATH one of polyzero's `net.inference` paths (:mod:`polyzero.nets.compiled`:
+    the same module through ONNX Runtime, frozen TorchScript, ...), as self-play runs
+    it: 'compiled:auto', as MuZero's MLP networks under ``net.inference = auto``, is the
+    fused search up to FUSED_MAX_BATCH trees and ONNX Runtime above.
+
+    ``program`` (the recurrent MLP program, or None) and ``fuse`` are what a
+    LearnedModel takes to run the search fused.
     """
 
     def __init__(self, mode: str = "lean", p=None):
         p = make_params() if p is None else p
         self.mode = mode
         self.calls = 0
+        self.program, self.fuse, self._programs = None, "auto", None
+        if mode in ("fused", "compiled:auto"):
+            from polyzero.nets.fused import ProgramCall
+
+            initial, recurrent = programs(p)
+            self.program = recurrent
+            self.fuse = "always" if mode == "fused" else "auto"
+            self._programs = (ProgramCall(initial), ProgramCall(recurrent))
         if mode.startswith("compiled:"):
             from polyzero.nets.compiled import CompiledCall
 
@@ -215,6 +257,9 @@ class TinyNetNumpy:
             net = TinyMuZeroNet(p).eval()
             self._init_call = CompiledCall(_Initial(net), (np.float32,), path)
             self._rec_call = CompiledCall(net, (np.float32, np.int64), path)
+            return
+        if mode == "fused":
+            self._init_call = self._rec_call = None
             return
         self._init_call = self._rec_call = None
         if mode == "eager_ref":
@@ -230,7 +275,15 @@ class TinyNetNumpy:
                 raise ValueError(f"unknown mode {mode!r}")
         self._init = TinyMuZeroNet(p).eval().initial
 
+    def _fused(self, batch: int) -> bool:
+        from polyzero.search.fused import FUSED_MAX_BATCH
+
+        return self._programs is not None and (self.fuse == "always" or batch <= FUSED_MAX_BATCH)
+
     def initial(self, obs: np.ndarray):
+        if self._fused(len(obs)):
+            h, lg, v = self._programs[0].initial(obs)
+            return lg, v, h
         if self._init_call is not None:
             return self._init_call(obs)
         with torch.inference_mode():
@@ -240,6 +293,8 @@ class TinyNetNumpy:
     def recurrent(self, hidden: np.ndarray, action: np.ndarray):
         """(reward [M], logits [M, A], value [M], hidden' [M, H]), float32 NumPy."""
         self.calls += 1
+        if self._fused(len(hidden)):
+            return self._programs[1].recurrent(hidden, action)
         if self._rec_call is not None:
             return self._rec_call(hidden, action)
         with torch.inference_mode():
@@ -258,7 +313,7 @@ def check(tol: float = 1e-5, modes: tuple[str, ...] = ()) -> float:
     ref_lg, ref_v, ref_h = np_root(p, obs)
     ref = np_recurrent(p, a, ref_h)
     err = 0.0
-    for mode in ("lean", "script", "eager_ref", *modes):
+    for mode in ("lean", "script", "eager_ref", "fused", *modes):
         net = TinyNetNumpy(mode, p)
         lg, v, h = net.initial(obs)
         err = max(err, *(float(np.abs(x - y).max()) for x, y in ((lg, ref_lg), (v, ref_v), (h, ref_h))))

@@ -164,6 +164,8 @@ class MuZero:
             root_legal=legal,
             num_nodes=params.num_simulations + 1,
             store=self._hidden_store,
+            program=getattr(evaluate, "program", None),
+            fuse=getattr(evaluate, "fuse", "auto"),
         )
         result = search(model, params, rng, add_noise=add_noise, hooks=hooks)
         self._hidden_store = model.hidden  # the next search writes into mapped memory

@@ -14,6 +14,9 @@ Backends (measured by ``benchmarks/inference_paths.py``, docs/benchmarks.md):
   kernels (MLAS): one ``run`` call per evaluation. Optional dependency
   (``pip install 'polyzero[fast]'``).
 * ``auto``: ``onnx`` on the CPU when ONNX Runtime is installed, else ``eager``.
+* ``fused`` (MuZero's MLP networks only, :mod:`polyzero.nets.fused`): the network as
+  a compiled program the search runs inside its own loop (:mod:`polyzero.search.fused`);
+  ``auto`` picks it for those networks at the batches where it was measured faster.
 
 ``script``, ``onednn`` and ``onnx`` bake the weights in: after ``refresh()`` (the
 evaluator's ``load_state_dict``) they are rebuilt at the next call. ONNX Runtime's
@@ -56,6 +59,11 @@ def resolve_path(name: str, device: torch.device) -> str:
         raise UsageError(f"net.inference must be one of {', '.join(INFERENCE_PATHS)}, not {name!r}")
     if name == "auto":
         return "onnx" if device.type == "cpu" and onnxruntime_available() else "eager"
+    if name == "fused":
+        raise UsageError(
+            "net.inference = 'fused' runs MuZero's MLP networks only (net.kind = 'mlp', on the CPU); "
+            "use 'auto', which picks it where it applies"
+        )
     if name in _CPU_ONLY and device.type != "cpu":
         raise UsageError(
             f"net.inference = {name!r} runs on the CPU only; this run's device is {device.type} (use 'auto' or 'eager')"

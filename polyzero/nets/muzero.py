@@ -30,8 +30,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..errors import UsageError
+from ..search.fused import FUSED_MAX_BATCH
 from .alphazero import NetSpec
 from .compiled import CompiledCall
+from .fused import ProgramCall, fusable, muzero_programs
 from .support import support_to_scalar
 from .towers import MLPTower, ResidualBlock
 from .value_prefix import ValuePrefixHead, ValuePrefixStep, pack_root
@@ -390,6 +393,18 @@ class MuZeroInference:
     def __init__(self, net: MuZeroNet, device: torch.device | str = "cpu", inference: str = "auto"):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
+        # The fused search (net.inference 'fused', or 'auto' where it applies): `program`,
+        # the recurrent function as an MLP program, and `fuse`, which LearnedModel takes.
+        self.fuse = "always" if inference == "fused" else "auto"
+        self.program = None
+        self._programs = None
+        if inference in ("auto", "fused"):
+            why = fusable(self.net) or (None if self.device.type == "cpu" else "the device is not the CPU")
+            if inference == "fused" and why:
+                raise UsageError(f"net.inference = 'fused' cannot run this network: {why}; use 'auto'")
+            if why is None:
+                self._load_programs()
+        inference = "auto" if inference == "fused" else inference
         self._initial = CompiledCall(_Initial(self.net), (np.float32,), inference, self.device)
         spec = net.spec
         step = (
@@ -399,18 +414,33 @@ class MuZeroInference:
         )
         self._recurrent = CompiledCall(step, (np.float32, np.int64), inference, self.device)
 
+    def _load_programs(self) -> None:
+        initial, recurrent = muzero_programs(self.net)
+        self.program = recurrent
+        self._programs = (ProgramCall(initial), ProgramCall(recurrent))
+
+    def _fused(self, batch: int) -> bool:
+        """Whether a batch of this size runs through the programs (as the fused search does)."""
+        return self._programs is not None and (self.fuse == "always" or batch <= FUSED_MAX_BATCH)
+
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)
         self.net.eval()
         self._initial.refresh()
         self._recurrent.refresh()
+        if self._programs is not None:
+            self._load_programs()
 
     def initial(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(hidden [M, H], policy logits [M, A], value [M])."""
+        if self._fused(len(obs)):
+            return self._programs[0].initial(obs)
         return self._initial(obs)
 
     def recurrent(self, hidden: np.ndarray, action: np.ndarray):
         """(reward [M], policy logits [M, A], value [M], hidden' [M, H]): the search's recurrent_fn."""
+        if self._fused(len(hidden)):
+            return self._programs[1].recurrent(hidden, action)
         return self._recurrent(hidden, action)
 
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

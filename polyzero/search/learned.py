@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .fused import FUSED_MAX_BATCH, run_fused
+from .kernels.mlp import MLPProgram
 from .loop import Expansion
 
 # recurrent_fn(hidden [M, H], action [M]) -> (reward [M], prior_logits [M, A], value [M], hidden' [M, H])
@@ -43,6 +45,11 @@ class LearnedModel:
         ``model.hidden``, so a run of searches writes into memory already mapped
         (a fresh multi-megabyte array costs a page fault per 4 KB written). The
         model owns it until the search ends.
+      program: optional; `recurrent_fn` written as an MLP program (``polyzero.nets.fused``).
+        With it the search runs its simulations fused, in one compiled call
+        (:mod:`polyzero.search.fused`), where that applies: see :attr:`fused`.
+      fuse: with a program, "auto" fuses batches up to FUSED_MAX_BATCH trees (where it
+        was measured faster), "always" any batch.
     """
 
     def __init__(
@@ -55,6 +62,8 @@ class LearnedModel:
         root_legal: np.ndarray | None = None,
         num_nodes: int | None = None,
         store: np.ndarray | None = None,
+        program: MLPProgram | None = None,
+        fuse: str = "auto",
     ):
         prior_logits = np.asarray(prior_logits, np.float32)
         hidden = np.asarray(hidden)
@@ -89,6 +98,14 @@ class LearnedModel:
         self._capacity = 0
         self._spare = store
         self._uniform = True  # no step so far left a tree out, so all add node t + 1 at step t
+        self.fused = (
+            program is not None
+            and hidden.dtype == np.float32
+            and hidden.shape[1] == program.hidden
+            and num_actions == program.num_actions
+            and (fuse == "always" or batch <= FUSED_MAX_BATCH)
+        )
+        self._program = program
         if num_nodes is not None:
             self._allocate(int(num_nodes))
 
@@ -153,6 +170,15 @@ class LearnedModel:
             self._terminal,
             kind=self._kind,
         )
+
+    def simulate_fused(self, arrays, rules: tuple, root: tuple, leaves: tuple, num_simulations: int, gumbel: bool):
+        """All `num_simulations` simulations in one compiled call (only when :attr:`fused`;
+        the loop's `simulate` calls it in place of its per-simulation steps)."""
+        if num_simulations + 1 > self._capacity:
+            self._allocate(num_simulations + 1)
+        constants = (self._legal, self._discount, self._kind)
+        run_fused(self._program, self.hidden, arrays, rules, root, leaves, num_simulations, gumbel, constants)
+        self.recurrent_calls += num_simulations
 
     def step_leaves(
         self, tree: np.ndarray, parent_node: np.ndarray, action: np.ndarray, new_node: np.ndarray

@@ -1,0 +1,110 @@
+"""The fused search: every simulation of a MuZero-mode search in one compiled call.
+
+The loop of :mod:`polyzero.search.loop` costs three dispatches per simulation
+(selection kernel, network, backup kernel) plus the Python between them: ~60 us at
+B = 1, against ~15 us of arithmetic for the anchor's tiny MLP. When the recurrent
+function is an MLP given as a program (:class:`~polyzero.search.kernels.mlp.MLPProgram`,
+written by ``polyzero.nets.fused``), :func:`simulate_fused` runs all S simulations
+(selection, the gather of the parents' hidden states, the network, the store of the
+new states, expansion and backup) inside one Numba function, as mctx compiles its whole
+loop with XLA (mctx ``search``: a ``fori_loop`` over simulate, expand, backward).
+
+It calls the same selection and backup code as the loop (``_select_range``,
+``_backup_range``), so with the same network outputs it builds the same trees;
+``tests/test_fused_search.py`` checks that, and the network against PyTorch.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .kernels.backup import _backup_range
+from .kernels.leaves import Leaves
+from .kernels.mlp import MLPProgram, run_program
+from .kernels.select import _select_range
+from .params import Rules
+
+# The largest batch `auto` fuses: above it the loop's PyTorch/ONNX calls (matrix
+# products through BLAS) beat the program's plain loops (docs/benchmarks.md,
+# "fused search").
+FUSED_MAX_BATCH = 64
+
+
+@nb.njit(cache=True)
+def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops, weights, scratch, outs, expansion):
+    """`num_simulations` simulations on every tree (one leaf each, as the loop's k = 1).
+
+    hidden [N, B, H] float32: the node-major hidden-state store (node 0 holds the roots');
+    outs = (hidden_out, logits_out, value_out, reward_out): the program's output columns;
+    expansion: the backup kernel's buffers (logits, legal, value, reward, discount, kind),
+    of which logits, value and reward are written here. With `gumbel` the root's
+    Sequential Halving reads simulation `sim`'s row of ``root``'s considered actions.
+    """
+    r = Rules(*rules)
+    lv = Leaves(*leaves)
+    forced, gumbel_logits, considered, _ = root
+    batch = t.children.shape[0]
+    h = hidden.shape[2]
+    hidden_out, logits_out, value_out, reward_out = outs
+    logits, _, value, reward, _, _ = expansion
+    num_actions = logits.shape[1]
+    for sim in range(num_simulations):
+        _select_range(0, batch, t, r, (forced, gumbel_logits, considered, sim if gumbel else 0), lv, 1)
+        for b in range(batch):  # g's input: the parent's state and the action's one-hot
+            p = lv.node[b, 0]
+            for j in range(h):
+                scratch[b, j] = hidden[p, b, j]
+            for j in range(num_actions):
+                scratch[b, h + j] = 0.0
+            scratch[b, h + lv.action[b, 0]] = 1.0
+        run_program(ops, weights, scratch, batch)
+        for b in range(batch):
+            n = lv.new_node[b, 0]
+            for j in range(h):
+                hidden[n, b, j] = scratch[b, hidden_out + j]
+            for j in range(num_actions):
+                logits[b, j] = scratch[b, logits_out + j]
+            value[b] = scratch[b, value_out]
+            reward[b] = scratch[b, reward_out] if reward_out >= 0 else 0.0
+        _backup_range(0, batch, t, r, lv, expansion, 1, False)
+
+
+def run_fused(
+    program: MLPProgram,
+    hidden: np.ndarray,
+    arrays,
+    rules: tuple,
+    root: tuple,
+    leaves: tuple,
+    num_simulations: int,
+    gumbel: bool,
+    constants: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    """:func:`simulate_fused` with its buffers: `constants` = (legal [B, A], discount [B],
+    kind [B]), the expansion's rows every in-tree node shares."""
+    legal, discount, kind = constants
+    batch, num_actions = legal.shape
+    expansion = (
+        np.zeros((batch, num_actions), np.float32),
+        legal,
+        np.zeros(batch, np.float64),
+        np.zeros(batch, np.float64),
+        discount,
+        kind,
+    )
+    outs = (program.hidden_out, program.logits_out, program.value_out, program.reward_out)
+    simulate_fused(
+        arrays,
+        rules,
+        root,
+        leaves,
+        num_simulations,
+        gumbel,
+        hidden,
+        program.ops,
+        program.weights,
+        program.scratch(batch),
+        outs,
+        expansion,
+    )

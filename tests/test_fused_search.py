@@ -1,0 +1,136 @@
+"""The fused search (polyzero.search.fused) and its MLP programs (polyzero.nets.fused):
+the programs compute MuZero's networks as PyTorch does, and the fused loop builds the
+trees the per-simulation loop builds from the same network outputs."""
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.errors import UsageError
+from polyzero.nets.alphazero import NetSpec
+from polyzero.nets.fused import ProgramCall, fusable, muzero_programs
+from polyzero.nets.inference import Evaluator
+from polyzero.nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec, _Initial, _Recurrent
+from polyzero.search.fused import FUSED_MAX_BATCH
+from polyzero.search.gumbel import gumbel_search
+from polyzero.search.learned import LearnedModel
+from polyzero.search.mcts import run_search
+from polyzero.search.params import SearchParams
+
+OBS, A = (2, 5), 6
+
+
+def _net(seed=0, **spec) -> MuZeroNet:
+    torch.manual_seed(seed)
+    net_spec = NetSpec(kind="mlp", width=24, layers=2, value_hidden=12)
+    return MuZeroNet(OBS, A, MuZeroSpec(net=net_spec, hidden_size=10, **spec)).eval()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{}, {"support": 4}, {"terminal_reward": True}, {"scale_hidden": False, "dynamics_blocks": 1}],
+    ids=["board", "categorical", "terminal_reward", "unscaled"],
+)
+def test_programs_compute_the_networks_as_pytorch(spec):
+    net = _net(**spec)
+    initial, recurrent = muzero_programs(net)
+    obs = np.random.default_rng(1).random((7, *OBS)).astype(np.float32)
+    action = np.arange(7) % A
+    with torch.no_grad():
+        want_initial = _Initial(net)(torch.from_numpy(obs))
+        hidden = want_initial[0]
+        want_recurrent = _Recurrent(net)(hidden, torch.from_numpy(action))
+    got_initial = ProgramCall(initial).initial(obs)
+    got_recurrent = ProgramCall(recurrent).recurrent(hidden.numpy(), action)
+    for got, want in zip(got_initial + got_recurrent, tuple(want_initial) + tuple(want_recurrent)):
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=2e-6)
+    if spec.get("support") or spec.get("terminal_reward"):
+        assert np.abs(got_recurrent[0]).max() > 1e-3  # a reward head, not zeros
+
+
+def _models(net, batch, seed, fused):
+    """A LearnedModel over the net's programs, fused or through the per-simulation loop
+    (the same program called once per simulation)."""
+    initial, recurrent = muzero_programs(net)
+    rng = np.random.default_rng(seed)
+    obs = rng.random((batch, *OBS)).astype(np.float32)
+    legal = rng.random((batch, A)) < 0.7
+    legal[np.arange(batch), rng.integers(0, A, batch)] = True
+    hidden, logits, value = ProgramCall(initial).initial(obs)
+    call = ProgramCall(recurrent).recurrent
+    kwargs = dict(discount=-1.0, root_legal=legal, num_nodes=None if fused else 9)
+    if fused:
+        return LearnedModel(logits, value, hidden, call, program=recurrent, fuse="always", **kwargs)
+    return LearnedModel(logits, value, hidden, call, **kwargs)
+
+
+SEARCHES = [
+    dict(selection="muzero", q_normalisation="parent_siblings", unvisited_q="min"),
+    dict(selection="alphazero", q_normalisation="minmax", unvisited_q="zero"),
+    dict(kind="gumbel", gumbel_q_normalisation="completed_minmax", c_scale=0.1),
+    dict(kind="full_gumbel"),
+]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 16])
+@pytest.mark.parametrize("settings", SEARCHES, ids=["muzero", "alphazero", "gumbel", "full_gumbel"])
+def test_fused_search_builds_the_loops_trees(batch, settings):
+    params = SearchParams(num_simulations=12, dirichlet_fraction=0.0, **settings)
+    for seed in range(3):
+        net = _net(seed, support=3 if seed == 2 else 0)
+        results = []
+        for fused in (True, False):
+            model = _models(net, batch, seed, fused)
+            assert model.fused == fused
+            rng = np.random.default_rng(seed)
+            if params.kind == "puct":
+                res = run_search(model, params, rng)
+            else:
+                res = gumbel_search(model, params, rng, add_noise=True)
+            assert model.recurrent_calls == 12 and res.model_calls == 13
+            results.append((res, model))
+        (a, ma), (b, mb) = results
+        np.testing.assert_array_equal(a.root_visits, b.root_visits)
+        np.testing.assert_array_equal(a.tree.children, b.tree.children)
+        np.testing.assert_array_equal(a.tree.value, b.tree.value)
+        np.testing.assert_array_equal(ma.hidden[:13], mb.hidden[:13])
+        if a.action is not None:
+            np.testing.assert_array_equal(a.action, b.action)
+            np.testing.assert_array_equal(a.policy_target, b.policy_target)
+
+
+def test_auto_fuses_small_batches_of_mlp_networks_only():
+    net = _net()
+    ev = MuZeroInference(net, inference="auto")
+    assert ev.program is not None and ev.fuse == "auto"
+    rng = np.random.default_rng(0)
+    for batch, fused in ((2, True), (FUSED_MAX_BATCH + 1, False)):
+        hidden = rng.random((batch, 10)).astype(np.float32)
+        model = LearnedModel(
+            np.zeros((batch, A), np.float32), np.zeros(batch), hidden, ev.recurrent, program=ev.program
+        )
+        assert model.fused == fused
+    # The fused and compiled paths of one evaluator agree (either may serve a batch).
+    obs = rng.random((FUSED_MAX_BATCH + 1, *OBS)).astype(np.float32)
+    big, small = ev.initial(obs), ev.initial(obs[:3])
+    for x, y in zip(big, small):
+        np.testing.assert_allclose(x[:3], y, rtol=1e-5, atol=2e-6)
+    # A weight refresh reaches the programs.
+    other = _net(seed=5)
+    ev.load_state_dict(other.state_dict())
+    np.testing.assert_allclose(ev.initial(obs[:3])[1], MuZeroInference(other, inference="fused").initial(obs[:3])[1])
+
+
+def test_networks_without_a_program_keep_todays_path():
+    resnet = MuZeroNet((2, 3, 3), 9, MuZeroSpec(net=NetSpec(kind="resnet", channels=4, blocks=1))).eval()
+    assert "resnet" in fusable(resnet)
+    assert muzero_programs(resnet) is None
+    ev = MuZeroInference(resnet, inference="auto")
+    assert ev.program is None
+    with pytest.raises(UsageError, match="'fused' cannot run this network"):
+        MuZeroInference(resnet, inference="fused")
+    prefix = _net(value_prefix_horizon=3, support=3)
+    assert MuZeroInference(prefix, inference="auto").program is None
+    with pytest.raises(UsageError, match="MuZero's MLP networks only"):
+        Evaluator(torch.nn.Linear(3, 2), inference="fused")
