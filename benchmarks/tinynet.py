@@ -199,7 +199,7 @@ def programs(p=None):
     """(initial, recurrent): the network as the fused search's MLP programs
     (:mod:`polyzero.search.kernels.mlp`), what ``polyzero.nets.fused`` writes for
     MuZero's own MLP networks."""
-    from polyzero.search.kernels.mlp import ACT_RELU, NO_OUTPUT, ProgramWriter
+    from polyzero.search.kernels.mlp import ACT_RELU, ACT_TANH, ProgramWriter
 
     p = make_params() if p is None else p
 
@@ -207,20 +207,20 @@ def programs(p=None):
         x = w.dense(s, *p["pred0"], ACT_RELU)
         x = w.dense(x, *p["pred1"], ACT_RELU)
         out = w.dense(x, *p["pred_out"])
-        w.tanh(out + A, 1)
-        return w.program(HID, A, s, out, out + A, reward)
+        w.tanh(out, A, 1)
+        return w.program(HID, A, (s, 0), (out, 0), (out, A), reward)
 
     init = ProgramWriter(OBS_DIM)
     x = init.dense(0, *p["repr0"], ACT_RELU)
     x = init.dense(x, *p["repr1"], ACT_RELU)
-    h = init.dense(x, *p["repr_out"])
-    init.tanh(h, HID)
+    h = init.dense(x, *p["repr_out"], ACT_TANH)
     rec = ProgramWriter(HID + A)
     x = rec.dense(0, *p["dyn0"], ACT_RELU)
     x = rec.dense(x, *p["dyn1"], ACT_RELU)
-    out = rec.dense(x, *p["dyn_out"])
-    rec.tanh(out, HID)
-    return predict(init, h, NO_OUTPUT), predict(rec, out, out + HID)
+    w, b = p["dyn_out"]  # the state and reward heads as two layers (a layer reads whole blocks)
+    state = rec.dense(x, w[:, :HID], b[:HID], ACT_TANH)
+    reward = rec.dense(x, w[:, HID:], b[HID:])
+    return predict(init, h, None), predict(rec, state, (reward, 0))
 
 
 class TinyNetNumpy:

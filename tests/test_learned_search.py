@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from polyzero.errors import UsageError
 from polyzero.search import kernels
 from polyzero.search.learned import LearnedModel
 from polyzero.search.mcts import run_search, search
@@ -159,3 +160,24 @@ def test_search_reuses_a_given_store_and_matches_a_fresh_one():
     np.testing.assert_array_equal(fresh.tree.value, reused.tree.value)
     small = LearnedModel(logits, value, hidden, _toy_recurrent, num_nodes=33, store=first.hidden)
     assert small.hidden.shape[0] == 33 and not np.shares_memory(small.hidden, first.hidden)
+
+
+def test_parallel_tree_kernels_only_on_free_cores(monkeypatch):
+    """The kernels' thread choice (kernels.tree_chunks): parallel ranges of >= 32 trees,
+    no more of them than the cores other processes leave free, unless the setting
+    says always or never."""
+    monkeypatch.delenv(kernels.PARALLEL_TREES_ENV, raising=False)
+    assert kernels.tree_chunks(256, threads=2, load=0.2, cores=2) == 2
+    assert kernels.tree_chunks(256, threads=2, load=1.0, cores=2) == 2  # the search's own thread
+    assert kernels.tree_chunks(256, threads=2, load=2.5, cores=2) == 1  # another job on a core
+    assert kernels.tree_chunks(256, threads=2, load=6.0, cores=2) == 1  # oversubscribed
+    assert kernels.tree_chunks(256, threads=4, load=2.0, cores=4) == 3
+    assert kernels.tree_chunks(40, threads=2, load=0.0, cores=2) == 1  # too few trees per range
+    assert kernels.tree_chunks(96, threads=8, load=0.0, cores=8) == 3
+    monkeypatch.setenv(kernels.PARALLEL_TREES_ENV, "always")
+    assert kernels.tree_chunks(256, threads=2, load=6.0, cores=2) == 2
+    monkeypatch.setenv(kernels.PARALLEL_TREES_ENV, "never")
+    assert kernels.tree_chunks(256, threads=2, load=0.0, cores=2) == 1
+    monkeypatch.setenv(kernels.PARALLEL_TREES_ENV, "sometimes")
+    with pytest.raises(UsageError, match="POLYZERO_PARALLEL_TREES must be auto, always or never"):
+        kernels.tree_chunks(256, threads=2, load=0.0, cores=2)

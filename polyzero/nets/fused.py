@@ -15,7 +15,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..search.kernels.mlp import ACT_RELU, NO_OUTPUT, MLPProgram, ProgramWriter, initial_rows, recurrent_rows
+from ..search.kernels.mlp import (
+    ACT_RELU,
+    HIDDEN_OUT,
+    LOGITS_OUT,
+    NO_OUTPUT,
+    REWARD_OUT,
+    VALUE_OUT,
+    MLPProgram,
+    ProgramWriter,
+    initial_rows,
+    output,
+    recurrent_rows,
+)
 from .towers import MLPTower
 
 
@@ -41,10 +53,10 @@ def muzero_programs(net: nn.Module) -> tuple[MLPProgram, MLPProgram] | None:
     with torch.no_grad():
         init = ProgramWriter(in_dim)
         s = _hidden(init, net, net.representation, 0)
-        initial = _predict(init, net, s, NO_OUTPUT)
+        initial = _predict(init, net, s, None)
         rec = ProgramWriter(hs + na)
         s2 = _hidden(rec, net, net.dynamics_tower, 0)
-        reward = _head(rec, net, net.reward_head, s2) if net.reward_head is not None else NO_OUTPUT
+        reward = _head(rec, net, net.reward_head, s2) if net.reward_head is not None else None
         recurrent = _predict(rec, net, s2, reward)
     return initial, recurrent
 
@@ -73,25 +85,26 @@ def _hidden(w: ProgramWriter, net, tower: nn.Sequential, src: int) -> int:
     """h or g's tower (MLPTower then Linear), scaled to [0, 1] unless switched off."""
     s = _layers(w, tower, src)
     if net.spec.scale_hidden:
-        w.minmax(s, net.spec.hidden_size)
+        w.minmax(s, 0, net.spec.hidden_size)
     return s
 
 
-def _head(w: ProgramWriter, net, head: nn.Module, src: int) -> int:
-    """A value or reward head's scalar: tanh, or the categorical decode (support > 0)."""
+def _head(w: ProgramWriter, net, head: nn.Module, src: int) -> tuple[int, int]:
+    """A value or reward head's scalar (block, column): tanh, or the categorical decode
+    (support > 0)."""
     out = _layers(w, head, src)
     if net.spec.support:
-        return w.support(out, 2 * net.spec.support + 1)
-    w.tanh(out, 1)
-    return out
+        return w.support(out, 0, 2 * net.spec.support + 1), 0
+    w.tanh(out, 0, 1)
+    return out, 0
 
 
-def _predict(w: ProgramWriter, net, s: int, reward: int) -> MLPProgram:
-    """f on the state at column s, and the program's outputs."""
+def _predict(w: ProgramWriter, net, s: int, reward: tuple[int, int] | None) -> MLPProgram:
+    """f on the state in block s, and the program's outputs."""
     x = _layers(w, [net.prediction_trunk], s)
     logits = _linear(w, net.policy_head, x, 0)
     value = _head(w, net, net.value_head, x)
-    return w.program(net.spec.hidden_size, net.num_actions, s, logits, value, reward)
+    return w.program(net.spec.hidden_size, net.num_actions, (s, 0), (logits, 0), value, reward)
 
 
 class ProgramCall:
@@ -104,17 +117,18 @@ class ProgramCall:
         self._scratch = program.scratch(1)
 
     def _rows(self, m: int) -> np.ndarray:
-        if len(self._scratch) < m:
+        if len(self._scratch) < m * self.program.width:
             self._scratch = self.program.scratch(m)
         return self._scratch
 
     def _outputs(self, m: int):
-        p, out = self.program, self._scratch[:m]
+        p, scratch = self.program, self._scratch
+        has_reward = p.outs[REWARD_OUT, 0] != NO_OUTPUT
         return (
-            out[:, p.hidden_out : p.hidden_out + p.hidden].copy(),
-            out[:, p.logits_out : p.logits_out + p.num_actions].copy(),
-            out[:, p.value_out].copy(),
-            out[:, p.reward_out].copy() if p.reward_out != NO_OUTPUT else np.zeros(m, np.float32),
+            output(scratch, m, p.outs, HIDDEN_OUT)[:, : p.hidden].copy(),
+            output(scratch, m, p.outs, LOGITS_OUT)[:, : p.num_actions].copy(),
+            output(scratch, m, p.outs, VALUE_OUT)[:, 0].copy(),
+            output(scratch, m, p.outs, REWARD_OUT)[:, 0].copy() if has_reward else np.zeros(m, np.float32),
         )
 
     def initial(self, obs: np.ndarray):

@@ -21,7 +21,17 @@ import numpy as np
 
 from .kernels.backup import _backup_range
 from .kernels.leaves import Leaves
-from .kernels.mlp import MLPProgram, run_program
+from .kernels.mlp import (
+    HIDDEN_OUT,
+    LOGITS_OUT,
+    NO_OUTPUT,
+    REWARD_OUT,
+    VALUE_OUT,
+    MLPProgram,
+    block,
+    output,
+    run_program,
+)
 from .kernels.select import _select_range
 from .params import Rules
 
@@ -36,37 +46,42 @@ def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops,
     """`num_simulations` simulations on every tree (one leaf each, as the loop's k = 1).
 
     hidden [N, B, H] float32: the node-major hidden-state store (node 0 holds the roots');
-    outs = (hidden_out, logits_out, value_out, reward_out): the program's output columns;
-    expansion: the backup kernel's buffers (logits, legal, value, reward, discount, kind),
-    of which logits, value and reward are written here. With `gumbel` the root's
-    Sequential Halving reads simulation `sim`'s row of ``root``'s considered actions.
+    outs: the program's output places (MLPProgram.outs); expansion: the backup kernel's
+    buffers (logits, legal, value, reward, discount, kind), of which logits, value and
+    reward are written here. With `gumbel` the root's Sequential Halving reads simulation
+    `sim`'s row of ``root``'s considered actions.
     """
     r = Rules(*rules)
     lv = Leaves(*leaves)
     forced, gumbel_logits, considered, _ = root
     batch = t.children.shape[0]
     h = hidden.shape[2]
-    hidden_out, logits_out, value_out, reward_out = outs
     logits, _, value, reward, _, _ = expansion
     num_actions = logits.shape[1]
+    x = block(scratch, batch, 0, h + num_actions)
+    new_hidden = output(scratch, batch, outs, HIDDEN_OUT)
+    new_logits = output(scratch, batch, outs, LOGITS_OUT)
+    new_value = output(scratch, batch, outs, VALUE_OUT)
+    has_reward = outs[REWARD_OUT, 0] != NO_OUTPUT
+    new_reward = output(scratch, batch, outs, REWARD_OUT if has_reward else VALUE_OUT)
     for sim in range(num_simulations):
         _select_range(0, batch, t, r, (forced, gumbel_logits, considered, sim if gumbel else 0), lv, 1)
         for b in range(batch):  # g's input: the parent's state and the action's one-hot
             p = lv.node[b, 0]
             for j in range(h):
-                scratch[b, j] = hidden[p, b, j]
+                x[b, j] = hidden[p, b, j]
             for j in range(num_actions):
-                scratch[b, h + j] = 0.0
-            scratch[b, h + lv.action[b, 0]] = 1.0
+                x[b, h + j] = 0.0
+            x[b, h + lv.action[b, 0]] = 1.0
         run_program(ops, weights, scratch, batch)
         for b in range(batch):
             n = lv.new_node[b, 0]
             for j in range(h):
-                hidden[n, b, j] = scratch[b, hidden_out + j]
+                hidden[n, b, j] = new_hidden[b, j]
             for j in range(num_actions):
-                logits[b, j] = scratch[b, logits_out + j]
-            value[b] = scratch[b, value_out]
-            reward[b] = scratch[b, reward_out] if reward_out >= 0 else 0.0
+                logits[b, j] = new_logits[b, j]
+            value[b] = new_value[b, 0]
+            reward[b] = new_reward[b, 0] if has_reward else 0.0
         _backup_range(0, batch, t, r, lv, expansion, 1, False)
 
 
@@ -93,7 +108,7 @@ def run_fused(
         discount,
         kind,
     )
-    outs = (program.hidden_out, program.logits_out, program.value_out, program.reward_out)
+    scratch = program.scratch(batch)
     simulate_fused(
         arrays,
         rules,
@@ -104,7 +119,7 @@ def run_fused(
         hidden,
         program.ops,
         program.weights,
-        program.scratch(batch),
-        outs,
+        scratch,
+        program.outs,
         expansion,
     )
