@@ -11,6 +11,8 @@ Other networks (residual towers, the value prefix's LSTM) have no program: None.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from torch import nn
@@ -30,6 +32,9 @@ from ..search.kernels.mlp import (
 )
 from .towers import MLPTower
 
+if TYPE_CHECKING:
+    from .muzero import MuZeroNet
+
 
 def fusable(net: nn.Module) -> str | None:
     """None when `net` has programs, else why not (one line)."""
@@ -43,7 +48,7 @@ def fusable(net: nn.Module) -> str | None:
     return None
 
 
-def muzero_programs(net: nn.Module) -> tuple[MLPProgram, MLPProgram] | None:
+def muzero_programs(net: MuZeroNet) -> tuple[MLPProgram, MLPProgram] | None:
     """(initial, recurrent) programs of a MuZero MLP network, with its current weights;
     None when :func:`fusable` says no."""
     if fusable(net) is not None:
@@ -71,6 +76,7 @@ def _layers(w: ProgramWriter, modules, src: int) -> int:
     for m in modules:
         if isinstance(m, MLPTower):
             for layer in m.layers:
+                assert isinstance(layer, nn.Linear)
                 src = _linear(w, layer, src, ACT_RELU)
         elif isinstance(m, nn.Linear):
             src = _linear(w, m, src, 0)
@@ -81,7 +87,7 @@ def _layers(w: ProgramWriter, modules, src: int) -> int:
     return src
 
 
-def _hidden(w: ProgramWriter, net, tower: nn.Sequential, src: int) -> int:
+def _hidden(w: ProgramWriter, net: MuZeroNet, tower: nn.Module, src: int) -> int:
     """h or g's tower (MLPTower then Linear), scaled to [0, 1] unless switched off."""
     s = _layers(w, tower, src)
     if net.spec.scale_hidden:

@@ -190,9 +190,10 @@ def simulate(
         gumbel_logits, considered = gumbel_root.gumbel_logits, gumbel_root.considered
     root = (forced, gumbel_logits, considered, 0)
     clock = hooks.deadline is not None or hooks.stop is not None
-    if getattr(model, "fused", False) and hooks.root_action_fn is None and not clock:
+    fused = getattr(model, "simulate_fused", None) if getattr(model, "fused", False) else None
+    if fused is not None and hooks.root_action_fn is None and not clock:
         # A learned MLP model: every simulation in one compiled call (search.fused).
-        model.simulate_fused(arrays, rules, root, packed, params.num_simulations, gumbel_root is not None)
+        fused(arrays, rules, root, packed, params.num_simulations, gumbel_root is not None)
         return 1 + params.num_simulations
     calls = 1
     for sim in range(params.num_simulations):
