@@ -29,6 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from polyzero.search.fused import FUSED_MAX_BATCH
+
 OBS_DIM = 84
 HID = 64
 WIDTH = 128
@@ -276,8 +278,6 @@ class TinyNetNumpy:
         self._init = TinyMuZeroNet(p).eval().initial
 
     def _fused(self, batch: int) -> bool:
-        from polyzero.search.fused import FUSED_MAX_BATCH
-
         return self._programs is not None and (self.fuse == "always" or batch <= FUSED_MAX_BATCH)
 
     def initial(self, obs: np.ndarray):

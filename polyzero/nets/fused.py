@@ -27,7 +27,6 @@ from ..search.kernels.mlp import (
     MLPProgram,
     ProgramWriter,
     initial_rows,
-    output,
     recurrent_rows,
 )
 from .towers import MLPTower
@@ -129,12 +128,17 @@ class ProgramCall:
 
     def _outputs(self, m: int):
         p, scratch = self.program, self._scratch
+
+        def out(which: int, n: int) -> np.ndarray:  # kernels.mlp.output, in NumPy: no dispatch
+            start, width, col = p.outs[which]
+            return scratch[start * m : (start + width) * m].reshape(m, width)[:, col : col + n].copy()
+
         has_reward = p.outs[REWARD_OUT, 0] != NO_OUTPUT
         return (
-            output(scratch, m, p.outs, HIDDEN_OUT)[:, : p.hidden].copy(),
-            output(scratch, m, p.outs, LOGITS_OUT)[:, : p.num_actions].copy(),
-            output(scratch, m, p.outs, VALUE_OUT)[:, 0].copy(),
-            output(scratch, m, p.outs, REWARD_OUT)[:, 0].copy() if has_reward else np.zeros(m, np.float32),
+            out(HIDDEN_OUT, p.hidden),
+            out(LOGITS_OUT, p.num_actions),
+            out(VALUE_OUT, 1)[:, 0],
+            out(REWARD_OUT, 1)[:, 0] if has_reward else np.zeros(m, np.float32),
         )
 
     def initial(self, obs: np.ndarray):

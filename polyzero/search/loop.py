@@ -259,11 +259,12 @@ def _simulate_batched(model: SearchModel, params: SearchParams, tree: Tree, hook
 
 def finish(tree: Tree, prior: np.ndarray, calls: int) -> SearchResult:
     """The visit-count result of a finished search."""
+    visits, q = kernels.root_child_stats(tree.children, tree.visits, tree.reward, tree.discount, tree.value)
     return SearchResult(
         tree=tree,
         root_prior=prior,
-        root_visits=tree.root_child_visits(),
-        root_q=tree.root_child_q(),
+        root_visits=visits,
+        root_q=q,
         root_value=tree.value[:, 0].copy(),
         root_raw_value=tree.raw_value[:, 0].copy(),
         model_calls=calls,

@@ -31,7 +31,7 @@ from .backup import expand_and_backup, expand_and_backup_parallel
 from .gumbel import completed_sigma, gumbel_interior_action, gumbel_root_action, gumbel_root_outputs, mixed_value
 from .leaves import COLLISION, NEW_LEAF, NO_LEAF, TERMINAL_LEAF, Leaves, make_leaves
 from .packed import TreeRef, pack
-from .scores import action_scores
+from .scores import action_scores, root_child_stats
 from .select import seed_chance, select_leaves, select_leaves_parallel
 
 # Fewer trees than this per thread, and a parallel region costs more than it saves.
@@ -87,6 +87,7 @@ __all__ = [
     "make_leaves",
     "mixed_value",
     "pack",
+    "root_child_stats",
     "seed_chance",
     "select_leaves",
     "select_leaves_parallel",
