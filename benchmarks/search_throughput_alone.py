@@ -62,6 +62,7 @@ def child(args) -> None:
             row = {
                 "B": b,
                 "num_simulations": n,
+                "path": _path(net, args.net_mode, b),
                 "probe_ms": statistics.median(probe),
                 "root_visits": visits.astype(int).tolist(),
             }
@@ -75,6 +76,14 @@ def child(args) -> None:
             )
     with open(args.child_out, "w") as fh:
         json.dump({"library": args.library, "loadavg": os.getloadavg(), "rows": rows}, fh)
+
+
+def _path(net, net_mode: str, batch: int) -> str:
+    """How polyzero searched at this batch: 'fused' (search.fused: simulations and network
+    in one compiled call) or the network path of `net_mode`; mctx's child: mctx."""
+    if net is None:
+        return "mctx"
+    return "fused" if net.program is not None and net._fused(batch) else net_mode
 
 
 def run(args, meta: dict, libraries=LIBRARIES) -> dict:
@@ -104,6 +113,7 @@ def run(args, meta: dict, libraries=LIBRARIES) -> dict:
     rows, checks = [], []
     for pz in children["polyzero"]["rows"]:
         row = {k: pz[k] for k in ("B", "num_simulations", "polyzero", "net_alone")}
+        row["path"] = pz.get("path", args.net_mode)
         row["probe_ms"] = {"polyzero": pz["probe_ms"]}
         mc = next(
             (
@@ -146,20 +156,25 @@ def render(results) -> str:
         f"torch threads {m['torch_threads']}",
         f"- command: `{m['command']}`",
         f"- network: the anchor tiny MuZero MLP, polyzero's '{m['net_mode']}' path; search: {m['search_params']}",
-        f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}",
+        f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}; the speed probe "
+        "(last column) reads ~2.5 ms on the quiet 2-core machine: higher values mean other jobs "
+        "shared its cores during the run",
         "",
         "Median ms per policy call, each library in its own process (mode: alone); net alone: "
-        "polyzero's 1 + n network calls at batch B without a tree; XLA loop: mctx's root_fn + n "
-        "recurrent_fn in one jitted fori_loop.",
+        "polyzero's 1 + n network calls at batch B without a tree (path fused: in one compiled "
+        "loop, as the fused search runs them); XLA loop: mctx's root_fn + n recurrent_fn in one "
+        "jitted fori_loop. Path: how polyzero searched (fused: polyzero.search.fused, every "
+        "simulation and the network in one compiled call; compiled:auto above "
+        "search.fused.FUSED_MAX_BATCH trees: the per-simulation loop over ONNX Runtime).",
         "",
-        "| B | sims | polyzero ms | mctx ms | speed-up | polyzero net alone ms | XLA loop ms "
+        "| B | sims | path | polyzero ms | mctx ms | speed-up | polyzero net alone ms | XLA loop ms "
         "| net alone / XLA loop | probe ms (polyzero / mctx) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results["rows"]:
         mc, loop = r.get("mctx"), r.get("mctx_net_loop")
         lines.append(
-            f"| {r['B']} | {r['num_simulations']} | {r['polyzero']['median_s'] * 1e3:.3f} | "
+            f"| {r['B']} | {r['num_simulations']} | {r.get('path', '-')} | {r['polyzero']['median_s'] * 1e3:.3f} | "
             + (f"{mc['median_s'] * 1e3:.3f} | **{r['speedup_vs_mctx']:.2f}x** | " if mc else "- | - | ")
             + f"{r['net_alone']['median_s'] * 1e3:.3f} | "
             + (f"{loop['median_s'] * 1e3:.3f} | {r['net_alone_vs_xla_loop']:.2f} | " if loop else "- | - | ")
