@@ -110,9 +110,10 @@ def _dense(weights, x, out, wba):
     Measured on the 2-core EPYC (the anchor's recurrent function, 59k multiply-adds a
     row): 55 us at B = 16 against 112 for an input-major loop without fast-math
     (which vectorises over the outputs and skips zero inputs); ~7 us at B = 1. The
-    price of the reassociated sums: their rounding may differ with the batch and with
-    the code the function is compiled into (outputs equal PyTorch's within ~1e-6
-    either way, ``tests/test_fused_search.py``)."""
+    price of the reassociated sums: their rounding may differ with the batch (a group
+    of four rows or the tail) and, as LLVM may reorder them, with the code the
+    function is compiled into (outputs equal PyTorch's within ~1e-6 either way,
+    ``tests/test_fused_search.py``)."""
     rows, n_in = x.shape
     n_out = out.shape[1]
     w, b, act = wba[0], wba[1], wba[2]
