@@ -137,3 +137,22 @@ def test_networks_without_a_program_keep_todays_path():
     assert MuZeroInference(prefix, inference="auto").program is None
     with pytest.raises(UsageError, match="MuZero's MLP networks only"):
         Evaluator(torch.nn.Linear(3, 2), inference="fused")
+
+
+def test_the_programs_tanh_is_float32_tanh_within_a_few_ulp():
+    import numba as nb
+
+    from polyzero.search.kernels.mlp import tanh32
+
+    @nb.njit
+    def apply(x):
+        out = np.empty_like(x)
+        for i in range(x.size):
+            out[i] = tanh32(x[i])
+        return out
+
+    x = np.concatenate([np.linspace(-20, 20, 200001), np.linspace(-1e-3, 1e-3, 2001), [np.inf, -np.inf]])
+    x = x.astype(np.float32)
+    got = apply(x)
+    assert np.abs(got - np.tanh(x.astype(np.float64))).max() < 5e-7
+    assert np.isnan(apply(np.array([np.nan], np.float32))[0])
