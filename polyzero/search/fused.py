@@ -38,7 +38,7 @@ from .params import Rules
 # The largest batch `auto` fuses: above it the loop's PyTorch/ONNX calls (matrix
 # products through BLAS) beat the program's plain loops (docs/benchmarks.md,
 # "fused search").
-FUSED_MAX_BATCH = 32
+FUSED_MAX_BATCH = 64
 
 
 @nb.njit(cache=True)
