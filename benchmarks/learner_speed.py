@@ -119,7 +119,8 @@ class RandomCVPNExamples:
 
 def setup(arm: Arm, batch: int | None):
     """(the algorithm or model the Learner takes, its config, a sampler of minibatches)."""
-    cfg = build_config(arm.game, arm.algo, overrides=FILL + arm.overrides)
+    fill = [] if arm.algo == "sog" else FILL  # the CVPN's examples are not played
+    cfg = build_config(arm.game, arm.algo, overrides=fill + arm.overrides)
     if batch:
         cfg.train.batch_size = batch
     game = load_game(cfg.game)

@@ -255,3 +255,33 @@ def test_a_learner_update_equals_the_reference_update(case, compiled, fused):
         np.testing.assert_allclose(
             got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=0.01 * cfg.train.learning_rate
         )
+
+
+@pytest.mark.parametrize(
+    "case,optimizer", [("ndmz_nannon", "adam"), ("muzero_connect_four", "adam"), ("muzero_tiny_mlp", "sgd")]
+)
+def test_the_default_update_is_the_reference_update_bit_for_bit(case, optimizer):
+    """The default update (the L2 term as one graph node, the optimizer's foreach step,
+    one read-back) makes exactly the old update's numbers: loss terms, weights and the
+    optimizer's moments after three steps, on models whose dynamics use their weights
+    K times (the order gradients are summed in matters there)."""
+    cfg, algo, batch = _setup(case)
+    cfg.train.optimizer = optimizer
+    torch.manual_seed(0)
+    learner = Learner(algo, cfg.train, torch.device("cpu"))
+    reference = Learner(algo, cfg.train, torch.device("cpu"))
+    reference.net.load_state_dict(learner.net.state_dict())
+    old = torch.optim.Adam if optimizer == "adam" else torch.optim.SGD
+    extra = {} if optimizer == "adam" else {"momentum": cfg.train.momentum}
+    reference.optimizer = old(reference.net.parameters(), lr=cfg.train.learning_rate, foreach=False, **extra)
+    for _ in range(3):
+        got, want = learner.update(batch), reference_update(reference, batch)
+        got.pop("priority", None)
+        assert got == want
+    for got, want in zip(learner.net.state_dict().values(), reference.net.state_dict().values()):
+        assert torch.equal(got, want)
+    states = learner.optimizer.state_dict()["state"], reference.optimizer.state_dict()["state"]
+    assert states[0].keys() == states[1].keys() and states[0]
+    for index, slots in states[1].items():
+        for name, value in slots.items():
+            assert torch.equal(states[0][index][name], value), (index, name)
