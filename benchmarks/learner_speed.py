@@ -16,8 +16,9 @@ times; NDMZ the same with its g and f. Arms:
   model-shape levers (K = 3, K = 1, a one-block dynamics tower), and AlphaZero's and
   MuZero's learners with train.fused_step and through torch.compile (train.compile;
   the compile is a warm-up round, minutes on a small CPU);
-* nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ;
-* connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN.
+* nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ, NDMZ with train.fused_step;
+* connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN, the CVPN with
+  train.fused_step.
 
   python benchmarks/learner_speed.py                            # every arm, CPU (and CUDA when present)
   python benchmarks/learner_speed.py --arms muzero,alphazero --devices cpu,cuda --batch-sizes 256,1024
@@ -78,8 +79,10 @@ ARMS = [
         ["net.width=256", "train.batch_size=512"],
     ),
     Arm("ndmz", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk"),
+    Arm("ndmz_fused_step", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk", ["train.fused_step=true"]),
     Arm("alphazero_sog_trunk", "connect_four", "alphazero", "alphazero_sog_trunk", SOG_TRUNK),
     Arm("sog_cvpn", "connect_four", "sog", "alphazero_sog_trunk"),
+    Arm("sog_cvpn_fused_step", "connect_four", "sog", "alphazero_sog_trunk", ["train.fused_step=true"]),
 ]
 
 
