@@ -297,3 +297,19 @@ def test_the_l2_node_is_c_times_the_squared_norm_and_its_gradient():
     (3.0 * l2).backward()  # the upstream gradient scales it
     for p in params:
         torch.testing.assert_close(p.grad, 6.0 * 0.01 * p.detach())
+
+
+def test_an_optimizer_saved_before_the_foreach_step_resumes_on_it_with_the_same_numbers():
+    cfg, algo, batch = _setup("ndmz_nannon")
+    torch.manual_seed(0)
+    learner = Learner(algo, cfg.train, torch.device("cpu"))
+    learner.update(batch)
+    state = copy.deepcopy(learner.state_dict())  # as read from a checkpoint: nothing shared
+    for group in state["optimizer"]["param_groups"]:  # as a checkpoint of the single-tensor loop has it
+        group["foreach"] = None
+    resumed = Learner(algo, cfg.train, torch.device("cpu"))
+    resumed.load_state_dict(state)
+    assert all(group["foreach"] for group in resumed.optimizer.param_groups)
+    assert resumed.update(batch) == learner.update(batch)
+    for got, want in zip(resumed.net.parameters(), learner.net.parameters()):
+        assert torch.equal(got, want)
