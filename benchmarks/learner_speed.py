@@ -3,7 +3,8 @@ trunk, and beside each its floor: the same network passes alone.
 
 For each arm a replay is filled once by self-play with the untrained network (two
 simulations: the examples need the right shapes and a realistic mix; Student of
-Games' CVPN gets random examples of its shapes, its self-play being a GT-CFR search),
+Games' CVPN a full sliding window of random examples of its shapes, its self-play
+being a GT-CFR search),
 then the `Learner` the drivers use times minibatch updates (sample, update, loss terms
 read back). Interleaved with them, in the same process and the same rounds (A/B; the
 median of each), the floor: the network passes that update cannot avoid on one
@@ -15,8 +16,9 @@ times; NDMZ the same with its g and f. Arms:
   model-shape levers (K = 3, K = 1, a one-block dynamics tower), and AlphaZero's and
   MuZero's learners with train.fused_step and through torch.compile (train.compile;
   the compile is a warm-up round, minutes on a small CPU);
-* nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ;
-* connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN.
+* nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ, NDMZ with train.fused_step;
+* connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN, the CVPN with
+  train.fused_step.
 
   python benchmarks/learner_speed.py                            # every arm, CPU (and CUDA when present)
   python benchmarks/learner_speed.py --arms muzero,alphazero --devices cpu,cuda --batch-sizes 256,1024
@@ -77,8 +79,10 @@ ARMS = [
         ["net.width=256", "train.batch_size=512"],
     ),
     Arm("ndmz", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk"),
+    Arm("ndmz_fused_step", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk", ["train.fused_step=true"]),
     Arm("alphazero_sog_trunk", "connect_four", "alphazero", "alphazero_sog_trunk", SOG_TRUNK),
     Arm("sog_cvpn", "connect_four", "sog", "alphazero_sog_trunk"),
+    Arm("sog_cvpn_fused_step", "connect_four", "sog", "alphazero_sog_trunk", ["train.fused_step=true"]),
 ]
 
 
@@ -95,31 +99,38 @@ def filled_replay(cfg, algo, game, positions: int):
     return replay
 
 
-class RandomCVPNExamples:
-    """Student of Games' training batches: random examples of the CVPN's shapes."""
+def random_cvpn_window(encoding, cfg, rng: np.random.Generator):
+    """Student of Games' sliding window as training uses it (the preset's capacity, uses
+    per example and board symmetries), full of random examples of the CVPN's shapes:
+    its minibatches cost what the trainer's do."""
+    from polyzero.sog.cvpn import Example
+    from polyzero.sog.selfplay import SlidingWindow
 
-    def __init__(self, encoding):
-        self.e = encoding
-
-    def sample(self, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        s, a = max(self.e.slots), self.e.num_actions
-        legal = rng.random((batch, s, a)) < 0.7
-        legal[..., 0] = True
-        policy = rng.random((batch, s, a)) * legal
-        return {
-            "x": rng.random((batch, self.e.input_size), dtype=np.float32),
-            "value": rng.uniform(-1, 1, (batch, 2, s)).astype(np.float32),
-            "value_mask": (rng.random((batch, 2, s)) < 0.8).astype(np.float32),
-            "policy": (policy / policy.sum(-1, keepdims=True)).astype(np.float32),
-            "policy_mask": (rng.random((batch, s)) < 0.5).astype(np.float32),
-            "legal": legal,
-            "player": rng.integers(0, 2, batch),
-        }
+    symmetries = encoding.input_symmetries() if cfg.train.symmetries else ()
+    window = SlidingWindow(encoding, cfg.train.replay_size, cfg.sog.max_updates, symmetries)
+    s, a = encoding.max_slots, encoding.num_actions
+    for _ in range(cfg.train.replay_size):
+        legal = rng.random((s, a)) < 0.7
+        legal[:, 0] = True
+        policy = rng.random((s, a)) * legal
+        window.add(
+            Example(
+                x=rng.random(encoding.input_size, dtype=np.float32),
+                value=rng.uniform(-1, 1, (2, s)).astype(np.float32),
+                value_mask=(rng.random((2, s)) < 0.8).astype(np.float32),
+                policy=(policy / policy.sum(-1, keepdims=True)).astype(np.float32),
+                policy_mask=(rng.random(s) < 0.5).astype(np.float32),
+                legal=legal,
+                player=int(rng.integers(0, 2)),
+            )
+        )
+    return window
 
 
 def setup(arm: Arm, batch: int | None):
     """(the algorithm or model the Learner takes, its config, a sampler of minibatches)."""
-    cfg = build_config(arm.game, arm.algo, overrides=FILL + arm.overrides)
+    fill = [] if arm.algo == "sog" else FILL  # the CVPN's examples are not played
+    cfg = build_config(arm.game, arm.algo, overrides=fill + arm.overrides)
     if batch:
         cfg.train.batch_size = batch
     game = load_game(cfg.game)
@@ -128,7 +139,7 @@ def setup(arm: Arm, batch: int | None):
         from polyzero.sog.trainer import CVPNModel
 
         encoding = BeliefEncoding(game)
-        return CVPNModel(encoding, cfg), cfg, RandomCVPNExamples(encoding)
+        return CVPNModel(encoding, cfg), cfg, random_cvpn_window(encoding, cfg, np.random.default_rng(cfg.seed))
     algo = make_algorithm(cfg, game)
     return algo, cfg, filled_replay(cfg, algo, game, 2 * cfg.train.batch_size)
 

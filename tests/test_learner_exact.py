@@ -255,3 +255,61 @@ def test_a_learner_update_equals_the_reference_update(case, compiled, fused):
         np.testing.assert_allclose(
             got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=0.01 * cfg.train.learning_rate
         )
+
+
+@pytest.mark.parametrize(
+    "case,optimizer", [("ndmz_nannon", "adam"), ("muzero_connect_four", "adam"), ("muzero_tiny_mlp", "sgd")]
+)
+def test_the_default_update_is_the_reference_update_bit_for_bit(case, optimizer):
+    """The default update (the L2 term as one graph node, the optimizer's foreach step,
+    one read-back) makes exactly the old update's numbers: loss terms, weights and the
+    optimizer's moments after three steps, on models whose dynamics use their weights
+    K times (the order gradients are summed in matters there)."""
+    cfg, algo, batch = _setup(case)
+    cfg.train.optimizer = optimizer
+    torch.manual_seed(0)
+    learner = Learner(algo, cfg.train, torch.device("cpu"))
+    reference = Learner(algo, cfg.train, torch.device("cpu"))
+    reference.net.load_state_dict(learner.net.state_dict())
+    old = torch.optim.Adam if optimizer == "adam" else torch.optim.SGD
+    extra = {} if optimizer == "adam" else {"momentum": cfg.train.momentum}
+    reference.optimizer = old(reference.net.parameters(), lr=cfg.train.learning_rate, foreach=False, **extra)
+    for _ in range(3):
+        got, want = learner.update(batch), reference_update(reference, batch)
+        got.pop("priority", None)
+        assert got == want
+    for got, want in zip(learner.net.state_dict().values(), reference.net.state_dict().values()):
+        assert torch.equal(got, want)
+    states = learner.optimizer.state_dict()["state"], reference.optimizer.state_dict()["state"]
+    assert states[0].keys() == states[1].keys() and states[0]
+    for index, slots in states[1].items():
+        for name, value in slots.items():
+            assert torch.equal(states[0][index][name], value), (index, name)
+
+
+def test_the_l2_node_is_c_times_the_squared_norm_and_its_gradient():
+    from polyzero.train.learner import L2Penalty
+
+    torch.manual_seed(0)
+    params = [torch.randn(3, 4, requires_grad=True), torch.randn(5, requires_grad=True)]
+    l2 = L2Penalty.apply(0.01, *params)
+    assert l2.item() == pytest.approx(0.01 * sum(float((p * p).sum()) for p in params), rel=1e-6)
+    (3.0 * l2).backward()  # the upstream gradient scales it
+    for p in params:
+        torch.testing.assert_close(p.grad, 6.0 * 0.01 * p.detach())
+
+
+def test_an_optimizer_saved_before_the_foreach_step_resumes_on_it_with_the_same_numbers():
+    cfg, algo, batch = _setup("ndmz_nannon")
+    torch.manual_seed(0)
+    learner = Learner(algo, cfg.train, torch.device("cpu"))
+    learner.update(batch)
+    state = copy.deepcopy(learner.state_dict())  # as read from a checkpoint: nothing shared
+    for group in state["optimizer"]["param_groups"]:  # as a checkpoint of the single-tensor loop has it
+        group["foreach"] = None
+    resumed = Learner(algo, cfg.train, torch.device("cpu"))
+    resumed.load_state_dict(state)
+    assert all(group["foreach"] for group in resumed.optimizer.param_groups)
+    assert resumed.update(batch) == learner.update(batch)
+    for got, want in zip(resumed.net.parameters(), learner.net.parameters()):
+        assert torch.equal(got, want)

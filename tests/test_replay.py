@@ -55,3 +55,36 @@ def test_an_ndmz_replay_saved_with_the_old_column_names_loads_under_the_schema()
     np.testing.assert_array_equal(replay.data[OUTCOME][:n], old["value"])
     batch = replay.sample(6, np.random.default_rng(0))
     assert set(batch) >= {"obs", "actions", "target_policy", "target_value", "target_reward", "weight", "index"}
+
+
+def _ndmz_segment(n: int, a: int, first: int, sampleable) -> dict[str, np.ndarray]:
+    return {
+        "obs": np.full((n, 2), first, np.float32),
+        "action": np.arange(first, first + n),
+        "identity": np.zeros(n, np.int64),
+        "policy": np.zeros((n, a), np.float32),
+        "chance_policy": np.zeros((n, a), np.float32),
+        "outcome": np.zeros(n, np.float32),
+        "reward": np.zeros(n, np.float32),
+        "sampleable": np.asarray(sampleable),
+        "done": np.array([True]),
+    }
+
+
+def test_ndmz_sampling_draws_from_every_sampleable_step_stored_so_far():
+    """The sampleable slots are kept between additions: an addition, an overwrite of the
+    oldest steps and a load must each be seen by the next minibatch."""
+    layout = ActionLayout(3, 2)
+    replay = NDMZReplay(6, (2,), layout, unroll_steps=1)
+    rng = np.random.default_rng(0)
+    replay.add(_ndmz_segment(3, layout.size, 0, [True, False, False]))
+    assert set(replay.sample(20, rng)["index"]) == {0}
+    replay.add(_ndmz_segment(3, layout.size, 3, [False, True, True]))
+    assert set(replay.sample(40, rng)["index"]) == {0, 4, 5}
+    replay.add(_ndmz_segment(2, layout.size, 6, [False, True]))  # overwrites slots 0 and 1
+    assert set(replay.sample(40, rng)["index"]) == {1, 4, 5}
+    fresh = NDMZReplay(6, (2,), layout, unroll_steps=1)
+    fresh.add(_ndmz_segment(2, layout.size, 0, [False, True]))
+    fresh.sample(4, rng)
+    fresh.load_bytes(replay.to_bytes())
+    assert set(fresh.sample(40, rng)["index"]) == {1, 4, 5}

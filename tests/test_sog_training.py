@@ -155,8 +155,13 @@ def test_sliding_window_uses_each_example_at_most_max_updates_times():
     batches = 0
     while window.sample(4, rng) is not None:
         batches += 1
+        # the usable slots it keeps between minibatches are those a fresh look finds
+        assert np.array_equal(window.alive(), np.flatnonzero(window.uses < 5))
     assert (window.uses <= 5).all() and window.uses.sum() == 4 * batches
     assert batches >= 8 and len(window) < 4  # it stops only when a minibatch cannot be filled
+    window.add(make_example(enc, Query(node, [np.ones(3), np.ones(3)])))  # a new example is usable at once
+    assert (window.next - 1) % 8 in window.alive()
+    assert np.array_equal(window.alive(), np.flatnonzero(window.uses < 5))
 
 
 def test_sliding_window_mirrors_connect_four_examples():

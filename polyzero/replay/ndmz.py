@@ -66,11 +66,10 @@ class NDMZReplay(SegmentRing):
         self.reanalyser = None
 
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        valid = self.data["sampleable"].copy()
-        valid[len(self) :] = False
-        if not valid.any():
+        choices = self.sampleable_slots()
+        if not len(choices):
             raise ValueError("cannot sample from an empty replay buffer")
-        slots = rng.choice(np.flatnonzero(valid), size=n)
+        slots = rng.choice(choices, size=n)
         batch = self.unroll_targets(slots)
         batch["weight"] = np.ones(n, np.float32)
         batch["index"] = slots

@@ -35,6 +35,7 @@ class SegmentRing:
             "done": np.zeros(c, np.bool_),  # the segment ends where its episode ended
         }
         self.next_abs = 0  # absolute index the next position gets
+        self._sampleable_slots = None  # cache of sampleable_slots(), dropped when the ring changes
 
     def __len__(self) -> int:
         return min(self.next_abs, self.capacity)
@@ -61,7 +62,15 @@ class SegmentRing:
         d["done"][slots] = bool(np.asarray(segment["done"]).reshape(-1)[0])
         self._stored(slots)
         self.next_abs += n
+        self._sampleable_slots = None
         return int(np.count_nonzero(segment["sampleable"]))
+
+    def sampleable_slots(self) -> np.ndarray:
+        """The slots of the stored sampleable positions, in slot order (kept between
+        additions: finding them reads the whole ring, which costs more than a minibatch)."""
+        if self._sampleable_slots is None:
+            self._sampleable_slots = np.flatnonzero(self.data["sampleable"][: len(self)])
+        return self._sampleable_slots
 
     def _stored(self, slots: np.ndarray) -> None:
         """Hook: `slots` were just written (a prioritized replay sets their priority)."""
@@ -111,3 +120,4 @@ class SegmentRing:
                 arr[:filled] = saved
             self._load_extra_state(f)
         self.next_abs = next_abs
+        self._sampleable_slots = None

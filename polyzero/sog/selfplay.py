@@ -174,9 +174,17 @@ class SlidingWindow:
         self.uses = np.full(capacity, max_updates, np.int64)  # empty slots count as used up
         self.next = 0
         self.added = 0
+        self._alive = None  # cache of alive(): dropped when an example enters or is used up
 
     def __len__(self) -> int:
-        return int((self.uses < self.max_updates).sum())
+        return len(self.alive())
+
+    def alive(self) -> np.ndarray:
+        """The slots of the usable examples, in slot order (kept between minibatches:
+        finding them reads the whole window, which costs more than a minibatch)."""
+        if self._alive is None:
+            self._alive = np.flatnonzero(self.uses < self.max_updates)
+        return self._alive
 
     def add(self, example: Example) -> None:
         i = self.next
@@ -185,14 +193,17 @@ class SlidingWindow:
         self.uses[i] = 0
         self.next = (i + 1) % self.capacity
         self.added += 1
+        self._alive = None
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray] | None:
         """A minibatch of distinct usable examples (None when fewer than batch_size)."""
-        alive = np.flatnonzero(self.uses < self.max_updates)
+        alive = self.alive()
         if len(alive) < batch_size:
             return None
         index = np.sort(rng.choice(alive, batch_size, replace=False))
         self.uses[index] += 1
+        if (self.uses[index] >= self.max_updates).any():
+            self._alive = None
         batch = {name: array[index] for name, array in self.data.items()}
         if self.symmetries:  # each example under a random symmetry or as stored
             augment(batch, rng, self.symmetries, obs_keys=("x",), policy_keys=("policy", "legal"))
@@ -210,6 +221,7 @@ class SlidingWindow:
             self.data[name] = arrays[name].copy()
         self.uses = arrays["uses"].copy()
         self.next, self.added = (int(v) for v in arrays["meta"])
+        self._alive = None
 
 
 # -- sound self-play -----------------------------------------------------------------

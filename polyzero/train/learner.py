@@ -17,16 +17,44 @@ def learning_rate(train_cfg, update: int) -> float:
 
 
 def make_optimizer(train_cfg, params) -> torch.optim.Optimizer:
-    """Adam or SGD with momentum; with train.fused_step one fused kernel per tensor (the
-    optimizer's step 10x cheaper on the Connect Four tower, one CPU thread, under load;
-    the same update to float rounding, docs/benchmarks.md). A checkpoint's optimizer
-    state keeps the step it was saved with when it is resumed (load_state_dict takes
-    the saved settings), so a resumed run stays exact."""
+    """Adam or SGD with momentum, the step as foreach operators (each operator once over
+    every tensor: bit for bit the single-tensor loop's numbers, tests/test_learner_exact.py,
+    without its Python overhead, which rivals the network's passes on small networks);
+    with train.fused_step one fused kernel per tensor (cheaper still; the same update to
+    float rounding, docs/benchmarks.md). A checkpoint's optimizer state keeps the step
+    it was saved with when it is resumed (load_state_dict takes the saved settings), so
+    a resumed run stays exact."""
     params = list(params)
-    fused = {"fused": True} if train_cfg.fused_step and all(p.device.type in ("cpu", "cuda") for p in params) else {}
+    native = all(p.device.type in ("cpu", "cuda") for p in params)
+    kind = {"fused": True} if train_cfg.fused_step and native else {"foreach": True} if native else {}
     if train_cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=train_cfg.learning_rate, **fused)
-    return torch.optim.SGD(params, lr=train_cfg.learning_rate, momentum=train_cfg.momentum, **fused)
+        return torch.optim.Adam(params, lr=train_cfg.learning_rate, **kind)
+    return torch.optim.SGD(params, lr=train_cfg.learning_rate, momentum=train_cfg.momentum, **kind)
+
+
+class L2Penalty(torch.autograd.Function):
+    """c ||theta||^2 as one node of the graph instead of a product, a sum and an add per
+    parameter tensor (on a small network those Python-issued operators cost as much as
+    the network's own passes). Bit for bit the graph it replaces, `c * sum((p * p).sum()
+    for p in params)`: the value sums the per-tensor sums in the same order, and the
+    gradient c p + c p (the product's two factors) reaches each parameter first, as the
+    replaced branch did (autograd runs the nodes made last first), so the loss's
+    gradients are added to it in the same order."""
+
+    @staticmethod
+    def forward(ctx, c: float, *params: torch.Tensor) -> torch.Tensor:
+        ctx.c = c
+        ctx.save_for_backward(*params)
+        total = 0
+        for square in torch._foreach_mul(params, params):
+            total = total + square.sum()
+        return c * total
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        halves = torch._foreach_mul(ctx.saved_tensors, grad * ctx.c)
+        torch._foreach_add_(halves, halves)
+        return (None, *halves)
 
 
 class Learner:
@@ -48,37 +76,22 @@ class Learner:
         loss, parts = self._loss(self.net, tensors)
         priority = parts.pop("priority", None)
         self.optimizer.zero_grad(set_to_none=True)
-        if self.cfg.fused_step:
-            total, l2 = self._backward_l2_as_gradient(loss)
-        else:
-            l2 = self.cfg.l2 * sum((p * p).sum() for p in self.net.parameters())
-            total = loss + l2
-            total.backward()
+        l2 = L2Penalty.apply(self.cfg.l2, *self.net.parameters())
+        total = loss + l2
+        total.backward()
         if self.cfg.lr_schedule != "constant":  # else the optimizer keeps its lr (SoG halves it itself)
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.cfg, self.updates)
         self.optimizer.step()
         self.updates += 1
-        out = {k: v.item() for k, v in parts.items()}
-        out["loss/l2"] = l2.item()
-        out["loss/total"] = total.item()
+        # One read-back for every term (one device sync on a GPU, not one per term).
+        names = [*parts, "loss/l2", "loss/total"]
+        with torch.no_grad():
+            values = torch.stack([v.reshape(()) for v in [*parts.values(), l2, total]]).tolist()
+        out = dict(zip(names, values))
         if priority is not None:
             out["priority"] = priority.cpu().numpy()
         return out
-
-    def _backward_l2_as_gradient(self, loss: torch.Tensor):
-        """train.fused_step: c ||theta||^2 enters as its gradient 2 c theta, added to every
-        parameter's gradient in one foreach call, not as a graph of a product and a sum
-        per tensor. Returns (total, l2) without graphs."""
-        loss.backward()
-        with torch.no_grad():
-            params = list(self.net.parameters())
-            l2 = self.cfg.l2 * torch.stack(torch._foreach_norm(params)).square().sum()
-            for p in params:
-                if p.grad is None:  # unused by this loss: the L2 term still pulls it to 0
-                    p.grad = torch.zeros_like(p)
-            torch._foreach_add_([p.grad for p in params], params, alpha=2.0 * self.cfg.l2)
-        return loss.detach() + l2, l2
 
     def weights(self) -> dict[str, torch.Tensor]:
         """A CPU copy of the weights, for actors and checkpoints."""
@@ -90,4 +103,7 @@ class Learner:
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state["net"])
         self.optimizer.load_state_dict(state["optimizer"])
+        for group in self.optimizer.param_groups:  # saved before the foreach step: the same numbers
+            if not group.get("fused") and group.get("foreach") is None and self.optimizer.defaults.get("foreach"):
+                group["foreach"] = True
         self.updates = int(state["updates"])
