@@ -43,7 +43,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     RESULTS,
     ROOT,
-    cached,
     git_commit,
     interval,
     machine_line,
@@ -119,7 +118,6 @@ def phase_eval(args, work: Path) -> None:
     todo = [
         (name, spec, sims, seed)
         for name, spec, sims, seeds, _ in cells
-        if not (work / "eval" / f"{name}.json").exists()
         for seed in range(seeds)
         if not _seed_path(work, name, seed).exists()
     ]
@@ -129,22 +127,29 @@ def phase_eval(args, work: Path) -> None:
         args.jobs,
         lambda key, rec: _save_seed(work, *key, rec),
     )
-    for name, spec, _, seeds, point in cells:  # a cell is complete when every seed of it is
-        parts = [_seed_path(work, name, seed) for seed in range(seeds)]
-        if parts and all(path.exists() for path in parts):
-            recs = [json.loads(path.read_text()) for path in parts]
-            cached(
-                work,
-                name,
-                lambda: {
-                    "spec": spec,
-                    "values": [r["value"] for r in recs],
-                    "unit": recs[0]["unit"],
-                    "seed_seconds": sum(r["seconds"] for r in recs),
-                    "machines": sorted({r["machine"] for r in recs}),
-                    **point,
-                },
-            )
+    for name, spec, _, seeds, point in cells:  # a cell is complete when every seed asked for is
+        if seeds and all(_seed_path(work, name, seed).exists() for seed in range(seeds)):
+            _write_cell(work, name, spec, point)
+
+
+def _write_cell(work: Path, name: str, spec: str, point: dict) -> None:
+    """WORK/eval/NAME.json from every seed evaluated for the cell (a later run with more
+    --seeds adds to it; one with fewer keeps them all)."""
+    parts = sorted(_seed_path(work, name, 0).parent.glob(f"{name}.seed*.json"))
+    recs = [json.loads(path.read_text()) for path in parts]
+    path = work / "eval" / f"{name}.json"
+    if path.exists() and len(json.loads(path.read_text())["values"]) == len(recs):
+        return
+    rec = {
+        "spec": spec,
+        "values": [r["value"] for r in recs],
+        "unit": recs[0]["unit"],
+        "seed_seconds": sum(r["seconds"] for r in recs),
+        "machines": sorted({r["machine"] for r in recs}),
+        **point,
+    }
+    write_json_atomic(path, rec)
+    print(f"[eval] {name}: {rec['values']}", flush=True)
 
 
 def _seed_path(work: Path, name: str, seed: int) -> Path:

@@ -55,3 +55,21 @@ def test_report_merges_training_seeds_at_common_marks(tmp_path, monkeypatch):
     assert result["targets"]["training_seed_1"]["falls_with_search"]["final_by_sims"] == [[100, 0.01]]
     assert (tmp_path / "results" / "t.png").stat().st_size > 0
     assert "Across training seeds" in (tmp_path / "results" / "t.md").read_text()
+
+
+def test_eval_cells_grow_with_more_seeds_and_keep_them_with_fewer(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_value(game, spec, seed):
+        calls.append((spec, seed))
+        return {"spec": spec, "seed": seed, "value": 0.1 * seed, "unit": "u", "seconds": 1.0, "machine": "m"}
+
+    monkeypatch.setattr(sog_leduc, "seed_value", fake_value)
+    work = tmp_path / "w"
+    cell = work / "eval" / "ismcts-100.json"
+    for seeds, expected in ((1, 1), (3, 3), (1, 3)):
+        sog_leduc.main(
+            ["eval", "--game", "scotland_yard", "--work", str(work), "--ismcts", "100"] + ["--anchor-seeds", str(seeds)]
+        )
+        assert len(json.loads(cell.read_text())["values"]) == expected
+    assert calls == [("ismcts:100", 0), ("ismcts:100", 1), ("ismcts:100", 2)]  # each seed once
