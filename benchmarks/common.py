@@ -77,6 +77,18 @@ def write_markdown(name: str, lines: list[str]) -> None:
     print("\n".join(lines))
 
 
+def interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and a 95% t-interval over training seeds."""
+    import numpy as np
+    from scipy import stats
+
+    v = np.asarray(values, float)
+    if len(v) < 2:
+        return float(v.mean()), float("nan"), float("nan")
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
 def wilson(score: float, n: int) -> tuple[float, float]:
     """The Wilson 95% interval of a score over `n` games (polyzero's own)."""
     from polyzero.eval.stats import wilson_interval

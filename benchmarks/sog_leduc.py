@@ -20,7 +20,12 @@ Phases (each resumable: re-running continues where it stopped):
           WORK/eval/*.json; --jobs N evaluates N seeds at once (a copy of WORK
           with the chosen checkpoints' learner.pt, config.toml and state.json
           can be evaluated on another machine and its eval/seeds/ merged back).
-  report  benchmarks/results/sog_leduc.{json,md}.
+  report  benchmarks/results/sog_leduc.{json,md,png}.
+
+Several training seeds: train and eval each with --seed S (seed S > 0 works in
+WORK-seedS) and --marks M... (the checkpoint nearest each mark, in minutes of
+training), then `report --train-seeds 0 1 2` adds the mean over training seeds of
+each seed's mean at every mark that all of them have, with a 95% t-interval.
 
 Targets (the issue): SoG(100, 1) below IS-MCTS's best (465 mbb/h in the paper)
 within 2 hours of training and below 200 mbb/h within 6 hours.
@@ -38,13 +43,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     RESULTS,
     ROOT,
-    cached,
     git_commit,
+    interval,
     machine_line,
     run_jobs,
     run_phases,
     train_in_chunks,
     write_json_atomic,
+    write_markdown,
 )
 from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
 
@@ -77,8 +83,26 @@ def checkpoints(work: Path) -> list[dict]:
 
 
 def chosen(args, work: Path) -> list[dict]:
-    """The untrained network and `--points` checkpoints spread evenly over the training time."""
-    return spread(checkpoints(work), args.points)
+    """The untrained network and `--points` checkpoints spread evenly over the training time,
+    or with --marks the checkpoint nearest each mark (minutes of training; a mark keeps
+    training seeds' points together in the report)."""
+    points = checkpoints(work)
+    marks = getattr(args, "marks", None)
+    if not marks or not points:
+        return spread(points, args.points)
+    picks = [{**points[0], "mark": 0.0}]
+    for mark in marks:
+        best = min(points, key=lambda p: abs(p["minutes"] - mark))
+        if all(best["step"] != p["step"] for p in picks):
+            picks.append({**best, "mark": float(mark)})
+    return picks
+
+
+def work_dir(args, seed: int) -> Path:
+    """Training seed `seed`'s directory: --work (default runs/bench/sog_GAME) for seed 0,
+    WORK-seedS beside it for seed S."""
+    base = args.work or ROOT / "runs" / "bench" / f"sog_{args.short}"
+    return base if seed == 0 else base.with_name(f"{base.name}-seed{seed}")
 
 
 def phase_eval(args, work: Path) -> None:
@@ -94,7 +118,6 @@ def phase_eval(args, work: Path) -> None:
     todo = [
         (name, spec, sims, seed)
         for name, spec, sims, seeds, _ in cells
-        if not (work / "eval" / f"{name}.json").exists()
         for seed in range(seeds)
         if not _seed_path(work, name, seed).exists()
     ]
@@ -104,22 +127,29 @@ def phase_eval(args, work: Path) -> None:
         args.jobs,
         lambda key, rec: _save_seed(work, *key, rec),
     )
-    for name, spec, _, seeds, point in cells:  # a cell is complete when every seed of it is
-        parts = [_seed_path(work, name, seed) for seed in range(seeds)]
-        if parts and all(path.exists() for path in parts):
-            recs = [json.loads(path.read_text()) for path in parts]
-            cached(
-                work,
-                name,
-                lambda: {
-                    "spec": spec,
-                    "values": [r["value"] for r in recs],
-                    "unit": recs[0]["unit"],
-                    "seed_seconds": sum(r["seconds"] for r in recs),
-                    "machines": sorted({r["machine"] for r in recs}),
-                    **point,
-                },
-            )
+    for name, spec, _, seeds, point in cells:  # a cell is complete when every seed asked for is
+        if seeds and all(_seed_path(work, name, seed).exists() for seed in range(seeds)):
+            _write_cell(work, name, spec, point)
+
+
+def _write_cell(work: Path, name: str, spec: str, point: dict) -> None:
+    """WORK/eval/NAME.json from every seed evaluated for the cell (a later run with more
+    --seeds adds to it; one with fewer keeps them all)."""
+    parts = sorted(_seed_path(work, name, 0).parent.glob(f"{name}.seed*.json"))
+    recs = [json.loads(path.read_text()) for path in parts]
+    path = work / "eval" / f"{name}.json"
+    if path.exists() and len(json.loads(path.read_text())["values"]) == len(recs):
+        return
+    rec = {
+        "spec": spec,
+        "values": [r["value"] for r in recs],
+        "unit": recs[0]["unit"],
+        "seed_seconds": sum(r["seconds"] for r in recs),
+        "machines": sorted({r["machine"] for r in recs}),
+        **point,
+    }
+    write_json_atomic(path, rec)
+    print(f"[eval] {name}: {rec['values']}", flush=True)
 
 
 def _seed_path(work: Path, name: str, seed: int) -> Path:
@@ -153,18 +183,94 @@ def _save_seed(work: Path, name: str, seed: int, rec: dict) -> None:
     print(f"[eval] {name} seed {seed}: {rec['value']:.4g} {rec['unit']} ({rec['seconds']:.0f} s)", flush=True)
 
 
-def phase_report(args, work: Path) -> dict:
+def search_sims(row: dict) -> int:
+    """s of a row's SoG(s, 1) or IS-MCTS(s) spec."""
+    return int(row["spec"].split(":")[1].split(",")[0])
+
+
+def eval_rows(work: Path, training_seed: int) -> list[dict]:
+    """A training seed's evaluated cells (WORK/eval/*.json) with min / mean / max over search seeds."""
     import numpy as np
 
     rows = [json.loads(p.read_text()) for p in sorted((work / "eval").glob("*.json"))]
     for r in rows:
-        r["min"], r["mean"], r["max"] = (
-            float(np.min(r["values"])),
-            float(np.mean(r["values"])),
-            float(np.max(r["values"])),
+        v = r["values"]
+        r["min"], r["mean"], r["max"] = float(np.min(v)), float(np.mean(v)), float(np.max(v))
+        r["training_seed"] = training_seed
+    return rows
+
+
+def across_seeds(sog: list[dict], seeds: list[int]) -> list[dict]:
+    """Per SoG(s, 1) and --marks mark, where every training seed has the point: the mean
+    over training seeds of each seed's mean, its 95% t-interval, and min / max of the seeds' means."""
+    import numpy as np
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in sog:
+        if "mark" in r:
+            groups.setdefault((search_sims(r), r["mark"]), []).append(r)
+    out = []
+    for (sims, mark), rs in sorted(groups.items()):
+        if sorted(r["training_seed"] for r in rs) != sorted(seeds):
+            continue
+        means = [r["mean"] for r in rs]
+        mean, lo, hi = interval(means)
+        out.append(
+            {
+                "spec": f"sog:{sims},1",
+                "step": mark,  # fig3_shape's order of points
+                "mark": mark,
+                "minutes": float(np.mean([r["minutes"] for r in rs])),
+                "values": means,
+                "mean": mean,
+                "ci95": [lo, hi],
+                "min": min(means),
+                "max": max(means),
+                "search_seeds": [len(r["values"]) for r in rs],
+            }
         )
+    return out
+
+
+def phase_report(args, work: Path) -> dict:
+    seeds = args.train_seeds or [args.seed]
+    rows = [r for seed in seeds for r in eval_rows(work_dir(args, seed), seed)]
     anchors = [r for r in rows if r["spec"].startswith("ismcts")]
-    sog = sorted((r for r in rows if r["spec"].startswith("sog")), key=lambda r: (r["step"], r["spec"]))
+    sog = sorted(
+        (r for r in rows if r["spec"].startswith("sog")),
+        key=lambda r: (r["training_seed"], r["step"], search_sims(r)),
+    )
+    merged = across_seeds(sog, seeds) if len(seeds) > 1 else []
+    if args.game == "leduc_poker":
+        target = leduc_targets(sog, anchors)
+    elif len(seeds) == 1:
+        target = fig3_shape(sog, anchors)
+    else:
+        target = {f"training_seed_{s}": fig3_shape([r for r in sog if r["training_seed"] == s], anchors) for s in seeds}
+        target["across_training_seeds"] = fig3_shape(merged, anchors)
+    command = "python benchmarks/sog_leduc.py " + " ".join(sys.argv[1:])
+    git = git_commit()
+    result = {
+        "game": args.game,
+        "seed": args.seed if len(seeds) == 1 else seeds,
+        "command": command,
+        "git": git,
+        "machine": machine_line(),
+        "anchors": anchors,
+        "sog": sog,
+        "across_training_seeds": merged,
+        "targets": target,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    unit = rows[0]["unit"] if rows else "mbb/h"
+    write_markdown(args.out, report_lines(args, result, unit))
+    plot_curves(merged or sog, anchors, unit, RESULTS / f"{args.out}.png", args.game, len(seeds))
+    return result
+
+
+def leduc_targets(sog: list[dict], anchors: list[dict]) -> dict:
+    """Leduc: the issue's targets (SoG(100, 1) below IS-MCTS's best within 2 hours, below 200 within 6)."""
     best_ismcts = min((r["mean"] for r in anchors), default=None)
     sog100 = [r for r in sog if r["spec"].startswith("sog:100,")]
     bar = min(best_ismcts, 465.0) if best_ismcts is not None else 465.0
@@ -173,62 +279,62 @@ def phase_report(args, work: Path) -> dict:
         hits = [r["minutes"] for r in sog100 if r["minutes"] <= minutes and r["mean"] < level]
         return round(min(hits), 1) if hits else None
 
-    target = (
-        fig3_shape(sog, anchors)
-        if args.game != "leduc_poker"
-        else {  # Leduc: the issue's targets
-            "best_ismcts_mean": best_ismcts,
-            "paper_best_ismcts": 465.0,
-            "sog100_below_ismcts_within_2h": first_below(bar, 120) is not None,
-            "sog100_first_below_ismcts_at_min": first_below(bar, 120),
-            "sog100_below_200_within_6h": first_below(200.0, 360) is not None,
-            "sog100_first_below_200_at_min": first_below(200.0, 360),
-        }
-    )
-    command = "python benchmarks/sog_leduc.py " + " ".join(sys.argv[1:])
-    git = git_commit()
-    result = {
-        "game": args.game,
-        "seed": args.seed,
-        "command": command,
-        "git": git,
-        "machine": machine_line(),
-        "anchors": anchors,
-        "sog": sog,
-        "targets": target,
+    return {
+        "best_ismcts_mean": best_ismcts,
+        "paper_best_ismcts": 465.0,
+        "sog100_below_ismcts_within_2h": first_below(bar, 120) is not None,
+        "sog100_first_below_ismcts_at_min": first_below(bar, 120),
+        "sog100_below_200_within_6h": first_below(200.0, 360) is not None,
+        "sog100_first_below_200_at_min": first_below(200.0, 360),
     }
-    RESULTS.mkdir(exist_ok=True)
-    name = args.out
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
-    unit = rows[0]["unit"] if rows else "mbb/h"
+
+
+def report_lines(args, result: dict, unit: str) -> list[str]:
+    """The Markdown report: each cell (per training seed), then the means across training seeds."""
     f = ".1f" if unit == "mbb/h" else ".3f"
+    rows = result["anchors"] + result["sog"]
     evaluated_on = sorted({m for r in rows for m in r.get("machines", [])})
     lines = [
-        f"# Benchmark `{name}`: Student of Games on {args.game}",
+        f"# Benchmark `{args.out}`: Student of Games on {args.game}",
         "",
-        f"Machine: {result['machine']}. Command: `{command}` (commit {git[:10]}). Seed {args.seed}.",
+        f"Machine: {result['machine']}. Command: `{result['command']}` (commit {result['git'][:10]}). "
+        f"Training seed(s) {result['seed']}.",
         "",
-        f"Exploitability in {unit} (min / mean / max over seeds); minutes = training time of the checkpoint.",
+        f"Exploitability in {unit} (min / mean / max over search seeds); minutes = training time of the checkpoint.",
         "",
-        "| player | step | minutes | seeds | min | mean | max |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| player | training seed | step | minutes | seeds | min | mean | max |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in anchors:
-        lines.append(f"| `{r['spec']}` | | | {len(r['values'])} | {r['min']:{f}} | {r['mean']:{f}} | {r['max']:{f}} |")
-    for r in sog:
+    for r in result["anchors"]:
+        lines.append(
+            f"| `{r['spec']}` | | | | {len(r['values'])} | {r['min']:{f}} | {r['mean']:{f}} | {r['max']:{f}} |"
+        )
+    for r in result["sog"]:
         label = r["spec"].split(",net=")[0] + (" (untrained)" if r["step"] == 0 else "")
         lines.append(
-            f"| `{label}` | {r['step']} | {r['minutes']:.1f} | {len(r['values'])} | {r['min']:{f}} | "
-            f"{r['mean']:{f}} | {r['max']:{f}} |"
+            f"| `{label}` | {r['training_seed']} | {r['step']} | {r['minutes']:.1f} | {len(r['values'])} | "
+            f"{r['min']:{f}} | {r['mean']:{f}} | {r['max']:{f}} |"
         )
+    if result["across_training_seeds"]:
+        lines += [
+            "",
+            "Across training seeds (each seed's mean over its search seeds; mean, 95% t-interval, min / max):",
+            "",
+            "| player | mark (min) | mean minutes | training seeds | search seeds each | mean | 95% interval "
+            "| min | max |",
+            "|---|---:|---:|---:|---|---:|---|---:|---:|",
+        ]
+        for r in result["across_training_seeds"]:
+            lo, hi = r["ci95"]
+            lines.append(
+                f"| `SoG({search_sims(r)}, 1)` | {r['mark']:g} | {r['minutes']:.1f} | {len(r['values'])} | "
+                f"{r['search_seeds']} | {r['mean']:{f}} | [{lo:{f}}, {hi:{f}}] | {r['min']:{f}} | {r['max']:{f}} |"
+            )
     if evaluated_on:  # seeds evaluated in parallel (--jobs), possibly on another machine
         lines += ["", "Seeds evaluated on: " + "; ".join(evaluated_on) + "."]
-    if target is not None:
-        lines += ["", f"Targets: {json.dumps(target)}"]
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
-    plot_curves(sog, anchors, unit, RESULTS / f"{name}.png", args.game)
-    print("\n".join(lines))
-    return result
+    if result["targets"]:
+        lines += ["", f"Targets: {json.dumps(result['targets'])}"]
+    return lines
 
 
 def fig3_shape(sog: list[dict], anchors: list[dict]) -> dict:
@@ -238,9 +344,8 @@ def fig3_shape(sog: list[dict], anchors: list[dict]) -> dict:
     one), with trained SoG(100, 1) below IS-MCTS at each of its simulation counts."""
     if not sog:
         return {}
-    sims = lambda r: int(r["spec"].split(":")[1].split(",")[0])  # noqa: E731
     first, last = min(r["step"] for r in sog), max(r["step"] for r in sog)
-    at = {(r["step"], sims(r)): r["mean"] for r in sog}
+    at = {(r["step"], search_sims(r)): r["mean"] for r in sog}
     training = {
         s: {"untrained": at[(first, s)], "final": at[(last, s)], "falls": at[(last, s)] < at[(first, s)]}
         for (step, s) in at
@@ -255,18 +360,19 @@ def fig3_shape(sog: list[dict], anchors: list[dict]) -> dict:
     return {"falls_with_training": training, "falls_with_search": search, "vs_ismcts": ismcts}
 
 
-def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, game: str) -> None:
-    """Mean exploitability (min-max band) against training minutes per SoG(s, 1); IS-MCTS as lines."""
+def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, game: str, seeds: int = 1) -> None:
+    """Mean exploitability (min-max band) against training minutes per SoG(s, 1); IS-MCTS as lines.
+    With several training seeds: the means across seeds, the band their seeds' means."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for spec in sorted({r["spec"].split(",net=")[0] for r in sog}, key=lambda s: int(s[4:].split(",")[0])):
-        rows = sorted((r for r in sog if r["spec"].startswith(spec + ",")), key=lambda r: r["minutes"])
+    for sims in sorted({search_sims(r) for r in sog}):
+        rows = sorted((r for r in sog if search_sims(r) == sims), key=lambda r: r["minutes"])
         x = [r["minutes"] for r in rows]
-        (line,) = ax.plot(x, [r["mean"] for r in rows], marker="o", label=f"SoG({spec[4:]})")
+        (line,) = ax.plot(x, [r["mean"] for r in rows], marker="o", label=f"SoG({sims}, 1)")
         ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], alpha=0.2, color=line.get_color())
     for r in anchors:
         ax.axhline(r["mean"], linestyle="--", linewidth=1, color="gray")
@@ -274,7 +380,12 @@ def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, gam
     ax.set_yscale("log")
     ax.set_xlabel("training time (minutes)")
     ax.set_ylabel(f"exploitability ({unit})")
-    ax.set_title(f"Student of Games on {game}\nmean over seeds, min-max band", fontsize=10)
+    band = (
+        f"mean over {seeds} training seeds, band: their means' min-max"
+        if seeds > 1
+        else "mean over seeds, min-max band"
+    )
+    ax.set_title(f"Student of Games on {game}\n{band}", fontsize=10)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -302,7 +413,9 @@ def main(argv=None) -> None:
         help="IS-MCTS anchors' simulations (default: 100 1000 10000 on poker, 100 1000 otherwise)",
     )
     p.add_argument("--anchor-seeds", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="training seed (seed S > 0 works in WORK-seedS)")
+    p.add_argument("--marks", type=float, nargs="*", default=None, help="eval: checkpoints nearest these minutes")
+    p.add_argument("--train-seeds", type=int, nargs="*", default=None, help="report: training seeds merged")
     p.add_argument("--jobs", type=int, default=1, help="processes evaluating seeds in parallel")
     p.add_argument(
         "--reverse",
@@ -311,11 +424,12 @@ def main(argv=None) -> None:
     )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
-    short = {"scotland_yard": "glasses"}.get(args.game.split("(")[0], args.game.split("(")[0].replace("_poker", ""))
-    args.out = args.out or f"sog_{short}"
+    name = args.game.split("(")[0]
+    args.short = {"scotland_yard": "glasses"}.get(name, name.replace("_poker", ""))
+    args.out = args.out or f"sog_{args.short}"
     if args.ismcts is None:  # OpenSpiel's Python IS-MCTS on Python games (Scotland Yard) is slow
         args.ismcts = [100, 1000, 10000] if "poker" in args.game else [100, 1000]
-    work = args.work or ROOT / "runs" / "bench" / f"sog_{short}"
+    work = work_dir(args, args.seed)
     work.mkdir(parents=True, exist_ok=True)
     run_phases(args, work, phase_train, phase_eval, phase_report)
 

@@ -34,6 +34,7 @@ from common import (  # noqa: E402
     RESULTS,
     ROOT,
     git_commit,
+    interval,
     machine_line,
     run_jobs,
     run_phases,
@@ -109,17 +110,6 @@ def cfr_at(curve: dict, seconds: float) -> dict:
     """CFR+'s last measured point within `seconds` of wall clock (its first if none)."""
     within = [p for p in curve["points"] if p["seconds"] <= seconds]
     return within[-1] if within else curve["points"][0]
-
-
-def interval(values: list[float]) -> tuple[float, float, float]:
-    """Mean and a 95% t-interval over training seeds."""
-    from scipy import stats
-
-    v = np.asarray(values, float)
-    if len(v) < 2:
-        return float(v.mean()), float("nan"), float("nan")
-    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
-    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
 
 
 def phase_report(args, work: Path) -> dict:

@@ -366,3 +366,31 @@ def test_sog_without_network_refuses_games_too_large_to_solve(monkeypatch, capsy
         players._solvable.cache_clear()
     err = capsys.readouterr().err.strip()
     assert "net=RUN" in err and "more than 1,000 histories" in err and len(err.splitlines()) == 1
+
+
+def test_ismcts_on_a_python_game_builds_each_roots_worlds_once_and_searches_as_before(monkeypatch):
+    """OpenSpiel's Python IS-MCTS resamples a world at the root of every simulation;
+    the worlds of that root are built once per search, with the same draws as
+    rebuilding them each time (the same policy for the same seed)."""
+    import polyzero.games.public_states as public_states
+    from polyzero.sog.exploitability import decision_public_states
+    from polyzero.sog.players import ISMCTSPlayer
+
+    class Rebuilding(ISMCTSPlayer):  # the resampler before the cache: a public state per simulation
+        def _resample(self, state, player):
+            self._root_key = None
+            return super()._resample(state, player)
+
+    game = load_game("scotland_yard")
+    nodes = decision_public_states(game)
+    states = [node.worlds[node.worlds_of(node.player, 0)[0]].state for node in nodes[100:400:100]]
+    built = []
+    real = public_states.public_state_at
+    monkeypatch.setattr(public_states, "public_state_at", lambda *a: built.append(1) or real(*a))
+    cached, rebuilding = ISMCTSPlayer(game, 30, seed=3), Rebuilding(game, 30, seed=3)
+    for state in states:
+        built.clear()
+        policy = cached.policy(state)
+        assert len(built) <= 1  # one public state per search (none where a single action skips it)
+        assert policy == rebuilding.policy(state)
+        assert len(policy) > 1
