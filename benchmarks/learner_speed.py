@@ -165,6 +165,11 @@ def floor_pass(algo, net: torch.nn.Module, batch: dict[str, torch.Tensor]) -> No
 
 
 def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, warmup: int) -> dict:
+    """Medians over the rounds of wall-clock time, and of the process's CPU time: on a
+    shared machine a round that loses the core for a time slice (4 ms and more) takes
+    that long in wall-clock time but not in CPU time, so with one torch thread on the
+    CPU the CPU-time ratio is the one the load does not move (on a GPU only wall-clock
+    time means anything)."""
     torch.manual_seed(0)
     learner = Learner(algo, cfg.train, device)
     floor_net = algo.build_network().to(device).train()
@@ -173,19 +178,21 @@ def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, war
         k: torch.from_numpy(v).to(device) for k, v in sampler.sample(cfg.train.batch_size, rng).items() if k != "index"
     }
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    step_s, floor_s = [], []
+    wall, cpu = {"step": [], "floor": []}, {"step": [], "floor": []}
     for i in range(warmup + steps):
-        t0 = time.perf_counter()
-        learner.update(sampler.sample(cfg.train.batch_size, rng))  # .item() syncs each step
-        t1 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
+        learner.update(sampler.sample(cfg.train.batch_size, rng))  # the loss terms' read-back syncs
+        t1, c1 = time.perf_counter(), time.process_time()
         floor_net.zero_grad(set_to_none=True)
         floor_pass(algo, floor_net, fixed)
         sync()
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         if i >= warmup:
-            step_s.append(t1 - t0)
-            floor_s.append(t2 - t1)
-    step, floor = statistics.median(step_s), statistics.median(floor_s)
+            for times, start, mid, end in ((wall, t0, t1, t2), (cpu, c0, c1, c2)):
+                times["step"].append(mid - start)
+                times["floor"].append(end - mid)
+    step, floor = statistics.median(wall["step"]), statistics.median(wall["floor"])
+    cpu_step, cpu_floor = statistics.median(cpu["step"]), statistics.median(cpu["floor"])
     return {
         "steps_per_s": 1 / step,
         "floor_steps_per_s": 1 / floor,
@@ -193,8 +200,13 @@ def time_arm(arm: Arm, algo, cfg, sampler, device: torch.device, steps: int, war
         "examples_per_s": cfg.train.batch_size / step,
         "step_ms": step * 1e3,
         "floor_ms": floor * 1e3,
-        "step_ms_all": [x * 1e3 for x in step_s],
-        "floor_ms_all": [x * 1e3 for x in floor_s],
+        "cpu_step_ms": cpu_step * 1e3,
+        "cpu_floor_ms": cpu_floor * 1e3,
+        "cpu_learner_over_floor": cpu_step / cpu_floor,
+        "step_ms_all": [x * 1e3 for x in wall["step"]],
+        "floor_ms_all": [x * 1e3 for x in wall["floor"]],
+        "cpu_step_ms_all": [x * 1e3 for x in cpu["step"]],
+        "cpu_floor_ms_all": [x * 1e3 for x in cpu["floor"]],
     }
 
 
@@ -279,7 +291,69 @@ def loss_ab(rounds: int) -> list[dict]:
     return rows
 
 
+def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
+    """The whole update, the code before the small-network work (L2 as a graph per tensor,
+    the single-tensor optimizer loop: `reference_update` in tests/test_learner_exact.py)
+    against the Learner's, beside the floor, on the same minibatches, interleaved: medians
+    of the process's CPU time (ms)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from test_learner_exact import reference_update
+
+    rows = []
+    for name in names:
+        arm = next(a for a in ARMS if a.name == name)
+        algo, cfg, sampler = setup(arm, batch)
+        torch.manual_seed(0)
+        new, old = (Learner(algo, cfg.train, torch.device("cpu")) for _ in range(2))
+        old.net.load_state_dict(new.net.state_dict())
+        kind = torch.optim.Adam if cfg.train.optimizer == "adam" else torch.optim.SGD
+        extra = {} if cfg.train.optimizer == "adam" else {"momentum": cfg.train.momentum}
+        old.optimizer = kind(old.net.parameters(), lr=cfg.train.learning_rate, foreach=False, **extra)
+        floor_net = algo.build_network().train()
+
+        def floor_round():
+            floor_net.zero_grad(set_to_none=True)
+            floor_pass(algo, floor_net, fixed)
+
+        rng = np.random.default_rng(0)
+        times = {"old": [], "new": [], "floor": []}
+        for r in range(rounds + 2):  # two warm-up rounds
+            b = sampler.sample(cfg.train.batch_size, rng)
+            fixed = {k: torch.from_numpy(v) for k, v in b.items() if k != "index"}
+            for key, fn in (
+                ("old", lambda: reference_update(old, b)),
+                ("new", lambda: new.update(b)),
+                ("floor", floor_round),
+            ):
+                c0 = time.process_time()
+                fn()
+                if r >= 2:
+                    times[key].append(time.process_time() - c0)
+        ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        rows.append({"arm": name, "batch": cfg.train.batch_size, **{f"{k}_ms": v for k, v in ms.items()}})
+        print(f"update A/B {name} B={cfg.train.batch_size}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in ms.items()))
+    return rows
+
+
 # ------------------------------------------------------------------ report
+def render_update_ab(rows) -> list[str]:
+    if not rows:
+        return []
+    head = [
+        "",
+        "The whole update (minibatch given), the code before the small-network work against "
+        "the current, beside the floor, interleaved on the same minibatches (medians of CPU ms):",
+        "",
+        "| arm | batch | old ms | new ms | floor ms | old / floor | new / floor | speed-up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    return head + [
+        f"| {r['arm']} | {r['batch']} | {r['old_ms']:.2f} | {r['new_ms']:.2f} | {r['floor_ms']:.2f} | "
+        f"{r['old_ms'] / r['floor_ms']:.2f} | {r['new_ms'] / r['floor_ms']:.2f} | {r['old_ms'] / r['new_ms']:.2f}x |"
+        for r in rows
+    ]
+
+
 def render(result) -> str:
     lines = [
         "# Learner training steps per second beside the floor and AlphaZero",
@@ -291,19 +365,25 @@ def render(result) -> str:
         "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
         "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
         "on one batch, timed in the same rounds; medians of "
-        f"{result['steps']} rounds after {result['warmup']} warm-up rounds",
+        f"{result['steps']} rounds after {result['warmup']} warm-up rounds, of wall-clock time and (last two "
+        "columns) of the process's CPU time, which a shared machine's load does not stretch",
         "",
         "| arm | game | batch | device | steps / s | floor steps / s | learner / floor "
-        "| vs AlphaZero at the same trunk |",
-        "|---|---|---:|---|---:|---:|---:|---:|",
+        "| vs AlphaZero at the same trunk | CPU ms: learner / floor | learner / floor in CPU time |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     rows = result["rows"]
     for r in rows:
         base = next((x for x in rows if x["arm"] == r["baseline"] and x["device"] == r["device"]), None)
         vs = f"{r['steps_per_s'] / base['steps_per_s']:.2f}x" if base else "-"
+        cpu = (
+            (f"{r['cpu_step_ms']:.2f} / {r['cpu_floor_ms']:.2f}", f"{r['cpu_learner_over_floor']:.2f}")
+            if "cpu_step_ms" in r and r["device"] == "cpu"
+            else ("-", "-")
+        )
         lines.append(
             f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
-            f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} |"
+            f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} | {cpu[0]} | {cpu[1]} |"
         )
     for p in result.get("profiles", []):
         lines += [
@@ -330,6 +410,7 @@ def render(result) -> str:
             f"| {r['case']} | {r['batch']} | {r['old_ms']:.1f} | {r['new_ms']:.1f} | {r['speedup']:.2f}x |"
             for r in result["loss_ab"]
         ]
+    lines += render_update_ab(result.get("update_ab"))
     return "\n".join(lines) + "\n"
 
 
@@ -341,20 +422,10 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--cpu-threads", type=int, default=os.cpu_count(), help="torch threads for the CPU learner")
-    ap.add_argument(
-        "--loss-ab",
-        type=int,
-        default=0,
-        metavar="ROUNDS",
-        help="also time the loss alone, old code against new, this many rounds",
-    )
-    ap.add_argument(
-        "--profile",
-        default="",
-        metavar="ARMS",
-        help="also profile these arms' updates (comma list) with torch.profiler",
-    )
+    ap.add_argument("--loss-ab", type=int, default=0, metavar="ROUNDS", help="also the loss alone, old code vs new")
+    ap.add_argument("--profile", default="", metavar="ARMS", help="also profile these arms' updates (torch.profiler)")
     ap.add_argument("--profile-updates", type=int, default=4)
+    ap.add_argument("--update-ab", default="", metavar="ARMS", help="also these arms' whole update, old code vs new")
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
     args = ap.parse_args(argv)
@@ -384,10 +455,12 @@ def main(argv=None) -> None:
             )
             print(
                 f"{arm.name} {dev} batch {cfg.train.batch_size}: {r['steps_per_s']:.2f} steps/s, floor "
-                f"{r['floor_steps_per_s']:.2f}, learner/floor {r['learner_over_floor']:.2f}",
+                f"{r['floor_steps_per_s']:.2f}, learner/floor {r['learner_over_floor']:.2f} "
+                f"(CPU time {r['cpu_learner_over_floor']:.2f})",
                 flush=True,
             )
     loss_rows = loss_ab(args.loss_ab) if args.loss_ab else []
+    update_rows = update_ab([a for a in args.update_ab.split(",") if a], args.batch_size, args.steps)
     profiles = [
         profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
         for name in args.profile.split(",")
@@ -405,6 +478,7 @@ def main(argv=None) -> None:
         "loadavg_end": os.getloadavg(),
         "rows": rows,
         "loss_ab": loss_rows,
+        "update_ab": update_rows,
         "profiles": profiles,
     }
     write_results(args.out, result, render(result))

@@ -293,7 +293,7 @@ def test_the_l2_node_is_c_times_the_squared_norm_and_its_gradient():
     torch.manual_seed(0)
     params = [torch.randn(3, 4, requires_grad=True), torch.randn(5, requires_grad=True)]
     l2 = L2Penalty.apply(0.01, *params)
-    assert l2.item() == pytest.approx(0.01 * sum(float((p * p).sum()) for p in params), rel=1e-6)
+    assert l2.item() == pytest.approx(0.01 * sum(float((p.detach() ** 2).sum()) for p in params), rel=1e-6)
     (3.0 * l2).backward()  # the upstream gradient scales it
     for p in params:
         torch.testing.assert_close(p.grad, 6.0 * 0.01 * p.detach())

@@ -17,13 +17,13 @@ def learning_rate(train_cfg, update: int) -> float:
 
 
 def make_optimizer(train_cfg, params) -> torch.optim.Optimizer:
-    """Adam or SGD with momentum, the step as foreach operators (each operator once over
-    every tensor: bit for bit the single-tensor loop's numbers, tests/test_learner_exact.py,
-    without its Python overhead, which rivals the network's passes on small networks);
-    with train.fused_step one fused kernel per tensor (cheaper still; the same update to
-    float rounding, docs/benchmarks.md). A checkpoint's optimizer state keeps the step
-    it was saved with when it is resumed (load_state_dict takes the saved settings), so
-    a resumed run stays exact."""
+    """Adam or SGD with momentum, the step as foreach operators (each dispatched once per
+    list of tensors: bit for bit the single-tensor loop's numbers, tests/test_learner_exact.py,
+    a little cheaper); with train.fused_step one fused kernel per tensor (a fifth of the
+    cost on small networks; the same update to float rounding, docs/benchmarks.md). A
+    resumed checkpoint keeps the kind of step it was saved with, fused or not
+    (load_state_dict takes the saved settings; `Learner.load_state_dict` moves one of the
+    single-tensor loop to the foreach step, the same numbers), so a resumed run stays exact."""
     params = list(params)
     native = all(p.device.type in ("cpu", "cuda") for p in params)
     kind = {"fused": True} if train_cfg.fused_step and native else {"foreach": True} if native else {}
@@ -34,11 +34,12 @@ def make_optimizer(train_cfg, params) -> torch.optim.Optimizer:
 
 class L2Penalty(torch.autograd.Function):
     """c ||theta||^2 as one node of the graph instead of a product, a sum and an add per
-    parameter tensor (on a small network those Python-issued operators cost as much as
-    the network's own passes). Bit for bit the graph it replaces, `c * sum((p * p).sum()
-    for p in params)`: the value sums the per-tensor sums in the same order, and the
-    gradient c p + c p (the product's two factors) reaches each parameter first, as the
-    replaced branch did (autograd runs the nodes made last first), so the loss's
+    parameter tensor (fewer operators and graph nodes: with the foreach step, 1.05-1.11x
+    faster updates of the small networks at batch 32, benchmarks/results/
+    learner_speed_small_nets_b32.md). Bit for bit the graph it replaces, `c * sum((p * p)
+    .sum() for p in params)`: the value sums the per-tensor sums in the same order, and
+    the gradient c p + c p (the product's two factors) reaches each parameter first, as
+    the replaced branch's did (autograd runs the nodes made last first), so the loss's
     gradients are added to it in the same order."""
 
     @staticmethod
