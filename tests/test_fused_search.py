@@ -119,6 +119,10 @@ def test_auto_fuses_small_batches_of_mlp_networks_only():
     big, small = ev.initial(obs), ev.initial(obs[:3])
     for x, y in zip(big, small):
         np.testing.assert_allclose(x[:3], y, rtol=1e-5, atol=2e-6)
+    # Empty batches, and actions out of range refused (the compiled kernel checks no bounds).
+    assert [x.shape for x in ev.initial(obs[:0])] == [(0, 10), (0, A), (0,)]
+    with pytest.raises(ValueError, match="actions must lie in"):
+        ev.recurrent(np.zeros((2, 10), np.float32), np.array([0, A]))
     # A weight refresh reaches the programs.
     other = _net(seed=5)
     ev.load_state_dict(other.state_dict())
