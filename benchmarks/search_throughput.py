@@ -95,7 +95,8 @@ def muzero_row(args, net, jparams, b: int, n: int, inputs: tuple, visit_check: l
         row[name] = s
     # share of each polyzero call spent outside the network (network calls
     # timed inside the search), median over calls
-    row["polyzero_outside_net_share_inner"] = 1 - statistics.median(pz.net_shares)
+    # (not measurable inside the fused search: its network runs in the compiled call)
+    row["polyzero_outside_net_share_inner"] = None if pz.fused else 1 - statistics.median(pz.net_shares)
     row["polyzero_outside_net_share_alone"] = 1 - row["net_alone"]["median_s"] / row["polyzero"]["median_s"]
     row["polyzero_mean_ms"] = statistics.mean(ts["polyzero"]) * 1e3
     row["mctx_mean_ms"] = statistics.mean(ts["mctx"]) * 1e3 if "mctx" in ts else None
@@ -107,11 +108,16 @@ def muzero_row(args, net, jparams, b: int, n: int, inputs: tuple, visit_check: l
         row["speedup_vs_mctx"] = row["mctx"]["median_s"] / row["polyzero"]["median_s"]
         line += f"  mctx {row['mctx']['median_s'] * 1e3:9.3f} ms  x{row['speedup_vs_mctx']:.2f}"
     line += (
-        f"  outside-net {row['polyzero_outside_net_share_inner']:.2f}"
+        f"  outside-net {_share(row['polyzero_outside_net_share_inner'])}"
         f"  (probe {row['probe_ms']:.2f} ms, wall {time.perf_counter() - t_wall:.1f} s)"
     )
     print(line, flush=True)
     return row
+
+
+def _share(share: float | None) -> str:
+    """A share of the time outside the network; '-' where the search ran fused."""
+    return "-" if share is None else f"{share:.2f}"
 
 
 def mctx_job(pz, jparams, b: int, n: int, inputs: tuple, row: dict, visit_check: list) -> tuple:
@@ -438,7 +444,7 @@ def render_markdown(results) -> str:
             + (f"{mc['median_s'] * 1e3:.3f} | **{r['speedup_vs_mctx']:.2f}x** | " if mc else "- | - | ")
             + f"{pz['sims_per_s']:,.0f} | "
             + (f"{mc['sims_per_s']:,.0f} | " if mc else "- | ")
-            + f"{na['median_s'] * 1e3:.3f} | {r['polyzero_outside_net_share_inner']:.2f} / "
+            + f"{na['median_s'] * 1e3:.3f} | {_share(r['polyzero_outside_net_share_inner'])} / "
             f"{r['polyzero_outside_net_share_alone']:.2f} | "
             f"{pd['mean_node_depth']:.2f} / {pd['max_depth']} | "
             + (f"{md_['mean_node_depth']:.2f} / {md_['max_depth']} | " if md_ else "- | ")

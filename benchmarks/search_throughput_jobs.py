@@ -69,6 +69,7 @@ class PolyzeroMuZero:
         self.net_s = 0.0
         self.calls = 0
         self.net_shares = []  # per call: network time / call time
+        self.fused = False  # the last call ran the fused search (no recurrent_fn calls to time)
         self.store = None  # the hidden-state store, reused across calls
 
     def _timed_recurrent(self, h, a):
@@ -95,6 +96,7 @@ class PolyzeroMuZero:
             fuse=self.net.fuse,
         )
         self.store = model.hidden  # reused by the next call, as polyzero's MuZero does
+        self.fused = model.fused
         self.calls += 1
         if self.params.kind == "puct":
             res = run_search(model, self.params, self.rng, add_noise=False)

@@ -103,6 +103,26 @@ def test_fused_search_builds_the_loops_trees(batch, settings):
             np.testing.assert_allclose(a.policy_target, b.policy_target, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("batch", [1, 3, 16])
+def test_fused_search_visits_as_the_pytorch_loop(batch):
+    """Against today's path (the loop over PyTorch eager, its own rounding): the same
+    root visit counts on these seeds."""
+    params = SearchParams(num_simulations=16, dirichlet_fraction=0.0, **SEARCHES[0])
+    for seed in range(3):
+        net = _net(seed, support=3 if seed == 2 else 0)
+        rng = np.random.default_rng(seed)
+        obs = rng.random((batch, *OBS)).astype(np.float32)
+        eager = MuZeroInference(net, inference="eager")
+        hidden, logits, value = eager.initial(obs)
+        _, recurrent = muzero_programs(net)
+        visits = []
+        for program in (recurrent, None):
+            model = LearnedModel(logits, value, hidden, eager.recurrent, discount=-1.0, program=program)
+            assert model.fused == (program is not None)
+            visits.append(run_search(model, params, np.random.default_rng(seed)).root_visits)
+        np.testing.assert_array_equal(*visits)
+
+
 def test_auto_fuses_small_batches_of_mlp_networks_only():
     net = _net()
     ev = MuZeroInference(net, inference="auto")
@@ -119,6 +139,10 @@ def test_auto_fuses_small_batches_of_mlp_networks_only():
     big, small = ev.initial(obs), ev.initial(obs[:3])
     for x, y in zip(big, small):
         np.testing.assert_allclose(x[:3], y, rtol=1e-5, atol=2e-6)
+    # Empty batches, and actions out of range refused (the compiled kernel checks no bounds).
+    assert [x.shape for x in ev.initial(obs[:0])] == [(0, 10), (0, A), (0,)]
+    with pytest.raises(ValueError, match="actions must lie in"):
+        ev.recurrent(np.zeros((2, 10), np.float32), np.array([0, A]))
     # A weight refresh reaches the programs.
     other = _net(seed=5)
     ev.load_state_dict(other.state_dict())

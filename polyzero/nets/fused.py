@@ -142,7 +142,7 @@ class ProgramCall:
         )
 
     def initial(self, obs: np.ndarray):
-        obs = np.ascontiguousarray(obs, np.float32).reshape(len(obs), -1)
+        obs = np.ascontiguousarray(obs, np.float32).reshape(len(obs), int(np.prod(obs.shape[1:])))
         initial_rows(self.program.ops, self.program.weights, self._rows(len(obs)), obs, len(obs))
         hidden, logits, value, _ = self._outputs(len(obs))
         return hidden, logits, value
@@ -151,6 +151,8 @@ class ProgramCall:
         p, m = self.program, len(hidden)
         hidden = np.ascontiguousarray(hidden, np.float32)
         action = np.ascontiguousarray(action, np.int64)
+        if m and not (0 <= action.min() and action.max() < p.num_actions):  # the kernel checks no bounds
+            raise ValueError(f"actions must lie in [0, {p.num_actions}), got {action.min()}..{action.max()}")
         recurrent_rows(p.ops, p.weights, self._rows(m), hidden, action, m, p.num_actions)
         h2, logits, value, reward = self._outputs(m)
         return reward, logits, value, h2

@@ -169,20 +169,8 @@ def simulate(
     batch = tree.batch_size
     arrays = kernels.pack(tree)
     rules = tuple(params.rules(getattr(model, "ndmz_tree", False)))
-    chunks = kernels.tree_chunks(batch)
-    # Chance outcomes are drawn from numba's generator, seeded on this thread only.
-    if chunks == 1 or getattr(model, "has_chance", False):
-        select = functools.partial(kernels.select_leaves, arrays, rules)
-    else:
-        select = functools.partial(kernels.select_leaves_parallel, chunks, arrays, rules)
-    backup = (
-        functools.partial(kernels.expand_and_backup, arrays, rules)
-        if chunks == 1
-        else functools.partial(kernels.expand_and_backup_parallel, chunks, arrays, rules)
-    )
     leaves = kernels.make_leaves(batch)
     packed = tuple(leaves)
-    node, action, kind, new_node = (x[:, 0] for x in (leaves.node, leaves.action, leaves.kind, leaves.new_node))
     forced = np.full(batch, -1, np.int32)  # -1: the rule (or the Gumbel root) decides
     if gumbel_root is None:
         gumbel_logits, considered = np.zeros((batch, 1)), np.full((1, batch), -1, np.int32)
@@ -195,6 +183,18 @@ def simulate(
         # A learned MLP model: every simulation in one compiled call (search.fused).
         fused(arrays, rules, root, packed, params.num_simulations, gumbel_root is not None)
         return 1 + params.num_simulations
+    chunks = kernels.tree_chunks(batch)
+    # Chance outcomes are drawn from numba's generator, seeded on this thread only.
+    if chunks == 1 or getattr(model, "has_chance", False):
+        select = functools.partial(kernels.select_leaves, arrays, rules)
+    else:
+        select = functools.partial(kernels.select_leaves_parallel, chunks, arrays, rules)
+    backup = (
+        functools.partial(kernels.expand_and_backup, arrays, rules)
+        if chunks == 1
+        else functools.partial(kernels.expand_and_backup_parallel, chunks, arrays, rules)
+    )
+    node, action, kind, new_node = (x[:, 0] for x in (leaves.node, leaves.action, leaves.kind, leaves.new_node))
     calls = 1
     for sim in range(params.num_simulations):
         if hooks.root_action_fn is not None or gumbel_root is not None:
