@@ -27,6 +27,7 @@ import os
 import numba as nb
 
 from ...errors import UsageError
+from . import stale_cache  # noqa: F401  (first: it touches changed sources before any kernel is decorated)
 from .backup import expand_and_backup, expand_and_backup_parallel
 from .gumbel import completed_sigma, gumbel_interior_action, gumbel_root_action, gumbel_root_outputs, mixed_value
 from .leaves import COLLISION, NEW_LEAF, NO_LEAF, TERMINAL_LEAF, Leaves, make_leaves

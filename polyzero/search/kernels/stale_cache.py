@@ -1,0 +1,77 @@
+"""Numba's on-disk cache kept in step with the sources the kernels call across modules.
+
+Numba keys a cached kernel (``cache=True``) on the content of its own source file only.
+A kernel that calls a function of another
+module keeps the old callee's compiled code after that module changes: a stale
+``search.fused`` once searched with an old network layer of ``kernels.mlp``. So before any
+kernel module is imported (the package imports this module first), :func:`refresh`
+hashes every source whose kernels are cached together and, in each directory where
+numba keeps their caches (beside the sources, ``NUMBA_CACHE_DIR``, the user's cache),
+removes their index files when the hash differs from the one recorded there: numba then
+compiles every kernel afresh. (Touching the sources would not do: numba stamps a source
+by its content.) A directory it cannot write is left as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from numba.core import caching, config
+
+_KERNELS = Path(__file__).resolve().parent
+# Every module with cached kernels that call one another: this package and the fused search.
+SOURCES = (*sorted(_KERNELS.glob("*.py")), _KERNELS.parent / "fused.py")
+RECORD = "polyzero_kernel_sources.sha256"
+
+
+def sources_digest(sources=SOURCES) -> str:
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def cache_dirs(source: Path) -> list[Path]:
+    """Where numba may keep `source`'s cached kernels (numba's own locators)."""
+    dirs = [source.parent / "__pycache__"]
+    locators: list[type[caching.UserWideCacheLocator | caching.UserProvidedCacheLocator]] = [
+        caching.UserWideCacheLocator
+    ]
+    if getattr(config, "CACHE_DIR", None):  # NUMBA_CACHE_DIR
+        locators.append(caching.UserProvidedCacheLocator)
+    for locator in locators:
+        dirs.append(Path(locator(refresh, str(source)).get_cache_path()))
+    return list(dict.fromkeys(dirs))
+
+
+def refresh(sources=SOURCES) -> list[Path]:
+    """Remove `sources`' numba index files in every cache directory whose record differs
+    from their joint digest; the directories refreshed."""
+    digest, refreshed = sources_digest(sources), []
+    stems_by_dir: dict[Path, set[str]] = {}
+    for source in sources:
+        for directory in cache_dirs(Path(source)):
+            stems_by_dir.setdefault(directory, set()).add(Path(source).stem)
+    for directory, stems in stems_by_dir.items():
+        record = directory / RECORD
+        try:
+            if not directory.is_dir() or record.read_text() == digest:
+                continue
+        except OSError:
+            pass  # no record yet: refresh
+        try:
+            for index in directory.glob("*.nbi"):
+                if index.name.split(".", 1)[0] in stems:
+                    index.unlink(missing_ok=True)
+            tmp = directory / f"{RECORD}.{os.getpid()}.tmp"
+            tmp.write_text(digest)
+            os.replace(tmp, record)  # concurrent importers each write the same digest
+        except OSError:
+            continue  # a directory this process cannot write: nothing to keep in step
+        refreshed.append(directory)
+    return refreshed
+
+
+refresh()  # on import: the package imports this module before any kernel module
