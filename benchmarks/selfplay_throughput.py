@@ -38,7 +38,11 @@ PRESETS = {  # name -> (game, algo, overrides)
     "alphazero": ("connect_four", "alphazero", []),
     "muzero": ("connect_four", "muzero", []),
     "gumbel": ("connect_four", "alphazero", ["search.kind=gumbel"]),
+    # the shipped MuZero presets with `mlp` networks: where the fused search applies
+    "muzero_tic_tac_toe": ("tic_tac_toe", "muzero", []),
+    "muzero_cartpole": ("cartpole", "muzero", []),
 }
+DEFAULT_PRESETS = "alphazero,muzero,gumbel"
 
 
 class Recording:
@@ -64,6 +68,24 @@ class Recording:
 
     def __call__(self, obs):
         return self._wrap("__call__")(obs)
+
+
+def fused_calls(evaluate, calls, simulations: int, positions: int) -> list | None:
+    """The recurrent calls a fused search made inside its kernel, which the recording
+    cannot see (polyzero.search.fused): None where the search called `recurrent` itself.
+    Under the fused search every simulation step evaluates one row per live tree, so each
+    recorded `initial` call of B rows stands for simulations / positions recurrent calls
+    of B rows, which replay_alone then runs through the same program outside the search."""
+    program = getattr(evaluate, "program", None)
+    if program is None or not positions or any(name == "recurrent" for name, _ in calls):
+        return None
+    steps = round(simulations / positions)
+    return [
+        ("recurrent", [((spec[0][0][0], program.hidden), np.dtype(np.float32)), ((spec[0][0][0],), np.dtype(np.int64))])
+        for name, spec in calls
+        if name == "initial"
+        for _ in range(steps)
+    ]
 
 
 def replay_alone(evaluate, calls, num_actions: int) -> float:
@@ -141,19 +163,29 @@ def interleaved(preset: str, games: int, inferences: list[str], rounds: int, thr
     from polyzero.nets.inference import set_threads
 
     set_threads(threads)
-    actors = {i: make_actor(preset, games, i, "cpu", seed=0)[2] for i in inferences}
+    made = {i: make_actor(preset, games, i, "cpu", seed=0) for i in inferences}
+    actors = {i: m[2] for i, m in made.items()}
     times = {i: [] for i in inferences}
+    fused = {}
     for r in range(rounds + 2):
         for i, actor in actors.items():
+            evaluate = made[i][1]
+            evaluate.record = r == 1  # the second warm-up move tells whether the search ran fused
+            sims = actor.stats["simulations"]
             t0 = time.perf_counter()
             actor.tick()
             if r >= 2:  # two warm-up moves (the first builds the compiled path)
                 times[i].append(time.perf_counter() - t0)
+            if r == 1:
+                evaluate.record = False
+                inside = fused_calls(evaluate.evaluate, evaluate.calls, actor.stats["simulations"] - sims, games)
+                fused[i] = inside is not None
     med = {i: float(np.median(t)) for i, t in times.items()}
     return {
         "preset": preset,
         "games": games,
         "rounds": rounds,
+        "fused": fused,
         "positions_per_s": {i: games / m for i, m in med.items()},
         "speedup_vs_first": {i: med[inferences[0]] / m for i, m in med.items()},
     }
@@ -178,15 +210,18 @@ def run_actor(job: dict) -> dict:
     wall = time.perf_counter() - t0
     evaluate.record = False
     gpu = stop_gpu() if stop_gpu else None
-    net_s = replay_alone(evaluate.evaluate, evaluate.calls, algo.num_actions)
-    positions = actor.stats["searches"] - s0
+    positions, simulations = actor.stats["searches"] - s0, actor.stats["simulations"] - sim0
+    inside = fused_calls(evaluate.evaluate, evaluate.calls, simulations, positions)
+    calls = evaluate.calls + (inside or [])
+    net_s = replay_alone(evaluate.evaluate, calls, algo.num_actions)
     return {
         "positions": positions,
-        "simulations": actor.stats["simulations"] - sim0,
+        "simulations": simulations,
         "wall_s": wall,
         "network_alone_s": net_s,
-        "network_calls": len(evaluate.calls),
-        "mean_rows_per_call": float(np.mean([spec[0][0][0] for _, spec in evaluate.calls])),
+        "fused": inside is not None,
+        "network_calls": len(calls),
+        "mean_rows_per_call": float(np.mean([spec[0][0][0] for _, spec in calls])),
         "gpu_busy": gpu,
     }
 
@@ -225,6 +260,7 @@ def measure(preset, games, actors, device, inference, args) -> dict:
         "simulations_per_s": sum(p["simulations"] for p in parts) / wall,
         "network_ceiling_positions_per_s": positions / net_alone,
         "mean_rows_per_call": float(np.mean([p["mean_rows_per_call"] for p in parts])),
+        "fused": all(p["fused"] for p in parts),
         "gpu_busy": parts[0]["gpu_busy"],
         "actors_detail": parts,
     }
@@ -244,16 +280,21 @@ def render(result) -> str:
         f"- {m['seconds']} s of self-play per setting after {m['warmup_ticks']} warm-up moves; untrained "
         "networks unless a checkpoint is named; positions = positions searched (one per live game per move); "
         "ceiling = the same network calls alone",
+        "- search `fused`: the recurrent function ran inside the fused search's kernel, out of the "
+        "recording's sight; its calls are counted as (simulations per search) calls of one row per live "
+        "game after each recorded initial call, and the ceiling replays those through the same program "
+        "outside the search, one call at a time with a dispatch each (which the kernel avoids, so the "
+        "fused search can come close to or pass its ceiling)",
         "",
-        "| preset | concurrent games | actors | device | net.inference | positions / s | simulations / s "
+        "| preset | concurrent games | actors | device | net.inference | search | positions / s | simulations / s "
         "| network-only ceiling positions / s | share of ceiling | rows per network call | GPU busy |",
-        "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
         gpu = f"{r['gpu_busy']:.2f}" if r["gpu_busy"] is not None else "-"
         lines.append(
             f"| {r['preset']} | {r['games']} | {r['actors']} | {r['device']} | {r['inference']} | "
-            f"{r['positions_per_s']:,.0f} | "
+            f"{'fused' if r.get('fused') else 'python'} | {r['positions_per_s']:,.0f} | "
             f"{r['simulations_per_s']:,.0f} | {r['network_ceiling_positions_per_s']:,.0f} | "
             f"{r['share_of_ceiling']:.2f} | {r['mean_rows_per_call']:.1f} | {gpu} |"
         )
@@ -273,6 +314,12 @@ def render_interleaved(result) -> str:
         f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
         "- one actor per path, the same seed; each round one move (one search over every live game) "
         "of each path in turn; positions / s = games / median seconds per move",
+        "- fused paths (the recurrent function inside the fused search's kernel, seen on the second "
+        "warm-up move): "
+        + "; ".join(
+            f"{r['preset']} {r['games']}: {', '.join(p for p, f in r.get('fused', {}).items() if f) or 'none'}"
+            for r in result["interleaved"]
+        ),
         "",
         "| preset | concurrent games | rounds | "
         + " | ".join(f"{p} positions / s" for p in paths)
@@ -294,7 +341,7 @@ def render_interleaved(result) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--presets", default=DEFAULT_PRESETS, help="of: " + ", ".join(PRESETS))
     ap.add_argument("--games", default="16,64,256", help="concurrent games per actor")
     ap.add_argument("--actors", default="1,2", help="actor processes at once")
     ap.add_argument("--devices", default="cpu,cuda", help="cuda is skipped where there is none")
