@@ -277,6 +277,7 @@ def render(result) -> str:
         f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs, GPU {m['gpu']}; "
         f"torch {m['torch']}; {m['threads']} torch thread(s) per actor",
         f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
+        "- the machine may be shared with other jobs (the load average says how busy it was)",
         f"- {m['seconds']} s of self-play per setting after {m['warmup_ticks']} warm-up moves; untrained "
         "networks unless a checkpoint is named; positions = positions searched (one per live game per move); "
         "ceiling = the same network calls alone",
@@ -312,6 +313,7 @@ def render_interleaved(result) -> str:
         f"torch {m['torch']}; "
         f"{m['threads']} torch thread(s)",
         f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
+        "- the machine may be shared with other jobs (the load average says how busy it was)",
         "- one actor per path, the same seed; each round one move (one search over every live game) "
         "of each path in turn; positions / s = games / median seconds per move",
         "- fused paths (the recurrent function inside the fused search's kernel, seen on the second "

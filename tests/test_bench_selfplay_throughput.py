@@ -1,0 +1,44 @@
+"""benchmarks/selfplay_throughput.py through the fused search: the recurrent calls the
+kernel makes out of the recording's sight are counted and replayed for the ceiling."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import selfplay_throughput as bench  # noqa: E402
+
+
+def _job(inference: str) -> dict:
+    return {
+        "preset": "muzero_tic_tac_toe",
+        "games": 4,
+        "device": "cpu",
+        "seed": 0,
+        "threads": 1,
+        "seconds": 0.3,
+        "warmup_ticks": 1,
+        "inference": inference,
+    }
+
+
+def test_fused_self_play_counts_the_recurrent_calls_inside_the_kernel():
+    fused, python = bench.run_actor(_job("fused")), bench.run_actor(_job("eager"))
+    assert fused["fused"] and not python["fused"]
+    sims = 25  # muzero_tic_tac_toe's search.num_simulations
+    for row in (fused, python):
+        assert row["positions"] > 0 and row["simulations"] == sims * row["positions"]
+        searches = row["positions"] / row["mean_rows_per_call"]  # initial + recurrent calls share one batch
+        assert row["network_calls"] == round(searches * (1 + sims))
+        assert 0 < row["network_alone_s"]
+
+
+def test_fused_calls_is_none_where_the_search_called_recurrent_itself():
+    algo, evaluate, actor = bench.make_actor("muzero_tic_tac_toe", 3, "fused", "cpu", seed=0)
+    evaluate.record = True
+    actor.tick()
+    calls = evaluate.calls
+    assert [name for name, _ in calls] == ["initial"]
+    inside = bench.fused_calls(evaluate.evaluate, calls, simulations=75, positions=3)
+    assert len(inside) == 25 and inside[0][1][0][0] == (3, evaluate.program.hidden)
+    recorded_recurrent = calls + [("recurrent", inside[0][1])]
+    assert bench.fused_calls(evaluate.evaluate, recorded_recurrent, 75, 3) is None
