@@ -367,6 +367,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smoke run: 16 games, one actor, 3 s")
     ap.add_argument("--out", default="benchmarks/results/selfplay_throughput.json")
     args = ap.parse_args(argv)
+    unknown = [p for p in args.presets.split(",") if p not in PRESETS]
+    if unknown:
+        ap.error(f"unknown preset(s) {', '.join(unknown)}; choose from {', '.join(PRESETS)}")
     if args.quick:
         args.games, args.actors, args.seconds, args.warmup_ticks = "16", "1", 3.0, 1
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]

@@ -4,6 +4,8 @@ kernel makes out of the recording's sight are counted and replayed for the ceili
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import selfplay_throughput as bench  # noqa: E402
 
@@ -42,3 +44,10 @@ def test_fused_calls_is_none_where_the_search_called_recurrent_itself():
     assert len(inside) == 25 and inside[0][1][0][0] == (3, evaluate.program.hidden)
     recorded_recurrent = calls + [("recurrent", inside[0][1])]
     assert bench.fused_calls(evaluate.evaluate, recorded_recurrent, 75, 3) is None
+
+
+def test_an_unknown_preset_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--presets", "muzero,nope", "--out", str(tmp_path / "sp.json")])
+    assert exit_.value.code == 2 and "unknown preset(s) nope" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
