@@ -11,9 +11,13 @@ network calls those moves made (every batch size recorded on the way), replayed 
 on random inputs of the same shapes through the same evaluator, in the same process:
 positions / s if the search and the games cost nothing. Where CUDA is present the GPU's
 busy share is sampled during the run (NVML, through torch.cuda.utilization).
+Under the fused search (MuZero `mlp` networks, net.inference fused or auto) the
+recurrent calls run inside the search's kernel: they are counted from the simulations
+instead (`fused_calls`) and the row says `fused`.
 
   python benchmarks/selfplay_throughput.py                                   # full (CPU; CUDA too if present)
   python benchmarks/selfplay_throughput.py --presets alphazero --games 64,256 --actors 1,2
+  python benchmarks/selfplay_throughput.py --presets muzero_cartpole --games 1,16 --inference onnx,fused --interleave 50
   python benchmarks/selfplay_throughput.py --quick --out /tmp/sp.json        # smoke run
 """
 
