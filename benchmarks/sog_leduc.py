@@ -265,7 +265,7 @@ def phase_report(args, work: Path) -> dict:
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
     unit = rows[0]["unit"] if rows else "mbb/h"
     write_markdown(args.out, report_lines(args, result, unit))
-    plot_curves(merged or sog, anchors, unit, RESULTS / f"{args.out}.png", args.game, len(seeds))
+    plot_curves(merged + sog, anchors, unit, RESULTS / f"{args.out}.png", args.game, len(seeds))
     return result
 
 
@@ -362,18 +362,35 @@ def fig3_shape(sog: list[dict], anchors: list[dict]) -> dict:
 
 def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, game: str, seeds: int = 1) -> None:
     """Mean exploitability (min-max band) against training minutes per SoG(s, 1); IS-MCTS as lines.
-    With several training seeds: the means across seeds, the band their seeds' means."""
+    With several training seeds (rows of `across_seeds` first, then each seed's rows):
+    the means across seeds, the band their seeds' means, each seed's means thin."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    merged = [r for r in sog if "training_seed" not in r] if seeds > 1 else sog
+    colors = {}
     for sims in sorted({search_sims(r) for r in sog}):
-        rows = sorted((r for r in sog if search_sims(r) == sims), key=lambda r: r["minutes"])
+        rows = sorted((r for r in merged if search_sims(r) == sims), key=lambda r: r["minutes"])
         x = [r["minutes"] for r in rows]
         (line,) = ax.plot(x, [r["mean"] for r in rows], marker="o", label=f"SoG({sims}, 1)")
-        ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], alpha=0.2, color=line.get_color())
+        colors[sims] = line.get_color()
+        ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], alpha=0.2, color=colors[sims])
+    for r in sog if seeds > 1 else []:  # each training seed's curve, thin
+        if "training_seed" in r:
+            same = [q for q in sog if q.get("training_seed") == r["training_seed"] and search_sims(q) == search_sims(r)]
+            same.sort(key=lambda q: q["minutes"])
+            if r is same[0]:
+                ax.plot(
+                    [q["minutes"] for q in same],
+                    [q["mean"] for q in same],
+                    marker=".",
+                    linewidth=0.7,
+                    alpha=0.6,
+                    color=colors[search_sims(r)],
+                )
     for r in anchors:
         ax.axhline(r["mean"], linestyle="--", linewidth=1, color="gray")
         ax.annotate(r["spec"], (0, r["mean"]), fontsize=7, color="gray", va="bottom")
@@ -381,7 +398,7 @@ def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, gam
     ax.set_xlabel("training time (minutes)")
     ax.set_ylabel(f"exploitability ({unit})")
     band = (
-        f"mean over {seeds} training seeds, band: their means' min-max"
+        f"mean over {seeds} training seeds (band: their means' min-max), each seed thin"
         if seeds > 1
         else "mean over seeds, min-max band"
     )
