@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import chess.pgn
@@ -14,6 +15,7 @@ import pytest
 
 from engine_fixtures import need_binary, scripted
 from polyzero.engines.players import GtpPlayer, UciPlayer, external_player
+from polyzero.engines.process import EngineProcess
 from polyzero.errors import UsageError
 from polyzero.eval import make_player, play_match
 from polyzero.eval.arena import Forfeit
@@ -83,6 +85,22 @@ def test_processes_are_reaped_after_hang_and_close(tmp_path):
     assert engine.proc is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and waited for: not even a zombie
+
+
+def test_ctrl_c_that_lands_on_the_reader_thread_still_stops_a_wait_for_the_engine():
+    """The kernel may hand a process's SIGINT to any thread; Python's handler then only
+    flags it, and the main thread must notice while it waits for an answer (it did not:
+    a silent engine's 600 s wait outlived Ctrl-C)."""
+    engine = EngineProcess([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        interrupt = threading.Timer(0.3, signal.pthread_kill, (engine._pump_thread.ident, signal.SIGINT))
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.start()
+            engine.read_line(timeout=30)
+        assert time.monotonic() - start < 5
+    finally:
+        engine.close()
 
 
 @pytest.mark.e2e

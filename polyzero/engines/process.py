@@ -24,6 +24,7 @@ class EngineFailure(Exception):
     """The engine died, hung past its deadline or broke its protocol; the message says which."""
 
 
+WAIT_SLICE_S = 0.1
 _LIVE: weakref.WeakSet[EngineProcess] = weakref.WeakSet()
 
 
@@ -82,7 +83,10 @@ class EngineProcess:
         except OSError as exc:
             raise EngineFailure(f"cannot start {self.argv[0]}: {exc.strerror}") from None
         self._lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._pump, args=(self.popen.stdout, self._lines), daemon=True).start()
+        self._pump_thread = threading.Thread(
+            target=self._pump, args=(self.popen.stdout, self._lines), name="engine-output", daemon=True
+        )
+        self._pump_thread.start()
         self._finalizer = weakref.finalize(self, _kill, self.popen, 1.0)
         _LIVE.add(self)
 
@@ -108,10 +112,17 @@ class EngineProcess:
 
     def read_line(self, timeout: float) -> str:
         """The next output line; EngineFailure when the engine exits or `timeout` passes."""
-        try:
-            line = self._lines.get(timeout=max(0.0, timeout))
-        except queue.Empty:
-            raise EngineFailure(f"no answer within {timeout:.1f} s") from None
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            # Short slices, so that a Ctrl-C the kernel handed to another thread (this
+            # engine's reader, torch's) still reaches this, the main thread, at once: its
+            # handler only flags the signal, and a wait on a lock is not woken by it.
+            try:
+                line = self._lines.get(timeout=min(WAIT_SLICE_S, max(0.0, deadline - time.monotonic())))
+                break
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    raise EngineFailure(f"no answer within {timeout:.1f} s") from None
         if line is None:
             self._lines.put(None)
             raise EngineFailure(self._death())
