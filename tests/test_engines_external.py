@@ -87,11 +87,18 @@ def test_processes_are_reaped_after_hang_and_close(tmp_path):
         os.kill(pid, 0)  # killed and waited for: not even a zombie
 
 
+# Python installs its Ctrl-C handler only where SIGINT was not ignored at start, and a
+# background job of a non-interactive shell starts with it ignored: the child restores it.
+WITH_CTRL_C = "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+
+
 def test_ctrl_c_that_lands_on_the_reader_thread_still_stops_a_wait_for_the_engine():
     """The kernel may hand a process's SIGINT to any thread; Python's handler then only
-    flags it, and the main thread must notice while it waits for an answer (it did not:
-    a silent engine's 600 s wait outlived Ctrl-C)."""
+    flags it, and the main thread must notice while it waits for an answer (without the
+    sliced wait it slept through the whole timeout)."""
     engine = EngineProcess([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Python's own handler, also when this run inherited SIGINT ignored (a background job).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         interrupt = threading.Timer(0.3, signal.pthread_kill, (engine._pump_thread.ident, signal.SIGINT))
         start = time.monotonic()
@@ -100,6 +107,7 @@ def test_ctrl_c_that_lands_on_the_reader_thread_still_stops_a_wait_for_the_engin
             engine.read_line(timeout=30)
         assert time.monotonic() - start < 5
     finally:
+        signal.signal(signal.SIGINT, previous)
         engine.close()
 
 
@@ -108,8 +116,9 @@ def test_ctrl_c_leaves_no_engine_behind(tmp_path):
     """SIGINT to `polyzero arena` against an engine: exit 130, the engine is gone."""
     pidfile = tmp_path / "pid"
     spec = f"gtp:{scripted('gtp', 'hang', 3, pidfile)}"
+    argv = ["arena", spec, "random", "--game", GO5, "--games", "2", "--no-progress"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "polyzero", "arena", spec, "random", "--game", GO5, "--games", "2", "--no-progress"],
+        [sys.executable, "-c", WITH_CTRL_C + "from polyzero.cli import main; sys.exit(main(sys.argv[1:]))", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
