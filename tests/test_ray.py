@@ -248,10 +248,13 @@ def test_learner_killed_while_starting_is_recreated_and_the_stop_names_the_check
     # (no reader comes), so each one is killed while it starts, without a race.
     os.mkfifo(run / "learner.log")
     killed, done = set(), threading.Event()
+    # A learner of an earlier test may still be exiting: killing it would not be this run's
+    # death, and the run's next learner would then wait on the FIFO for ever.
+    earlier = _learner_pids(os.getpid())
 
     def kill_two_starting_learners():
         while len(killed) < 2 and not done.wait(0.1):
-            for pid in sorted(_learner_pids(os.getpid()) - killed)[:1]:  # this process's Ray
+            for pid in sorted(_learner_pids(os.getpid()) - earlier - killed)[:1]:  # this process's Ray
                 os.kill(pid, signal.SIGKILL)
                 killed.add(pid)
 
