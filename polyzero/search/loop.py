@@ -259,7 +259,7 @@ def _simulate_batched(model: SearchModel, params: SearchParams, tree: Tree, hook
 
 def finish(tree: Tree, prior: np.ndarray, calls: int) -> SearchResult:
     """The visit-count result of a finished search."""
-    visits, q = kernels.root_child_stats(tree.children, tree.visits, tree.reward, tree.discount, tree.value)
+    visits, q = tree.root_child_stats()
     return SearchResult(
         tree=tree,
         root_prior=prior,

@@ -114,20 +114,22 @@ class Tree:
         """bool [B, N]: chance nodes (a copy)."""
         return self.kind == CHANCE
 
+    def root_child_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        """(N(root, a) int32 [B, A], Q(root, a) float64 [B, A] for the player to move at
+        the root, NaN where unvisited), in one compiled pass (kernels.root_child_stats)."""
+        from .kernels import root_child_stats  # the kernels import this module
+
+        return root_child_stats(self.children, self.visits, self.reward, self.discount, self.value)
+
     def root_child_visits(self) -> np.ndarray:
         """int32 [B, A]: N(root, a)."""
-        kids = self.children[:, 0, :]
-        rows = np.arange(self.batch_size)[:, None]
-        return np.where(kids >= 0, self.visits[rows, np.maximum(kids, 0)], 0).astype(np.int32)
+        return self.root_child_stats()[0]
 
     def root_child_q(self, fill: float = np.nan) -> np.ndarray:
         """float64 [B, A]: Q(root, a) for the player to move at the root (`fill` where
         unvisited)."""
-        kids = self.children[:, 0, :]
-        rows = np.arange(self.batch_size)[:, None]
-        k = np.maximum(kids, 0)
-        q = self.reward[rows, k] + self.discount[rows, k] * self.value[rows, k]
-        return np.where((kids >= 0) & (self.visits[rows, k] > 0), q, fill)
+        q = self.root_child_stats()[1]
+        return q if np.isnan(fill) else np.where(np.isnan(q), fill, q)
 
     def depth_stats(self) -> dict:
         """Mean node depth and the mean over trees of the deepest node."""
