@@ -146,8 +146,11 @@ def make_actor(preset: str, games: int, inference: str, device: str, seed: int, 
     from polyzero.train.selfplay import SelfPlayActor
 
     game_name, algo_name, overrides = PRESETS[preset]
+    path, *extra = inference.split("+")  # "auto+net.cache=0": a path and overrides of its own
     cfg = build_config(
-        game_name, algo_name, overrides=overrides + [f"selfplay.concurrent_games={games}", f"net.inference={inference}"]
+        game_name,
+        algo_name,
+        overrides=overrides + [f"selfplay.concurrent_games={games}", f"net.inference={path}"] + extra,
     )
     game = load_game(cfg.game)
     algo = make_algorithm(cfg, game)
@@ -355,7 +358,8 @@ def main(argv=None):
     ap.add_argument(
         "--inference",
         default="auto",
-        help="net.inference of the actors; a comma list (e.g. eager,auto) runs each, back to back",
+        help="net.inference of the actors; a comma list (e.g. eager,auto) runs each, back to back; "
+        "a path may carry overrides after '+' (auto+net.cache=0)",
     )
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--warmup-ticks", type=int, default=3)

@@ -64,6 +64,9 @@ class NetConfig:
     # "auto" is ONNX Runtime on the CPU when installed (the fastest exact path measured,
     # docs/benchmarks.md), else eager; or "eager", "script", "inductor", "onnx".
     inference: str = "auto"
+    # Rows of network outputs AlphaZero's evaluator keeps by input, read back when a
+    # search meets the same position again (exact; polyzero.nets.eval_cache); 0: none.
+    cache: int = 65536
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
@@ -74,6 +77,7 @@ class NetConfig:
             _positive(f"net.{k}", getattr(self, k), allow_zero=k == "blocks")
         _positive("net.bottleneck_channels", self.bottleneck_channels, allow_zero=True)
         _positive("net.broadcast_every", self.broadcast_every, allow_zero=True)
+        _positive("net.cache", self.cache, allow_zero=True)
 
 
 @dataclass

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from .compiled import CompiledCall
+from .eval_cache import EvaluationCache
 
 # The thread count this process chose (set_threads), None until one did.
 _chosen_threads: int | None = None
@@ -50,17 +51,24 @@ def resolve_device(name: str) -> torch.device:
 
 class Evaluator:
     """Calls a policy-value network on a float32 batch and returns NumPy arrays
-    (logits [M, A], value [M]) through the `inference` path (`net.inference`)."""
+    (logits [M, A], value [M]) through the `inference` path (`net.inference`), reading
+    back the rows it evaluated before from a cache of `cache` rows (`net.cache`, 0:
+    none; :mod:`polyzero.nets.eval_cache`)."""
 
-    def __init__(self, net: nn.Module, device: torch.device | str = "cpu", inference: str = "auto"):
+    def __init__(self, net: nn.Module, device: torch.device | str = "cpu", inference: str = "auto", cache: int = 0):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
         self._forward = CompiledCall(self.net, (np.float32,), inference, self.device)
+        self.cache = EvaluationCache(cache) if cache else None
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)
         self.net.eval()
         self._forward.refresh()
+        if self.cache is not None:
+            self.cache.clear()
 
     def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.cache is not None:
+            return self.cache(obs, self._forward)  # type: ignore[return-value]
         return self._forward(obs)

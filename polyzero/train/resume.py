@@ -22,6 +22,7 @@ APPLIED = frozenset(
         "device",
         "threads",
         "net.inference",
+        "net.cache",
         "search.num_simulations",
         "search.c_puct",
         "search.c1",
