@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..games import legal_action_mask
 from ..games.chance import sample_chance
 from ..search.loop import Expansion
 
@@ -56,7 +57,7 @@ class SimulatorModel:
         self.discount = discount
         self.states = [[s] for s in roots]
         self.players = [[s.current_player()] for s in roots]
-        self.returns = [[np.asarray(s.returns())] for s in roots]
+        self.returns = [[s.returns()] for s in roots]  # lists: cheaper than arrays per node
         self._allocate(len(roots))
         self.network_calls = 0
 
@@ -73,9 +74,12 @@ class SimulatorModel:
 
     def _evaluate_rows(self, rows: list[int], states: list) -> None:
         """Network outputs and legal masks for `states`, written at `rows`."""
-        self._legal[rows] = False
-        for r, s in zip(rows, states):
-            self._legal[r, s.legal_actions()] = True
+        legal = legal_action_mask(states, self.policy_actions)
+        if self.num_actions == self.policy_actions:
+            self._legal[rows] = legal
+        else:
+            self._legal[rows] = False
+            self._legal[rows, : self.policy_actions] = legal
         obs = self.encoder.encode(states, out=self._obs[: len(states)])
         logits, value = self.evaluate(obs)
         self.network_calls += 1
@@ -104,25 +108,27 @@ class SimulatorModel:
         chance_rows = {}  # row -> (outcome probabilities, reward after the chance node, same player?)
         self._terminal[:] = False
         self._chance[:] = False
-        for r, b, p, a, n in zip(out_rows, trees, parents, actions, new_nodes):
-            state = self.states[b][p].clone()
-            state.apply_action(int(a))
-            assert len(self.states[b]) == n, "nodes must be stored in creation order"
-            self.states[b].append(state)
+        for r, b, p, a, n in zip(_ints(out_rows), _ints(trees), _ints(parents), _ints(actions), _ints(new_nodes)):
+            tree_states = self.states[b]
+            state = tree_states[p].clone()
+            state.apply_action(a)
+            assert len(tree_states) == n, "nodes must be stored in creation order"
+            tree_states.append(state)
             mover = self.players[b][p]
-            returns = np.asarray(state.returns())
+            returns = state.returns()
             self.returns[b].append(returns)
             self._reward[r] = returns[mover] - self.returns[b][p][mover]
             nxt = state.current_player()
-            self.players[b].append(mover if state.is_chance_node() else nxt)
+            is_chance = state.is_chance_node()
+            self.players[b].append(mover if is_chance else nxt)
             if state.is_terminal():
                 self._terminal[r] = True
                 self._discount[r] = self.discount
-            elif state.is_chance_node():
+            elif is_chance:
                 self._chance[r] = True
                 self._discount[r] = self.discount
                 after, outcomes = self._resolve_chance(state)
-                gained = np.asarray(after.returns())[mover] - returns[mover]
+                gained = after.returns()[mover] - returns[mover]
                 if after.is_terminal():
                     chance_rows[r] = (outcomes, gained, None)
                 else:
@@ -161,3 +167,8 @@ class SimulatorModel:
         return Expansion(
             self._logits, self._value, self._legal, self._reward, self._discount, self._terminal, self._chance
         )
+
+
+def _ints(values) -> list[int]:
+    """Python ints: indexing lists and stepping OpenSpiel with them is cheaper than with NumPy's."""
+    return values.tolist() if isinstance(values, np.ndarray) else [int(v) for v in values]
