@@ -210,12 +210,14 @@ def run_actor(job: dict) -> dict:
         actor.tick()
     stop_gpu = gpu_sampler(job["device"])
     s0, sim0 = actor.stats["searches"], actor.stats["simulations"]
+    counts0 = cache_counts(evaluate.evaluate)
     evaluate.record = True
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < job["seconds"]:
         actor.tick()
     wall = time.perf_counter() - t0
     evaluate.record = False
+    hits, misses = np.subtract(cache_counts(evaluate.evaluate), counts0)
     gpu = stop_gpu() if stop_gpu else None
     positions, simulations = actor.stats["searches"] - s0, actor.stats["simulations"] - sim0
     inside = fused_calls(evaluate.evaluate, evaluate.calls, simulations, positions)
@@ -230,7 +232,14 @@ def run_actor(job: dict) -> dict:
         "network_calls": len(calls),
         "mean_rows_per_call": float(np.mean([spec[0][0][0] for _, spec in calls])),
         "gpu_busy": gpu,
+        "cache_hit_share": float(hits / (hits + misses)) if hits + misses else None,
     }
+
+
+def cache_counts(evaluate) -> tuple[int, int]:
+    """(hits, misses) of the evaluator's network-output cache (net.cache) so far; (0, 0) without one."""
+    cache = getattr(evaluate, "cache", None)
+    return (cache.hits, cache.misses) if cache is not None else (0, 0)
 
 
 def measure(preset, games, actors, device, inference, args) -> dict:
@@ -269,10 +278,16 @@ def measure(preset, games, actors, device, inference, args) -> dict:
         "mean_rows_per_call": float(np.mean([p["mean_rows_per_call"] for p in parts])),
         "fused": all(p["fused"] for p in parts),
         "gpu_busy": parts[0]["gpu_busy"],
+        "cache_hit_share": _mean_or_none([p["cache_hit_share"] for p in parts]),
         "actors_detail": parts,
     }
     row["share_of_ceiling"] = row["positions_per_s"] / row["network_ceiling_positions_per_s"]
     return row
+
+
+def _mean_or_none(values):
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
 
 
 def render(result) -> str:
@@ -287,7 +302,9 @@ def render(result) -> str:
         "- the machine may be shared with other jobs (the load average says how busy it was)",
         f"- {m['seconds']} s of self-play per setting after {m['warmup_ticks']} warm-up moves; untrained "
         "networks unless a checkpoint is named; positions = positions searched (one per live game per move); "
-        "ceiling = the same network calls alone",
+        "ceiling = the same network calls alone (on random inputs, so through the network-output cache "
+        "(net.cache) none of them hits: the network without the cache); cache hits = the share of the rows "
+        "self-play asked for that the cache answered",
         "- search `fused`: the recurrent function ran inside the fused search's kernel, out of the "
         "recording's sight; its calls are counted as (simulations per search) calls of one row per live "
         "game after each recorded initial call, and the ceiling replays those through the same program "
@@ -295,16 +312,17 @@ def render(result) -> str:
         "fused search can come close to or pass its ceiling)",
         "",
         "| preset | concurrent games | actors | device | net.inference | search | positions / s | simulations / s "
-        "| network-only ceiling positions / s | share of ceiling | rows per network call | GPU busy |",
-        "|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| network-only ceiling positions / s | share of ceiling | rows per network call | cache hits | GPU busy |",
+        "|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
         gpu = f"{r['gpu_busy']:.2f}" if r["gpu_busy"] is not None else "-"
+        hits = f"{r['cache_hit_share']:.2f}" if r.get("cache_hit_share") is not None else "-"
         lines.append(
             f"| {r['preset']} | {r['games']} | {r['actors']} | {r['device']} | {r['inference']} | "
             f"{'fused' if r.get('fused') else 'python'} | {r['positions_per_s']:,.0f} | "
             f"{r['simulations_per_s']:,.0f} | {r['network_ceiling_positions_per_s']:,.0f} | "
-            f"{r['share_of_ceiling']:.2f} | {r['mean_rows_per_call']:.1f} | {gpu} |"
+            f"{r['share_of_ceiling']:.2f} | {r['mean_rows_per_call']:.1f} | {hits} | {gpu} |"
         )
     return "\n".join(lines) + "\n"
 
