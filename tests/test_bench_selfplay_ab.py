@@ -30,3 +30,24 @@ def test_bad_arguments_are_usage_errors(tmp_path, capsys, args, message):
         bench.main(args + ["--out", str(tmp_path / "ab.json")])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_selfplay_profile_splits_every_move_into_its_stages(tmp_path):
+    import json
+
+    import profile_selfplay
+
+    out = tmp_path / "profile.json"
+    before = {key: getattr(*key) for key in profile_selfplay.TIMED}
+    profile_selfplay.main(
+        ["--variants", "eager+net.cache=0,eager", "--games", "3", "--ticks", "2", "--warmup", "1"]
+        + ["--floor-repeats", "1", "--out", str(out)]
+    )
+    result = json.loads(out.read_text())
+    for name, v in result["variants"].items():
+        stages = v["stages_s"]
+        assert sum(stages.values()) == pytest.approx(v["seconds"], rel=1e-6)
+        assert min(stages.values()) > -1e-3 and stages["network call (ONNX Runtime or the path chosen)"] > 0
+        assert v["rows_asked"] > 0 and (v["cache_hit_share"] is None) == name.endswith("cache=0")
+    assert result["floor"]["macs_per_row"] > 0 and (out.with_suffix(".md")).read_text().count("|") > 20
+    assert {key: getattr(*key) for key in profile_selfplay.TIMED} == before  # the timers are gone again
