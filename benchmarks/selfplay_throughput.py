@@ -164,14 +164,16 @@ def make_actor(preset: str, games: int, inference: str, device: str, seed: int, 
     return algo, evaluate, SelfPlayActor(algo, game, cfg, evaluate, seed=seed)
 
 
-def interleaved(preset: str, games: int, inferences: list[str], rounds: int, threads: int) -> dict:
+def interleaved(preset: str, games: int, inferences: list[str], rounds: int, threads: int, refresh_every=0) -> dict:
     """The same self-play through each net.inference path in one process, one move of
-    every path per round (A/B on the same machine phase): median seconds per move."""
+    every path per round (A/B on the same machine phase): median seconds per move (and
+    the mean, which counts the moves after a weight refresh at their share)."""
     from polyzero.nets.inference import set_threads
 
     set_threads(threads)
     made = {i: make_actor(preset, games, i, "cpu", seed=0) for i in inferences}
     actors = {i: m[2] for i, m in made.items()}
+    refreshers = {i: Refresher(m[1], refresh_every) for i, m in made.items()}
     times = {i: [] for i in inferences}
     fused = {}
     for r in range(rounds + 2):
@@ -180,6 +182,8 @@ def interleaved(preset: str, games: int, inferences: list[str], rounds: int, thr
             evaluate.record = r == 1  # the second warm-up move tells whether the search ran fused
             sims = actor.stats["simulations"]
             t0 = time.perf_counter()
+            if r >= 2:
+                refreshers[i].before_tick()
             actor.tick()
             if r >= 2:  # two warm-up moves (the first builds the compiled path)
                 times[i].append(time.perf_counter() - t0)
@@ -188,14 +192,34 @@ def interleaved(preset: str, games: int, inferences: list[str], rounds: int, thr
                 inside = fused_calls(evaluate.evaluate, evaluate.calls, actor.stats["simulations"] - sims, games)
                 fused[i] = inside is not None
     med = {i: float(np.median(t)) for i, t in times.items()}
+    mean = {i: float(np.mean(t)) for i, t in times.items()}
     return {
         "preset": preset,
         "games": games,
         "rounds": rounds,
+        "refresh_every": refresh_every,
         "fused": fused,
         "positions_per_s": {i: games / m for i, m in med.items()},
         "speedup_vs_first": {i: med[inferences[0]] / m for i, m in med.items()},
+        "positions_per_s_mean": {i: games / m for i, m in mean.items()},
+        "speedup_vs_first_mean": {i: mean[inferences[0]] / m for i, m in mean.items()},
     }
+
+
+class Refresher:
+    """A learner's weight publication every `every` moves (0: never), as the trainer makes
+    one every train.positions_per_step positions: the same weights loaded again, so that
+    what a refresh costs (an ONNX Runtime session rebuilt, the network-output cache
+    cleared) is paid while the search stays the same."""
+
+    def __init__(self, evaluate, every: int):
+        self.evaluate, self.every, self.ticks = evaluate, every, 0
+        self.state = {k: v.clone() for k, v in evaluate.net.state_dict().items()} if every else None
+
+    def before_tick(self) -> None:
+        if self.every and self.ticks and self.ticks % self.every == 0:
+            self.evaluate.load_state_dict(self.state)
+        self.ticks += 1
 
 
 def run_actor(job: dict) -> dict:
@@ -213,7 +237,9 @@ def run_actor(job: dict) -> dict:
     counts0 = cache_counts(evaluate.evaluate)
     evaluate.record = True
     t0 = time.perf_counter()
+    refresh = Refresher(evaluate, job.get("refresh_every", 0))
     while time.perf_counter() - t0 < job["seconds"]:
+        refresh.before_tick()
         actor.tick()
     wall = time.perf_counter() - t0
     evaluate.record = False
@@ -252,6 +278,7 @@ def measure(preset, games, actors, device, inference, args) -> dict:
             "threads": args.threads,
             "seconds": args.seconds,
             "warmup_ticks": args.warmup_ticks,
+            "refresh_every": args.refresh_every,
             "inference": inference,
             "checkpoint": args.checkpoint,
         }
@@ -301,8 +328,14 @@ def render(result) -> str:
         f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
         "- the machine may be shared with other jobs (the load average says how busy it was)",
         f"- {m['seconds']} s of self-play per setting after {m['warmup_ticks']} warm-up moves; untrained "
-        "networks unless a checkpoint is named; positions = positions searched (one per live game per move); "
-        "ceiling = the same network calls alone (on random inputs, so through the network-output cache "
+        "networks unless a checkpoint is named; positions = positions searched (one per live game per move)"
+        + (
+            f"; the weights reloaded every {m['refresh_every']} moves (a learner's publication: the "
+            "network-output cache cleared, ONNX Runtime's session rebuilt)"
+            if m.get("refresh_every")
+            else ""
+        )
+        + "; ceiling = the same network calls alone (on random inputs, so through the network-output cache "
         "(net.cache) none of them hits: the network without the cache); cache hits = the share of the rows "
         "self-play asked for that the cache answered",
         "- search `fused`: the recurrent function ran inside the fused search's kernel, out of the "
@@ -330,6 +363,8 @@ def render(result) -> str:
 def render_interleaved(result) -> str:
     m = result["meta"]
     paths = list(result["interleaved"][0]["positions_per_s"])
+    # with refreshes the mean counts the slower moves after each at their share; else the median
+    stat = "_mean" if m.get("refresh_every") else ""
     lines = [
         "# Self-play throughput, net.inference paths interleaved in one process",
         "",
@@ -340,7 +375,13 @@ def render_interleaved(result) -> str:
         f"- load average start/end: {m['loadavg_start']} / {m['loadavg_end']}",
         "- the machine may be shared with other jobs (the load average says how busy it was)",
         "- one actor per path, the same seed; each round one move (one search over every live game) "
-        "of each path in turn; positions / s = games / median seconds per move",
+        "of each path in turn; positions / s = games / "
+        + (
+            f"mean seconds per move, the weights reloaded every {m['refresh_every']} moves (a learner's "
+            "publication: the network-output cache cleared, ONNX Runtime's session rebuilt; timed with the move)"
+            if stat
+            else "median seconds per move"
+        ),
         "- fused paths (the recurrent function inside the fused search's kernel, seen on the second "
         "warm-up move): "
         + "; ".join(
@@ -358,9 +399,9 @@ def render_interleaved(result) -> str:
     for r in result["interleaved"]:
         lines.append(
             f"| {r['preset']} | {r['games']} | {r['rounds']} | "
-            + " | ".join(f"{r['positions_per_s'][p]:,.0f}" for p in paths)
+            + " | ".join(f"{r['positions_per_s' + stat][p]:,.0f}" for p in paths)
             + " | "
-            + " | ".join(f"**{r['speedup_vs_first'][p]:.2f}x**" for p in paths[1:])
+            + " | ".join(f"**{r['speedup_vs_first' + stat][p]:.2f}x**" for p in paths[1:])
             + " |"
         )
     return "\n".join(lines) + "\n"
@@ -381,6 +422,14 @@ def main(argv=None):
     )
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--warmup-ticks", type=int, default=3)
+    ap.add_argument(
+        "--refresh-every",
+        type=int,
+        default=0,
+        metavar="MOVES",
+        help="reload the weights every this many moves, as a learner publishes them (the presets: "
+        "train.positions_per_step / selfplay.concurrent_games, 8 for AlphaZero Connect Four); 0: never",
+    )
     ap.add_argument("--checkpoint", default=None, help="a run's checkpoint to take the weights from")
     ap.add_argument(
         "--interleave",
@@ -407,11 +456,12 @@ def main(argv=None):
         "threads": args.threads,
         "seconds": args.seconds,
         "warmup_ticks": args.warmup_ticks,
+        "refresh_every": args.refresh_every,
         "loadavg_start": os.getloadavg(),
     }
     if args.interleave:
         rows = [
-            interleaved(p, int(g), args.inference.split(","), args.interleave, args.threads)
+            interleaved(p, int(g), args.inference.split(","), args.interleave, args.threads, args.refresh_every)
             for p in args.presets.split(",")
             for g in args.games.split(",")
         ]

@@ -51,3 +51,23 @@ def test_an_unknown_preset_is_a_usage_error(tmp_path, capsys):
         bench.main(["--presets", "muzero,nope", "--out", str(tmp_path / "sp.json")])
     assert exit_.value.code == 2 and "unknown preset(s) nope" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_refresh_reloads_the_same_weights_every_so_many_moves():
+    algo, evaluate, actor = bench.make_actor("alphazero", 2, "eager", "cpu", seed=0)
+    loads = []
+    real = evaluate.evaluate.load_state_dict
+    evaluate.evaluate.load_state_dict = lambda state: (loads.append(len(loads)), real(state))
+    before = {k: v.clone() for k, v in evaluate.net.state_dict().items()}
+    refresh = bench.Refresher(evaluate, 3)
+    cache = evaluate.evaluate.cache
+    for move in range(7):
+        refresh.before_tick()
+        assert (len(cache._slot_of) == 0) == (move in (0, 3, 6))  # empty at the start and after each reload
+        actor.tick()
+    assert len(loads) == 2  # before moves 4 and 7
+    assert all((before[k] == v).all() for k, v in evaluate.net.state_dict().items())
+    never = bench.Refresher(evaluate, 0)
+    for _ in range(5):
+        never.before_tick()
+    assert len(loads) == 2
