@@ -69,12 +69,16 @@ def run_one(root: Path, args, out: Path) -> dict:
         "--out",
         str(out),
     ]
+    if args.refresh_every and "--refresh-every" in (root / "benchmarks" / "selfplay_throughput.py").read_text():
+        cmd += ["--refresh-every", str(args.refresh_every)]
     env = {**os.environ, "PYTHONPATH": str(root)}
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=root, env=env, check=True, capture_output=True, text=True)
-    row = json.loads(out.read_text())["rows"][0]
+    data = json.loads(out.read_text())
+    row = data["rows"][0]
     return {
+        "refresh_every": data["meta"].get("refresh_every", 0),
         "positions_per_s": row["positions_per_s"],
         "network_ceiling_positions_per_s": row["network_ceiling_positions_per_s"],
         "cache_hit_share": row.get("cache_hit_share"),
@@ -95,16 +99,23 @@ def render(result: dict) -> str:
         "jobs (the load averages say how busy)",
         f"- settings: preset {m['preset']}, {m['games']} concurrent games per actor, {m['actors']} actor processes "
         f"(one torch thread each), net.inference {m['inference']}, {m['seconds']} s of self-play per run; "
-        "rounds ABBA (baseline, candidate, candidate, baseline, ...)",
+        "rounds ABBA (baseline, candidate, candidate, baseline, ...)"
+        + (
+            f"; the weights reloaded every {m['refresh_every']} moves where the code has that option (reloads column)"
+            if m.get("refresh_every")
+            else ""
+        ),
         "",
-        "| run | round | code | positions / s | ceiling positions / s | cache hits | load before | load after |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|",
+        "| run | round | code | positions / s | ceiling positions / s | cache hits | reloads every | load before "
+        "| load after |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for i, r in enumerate(result["runs"]):
         hits = f"{r['cache_hit_share']:.2f}" if r["cache_hit_share"] is not None else "-"
         lines.append(
             f"| {i + 1} | {r['round']} | {r['code']} | {r['positions_per_s']:,.0f} | "
-            f"{r['network_ceiling_positions_per_s']:,.0f} | {hits} | {r['loadavg_before'][0]:.1f} | "
+            f"{r['network_ceiling_positions_per_s']:,.0f} | {hits} | {r['refresh_every'] or '-'} | "
+            f"{r['loadavg_before'][0]:.1f} | "
             f"{r['loadavg_after'][0]:.1f} |"
         )
     lines += [
@@ -125,10 +136,18 @@ def main(argv=None):
     ap.add_argument("--actors", type=int, default=2)
     ap.add_argument("--inference", default="auto")
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument(
+        "--refresh-every",
+        type=int,
+        default=0,
+        metavar="MOVES",
+        help="selfplay_throughput.py's: the weights reloaded every this many moves, where the code has the "
+        "option (a baseline without it runs without the reloads, which only favours it)",
+    )
     ap.add_argument("--out", default="benchmarks/results/selfplay_throughput_c4_ab.json")
     args = ap.parse_args(argv)
-    if args.rounds < 1 or args.seconds <= 0:
-        ap.error("--rounds and --seconds must be positive")
+    if args.rounds < 1 or args.seconds <= 0 or args.refresh_every < 0:
+        ap.error("--rounds and --seconds must be positive, --refresh-every not negative")
     try:
         git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
     except subprocess.CalledProcessError:
@@ -139,7 +158,7 @@ def main(argv=None):
         "machine": machine_info(),
         "baseline_rev": args.baseline,
         "candidate": git("rev-parse", "HEAD")[:10] + (" with uncommitted changes" if dirty else ""),
-        **{k: getattr(args, k) for k in ("preset", "games", "actors", "inference", "seconds")},
+        **{k: getattr(args, k) for k in ("preset", "games", "actors", "inference", "seconds", "refresh_every")},
     }
     runs = []
     with tempfile.TemporaryDirectory(prefix="selfplay_ab_") as tmp:
