@@ -74,6 +74,9 @@ def test_keys_tell_binary_rows_apart_and_never_confuse_packed_with_raw():
     assert keys[0] != keys[1] and len(keys[0]) == 2  # 16 entries of 0/1: two bytes
     assert len(set(row_keys(a))) == 3 and len(row_keys(a)[0]) == 64  # a row of 0.5: raw bytes
     assert row_keys(a[:0]) == []
+    negative_zero = a[:1].copy()
+    negative_zero[0, 5] = -0.0  # equal to 0.0, but other bytes: another key
+    assert row_keys(negative_zero)[0] != keys[0]
 
 
 def test_a_weight_change_clears_the_evaluators_cache():

@@ -21,19 +21,23 @@ import numpy as np
 EvaluateFn = Callable[[np.ndarray], tuple[np.ndarray, ...]]
 
 
+_ONE_F32 = np.float32(1).view(np.uint32)
+
+
 def row_keys(obs: np.ndarray) -> list[bytes]:
-    """One hashable key per row of `obs`, equal exactly when the rows are equal. Rows of
-    0s and 1s only (board planes) are packed to bits, 32x shorter; others keep their bytes
-    (the two forms differ in length, so they never collide)."""
+    """One hashable key per row of `obs`, equal exactly when the rows' bytes are equal.
+    float32 rows of +0.0s and 1.0s only (board planes) are packed to bits, 32x shorter;
+    others keep their bytes (the two forms differ in length, so they never collide)."""
     n = len(obs)
-    if n == 0:
-        return []
-    flat = obs.reshape(n, -1)
-    if ((flat == 0) | (flat == 1)).all():
-        flat = np.packbits(flat != 0, axis=1)
-    data = flat.tobytes()
-    width = len(data) // n
-    return [data[i * width : (i + 1) * width] for i in range(n)]
+    if n == 0 or obs.size == 0:
+        return [b""] * n
+    flat = np.ascontiguousarray(obs).reshape(n, -1)
+    if flat.dtype == np.float32:
+        bits = flat.view(np.uint32)
+        if ((bits == 0) | (bits == _ONE_F32)).all():
+            flat = np.packbits(bits != 0, axis=1)
+    # one bytes object per row in a single call (slicing one buffer per row costs ~30x more)
+    return flat.view(f"V{flat.shape[1] * flat.itemsize}").ravel().tolist()
 
 
 class EvaluationCache:
