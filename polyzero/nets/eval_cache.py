@@ -43,7 +43,8 @@ def row_keys(obs: np.ndarray) -> list[bytes]:
 class EvaluationCache:
     """The outputs of the last `capacity` distinct input rows evaluated, evicted first in,
     first out (a ring of table slots). Outputs are any number of arrays with the batch
-    first (AlphaZero's evaluator: logits [M, A], value [M])."""
+    first (AlphaZero's evaluator: logits [M, A], value [M]). Not thread-safe: one
+    evaluator per thread, as each self-play actor, player and engine search has."""
 
     def __init__(self, capacity: int):
         if capacity < 1:
