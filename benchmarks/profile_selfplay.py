@@ -178,6 +178,7 @@ def floor(evaluator, algo, batch: int, repeats: int) -> dict:
     net_s, gemm_s = min(times["network"]), min(times["gemm"])
     macs = tower_macs(evaluator.net, algo.encoder.shape) * batch
     return {
+        "per_row_us": per_row(forward, algo, (1, 16, batch, 2 * batch, 256), repeats),
         "batch": batch,
         "network_ms": net_s * 1e3,
         "network_median_ms": float(np.median(times["network"])) * 1e3,
@@ -187,6 +188,21 @@ def floor(evaluator, algo, batch: int, repeats: int) -> dict:
         "gemm_gflops": 2 * a.shape[0] * a.shape[1] * b.shape[1] / gemm_s / 1e9,
         "macs_per_row": macs // batch,
     }
+
+
+def per_row(forward, algo, batches, repeats: int) -> dict[int, float]:
+    """Microseconds per row of the network alone at each batch size (fastest of `repeats`,
+    the sizes interleaved): whether larger batches, two actors' leaves in one call, would
+    cost less per row."""
+    rng = np.random.default_rng(1)
+    inputs = {b: (rng.random((b, *algo.encoder.shape)) < 0.3).astype(np.float32) for b in sorted(set(batches))}
+    best = dict.fromkeys(inputs, float("inf"))
+    for _ in range(repeats):
+        for b, obs in inputs.items():
+            t0 = time.perf_counter()
+            forward(obs)
+            best[b] = min(best[b], time.perf_counter() - t0)
+    return {b: 1e6 * t / b for b, t in best.items()}
 
 
 def render(result: dict) -> str:
@@ -231,7 +247,9 @@ def render(result: dict) -> str:
         f"{f['network_gflops']:.0f} GFLOP/s of its {f['macs_per_row'] / 1e6:.2f} M multiply-adds per row; "
         f"a single-thread float32 GEMM of one 3x3 convolution's im2col shape: {f['gemm_ms']:.2f} ms, "
         f"{f['gemm_gflops']:.0f} GFLOP/s (the network at **{f['network_gflops'] / f['gemm_gflops']:.2f}x** "
-        "the GEMM's rate).",
+        "the GEMM's rate). The network alone per row, by batch: "
+        + ", ".join(f"B = {b}: {us:.0f} us" for b, us in f["per_row_us"].items())
+        + ".",
     ]
     return "\n".join(lines) + "\n"
 
