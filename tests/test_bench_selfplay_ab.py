@@ -23,7 +23,11 @@ def test_the_baseline_is_the_revisions_tree(tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--baseline", "no-such-rev"], "is not a revision"), (["--rounds", "0"], "must be positive"), (["--refresh-every", "-1"], "not negative")],
+    [
+        (["--baseline", "no-such-rev"], "is not a revision"),
+        (["--rounds", "0"], "must be positive"),
+        (["--refresh-every", "-1"], "not negative"),
+    ],
 )
 def test_bad_arguments_are_usage_errors(tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_:

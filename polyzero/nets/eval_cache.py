@@ -80,29 +80,30 @@ class EvaluationCache:
         self.hits += n - len(new_rows)  # rows read back (or repeated within this call)
         if len(new_rows) > self.capacity:
             return evaluate(obs)  # more new rows than the cache holds
-        computed = evaluate(obs[new_rows]) if len(new_rows) else None
+        computed = evaluate(obs[new_rows]) if len(new_rows) else ()
         if self._tables is None:  # the first call: every row missed, so computed is set
             self._tables = [np.zeros((self.capacity, *c.shape[1:]), c.dtype) for c in computed]
+        tables = self._tables
         # Read the hits before storing: storing may evict a slot this call hit.
         hit = slots >= 0
-        outs = [np.empty((n, *t.shape[1:]), t.dtype) for t in self._tables]
-        for out, table in zip(outs, self._tables):
+        outs = [np.empty((n, *t.shape[1:]), t.dtype) for t in tables]
+        for out, table in zip(outs, tables):
             out[hit] = table[slots[hit]]
-        if computed is not None:
-            self._store(list(first), computed)
+        if len(new_rows):
+            self._store(tables, list(first), computed)
             # every missing row reads its outputs from the slot its key went to
             where = np.fromiter((slot_of[keys[i]] for i in missing.tolist()), np.int64, len(missing))
-            for out, table in zip(outs, self._tables):
+            for out, table in zip(outs, tables):
                 out[missing] = table[where]
         return tuple(outs)
 
-    def _store(self, keys: list[bytes], computed: tuple[np.ndarray, ...]) -> None:
+    def _store(self, tables: list[np.ndarray], keys: list[bytes], computed: tuple[np.ndarray, ...]) -> None:
         """Write the rows of `computed` (one per key) into the next slots of the ring
         (at most `capacity` rows, so none of them evicts another)."""
         m = len(keys)
         slots = (self._next + np.arange(m)) % self.capacity
         self._next = int((self._next + m) % self.capacity)
-        for table, values in zip(self._tables, computed):
+        for table, values in zip(tables, computed):
             table[slots] = values
         key_in, slot_of = self._key_in, self._slot_of
         for key, slot in zip(keys, slots.tolist()):
