@@ -98,3 +98,27 @@ def test_a_seed_without_evaluations_is_named(tmp_path):
     with pytest.raises(SystemExit, match=r"seed\(s\) \[1\]"):
         _row(tmp_path / "s0", "ndmz", 0, 0.0, 0.1)
         nannon_636.main(["report", "--seeds", "0,1", "--work", str(tmp_path / "s{seed}")])
+
+
+def test_two_seeds_do_not_settle_the_target_and_an_earlier_run_stands_beside(tmp_path, monkeypatch):
+    monkeypatch.setattr(nannon_seeds, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    template = _seeds(tmp_path, [0.50, 0.50, 0.50])
+    earlier = {
+        "seed": 0,
+        "git": "abcdef1234",
+        "rows": [json.loads(p.read_text()) for p in (tmp_path / "s0" / "eval").glob("*.json")],
+    }
+    earlier["rows"][0]["method"] = "td"  # one more method, one seed: no interval
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    argv = ["report", "--seeds", "1,2", "--work", template, "--points", "2", "--out", "t"]
+    nannon_636.main([*argv, "--baseline", str(tmp_path / "earlier.json")])
+    result = json.loads((tmp_path / "results" / "t_seeds.json").read_text())
+    assert result["target"]["best_mean"] == pytest.approx(0.5)
+    assert not result["target"]["met"] and not result["target"]["enough_seeds"]
+    mixed = result["baseline"]["with_it"]
+    assert mixed["seeds"] == [1, 2, "0@abcdef1"] and mixed["target"]["met"]
+    final = [c for c in mixed["cells"] if (c["agent"], c["score"], c["mark"]) == ("search", "exact_vs_optimal", 60.0)]
+    assert final[0]["values"] == pytest.approx([0.5, 0.5, 0.5])
+    assert any(c["method"] == "td" and c["ci95"] is None for c in result["baseline"]["cells"])
+    assert "**not established**" in (tmp_path / "results" / "t_seeds.md").read_text()
