@@ -260,7 +260,12 @@ def phase_eval(args, work: Path) -> None:
     for method in [args.method] if args.method else METHODS:
         # The chunk that crosses the budget overshoots it; score what the budget trained.
         within = [p for p in checkpoints(work, method) if p["minutes"] <= args.budget_min]
-        for point in spread(within, args.points):
+        if args.at_steps:  # the checkpoints nearest given learning steps (another run's, to compare)
+            within = checkpoints(work, method)
+            picks = [min(within, key=lambda p: abs(p["step"] - step)) for step in args.at_steps] if within else []
+        else:
+            picks = spread(within, args.points)
+        for point in picks:
             cells.append((f"{method}-step{point['step']:06d}", method, point))
 
     def show(rec: dict) -> str:
@@ -434,6 +439,12 @@ def main(argv=None) -> None:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--at-steps",
+        type=_seed_list,
+        default=None,
+        help="eval only: the checkpoints nearest these learning steps (e.g. 920,1100), past the budget too",
+    )
+    p.add_argument(
         "--seeds",
         type=_seed_list,
         default=None,
@@ -463,13 +474,13 @@ def main(argv=None) -> None:
 
 
 def _seed_list(text: str) -> list[int]:
-    """'0,1,2' -> [0, 1, 2]."""
+    """'0,1,2' -> [0, 1, 2] (--seeds, --at-steps)."""
     try:
         seeds = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"seeds must be integers separated by commas, not {text!r}") from None
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"seeds must be distinct integers, not {text!r}")
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, not {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"expected distinct integers >= 0, not {text!r}")
     return seeds
 
 

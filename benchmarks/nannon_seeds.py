@@ -128,6 +128,18 @@ def dynamics_at_last(rows_by_seed: dict[int, list[dict]], budget_min: float) -> 
     return {"seeds": len(last), "mean": [statistics.fmean(k) for k in per_k], "min": [min(k) for k in per_k]}
 
 
+def by_step(rows_by_seed: dict, budget_min: float) -> list[dict]:
+    """Every evaluated NDMZ checkpoint of each seed, past the budget too (training is
+    deterministic in its learning steps, so a step's score does not depend on the load)."""
+    out = []
+    for seed, rows in rows_by_seed.items():
+        for r in rows:
+            if r["method"] == "ndmz" and "search" in r:
+                scores = {agent: r[agent].get("exact_vs_optimal") for agent in AGENTS}
+                out.append({"seed": seed, "step": r["step"], "minutes": r["minutes"], **scores})
+    return sorted(out, key=lambda x: (str(x["seed"]), x["step"]))
+
+
 def load_summary(work: Path) -> dict | None:
     """The 1-minute load average sampled while the seed trained (WORK/loadavg.jsonl)."""
     path = work / "loadavg.jsonl"
@@ -163,8 +175,14 @@ def report(args) -> dict:
         "cells": cells,
         "baseline": baseline,
         "dynamics_at_last": dynamics_at_last(rows_by_seed, args.budget_min),
+        "by_step": by_step(
+            {**rows_by_seed, **({f"{baseline['seed']}@{baseline['git'][:7]}": baseline["rows"]} if baseline else {})},
+            args.budget_min,
+        ),
         "target": target(cells, seeds, args.budget_min),
     }
+    if baseline:
+        baseline.pop("rows")  # in its own results file
     name = f"{args.out}_seeds"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
@@ -186,6 +204,7 @@ def _baseline(args, marks: list[float], rows_by_seed: dict[int, list[dict]]) -> 
         "git": git,
         "seed": seed,
         "cells": across_seeds({seed: rows}, marks, args.budget_min),
+        "rows": rows,
     }
     if seed not in rows_by_seed:
         ndmz = {s: [r for r in rs if r["method"] == "ndmz"] for s, rs in rows_by_seed.items()}
@@ -269,6 +288,7 @@ def markdown(name: str, result: dict) -> list[str]:
     ]
     lines += _table(result["cells"], result["marks"], "This run")
     lines += _per_seed(result["cells"])
+    lines += _by_step_lines(result["by_step"], result["marks"][-1])
     if base:
         lines += _baseline_lines(base, result["marks"])
     dyn = result["dynamics_at_last"]
@@ -282,6 +302,21 @@ def markdown(name: str, result: dict) -> list[str]:
             + ", ".join(f"{x:.3f}" for x in dyn["min"]),
         ]
     return lines + ["", f"Target ({tgt['rule']}): {_verdict(tgt)}."]
+
+
+def _by_step_lines(rows: list[dict], budget_min: float) -> list[str]:
+    """Every evaluated NDMZ checkpoint by learning step, past the budget too."""
+    lines = [
+        "",
+        "NDMZ by learning step, every evaluated checkpoint (training is deterministic in its steps, so a "
+        f"step's score does not depend on the machine's load; past {budget_min:g} minutes: not counted at a mark):",
+        "",
+        "| seed | step | minutes | search vs optimal | raw vs optimal |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for x in rows:
+        lines.append(f"| {x['seed']} | {x['step']} | {x['minutes']:.1f} | {x['search']:.4f} | {x['raw']:.4f} |")
+    return lines
 
 
 def _verdict(tgt: dict) -> str:
@@ -373,16 +408,9 @@ def _plot_minutes(ax, result: dict) -> None:
 
 
 def _plot_steps(ax, result: dict) -> None:
-    for suffix, cells in _cell_sets(result):
-        mine = [c for c in cells if (c["method"], c["agent"], c["score"]) == ("ndmz", "search", "exact_vs_optimal")]
-        for seed in sorted({s for c in mine for s in c["seeds"]}, key=str):
-            pts = sorted(
-                (c["steps"][c["seeds"].index(seed)], c["values"][c["seeds"].index(seed)])
-                for c in mine
-                if seed in c["seeds"]
-            )
-            ax.plot(
-                *zip(*pts), marker="o", linestyle="-" if not suffix else ":", label=f"ndmz search, seed {seed}{suffix}"
-            )
+    for seed in sorted({x["seed"] for x in result["by_step"]}, key=str):
+        pts = [(x["step"], x["search"]) for x in result["by_step"] if x["seed"] == seed]
+        style = ":" if "@" in str(seed) else "-"
+        ax.plot(*zip(*pts), marker="o", linestyle=style, label=f"ndmz search, seed {seed}")
     ax.set_xlabel("learning steps")
     ax.set_title("NDMZ search agent per seed, over learning steps")

@@ -69,6 +69,9 @@ def test_mean_and_t_interval_at_each_mark(tmp_path, monkeypatch):
     assert result["target"]["met"] is False  # seed 0's best (0.7 at 40 min) is no mark's mean
     assert result["target"]["best_mark"] == 60.0
     assert result["dynamics_at_last"]["mean"] == pytest.approx([1.0, 0.92])
+    past = [x for x in result["by_step"] if x["seed"] == 2]  # every evaluated step, past the budget too
+    assert [x["step"] for x in past] == [0, 100, 200, 300]
+    assert [x["search"] for x in past] == pytest.approx([0.1, 0.42, 0.5, 0.9])
     md = (tmp_path / "results" / "t_seeds.md").read_text()
     assert "**not met**" in md and "0.4900 [" in md
     assert (tmp_path / "results" / "t_seeds.png").stat().st_size > 0
@@ -91,7 +94,7 @@ def test_one_seed_has_no_interval():
 def test_bad_seed_list_is_a_usage_error(seeds, capsys):
     with pytest.raises(SystemExit) as stop:
         nannon_636.main(["report", "--seeds", seeds])
-    assert stop.value.code == 2 and "seeds must be" in capsys.readouterr().err
+    assert stop.value.code == 2 and "expected" in capsys.readouterr().err
 
 
 def test_a_seed_without_evaluations_is_named(tmp_path):
@@ -121,4 +124,5 @@ def test_two_seeds_do_not_settle_the_target_and_an_earlier_run_stands_beside(tmp
     final = [c for c in mixed["cells"] if (c["agent"], c["score"], c["mark"]) == ("search", "exact_vs_optimal", 60.0)]
     assert final[0]["values"] == pytest.approx([0.5, 0.5, 0.5])
     assert any(c["method"] == "td" and c["ci95"] is None for c in result["baseline"]["cells"])
+    assert {x["seed"] for x in result["by_step"]} == {1, 2, "0@abcdef1"}
     assert "**not established**" in (tmp_path / "results" / "t_seeds.md").read_text()
