@@ -403,6 +403,9 @@ def _plot_minutes(ax, result: dict) -> None:
                     ax.fill_between([c["mark"] for c in banded], lo, hi, color=line.get_color(), alpha=0.15)
                     for c in banded:
                         ax.scatter(c["minutes"], c["values"], s=8, color=line.get_color(), alpha=0.6)
+    means = [c["mean"] for _, cells in _cell_sets(result) for c in cells if c["score"] == "exact_vs_optimal"]
+    if means:  # two seeds' intervals at the untrained point would set the scale
+        ax.set_ylim(min(means) - 0.05, max(max(means), TARGET) + 0.02)
     ax.set_xlabel("training time (minutes)")
     ax.set_title(f"{result['game']}: mean over seeds {','.join(map(str, result['seeds']))} (95% t-interval)")
 
