@@ -138,6 +138,24 @@ def run_jobs(tasks: list, jobs: int, save) -> None:
             save(running[done], done.result())
 
 
+def sample_loadavg(path: Path, every_s: float = 60.0):
+    """Append the load average to `path` (JSON lines) now and every `every_s` seconds from a
+    daemon thread until the returned event is set: what else ran while a benchmark trained."""
+    import threading
+
+    stop = threading.Event()
+
+    def sample():
+        while True:
+            with open(path, "a") as f:
+                f.write(json.dumps({"utc": utcnow(), "loadavg": os.getloadavg()}) + "\n")
+            if stop.wait(every_s):
+                return
+
+    threading.Thread(target=sample, daemon=True).start()
+    return stop
+
+
 def train_in_chunks(trainer, budget_min: float, chunk_steps: int, label: str) -> None:
     """Run `trainer` in chunks of `chunk_steps` learning steps, a kept checkpoint after
     each, until `budget_min` minutes of training time (evaluation excluded)."""

@@ -28,8 +28,14 @@ Phases (each resumable: re-running continues where it stopped):
           cached in WORK/eval/*.json.
   report  benchmarks/results/NAME.{json,md,png}.
 
+Several training seeds: train and eval each with --seed S --work 'runs/bench/NAME_s{seed}'
+(one work directory per seed; the train phase records its commit and the machine's
+load average there), then `report --seeds 0,1,2` writes NAME_seeds.{json,md,png}: the
+mean and 95% t-interval over seeds at each mark (benchmarks/nannon_seeds.py).
+
 Targets (the issue): the NDMZ search agent's exact expected score against the
-optimal player at least 0.49 within 60 minutes of training, and top-move dynamics
+optimal player at least 0.49 within 60 minutes of training (issue 56: a mean of at
+least 0.495 over 3 seeds at a mark), and top-move dynamics
 accuracy of at least 95% for every k <= K.
 """
 
@@ -43,7 +49,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, cached, git_commit, run_phases, train_in_chunks  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    cached,
+    git_commit,
+    run_phases,
+    sample_loadavg,
+    train_in_chunks,
+    utcnow,
+)
 from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
 
 METHODS = ("ndmz", "alphazero", "td")
@@ -117,12 +132,19 @@ def _train_td(args, run: Path) -> None:
 
 
 def phase_train(args, work: Path) -> None:
-    for method in [args.method] if args.method else METHODS:
-        run = work / method / "run"
-        if method == "td":
-            _train_td(args, run)
-            continue
-        train_in_chunks(_trainer(args, run, method), args.budget_min, args.chunk_steps, f"train {method}")
+    # What the seeds' report names: the commit each start trained at, and the machine's load.
+    with open(work / "train_commits.txt", "a") as f:
+        f.write(f"{utcnow()} {git_commit()}\n")
+    sampling = sample_loadavg(work / "loadavg.jsonl")
+    try:
+        for method in [args.method] if args.method else METHODS:
+            run = work / method / "run"
+            if method == "td":
+                _train_td(args, run)
+                continue
+            train_in_chunks(_trainer(args, run, method), args.budget_min, args.chunk_steps, f"train {method}")
+    finally:
+        sampling.set()
 
 
 # ----------------------------------------------------------------------------- eval
@@ -238,7 +260,12 @@ def phase_eval(args, work: Path) -> None:
     for method in [args.method] if args.method else METHODS:
         # The chunk that crosses the budget overshoots it; score what the budget trained.
         within = [p for p in checkpoints(work, method) if p["minutes"] <= args.budget_min]
-        for point in spread(within, args.points):
+        if args.at_steps:  # the checkpoints nearest given learning steps (another run's, to compare)
+            within = checkpoints(work, method)
+            picks = [min(within, key=lambda p: abs(p["step"] - step)) for step in args.at_steps] if within else []
+        else:
+            picks = spread(within, args.points)
+        for point in picks:
             cells.append((f"{method}-step{point['step']:06d}", method, point))
 
     def show(rec: dict) -> str:
@@ -411,6 +438,20 @@ def main(argv=None) -> None:
         "on games too large to tabulate (12-5-6)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--at-steps",
+        type=_seed_list,
+        default=None,
+        help="eval only: the checkpoints nearest these learning steps (e.g. 920,1100), past the budget too",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_seed_list,
+        default=None,
+        help="report only: the mean and 95%% interval over these training seeds (e.g. 0,1,2), each "
+        "from its own --work (with {seed} in it; default runs/bench/NAME_s{seed}) -> NAME_seeds.*",
+    )
+    p.add_argument("--baseline", type=Path, default=None, help="with --seeds: an earlier results JSON shown beside")
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
@@ -419,9 +460,28 @@ def main(argv=None) -> None:
 
     prm = NannonParams.from_game(load_game(args.game))
     args.out = args.out or f"nannon_{prm.points}{prm.checkers}{prm.die_sides}"
-    work = args.work or ROOT / "runs" / "bench" / args.out
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.seeds is not None:
+        if args.phase != "report":
+            p.error("--seeds is for the report phase (train and eval one --seed at a time)")
+        import nannon_seeds
+
+        nannon_seeds.report(args)
+        return
+    work = Path(str(args.work).format(seed=args.seed)) if args.work else ROOT / "runs" / "bench" / args.out
     work.mkdir(parents=True, exist_ok=True)
     run_phases(args, work, phase_train, phase_eval, phase_report)
+
+
+def _seed_list(text: str) -> list[int]:
+    """'0,1,2' -> [0, 1, 2] (--seeds, --at-steps)."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, not {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"expected distinct integers >= 0, not {text!r}")
+    return seeds
 
 
 if __name__ == "__main__":

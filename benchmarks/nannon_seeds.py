@@ -1,0 +1,419 @@
+"""`nannon_636.py report --seeds 0,1,2`: the benchmark over several training seeds.
+
+Each seed trains and is evaluated in a work directory of its own (`--work` with
+``{seed}`` in it, default ``runs/bench/NAME_s{seed}``); this module reads each
+seed's evaluation cache (WORK/eval/*.json) and writes NAME_seeds.{json,md,png}:
+per method, agent (raw policy, search) and score (exact vs optimal, exact vs random)
+the mean over seeds and its 95% t-interval at each mark (0 and budget * k / points
+minutes). A seed's point at a mark is its evaluated checkpoint nearest the mark in
+training minutes, if within half the marks' spacing (eval spreads --points
+checkpoints over the training time, so each lands near a mark); the checkpoint's
+own minutes are kept beside its score. The issue's rule: a target is met by the
+mean at a mark, never by a seed's best checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from common import RESULTS, ROOT, git_commit, interval, machine_line, write_markdown
+
+AGENTS = ("raw", "search")
+SCORES = ("exact_vs_optimal", "exact_vs_random")
+TARGET = 0.495  # issue 56: NDMZ's search agent vs the optimal player, mean of 3 seeds, within 60 minutes
+TARGET_SEEDS = 3
+
+
+def seed_work(work: Path | str | None, out: str, seed: int) -> Path:
+    """Seed `seed`'s work directory: `work` with {seed} filled in, default runs/bench/OUT_s{seed}."""
+    template = str(work) if work is not None else str(ROOT / "runs" / "bench" / f"{out}_s{{seed}}")
+    return Path(template.format(seed=seed))
+
+
+def eval_rows(work: Path) -> list[dict]:
+    """A seed's evaluated checkpoints (WORK/eval/*.json), in order of training minutes."""
+    return sorted((json.loads(p.read_text()) for p in (work / "eval").glob("*.json")), key=lambda r: r["minutes"])
+
+
+def marks_of(budget_min: float, points: int) -> list[float]:
+    """0 and `points` even marks up to the budget (minutes of training)."""
+    return [0.0] + [budget_min * k / points for k in range(1, points + 1)]
+
+
+def at_marks(rows: list[dict], marks: list[float], budget_min: float) -> dict[float, dict]:
+    """Each mark's row: the one nearest it in minutes, within half the marks' spacing and
+    within the budget (a mark with none is left out)."""
+    tolerance = (marks[1] - marks[0]) / 2 if len(marks) > 1 else float("inf")
+    rows = [r for r in rows if r["minutes"] <= budget_min]
+    out = {}
+    for mark in marks:
+        near = min(rows, key=lambda r: abs(r["minutes"] - mark), default=None)
+        if near is not None and abs(near["minutes"] - mark) <= tolerance:
+            out[mark] = near
+    return out
+
+
+def across_seeds(rows_by_seed: dict[int, list[dict]], marks: list[float], budget_min: float) -> list[dict]:
+    """Per method, agent, score and mark, over the seeds that have it: the seeds' scores,
+    their checkpoints' minutes, the mean and its 95% t-interval (none for one seed)."""
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for seed, rows in sorted(rows_by_seed.items(), key=lambda item: str(item[0])):
+        for method in sorted({r["method"] for r in rows}):
+            mine = [r for r in rows if r["method"] == method]
+            for mark, row in at_marks(mine, marks, budget_min).items():
+                groups.setdefault((method, mark), []).append((seed, row))
+    out = []
+    for (method, mark), seeded in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1])):
+        for agent in AGENTS:
+            for score in SCORES:
+                have = [(s, r) for s, r in seeded if score in r.get(agent, {})]
+                if not have:
+                    continue
+                values = [r[agent][score] for _, r in have]
+                mean, lo, hi = interval(values)
+                out.append(
+                    {
+                        "method": method,
+                        "agent": agent,
+                        "score": score,
+                        "mark": mark,
+                        "seeds": [s for s, _ in have],
+                        "minutes": [r["minutes"] for _, r in have],
+                        "steps": [r["step"] for _, r in have],
+                        "values": values,
+                        "mean": mean,
+                        "ci95": None if len(values) < 2 else [lo, hi],
+                    }
+                )
+    return out
+
+
+def target(cells: list[dict], seeds: list, budget_min: float = 60.0) -> dict:
+    """Issue 56's target: NDMZ's search agent, the mean over all `seeds` (at least 3) of the
+    exact score against the optimal player at some mark within `budget_min` minutes, at
+    least 0.495."""
+    means = [
+        c
+        for c in cells
+        if (c["method"], c["agent"], c["score"]) == ("ndmz", "search", "exact_vs_optimal")
+        and c["mark"] <= budget_min
+        and sorted(c["seeds"], key=str) == sorted(seeds, key=str)
+    ]
+    best = max(means, key=lambda c: c["mean"], default=None)
+    return {
+        "rule": f"mean over seeds {seeds} of NDMZ's search agent, exact vs optimal, >= {TARGET} at a mark "
+        f"<= {budget_min:g} min",
+        "best_mark": None if best is None else best["mark"],
+        "best_mean": None if best is None else best["mean"],
+        "best_ci95": None if best is None else best["ci95"],
+        "enough_seeds": len(seeds) >= TARGET_SEEDS,
+        "met": best is not None and best["mean"] >= TARGET and len(seeds) >= TARGET_SEEDS,
+        "marks_meeting": [c["mark"] for c in means if c["mean"] >= TARGET],
+    }
+
+
+def dynamics_at_last(rows_by_seed: dict[int, list[dict]], budget_min: float) -> dict | None:
+    """NDMZ's dynamics tests (top-move accuracy per k) at each seed's last evaluated
+    checkpoint within the budget: per k the mean over seeds and the lowest seed."""
+    last = []
+    for rows in rows_by_seed.values():
+        tested = [r for r in rows if r["method"] == "ndmz" and "dynamics" in r and r["minutes"] <= budget_min]
+        if tested:
+            last.append(tested[-1]["dynamics"]["top_move"])
+    if not last:
+        return None
+    per_k = list(zip(*last))
+    return {"seeds": len(last), "mean": [statistics.fmean(k) for k in per_k], "min": [min(k) for k in per_k]}
+
+
+def by_step(rows_by_seed: dict, budget_min: float) -> list[dict]:
+    """Every evaluated NDMZ checkpoint of each seed, past the budget too (training is
+    deterministic in its learning steps, so a step's score does not depend on the load)."""
+    out = []
+    for seed, rows in rows_by_seed.items():
+        for r in rows:
+            if r["method"] == "ndmz" and "search" in r:
+                scores = {agent: r[agent].get("exact_vs_optimal") for agent in AGENTS}
+                out.append({"seed": seed, "step": r["step"], "minutes": r["minutes"], **scores})
+    return sorted(out, key=lambda x: (str(x["seed"]), x["step"]))
+
+
+def load_summary(work: Path) -> dict | None:
+    """The 1-minute load average sampled while the seed trained (WORK/loadavg.jsonl)."""
+    path = work / "loadavg.jsonl"
+    if not path.exists():
+        return None
+    loads = [json.loads(x)["loadavg"][0] for x in path.read_text().splitlines() if x.strip()]
+    if not loads:
+        return None
+    return {"samples": len(loads), "mean": statistics.fmean(loads), "min": min(loads), "max": max(loads)}
+
+
+def report(args) -> dict:
+    """NAME_seeds.{json,md,png} from the seeds' caches (and --baseline's rows beside them)."""
+    seeds = args.seeds
+    works = {seed: seed_work(args.work, args.out, seed) for seed in seeds}
+    rows_by_seed = {seed: eval_rows(work) for seed, work in works.items()}
+    missing = [s for s, rows in rows_by_seed.items() if not rows]
+    if missing:
+        raise SystemExit(f"no evaluated checkpoints for seed(s) {missing} (run eval with --seed S first)")
+    marks = marks_of(args.budget_min, args.points)
+    cells = across_seeds(rows_by_seed, marks, args.budget_min)
+    baseline = _baseline(args, marks, rows_by_seed)
+    result = {
+        "game": args.game,
+        "seeds": seeds,
+        "work": {str(s): str(w) for s, w in works.items()},
+        "command": "python benchmarks/nannon_636.py " + " ".join(getattr(args, "argv", [])),
+        "git": git_commit(),
+        "train_git": {str(s): _train_commits(w) for s, w in works.items()},
+        "machine": machine_line(),
+        "load_while_training": {str(s): load_summary(w) for s, w in works.items()},
+        "marks": marks,
+        "cells": cells,
+        "baseline": baseline,
+        "dynamics_at_last": dynamics_at_last(rows_by_seed, args.budget_min),
+        "by_step": by_step(
+            {**rows_by_seed, **({f"{baseline['seed']}@{baseline['git'][:7]}": baseline["rows"]} if baseline else {})},
+            args.budget_min,
+        ),
+        "target": target(cells, seeds, args.budget_min),
+    }
+    if baseline:
+        baseline.pop("rows")  # in its own results file
+    name = f"{args.out}_seeds"
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
+    write_markdown(name, markdown(name, result))
+    plot(result, RESULTS / f"{name}.png")
+    return result
+
+
+def _baseline(args, marks: list[float], rows_by_seed: dict[int, list[dict]]) -> dict | None:
+    """--baseline FILE (an earlier one-seed results JSON): its cells beside the seeds'; if
+    its seed is not among them, NDMZ over the seeds with it as one more, named SEED@COMMIT
+    (a different commit: shown apart from the target's verdict)."""
+    if not getattr(args, "baseline", None):
+        return None
+    earlier = json.loads(Path(args.baseline).read_text())
+    rows, seed, git = earlier["rows"], earlier.get("seed", 0), earlier.get("git") or "unknown"
+    out = {
+        "file": str(args.baseline),
+        "git": git,
+        "seed": seed,
+        "cells": across_seeds({seed: rows}, marks, args.budget_min),
+        "rows": rows,
+    }
+    if seed not in rows_by_seed:
+        ndmz = {s: [r for r in rs if r["method"] == "ndmz"] for s, rs in rows_by_seed.items()}
+        mixed = {**ndmz, f"{seed}@{git[:7]}": [r for r in rows if r["method"] == "ndmz"]}
+        cells = across_seeds(mixed, marks, args.budget_min)
+        out["with_it"] = {"seeds": list(mixed), "cells": cells, "target": target(cells, list(mixed), args.budget_min)}
+    return out
+
+
+def _train_commits(work: Path) -> list[str]:
+    """The commits the seed's training ran at (WORK/train_commits.txt: one line per start)."""
+    path = work / "train_commits.txt"
+    lines = path.read_text().split("\n") if path.exists() else []
+    return sorted({x.split()[-1] for x in lines if x.strip()})
+
+
+# ----------------------------------------------------------------------------- the report
+def _fmt(cell: dict | None) -> str:
+    if cell is None:
+        return ""
+    if cell["ci95"] is None:
+        return f"{cell['mean']:.4f}"
+    return f"{cell['mean']:.4f} [{cell['ci95'][0]:.4f}, {cell['ci95'][1]:.4f}]"
+
+
+def _table(cells: list[dict], marks: list[float], label: str) -> list[str]:
+    """A row per method and agent, a column per mark: the mean [95% interval] of each score."""
+    lines = []
+    for score in SCORES:
+        lines += [
+            "",
+            f"{label}: exact {score.replace('exact_', '').replace('_', ' ')} (mean [95% t-interval] over seeds)",
+            "",
+            "| method | agent | seeds | " + " | ".join(f"{m:g} min" for m in marks) + " |",
+            "|---|---|---|" + "---:|" * len(marks),
+        ]
+        for method in sorted({c["method"] for c in cells}):
+            for agent in AGENTS:
+                mine = {c["mark"]: c for c in cells if (c["method"], c["agent"], c["score"]) == (method, agent, score)}
+                if mine:
+                    seeds = sorted({s for c in mine.values() for s in c["seeds"]})
+                    row = " | ".join(_fmt(mine.get(m)) for m in marks)
+                    lines.append(f"| {method} | {agent} | {','.join(map(str, seeds))} | {row} |")
+    return lines
+
+
+def _per_seed(cells: list[dict]) -> list[str]:
+    """NDMZ's search agent vs optimal per seed: each seed's checkpoint (minutes) and score."""
+    mine = [c for c in cells if (c["method"], c["agent"], c["score"]) == ("ndmz", "search", "exact_vs_optimal")]
+    lines = ["", "NDMZ search agent, exact vs optimal, per seed (the checkpoint's training minutes and step):", ""]
+    lines += ["| mark | " + " | ".join(f"seed {s}" for s in mine[0]["seeds"]) + " |"] if mine else []
+    lines += ["|---:|" + "---:|" * len(mine[0]["seeds"])] if mine else []
+    for c in mine:
+        seeded = (f"{v:.4f} ({m:.1f} min, step {n})" for v, m, n in zip(c["values"], c["minutes"], c["steps"]))
+        lines.append(f"| {c['mark']:g} | " + " | ".join(seeded) + " |")
+    return lines
+
+
+def markdown(name: str, result: dict) -> list[str]:
+    """The report's lines: what was run, the tables, the target."""
+    tgt, base = result["target"], result["baseline"]
+    loads = {s: x for s, x in result["load_while_training"].items() if x}
+    load_text = "; ".join(f"seed {s} mean {x['mean']:.2f}, max {x['max']:.2f}" for s, x in loads.items())
+    lines = [
+        f"# Benchmark `{name}`: {result['game']} over training seeds {', '.join(map(str, result['seeds']))}",
+        "",
+        f"Machine: {result['machine']}, shared with other sessions' work while these ran: the minutes are "
+        "training time (wall clock of the learning steps in the training process, not CPU time), so a "
+        "busier machine gives fewer learning steps per minute. "
+        f"Command: `{result['command']}` (report at commit {result['git'][:10]}; training at "
+        + ", ".join(
+            f"seed {s}: {'/'.join(c[:10] for c in cs) or 'unrecorded'}" for s, cs in result["train_git"].items()
+        )
+        + ").",
+        "",
+        f"1-minute load average while training (sampled each minute): {load_text or 'not recorded'}.",
+        "",
+        "Scores are exact expected scores (both seats, opening roll included) of every decision tabulated. "
+        "A seed's point at a mark is its evaluated checkpoint nearest the mark in training minutes "
+        f"(within half the spacing); marks {', '.join(f'{m:g}' for m in result['marks'])} min.",
+    ]
+    lines += _table(result["cells"], result["marks"], "This run")
+    lines += _per_seed(result["cells"])
+    lines += _by_step_lines(result["by_step"], result["marks"][-1])
+    if base:
+        lines += _baseline_lines(base, result["marks"])
+    dyn = result["dynamics_at_last"]
+    if dyn:
+        lines += [
+            "",
+            f"NDMZ dynamics tests at each seed's last checkpoint ({dyn['seeds']} seeds), top-move accuracy per k: "
+            "mean "
+            + ", ".join(f"{x:.3f}" for x in dyn["mean"])
+            + "; lowest seed "
+            + ", ".join(f"{x:.3f}" for x in dyn["min"]),
+        ]
+    return lines + ["", f"Target ({tgt['rule']}): {_verdict(tgt)}."]
+
+
+def _by_step_lines(rows: list[dict], budget_min: float) -> list[str]:
+    """Every evaluated NDMZ checkpoint by learning step, past the budget too."""
+    lines = [
+        "",
+        "NDMZ by learning step, every evaluated checkpoint (training is deterministic in its steps, so a "
+        f"step's score does not depend on the machine's load; past {budget_min:g} minutes: not counted at a mark):",
+        "",
+        "| seed | step | minutes | search vs optimal | raw vs optimal |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for x in rows:
+        lines.append(f"| {x['seed']} | {x['step']} | {x['minutes']:.1f} | {x['search']:.4f} | {x['raw']:.4f} |")
+    return lines
+
+
+def _verdict(tgt: dict) -> str:
+    """'**met**', '**not met**' or '**not established** (N seeds)', with the best mark's mean."""
+    if tgt["met"]:
+        verdict = "**met**"
+    elif tgt["enough_seeds"]:
+        verdict = "**not met**"
+    else:
+        verdict = f"**not established** (fewer than {TARGET_SEEDS} seeds)"
+    if tgt["best_mean"] is None:
+        return verdict
+    return (
+        f"{verdict}: best mean {_fmt({'mean': tgt['best_mean'], 'ci95': tgt['best_ci95']})} at {tgt['best_mark']:g} min"
+    )
+
+
+def _baseline_lines(base: dict, marks: list[float]) -> list[str]:
+    """The earlier run's table, and NDMZ over the seeds with it as one more (if it is not one of them)."""
+    lines = _table(
+        base["cells"], marks, f"Beside it, one seed ({base['seed']}) at commit {base['git'][:10]} ({base['file']})"
+    )
+    mixed = base.get("with_it")
+    if mixed:
+        ndmz = [c for c in mixed["cells"] if c["agent"] == "search" and c["score"] == "exact_vs_optimal"]
+        lines += [
+            "",
+            f"NDMZ search agent vs optimal over seeds {', '.join(map(str, mixed['seeds']))}, the earlier run "
+            "counted as one more (a different commit, so not the target's verdict): "
+            + "; ".join(f"{c['mark']:g} min {_fmt(c)} (n = {len(c['values'])})" for c in ndmz)
+            + f". Read this way the target would be {_verdict(mixed['target'])}.",
+        ]
+    return lines
+
+
+def plot(result: dict, path: Path) -> None:
+    """Left: exact score vs the optimal player over training minutes, each method and agent's
+    mean over seeds with its 95% interval as a band and the seeds' points. Right: NDMZ's
+    search agent per seed over learning steps (training is deterministic in its steps, so
+    this axis does not depend on how busy the machine was)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    _plot_minutes(left, result)
+    _plot_steps(right, result)
+    for ax in (left, right):
+        ax.axhline(TARGET, linestyle="--", color="gray", linewidth=1)
+        ax.annotate(f"target {TARGET}", (0, TARGET), fontsize=7, color="gray", va="bottom")
+        ax.set_ylabel("exact score against the optimal player")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _cell_sets(result: dict) -> list[tuple[str, list[dict]]]:
+    """(label suffix, cells): this run's, and the --baseline run's if given."""
+    sets = [("", result["cells"])]
+    base = result["baseline"]
+    if base:
+        sets.append((f" (seed {base['seed']}, {base['git'][:7]})", base["cells"]))
+    return sets
+
+
+def _plot_minutes(ax, result: dict) -> None:
+    for suffix, cells in _cell_sets(result):
+        for method in sorted({c["method"] for c in cells}):
+            for agent in AGENTS:
+                key = (method, agent, "exact_vs_optimal")
+                mine = [c for c in cells if (c["method"], c["agent"], c["score"]) == key]
+                if not mine:
+                    continue
+                style = "-" if not suffix else ":"
+                means = [c["mean"] for c in mine]
+                (line,) = ax.plot(
+                    [c["mark"] for c in mine], means, marker="o", linestyle=style, label=f"{method} {agent}{suffix}"
+                )
+                banded = [c for c in mine if c["ci95"]]
+                if banded:
+                    lo, hi = [c["ci95"][0] for c in banded], [c["ci95"][1] for c in banded]
+                    ax.fill_between([c["mark"] for c in banded], lo, hi, color=line.get_color(), alpha=0.15)
+                    for c in banded:
+                        ax.scatter(c["minutes"], c["values"], s=8, color=line.get_color(), alpha=0.6)
+    means = [c["mean"] for _, cells in _cell_sets(result) for c in cells if c["score"] == "exact_vs_optimal"]
+    if means:  # two seeds' intervals at the untrained point would set the scale
+        ax.set_ylim(min(means) - 0.05, max(max(means), TARGET) + 0.02)
+    ax.set_xlabel("training time (minutes)")
+    ax.set_title(f"{result['game']}: mean over seeds {','.join(map(str, result['seeds']))} (95% t-interval)")
+
+
+def _plot_steps(ax, result: dict) -> None:
+    for seed in sorted({x["seed"] for x in result["by_step"]}, key=str):
+        pts = [(x["step"], x["search"]) for x in result["by_step"] if x["seed"] == seed]
+        style = ":" if "@" in str(seed) else "-"
+        ax.plot(*zip(*pts), marker="o", linestyle=style, label=f"ndmz search, seed {seed}")
+    ax.set_xlabel("learning steps")
+    ax.set_title("NDMZ search agent per seed, over learning steps")

@@ -1,0 +1,128 @@
+"""benchmarks/nannon_636.py report --seeds: each seed's evaluated checkpoints aligned at
+the marks, the mean and 95% t-interval over seeds, and issue 56's target read from the
+mean at a mark (never a seed's best checkpoint)."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import common  # noqa: E402
+import nannon_636  # noqa: E402
+import nannon_seeds  # noqa: E402
+
+T975_2 = 4.302652729911275  # Student's t, 97.5% quantile, 2 degrees of freedom
+
+
+def _row(work: Path, method: str, step: int, minutes: float, search: float, raw: float = 0.3) -> None:
+    (work / "eval").mkdir(parents=True, exist_ok=True)
+    rec = {
+        "method": method,
+        "step": step,
+        "minutes": minutes,
+        "raw": {"exact_vs_optimal": raw, "exact_vs_random": raw + 0.4},
+        "search": {"exact_vs_optimal": search, "exact_vs_random": search + 0.4},
+    }
+    if method == "ndmz":
+        rec["dynamics"] = {"top_move": [1.0, 0.9 + step / 10000], "uniform": [0.5, 0.5]}
+    (work / "eval" / f"{method}-step{step:06d}.json").write_text(json.dumps(rec))
+
+
+def _seeds(tmp_path: Path, finals: list[float]) -> str:
+    """Three seeds: the untrained point, one near 30 min, one near 60 min (seed 2's 30-min
+    checkpoint is 16 minutes off: beyond half the spacing); a seed's best is at 40 min."""
+    template = str(tmp_path / "s{seed}")
+    for seed, final in enumerate(finals):
+        work = Path(template.format(seed=seed))
+        _row(work, "ndmz", 0, 0.0, 0.1)
+        _row(work, "ndmz", 100, 30.4 if seed < 2 else 46.0, 0.40 + seed / 100)
+        _row(work, "ndmz", 200, 59.6 + seed / 10, final)
+        _row(work, "ndmz", 300, 65.0, 0.9)  # past the budget: never counted
+    _row(Path(template.format(seed=0)), "ndmz", 150, 40.0, 0.7)  # a best checkpoint off the marks
+    return template
+
+
+def _report(tmp_path, monkeypatch, finals) -> dict:
+    monkeypatch.setattr(nannon_seeds, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    template = _seeds(tmp_path, finals)
+    nannon_636.main(["report", "--seeds", "0,1,2", "--work", template, "--points", "2", "--out", "t"])
+    return json.loads((tmp_path / "results" / "t_seeds.json").read_text())
+
+
+def test_mean_and_t_interval_at_each_mark(tmp_path, monkeypatch):
+    result = _report(tmp_path, monkeypatch, [0.48, 0.49, 0.50])
+    assert result["marks"] == [0.0, 30.0, 60.0]
+    cells = {(c["agent"], c["score"], c["mark"]): c for c in result["cells"]}
+    final = cells[("search", "exact_vs_optimal", 60.0)]
+    assert final["seeds"] == [0, 1, 2] and final["values"] == pytest.approx([0.48, 0.49, 0.50])
+    assert final["minutes"] == pytest.approx([59.6, 59.7, 59.8])
+    half = T975_2 * 0.01 / math.sqrt(3)
+    assert final["mean"] == pytest.approx(0.49)
+    assert final["ci95"] == pytest.approx([0.49 - half, 0.49 + half])
+    assert cells[("search", "exact_vs_random", 60.0)]["mean"] == pytest.approx(0.89)
+    mid = cells[("search", "exact_vs_optimal", 30.0)]
+    assert mid["seeds"] == [0, 1] and mid["values"] == pytest.approx([0.40, 0.41])  # seed 2 too far off
+    assert result["target"]["met"] is False  # seed 0's best (0.7 at 40 min) is no mark's mean
+    assert result["target"]["best_mark"] == 60.0
+    assert result["dynamics_at_last"]["mean"] == pytest.approx([1.0, 0.92])
+    past = [x for x in result["by_step"] if x["seed"] == 2]  # every evaluated step, past the budget too
+    assert [x["step"] for x in past] == [0, 100, 200, 300]
+    assert [x["search"] for x in past] == pytest.approx([0.1, 0.42, 0.5, 0.9])
+    md = (tmp_path / "results" / "t_seeds.md").read_text()
+    assert "**not met**" in md and "0.4900 [" in md
+    assert (tmp_path / "results" / "t_seeds.png").stat().st_size > 0
+
+
+def test_target_met_by_the_mean_at_a_mark(tmp_path, monkeypatch):
+    result = _report(tmp_path, monkeypatch, [0.49, 0.50, 0.51])
+    assert result["target"]["met"] is True and result["target"]["marks_meeting"] == [60.0]
+    assert "**met**" in (tmp_path / "results" / "t_seeds.md").read_text()
+
+
+def test_one_seed_has_no_interval():
+    cells = nannon_seeds.across_seeds(
+        {0: [{"method": "td", "step": 0, "minutes": 0.0, "raw": {"exact_vs_optimal": 0.2}}]}, [0.0, 10.0], 60
+    )
+    assert [(c["mean"], c["ci95"]) for c in cells] == [(0.2, None)]
+
+
+@pytest.mark.parametrize("seeds", ["0,x", "1,1", ","])
+def test_bad_seed_list_is_a_usage_error(seeds, capsys):
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main(["report", "--seeds", seeds])
+    assert stop.value.code == 2 and "expected" in capsys.readouterr().err
+
+
+def test_a_seed_without_evaluations_is_named(tmp_path):
+    with pytest.raises(SystemExit, match=r"seed\(s\) \[1\]"):
+        _row(tmp_path / "s0", "ndmz", 0, 0.0, 0.1)
+        nannon_636.main(["report", "--seeds", "0,1", "--work", str(tmp_path / "s{seed}")])
+
+
+def test_two_seeds_do_not_settle_the_target_and_an_earlier_run_stands_beside(tmp_path, monkeypatch):
+    monkeypatch.setattr(nannon_seeds, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    template = _seeds(tmp_path, [0.50, 0.50, 0.50])
+    earlier = {
+        "seed": 0,
+        "git": "abcdef1234",
+        "rows": [json.loads(p.read_text()) for p in (tmp_path / "s0" / "eval").glob("*.json")],
+    }
+    earlier["rows"][0]["method"] = "td"  # one more method, one seed: no interval
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    argv = ["report", "--seeds", "1,2", "--work", template, "--points", "2", "--out", "t"]
+    nannon_636.main([*argv, "--baseline", str(tmp_path / "earlier.json")])
+    result = json.loads((tmp_path / "results" / "t_seeds.json").read_text())
+    assert result["target"]["best_mean"] == pytest.approx(0.5)
+    assert not result["target"]["met"] and not result["target"]["enough_seeds"]
+    mixed = result["baseline"]["with_it"]
+    assert mixed["seeds"] == [1, 2, "0@abcdef1"] and mixed["target"]["met"]
+    final = [c for c in mixed["cells"] if (c["agent"], c["score"], c["mark"]) == ("search", "exact_vs_optimal", 60.0)]
+    assert final[0]["values"] == pytest.approx([0.5, 0.5, 0.5])
+    assert any(c["method"] == "td" and c["ci95"] is None for c in result["baseline"]["cells"])
+    assert {x["seed"] for x in result["by_step"]} == {1, 2, "0@abcdef1"}
+    assert "**not established**" in (tmp_path / "results" / "t_seeds.md").read_text()
