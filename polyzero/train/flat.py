@@ -16,6 +16,7 @@ import torch
 # Optimizer slots that are one number for every parameter (Adam's step count); the
 # others (moments, momentum) hold one number per element.
 SHARED_SLOTS = ("step",)
+ALIGN_BYTES = 64
 
 
 class FlatParameters:
@@ -26,13 +27,17 @@ class FlatParameters:
     def __init__(self, params: list[torch.nn.Parameter]):
         self.params = list(params)
         self.shapes = [p.shape for p in self.params]
+        first = self.params[0]
+        # Each piece starts 64 bytes into the buffer's alignment, as a tensor of its own
+        # does (the allocator's): MKL's matrix products round differently on operands
+        # aligned differently. The padding stays 0 (its gradient is 0, so is its step).
+        align = max(1, ALIGN_BYTES // first.element_size())
         self.bounds = []
         start = 0
         for p in self.params:
             self.bounds.append((start, start + p.numel()))
-            start += p.numel()
-        first = self.params[0]
-        self.data = torch.empty(start, dtype=first.dtype, device=first.device)
+            start += -(-p.numel() // align) * align
+        self.data = torch.zeros(start, dtype=first.dtype, device=first.device)
         self.grad = torch.zeros_like(self.data)
         with torch.no_grad():
             for p, view in zip(self.params, self.views(self.data)):
@@ -77,6 +82,12 @@ class FlatParameters:
                 piece[name] = parts[i] if parts else value.clone() if torch.is_tensor(value) else value
         return out
 
+    def _join(self, pieces: list[torch.Tensor]) -> torch.Tensor:
+        flat = torch.zeros_like(self.data, dtype=pieces[0].dtype, device=pieces[0].device)
+        for view, piece in zip(self.views(flat), pieces):
+            view.copy_(piece)
+        return flat
+
     def join_state(self, state: dict) -> dict:
         """The inverse of `split_state`: a per-parameter state_dict (a checkpoint's) as the
         buffer's. Elementwise slots are concatenated; the shared ones (Adam's step count,
@@ -88,7 +99,7 @@ class FlatParameters:
                 raise ValueError("the optimizer state has some parameters and not others")
             for name, value in per_param[0].items():
                 elementwise = torch.is_tensor(value) and name not in SHARED_SLOTS
-                slots[name] = torch.cat([s[name].reshape(-1) for s in per_param]) if elementwise else value
+                slots[name] = self._join([s[name] for s in per_param]) if elementwise else value
         groups = [{**g, "params": [0]} for g in state["param_groups"]]
         return {"state": {0: slots} if slots else {}, "param_groups": groups}
 

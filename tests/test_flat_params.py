@@ -1,0 +1,111 @@
+"""The learner's one-buffer parameters (polyzero/train/flat.py) change no number: the
+same updates, weights and optimizer moments bit for bit as the per-tensor learner,
+through a learning-rate change and a checkpoint either way; checkpoints keep the
+per-tensor layout; a gradient dropped by `net.zero_grad()` is relinked."""
+
+import copy
+
+import pytest
+import torch
+
+from polyzero.train import learner as learner_module
+from polyzero.train.flat import FlatParameters, adam_step
+from polyzero.train.learner import Learner
+from test_learner_exact import _setup
+
+
+def _pair(case, monkeypatch, **train):
+    """(the learner with the buffer, the per-tensor one), the same weights."""
+    cfg, algo, batch = _setup(case)
+    for key, value in train.items():
+        setattr(cfg.train, key, value)
+    torch.manual_seed(0)
+    flat = Learner(algo, cfg.train, torch.device("cpu"))
+    with monkeypatch.context() as m:
+        m.setattr(learner_module.FlatParameters, "fits", staticmethod(lambda params: False))
+        apart = Learner(algo, cfg.train, torch.device("cpu"))
+    apart.net.load_state_dict(flat.net.state_dict())
+    assert flat.flat is not None and apart.flat is None
+    return flat, apart, batch
+
+
+def _terms(learner: Learner, batch) -> dict:
+    out = learner.update(batch)
+    out.pop("priority", None)
+    return out
+
+
+def _assert_same(a: Learner, b: Learner):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa["updates"] == sb["updates"]
+    for key, value in sb["net"].items():
+        assert torch.equal(sa["net"][key], value), key
+    assert sa["optimizer"]["param_groups"] == sb["optimizer"]["param_groups"]
+    assert sa["optimizer"]["state"].keys() == sb["optimizer"]["state"].keys()
+    for index, slots in sb["optimizer"]["state"].items():
+        assert slots.keys() == sa["optimizer"]["state"][index].keys()
+        for name, value in slots.items():
+            got = sa["optimizer"]["state"][index][name]
+            assert got.shape == value.shape and torch.equal(got, value), (index, name)
+
+
+@pytest.mark.parametrize("case", ["ndmz_nannon", "muzero_tiny_mlp"])
+def test_the_buffer_makes_the_per_tensor_learners_numbers_through_lr_changes_and_checkpoints(case, monkeypatch):
+    flat, apart, batch = _pair(case, monkeypatch)
+    for step in range(3):
+        if step == 2:  # Student of Games halves the rate between steps
+            for learner in (flat, apart):
+                learner.optimizer.param_groups[0]["lr"] *= 0.5
+        assert _terms(flat, batch) == _terms(apart, batch)
+    _assert_same(flat, apart)
+    # Checkpoints cross over: the buffer's into a per-tensor learner and back.
+    _, resumed_apart, _ = _pair(case, monkeypatch)
+    resumed_flat, _, _ = _pair(case, monkeypatch)
+    resumed_apart.load_state_dict(copy.deepcopy(flat.state_dict()))
+    resumed_flat.load_state_dict(copy.deepcopy(apart.state_dict()))
+    outs = [_terms(learner, batch) for learner in (flat, apart, resumed_apart, resumed_flat)]
+    assert all(out == outs[0] for out in outs)
+    for learner in (apart, resumed_apart, resumed_flat):
+        _assert_same(flat, learner)
+
+
+def test_the_buffer_holds_the_weights_and_gradients_the_network_sees(monkeypatch):
+    flat, _, batch = _pair("ndmz_nannon", monkeypatch)
+    buffer = flat.flat
+    flat.update(batch)
+    for p, (a, b) in zip(flat.net.parameters(), buffer.bounds):
+        assert p.data_ptr() == buffer.data[a:b].data_ptr() and p.grad.data_ptr() == buffer.grad[a:b].data_ptr()
+    before = buffer.data.clone()
+    flat.net.zero_grad()  # drops the gradient views: the next update must relink them
+    flat.update(batch)
+    assert all(
+        p.grad.data_ptr() == buffer.grad[a:b].data_ptr() for p, (a, b) in zip(flat.net.parameters(), buffer.bounds)
+    )
+    assert not torch.equal(before, buffer.data)  # the step moved the weights the network uses
+    flat.net.load_state_dict({k: torch.zeros_like(v) for k, v in flat.net.state_dict().items()})
+    assert not buffer.data.any()  # loading weights writes into the buffer
+
+
+def test_the_lean_adam_step_declines_settings_it_does_not_reproduce(monkeypatch):
+    flat, apart, batch = _pair("muzero_tiny_mlp", monkeypatch, optimizer="sgd")
+    for _ in range(2):  # SGD's foreach step on the buffer: the same numbers
+        assert _terms(flat, batch) == _terms(apart, batch)
+        assert not adam_step(flat.optimizer, flat.flat)
+    _assert_same(flat, apart)
+    # The fused step: one kernel over the buffer, whose vector and tail loops split it
+    # elsewhere than the per-tensor calls did -- the same update to float rounding.
+    flat, apart, batch = _pair("ndmz_nannon", monkeypatch, fused_step=True)
+    for _ in range(2):
+        assert _terms(flat, batch) == pytest.approx(_terms(apart, batch), rel=1e-5)
+        assert not adam_step(flat.optimizer, flat.flat)
+    for got, want in zip(flat.net.parameters(), apart.net.parameters()):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    flat, _, batch = _pair("ndmz_nannon", monkeypatch)
+    flat.update(batch)
+    flat.optimizer.param_groups[0]["amsgrad"] = True
+    assert not adam_step(flat.optimizer, flat.flat)
+
+
+def test_mixed_dtypes_keep_the_parameters_apart():
+    assert not FlatParameters.fits([torch.zeros(2), torch.zeros(2, dtype=torch.float64)])
+    assert not FlatParameters.fits([])
