@@ -5,11 +5,12 @@ per-tensor layout; a gradient dropped by `net.zero_grad()` is relinked."""
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 
 from polyzero.train import learner as learner_module
-from polyzero.train.flat import FlatParameters, adam_step
+from polyzero.train.flat import FlatParameters, adam_step, one_gradient_each
 from polyzero.train.learner import Learner
 from test_learner_exact import _setup
 
@@ -109,3 +110,77 @@ def test_the_lean_adam_step_declines_settings_it_does_not_reproduce(monkeypatch)
 def test_mixed_dtypes_keep_the_parameters_apart():
     assert not FlatParameters.fits([torch.zeros(2), torch.zeros(2, dtype=torch.float64)])
     assert not FlatParameters.fits([])
+
+
+def _alphazero_case():
+    from polyzero.algos import make_algorithm
+    from polyzero.config import build_config
+    from polyzero.games import load_game
+
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=["net.kind=mlp", "net.width=16", "train.l2=1e-3"])
+    algo = make_algorithm(cfg, load_game(cfg.game))
+    rng = np.random.default_rng(0)
+    policy = rng.random((8, algo.num_actions))
+    batch = {
+        "obs": rng.random((8, *algo.encoder.shape), dtype=np.float32),
+        "policy": (policy / policy.sum(-1, keepdims=True)).astype(np.float32),
+        "outcome": rng.uniform(-1, 1, 8).astype(np.float32),
+    }
+    return cfg, algo, batch
+
+
+def _cvpn_case():
+    from polyzero.config import build_config
+    from polyzero.games import load_game
+    from polyzero.sog.cvpn import BeliefEncoding
+    from polyzero.sog.trainer import CVPNModel
+
+    cfg = build_config("kuhn_poker", "sog", overrides=["net.width=16", "net.layers=2", "train.l2=1e-3"])
+    encoding = BeliefEncoding(load_game(cfg.game))
+    rng = np.random.default_rng(0)
+    s, a, b = encoding.max_slots, encoding.num_actions, 8
+    legal = rng.random((b, s, a)) < 0.7
+    legal[..., 0] = True
+    policy = rng.random((b, s, a)) * legal
+    batch = {
+        "x": rng.random((b, encoding.input_size), dtype=np.float32),
+        "value": rng.uniform(-1, 1, (b, 2, s)).astype(np.float32),
+        "value_mask": (rng.random((b, 2, s)) < 0.8).astype(np.float32),
+        "policy": (policy / policy.sum(-1, keepdims=True)).astype(np.float32),
+        "policy_mask": (rng.random((b, s)) < 0.5).astype(np.float32),
+        "legal": legal,
+        "player": rng.integers(0, 2, b),
+    }
+    return cfg, CVPNModel(encoding, cfg), batch
+
+
+@pytest.mark.parametrize("make_case", [_alphazero_case, _cvpn_case])
+def test_the_l2_gradient_written_before_the_backward_pass_is_the_l2_nodes_bit_for_bit(make_case, monkeypatch):
+    """AlphaZero's and the CVPN's networks are used once per loss: their L2 gradient goes
+    into the buffer before the backward pass (no graph node), and the updates, weights
+    and moments are the per-tensor learner's, which has the node."""
+    cfg, algo, batch = make_case()
+    torch.manual_seed(0)
+    flat = Learner(algo, cfg.train, torch.device("cpu"))
+    with monkeypatch.context() as m:
+        m.setattr(learner_module.FlatParameters, "fits", staticmethod(lambda params: False))
+        apart = Learner(algo, cfg.train, torch.device("cpu"))
+    apart.net.load_state_dict(flat.net.state_dict())
+    for _ in range(3):
+        assert _terms(flat, batch) == _terms(apart, batch)
+    assert flat._l2_preload is True and apart._l2_preload is None
+    _assert_same(flat, apart)
+
+
+def test_a_network_unrolled_k_times_keeps_the_l2_node(monkeypatch):
+    for case in ("ndmz_nannon", "muzero_tiny_mlp"):
+        flat, _, batch = _pair(case, monkeypatch)
+        flat.update(batch)
+        assert flat._l2_preload is False
+    cfg, algo, batch = _alphazero_case()
+    net = algo.build_network()
+    tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
+    loss, _ = algo.loss(net, tensors)
+    assert one_gradient_each(loss, list(net.parameters()))
+    twice = loss + algo.loss(net, tensors)[0]  # each weight reached by two edges
+    assert not one_gradient_each(twice, list(net.parameters()))

@@ -56,12 +56,27 @@ class FlatParameters:
         return [flat[a:b].view(shape) for (a, b), shape in zip(self.bounds, self.shapes)]
 
     def zero_grad(self) -> None:
-        """Zero gradients, accumulated into the buffer (0 + g is g). A parameter whose
-        gradient was replaced or dropped (`net.zero_grad()`) gets its view back."""
+        """Zero gradients, accumulated into the buffer (0 + g is g)."""
         self.grad.zero_()
+        self._relink()
+
+    def _relink(self) -> None:
+        """A parameter whose gradient was replaced or dropped (`net.zero_grad()`) gets
+        its view back."""
         for p, view in zip(self.params, self.grad_views):
             if p.grad is not view:
                 p.grad = view
+
+    def preload_l2(self, c: float) -> torch.Tensor:
+        """The L2 term c ||theta||^2 outside the graph: its gradient c theta + c theta
+        written into the gradient buffer before the backward pass, which adds each
+        parameter's loss gradient to it, and its value. The L2 node's numbers where
+        every parameter gets one loss gradient (l2 + g, as the node's buffer summed
+        them: `one_gradient_each`); with two or more the node summed (l2 + g1) + g2."""
+        torch.mul(self.data, _ONE * c, out=self.grad)  # _ONE * c: the node's grad * c
+        self.grad.add_(self.grad)
+        self._relink()
+        return scaled_square_sum(c, self.views(self.data * self.data))
 
     def split_state(self, flat_state: dict) -> dict:
         """An optimizer's state_dict over the buffer as the same optimizer's over the
@@ -102,6 +117,34 @@ class FlatParameters:
                 slots[name] = self._join([s[name] for s in per_param]) if elementwise else value
         groups = [{**g, "params": [0]} for g in state["param_groups"]]
         return {"state": {0: slots} if slots else {}, "param_groups": groups}
+
+
+def scaled_square_sum(c: float, squares) -> torch.Tensor:
+    """c times the sum of the per-tensor sums, in order (the L2 term's value)."""
+    total = 0
+    for square in squares:
+        total = total + square.sum()
+    return c * total
+
+
+def one_gradient_each(loss: torch.Tensor, params: list[torch.Tensor]) -> bool:
+    """Whether the graph behind `loss` reaches each parameter by one edge at most (a
+    network used once per loss, as AlphaZero's and the CVPN's; MuZero's g, unrolled K
+    times, is reached K times)."""
+    edges: dict[int, int] = {}
+    stack, seen = [loss.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for child, _ in node.next_functions:
+            leaf = getattr(child, "variable", None)
+            if leaf is not None:
+                edges[id(leaf)] = edges.get(id(leaf), 0) + 1
+            elif child is not None:
+                stack.append(child)
+    return all(edges.get(id(p), 0) <= 1 for p in params)
 
 
 # Adam settings under which `adam_step` is torch's foreach step (the learner's default).

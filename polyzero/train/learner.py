@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from .flat import FlatParameters, adam_step
+from .flat import FlatParameters, adam_step, one_gradient_each, scaled_square_sum
 
 
 def learning_rate(train_cfg, update: int) -> float:
@@ -47,24 +47,17 @@ class L2Penalty(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, c: float, flat: FlatParameters | None, *params: torch.Tensor) -> torch.Tensor:
-        ctx.c, ctx.flat = c, flat
-        if flat is None:
-            ctx.save_for_backward(*params)
-            squares = torch._foreach_mul(params, params)
-        else:  # the buffer changes only in the optimizer's step, after the backward pass
-            squares = flat.views(flat.data * flat.data)
-        total = 0
-        for square in squares:
-            total = total + square.sum()
-        return c * total
+        ctx.c = c
+        ctx.save_for_backward(*params)
+        squares = torch._foreach_mul(params, params) if flat is None else flat.views(flat.data * flat.data)
+        return scaled_square_sum(c, squares)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         # One tensor per parameter even with the buffer: autograd adds the loss's
         # gradient into each in place only where it holds the tensor's storage alone
         # (else it allocates a sum, slowly where the other is a transposed view).
-        params = ctx.saved_tensors if ctx.flat is None else ctx.flat.views(ctx.flat.data)
-        halves = torch._foreach_mul(params, grad * ctx.c)
+        halves = torch._foreach_mul(ctx.saved_tensors, grad * ctx.c)
         torch._foreach_add_(halves, halves)
         return (None, None, *halves)
 
@@ -81,6 +74,7 @@ class Learner:
         self.flat = FlatParameters(params) if FlatParameters.fits(params) else None
         self.optimizer = make_optimizer(train_cfg, [self.flat.data] if self.flat else params)
         self.updates = 0
+        self._l2_preload = None  # train/flat.py's preload_l2, decided at the first update
         # train.compile: the loss's forward and backward through torch.compile (inductor),
         # compiled at the first update (minutes on a small CPU).
         self._loss = torch.compile(algo.loss) if train_cfg.compile else algo.loss
@@ -91,11 +85,7 @@ class Learner:
         tensors = {k: torch.from_numpy(v).to(self.device) for k, v in batch.items() if k != "index"}
         loss, parts = self._loss(self.net, tensors)
         priority = parts.pop("priority", None)
-        if self.flat:
-            self.flat.zero_grad()
-        else:
-            self.optimizer.zero_grad(set_to_none=True)
-        l2 = L2Penalty.apply(self.cfg.l2, self.flat, *self.net.parameters())
+        l2 = self._l2_term(loss)
         total = loss + l2
         total.backward()
         if self.cfg.lr_schedule != "constant":  # else the optimizer keeps its lr (SoG halves it itself)
@@ -112,6 +102,22 @@ class Learner:
         if priority is not None:
             out["priority"] = priority.cpu().numpy()
         return out
+
+    def _l2_term(self, loss: torch.Tensor) -> torch.Tensor:
+        """The L2 term, its gradient in the parameters' gradients before the backward
+        pass: written into the buffer where each parameter gets one loss gradient (the
+        same sums as the node, cheaper: two operators on the buffer instead of a graph
+        node with an edge per tensor), else through the L2 node."""
+        if self.flat and self._l2_preload is None:
+            self._l2_preload = one_gradient_each(loss, self.flat.params)
+        if self._l2_preload:
+            with torch.no_grad():
+                return self.flat.preload_l2(self.cfg.l2)
+        if self.flat:
+            self.flat.zero_grad()
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+        return L2Penalty.apply(self.cfg.l2, self.flat, *self.net.parameters())
 
     def weights(self) -> dict[str, torch.Tensor]:
         """A CPU copy of the weights, for actors and checkpoints."""
