@@ -17,7 +17,7 @@ from test_learner_exact import _setup
 
 def _pair(case, monkeypatch, **train):
     """(the learner with the buffer, the per-tensor one), the same weights."""
-    cfg, algo, batch = _setup(case)
+    cfg, algo, batch = _setup(case) if isinstance(case, str) else case()
     for key, value in train.items():
         setattr(cfg.train, key, value)
     torch.manual_seed(0)
@@ -159,13 +159,7 @@ def test_the_l2_gradient_written_before_the_backward_pass_is_the_l2_nodes_bit_fo
     """AlphaZero's and the CVPN's networks are used once per loss: their L2 gradient goes
     into the buffer before the backward pass (no graph node), and the updates, weights
     and moments are the per-tensor learner's, which has the node."""
-    cfg, algo, batch = make_case()
-    torch.manual_seed(0)
-    flat = Learner(algo, cfg.train, torch.device("cpu"))
-    with monkeypatch.context() as m:
-        m.setattr(learner_module.FlatParameters, "fits", staticmethod(lambda params: False))
-        apart = Learner(algo, cfg.train, torch.device("cpu"))
-    apart.net.load_state_dict(flat.net.state_dict())
+    flat, apart, batch = _pair(make_case, monkeypatch)
     for _ in range(3):
         assert _terms(flat, batch) == _terms(apart, batch)
     assert flat._l2_preload is True and apart._l2_preload is None
