@@ -9,22 +9,19 @@ import numpy as np
 import pytest
 import torch
 
-from polyzero.train import learner as learner_module
 from polyzero.train.flat import FlatParameters, adam_step, one_gradient_each
 from polyzero.train.learner import Learner
 from test_learner_exact import _setup
 
 
-def _pair(case, monkeypatch, **train):
+def _pair(case, **train):
     """(the learner with the buffer, the per-tensor one), the same weights."""
     cfg, algo, batch = _setup(case) if isinstance(case, str) else case()
     for key, value in train.items():
         setattr(cfg.train, key, value)
     torch.manual_seed(0)
     flat = Learner(algo, cfg.train, torch.device("cpu"))
-    with monkeypatch.context() as m:
-        m.setattr(learner_module.FlatParameters, "fits", staticmethod(lambda params: False))
-        apart = Learner(algo, cfg.train, torch.device("cpu"))
+    apart = Learner(algo, cfg.train, torch.device("cpu"), flat=False)
     apart.net.load_state_dict(flat.net.state_dict())
     assert flat.flat is not None and apart.flat is None
     return flat, apart, batch
@@ -51,8 +48,8 @@ def _assert_same(a: Learner, b: Learner):
 
 
 @pytest.mark.parametrize("case", ["ndmz_nannon", "muzero_tiny_mlp"])
-def test_the_buffer_makes_the_per_tensor_learners_numbers_through_lr_changes_and_checkpoints(case, monkeypatch):
-    flat, apart, batch = _pair(case, monkeypatch)
+def test_the_buffer_makes_the_per_tensor_learners_numbers_through_lr_changes_and_checkpoints(case):
+    flat, apart, batch = _pair(case)
     for step in range(3):
         if step == 2:  # Student of Games halves the rate between steps
             for learner in (flat, apart):
@@ -60,8 +57,8 @@ def test_the_buffer_makes_the_per_tensor_learners_numbers_through_lr_changes_and
         assert _terms(flat, batch) == _terms(apart, batch)
     _assert_same(flat, apart)
     # Checkpoints cross over: the buffer's into a per-tensor learner and back.
-    _, resumed_apart, _ = _pair(case, monkeypatch)
-    resumed_flat, _, _ = _pair(case, monkeypatch)
+    _, resumed_apart, _ = _pair(case)
+    resumed_flat, _, _ = _pair(case)
     resumed_apart.load_state_dict(copy.deepcopy(flat.state_dict()))
     resumed_flat.load_state_dict(copy.deepcopy(apart.state_dict()))
     outs = [_terms(learner, batch) for learner in (flat, apart, resumed_apart, resumed_flat)]
@@ -70,8 +67,8 @@ def test_the_buffer_makes_the_per_tensor_learners_numbers_through_lr_changes_and
         _assert_same(flat, learner)
 
 
-def test_the_buffer_holds_the_weights_and_gradients_the_network_sees(monkeypatch):
-    flat, _, batch = _pair("ndmz_nannon", monkeypatch)
+def test_the_buffer_holds_the_weights_and_gradients_the_network_sees():
+    flat, _, batch = _pair("ndmz_nannon")
     buffer = flat.flat
     flat.update(batch)
     for p, (a, b) in zip(flat.net.parameters(), buffer.bounds):
@@ -87,21 +84,21 @@ def test_the_buffer_holds_the_weights_and_gradients_the_network_sees(monkeypatch
     assert not buffer.data.any()  # loading weights writes into the buffer
 
 
-def test_the_lean_adam_step_declines_settings_it_does_not_reproduce(monkeypatch):
-    flat, apart, batch = _pair("muzero_tiny_mlp", monkeypatch, optimizer="sgd")
+def test_the_lean_adam_step_declines_settings_it_does_not_reproduce():
+    flat, apart, batch = _pair("muzero_tiny_mlp", optimizer="sgd")
     for _ in range(2):  # SGD's foreach step on the buffer: the same numbers
         assert _terms(flat, batch) == _terms(apart, batch)
         assert not adam_step(flat.optimizer, flat.flat)
     _assert_same(flat, apart)
     # The fused step: one kernel over the buffer, whose vector and tail loops split it
     # elsewhere than the per-tensor calls did -- the same update to float rounding.
-    flat, apart, batch = _pair("ndmz_nannon", monkeypatch, fused_step=True)
+    flat, apart, batch = _pair("ndmz_nannon", fused_step=True)
     for _ in range(2):
         assert _terms(flat, batch) == pytest.approx(_terms(apart, batch), rel=1e-5)
         assert not adam_step(flat.optimizer, flat.flat)
     for got, want in zip(flat.net.parameters(), apart.net.parameters()):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
-    flat, _, batch = _pair("ndmz_nannon", monkeypatch)
+    flat, _, batch = _pair("ndmz_nannon")
     flat.update(batch)
     flat.optimizer.param_groups[0]["amsgrad"] = True
     assert not adam_step(flat.optimizer, flat.flat)
@@ -155,20 +152,20 @@ def _cvpn_case():
 
 
 @pytest.mark.parametrize("make_case", [_alphazero_case, _cvpn_case])
-def test_the_l2_gradient_written_before_the_backward_pass_is_the_l2_nodes_bit_for_bit(make_case, monkeypatch):
+def test_the_l2_gradient_written_before_the_backward_pass_is_the_l2_nodes_bit_for_bit(make_case):
     """AlphaZero's and the CVPN's networks are used once per loss: their L2 gradient goes
     into the buffer before the backward pass (no graph node), and the updates, weights
     and moments are the per-tensor learner's, which has the node."""
-    flat, apart, batch = _pair(make_case, monkeypatch)
+    flat, apart, batch = _pair(make_case)
     for _ in range(3):
         assert _terms(flat, batch) == _terms(apart, batch)
     assert flat._l2_preload is True and apart._l2_preload is None
     _assert_same(flat, apart)
 
 
-def test_a_network_unrolled_k_times_keeps_the_l2_node(monkeypatch):
+def test_a_network_unrolled_k_times_keeps_the_l2_node():
     for case in ("ndmz_nannon", "muzero_tiny_mlp"):
-        flat, _, batch = _pair(case, monkeypatch)
+        flat, _, batch = _pair(case)
         flat.update(batch)
         assert flat._l2_preload is False
     cfg, algo, batch = _alphazero_case()

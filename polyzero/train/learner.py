@@ -63,15 +63,16 @@ class L2Penalty(torch.autograd.Function):
 
 
 class Learner:
-    def __init__(self, algo, train_cfg, device: torch.device):
+    def __init__(self, algo, train_cfg, device: torch.device, flat: bool = True):
         self.algo = algo
         self.cfg = train_cfg
         self.device = device
         self.net = algo.build_network().to(device)
         params = list(self.net.parameters())
         # One buffer for the parameters and one for their gradients: the optimizer steps
-        # one tensor (train/flat.py; the same numbers, checkpoints in the per-tensor layout).
-        self.flat = FlatParameters(params) if FlatParameters.fits(params) else None
+        # one tensor (train/flat.py; the same numbers, checkpoints in the per-tensor
+        # layout). flat=False keeps the tensors apart (the benchmark's and tests' A/B).
+        self.flat = FlatParameters(params) if flat and FlatParameters.fits(params) else None
         self.optimizer = make_optimizer(train_cfg, [self.flat.data] if self.flat else params)
         self.updates = 0
         self._l2_preload = None  # train/flat.py's preload_l2, decided at the first update
