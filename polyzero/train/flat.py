@@ -4,7 +4,8 @@ operators on one tensor instead of a handful per parameter tensor.
 
 Every operator involved is elementwise (Adam's and SGD's foreach steps, the L2 term's
 product and its gradient), so each element sees the same arithmetic as when the
-tensors were apart: the same numbers bit for bit (tests/test_learner_exact.py). The
+tensors were apart: the same numbers bit for bit (tests/test_flat_params.py,
+tests/test_learner_exact.py). The
 optimizer's state in a checkpoint keeps the per-tensor layout (`split_state`,
 `join_state`), so checkpoints written with and without the flat buffer load into either.
 """
@@ -62,7 +63,9 @@ class FlatParameters:
 
     def _relink(self) -> None:
         """A parameter whose gradient was replaced or dropped (`net.zero_grad()`) gets
-        its view back."""
+        its view back; so does the buffer (`optimizer.zero_grad()`)."""
+        if self.data.grad is not self.grad:
+            self.data.grad = self.grad
         for p, view in zip(self.params, self.grad_views):
             if p.grad is not view:
                 p.grad = view
