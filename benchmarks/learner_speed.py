@@ -401,7 +401,8 @@ def render(result) -> str:
         f"- command: `{result['command']}`",
         f"- machine: {result['machine'].get('Model name', '?')}, {result['machine'].get('CPU(s)')} CPUs, "
         f"GPU {result['gpu']}; torch {torch.__version__}; CPU learner with {result['cpu_threads']} torch threads",
-        f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']}",
+        f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']} (a machine shared "
+        "with other jobs where it is above the CPU count: read the CPU-time columns and the A/B's)",
         "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
         "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
         "on one batch, timed in the same rounds; medians of "
