@@ -12,6 +12,9 @@ optimizer's state in a checkpoint keeps the per-tensor layout (`split_state`,
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import torch
 
 # Optimizer slots that are one number for every parameter (Adam's step count); the
@@ -33,7 +36,7 @@ class FlatParameters:
         # does (the allocator's): MKL's matrix products round differently on operands
         # aligned differently. The padding stays 0 (its gradient is 0, so is its step).
         align = max(1, ALIGN_BYTES // first.element_size())
-        self.bounds = []
+        self.bounds: list[tuple[int, int]] = []
         start = 0
         for p in self.params:
             self.bounds.append((start, start + p.numel()))
@@ -84,7 +87,7 @@ class FlatParameters:
     def split_state(self, flat_state: dict) -> dict:
         """An optimizer's state_dict over the buffer as the same optimizer's over the
         separate parameters: each buffer-sized slot cut into per-parameter copies."""
-        state = {}
+        state: dict[int, dict] = {}
         for slots in flat_state["state"].values():
             for i, pieces in enumerate(self._split_slots(slots)):
                 state[i] = pieces
@@ -92,7 +95,7 @@ class FlatParameters:
         return {"state": state, "param_groups": groups}
 
     def _split_slots(self, slots: dict) -> list[dict]:
-        out = [{} for _ in self.params]
+        out: list[dict] = [{} for _ in self.params]
         for name, value in slots.items():
             elementwise = torch.is_tensor(value) and name not in SHARED_SLOTS
             parts = [v.clone() for v in self.views(value)] if elementwise else None
@@ -110,7 +113,7 @@ class FlatParameters:
         """The inverse of `split_state`: a per-parameter state_dict (a checkpoint's) as the
         buffer's. Elementwise slots are concatenated; the shared ones (Adam's step count,
         the same for every parameter) are taken from the first parameter's."""
-        slots = {}
+        slots: dict = {}
         per_param = [state["state"].get(i) for i in range(len(self.params))]
         if any(s is not None for s in per_param):
             if any(s is None for s in per_param):
@@ -123,11 +126,9 @@ class FlatParameters:
 
 
 def scaled_square_sum(c: float, squares) -> torch.Tensor:
-    """c times the sum of the per-tensor sums, in order (the L2 term's value)."""
-    total = 0
-    for square in squares:
-        total = total + square.sum()
-    return c * total
+    """c times the sum of the per-tensor sums, in order (the L2 term's value; the graph
+    it replaced started from 0, and 0 + s is s)."""
+    return c * functools.reduce(operator.add, (square.sum() for square in squares))
 
 
 def one_gradient_each(loss: torch.Tensor, params: list[torch.Tensor]) -> bool:
@@ -135,7 +136,7 @@ def one_gradient_each(loss: torch.Tensor, params: list[torch.Tensor]) -> bool:
     network used once per loss, as AlphaZero's and the CVPN's; MuZero's g, unrolled K
     times, is reached K times)."""
     edges: dict[int, int] = {}
-    stack, seen = [loss.grad_fn], set()
+    stack, seen = [loss.grad_fn], set[object]()
     while stack:
         node = stack.pop()
         if node is None or node in seen:
