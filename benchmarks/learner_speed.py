@@ -28,6 +28,7 @@ times; NDMZ the same with its g and f. Arms:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -223,11 +224,13 @@ def profile_arm(arm: Arm, batch: int, updates: int) -> dict:
     batches = [sampler.sample(cfg.train.batch_size, rng) for _ in range(updates + 2)]
     for b in batches[:2]:
         learner.update(b)
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(activities=[ProfilerActivity.CPU]) as prof, labelled_steps():
         for b in batches[2:]:
             learner.update(b)
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
+    # The buffer's steps, their operators included (their share of the same total).
+    whole = {e.key: e.cpu_time_total / total for e in events if e.key in STEP_LABELS.values()}
     ops = sorted(
         ({"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events),
         key=lambda r: -r["share"],
@@ -249,7 +252,36 @@ def profile_arm(arm: Arm, batch: int, updates: int) -> dict:
         "updates": updates,
         "group_shares": shares,
         "top_ops": ops[:20],
+        "steps_whole": whole,
     }
+
+
+STEP_LABELS = {
+    "adam_step": "Adam's step on the buffer (train/flat.py adam_step)",
+    "preload_l2": "the L2 term on the buffer (FlatParameters.preload_l2)",
+}
+
+
+@contextlib.contextmanager
+def labelled_steps():
+    """The Learner's steps on its buffer as named ranges in the profile (one range each
+    per update, for the share of their operators together)."""
+    from polyzero.train import flat, learner
+
+    def labelled(fn, label):
+        def run(*args, **kwargs):
+            with torch.profiler.record_function(label):
+                return fn(*args, **kwargs)
+
+        return run
+
+    saved = learner.adam_step, flat.FlatParameters.preload_l2
+    learner.adam_step = labelled(saved[0], STEP_LABELS["adam_step"])
+    flat.FlatParameters.preload_l2 = labelled(saved[1], STEP_LABELS["preload_l2"])
+    try:
+        yield
+    finally:
+        learner.adam_step, flat.FlatParameters.preload_l2 = saved
 
 
 # ------------------------------------------------------------------ old loss against new
@@ -293,9 +325,10 @@ def loss_ab(rounds: int) -> list[dict]:
 
 def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
     """The whole update, the code before the small-network work (L2 as a graph per tensor,
-    the single-tensor optimizer loop: `reference_update` in tests/test_learner_exact.py)
-    against the Learner's, beside the floor, on the same minibatches, interleaved: medians
-    of the process's CPU time (ms)."""
+    the single-tensor optimizer loop: `reference_update` in tests/test_learner_exact.py),
+    the Learner with its parameters apart (`flat=False`: the L2 node, the foreach step
+    per tensor) and the Learner's default (one buffer, train/flat.py), beside the floor,
+    on the same minibatches, interleaved: medians of the process's CPU time (ms)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from test_learner_exact import reference_update
 
@@ -305,7 +338,9 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
         algo, cfg, sampler = setup(arm, batch)
         torch.manual_seed(0)
         new, old = (Learner(algo, cfg.train, torch.device("cpu")) for _ in range(2))
+        apart = Learner(algo, cfg.train, torch.device("cpu"), flat=False)
         old.net.load_state_dict(new.net.state_dict())
+        apart.net.load_state_dict(new.net.state_dict())
         kind = torch.optim.Adam if cfg.train.optimizer == "adam" else torch.optim.SGD
         extra = {} if cfg.train.optimizer == "adam" else {"momentum": cfg.train.momentum}
         old.optimizer = kind(old.net.parameters(), lr=cfg.train.learning_rate, foreach=False, **extra)
@@ -316,12 +351,13 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
             floor_pass(algo, floor_net, fixed)
 
         rng = np.random.default_rng(0)
-        times = {"old": [], "new": [], "floor": []}
+        times = {"old": [], "apart": [], "new": [], "floor": []}
         for r in range(rounds + 2):  # two warm-up rounds
             b = sampler.sample(cfg.train.batch_size, rng)
             fixed = {k: torch.from_numpy(v) for k, v in b.items() if k != "index"}
             for key, fn in (
                 ("old", lambda: reference_update(old, b)),
+                ("apart", lambda: apart.update(b)),
                 ("new", lambda: new.update(b)),
                 ("floor", floor_round),
             ):
@@ -341,15 +377,19 @@ def render_update_ab(rows) -> list[str]:
         return []
     head = [
         "",
-        "The whole update (minibatch given), the code before the small-network work against "
-        "the current, beside the floor, interleaved on the same minibatches (medians of CPU ms):",
+        "The whole update (minibatch given), beside the floor, interleaved on the same minibatches "
+        "(medians of CPU ms): old, the code before the small-network work; apart, the Learner with "
+        "its parameters apart (`flat=False`); new, the Learner (one buffer, `polyzero/train/flat.py`):",
         "",
-        "| arm | batch | old ms | new ms | floor ms | old / floor | new / floor | speed-up |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| arm | batch | old ms | apart ms | new ms | floor ms | old / floor | apart / floor | new / floor "
+        "| new vs apart | new vs old |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     return head + [
-        f"| {r['arm']} | {r['batch']} | {r['old_ms']:.2f} | {r['new_ms']:.2f} | {r['floor_ms']:.2f} | "
-        f"{r['old_ms'] / r['floor_ms']:.2f} | {r['new_ms'] / r['floor_ms']:.2f} | {r['old_ms'] / r['new_ms']:.2f}x |"
+        f"| {r['arm']} | {r['batch']} | {r['old_ms']:.2f} | {r.get('apart_ms', float('nan')):.2f} | "
+        f"{r['new_ms']:.2f} | {r['floor_ms']:.2f} | {r['old_ms'] / r['floor_ms']:.2f} | "
+        f"{r.get('apart_ms', float('nan')) / r['floor_ms']:.2f} | {r['new_ms'] / r['floor_ms']:.2f} | "
+        f"{r.get('apart_ms', float('nan')) / r['new_ms']:.2f}x | {r['old_ms'] / r['new_ms']:.2f}x |"
         for r in rows
     ]
 
@@ -361,7 +401,8 @@ def render(result) -> str:
         f"- command: `{result['command']}`",
         f"- machine: {result['machine'].get('Model name', '?')}, {result['machine'].get('CPU(s)')} CPUs, "
         f"GPU {result['gpu']}; torch {torch.__version__}; CPU learner with {result['cpu_threads']} torch threads",
-        f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']}",
+        f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']} (a machine shared "
+        "with other jobs where it is above the CPU count: read the CPU-time columns and the A/B's)",
         "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
         "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
         "on one batch, timed in the same rounds; medians of "
@@ -395,6 +436,10 @@ def render(result) -> str:
             "|---|---:|",
         ]
         lines += [f"| {g} | {v:.1%} |" for g, v in p["group_shares"].items()]
+        lines += [
+            f"| (within the above) {label}, its operators included | {v:.1%} |"
+            for label, v in p.get("steps_whole", {}).items()
+        ]
         lines += ["", "| operator | share | calls |", "|---|---:|---:|"]
         lines += [f"| {r['op']} | {r['share']:.1%} | {r['calls']} |" for r in p["top_ops"][:12]]
     if result.get("loss_ab"):

@@ -280,7 +280,7 @@ def test_the_default_update_is_the_reference_update_bit_for_bit(case, optimizer)
         assert got == want
     for got, want in zip(learner.net.state_dict().values(), reference.net.state_dict().values()):
         assert torch.equal(got, want)
-    states = learner.optimizer.state_dict()["state"], reference.optimizer.state_dict()["state"]
+    states = learner.state_dict()["optimizer"]["state"], reference.optimizer.state_dict()["state"]
     assert states[0].keys() == states[1].keys() and states[0]
     for index, slots in states[1].items():
         for name, value in slots.items():
@@ -292,7 +292,7 @@ def test_the_l2_node_is_c_times_the_squared_norm_and_its_gradient():
 
     torch.manual_seed(0)
     params = [torch.randn(3, 4, requires_grad=True), torch.randn(5, requires_grad=True)]
-    l2 = L2Penalty.apply(0.01, *params)
+    l2 = L2Penalty.apply(0.01, None, *params)
     assert l2.item() == pytest.approx(0.01 * sum(float((p.detach() ** 2).sum()) for p in params), rel=1e-6)
     (3.0 * l2).backward()  # the upstream gradient scales it
     for p in params:

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import torch
 
+from .flat import FlatParameters, adam_step, one_gradient_each, scaled_square_sum
+
 
 def learning_rate(train_cfg, update: int) -> float:
     """The learning rate of minibatch update `update` (counted from 0) under train.lr_schedule."""
@@ -40,32 +42,40 @@ class L2Penalty(torch.autograd.Function):
     .sum() for p in params)`: the value sums the per-tensor sums in the same order, and
     the gradient c p + c p (the product's two factors) reaches each parameter first, as
     the replaced branch's did (autograd runs the nodes made last first), so the loss's
-    gradients are added to it in the same order."""
+    gradients are added to it in the same order. With `flat` (the parameters' buffer)
+    the products are one operator each over the buffer, the same numbers per element."""
 
     @staticmethod
-    def forward(ctx, c: float, *params: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, c: float, flat: FlatParameters | None, *params: torch.Tensor) -> torch.Tensor:
         ctx.c = c
         ctx.save_for_backward(*params)
-        total = 0
-        for square in torch._foreach_mul(params, params):
-            total = total + square.sum()
-        return c * total
+        squares = torch._foreach_mul(params, params) if flat is None else flat.views(flat.data * flat.data)
+        return scaled_square_sum(c, squares)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
+        # One tensor per parameter even with the buffer: autograd adds the loss's
+        # gradient into each in place only where it holds the tensor's storage alone
+        # (else it allocates a sum, slowly where the other is a transposed view).
         halves = torch._foreach_mul(ctx.saved_tensors, grad * ctx.c)
         torch._foreach_add_(halves, halves)
-        return (None, *halves)
+        return (None, None, *halves)
 
 
 class Learner:
-    def __init__(self, algo, train_cfg, device: torch.device):
+    def __init__(self, algo, train_cfg, device: torch.device, flat: bool = True):
         self.algo = algo
         self.cfg = train_cfg
         self.device = device
         self.net = algo.build_network().to(device)
-        self.optimizer = make_optimizer(train_cfg, self.net.parameters())
+        params = list(self.net.parameters())
+        # One buffer for the parameters and one for their gradients: the optimizer steps
+        # one tensor (train/flat.py; the same numbers, checkpoints in the per-tensor
+        # layout). flat=False keeps the tensors apart (the benchmark's and tests' A/B).
+        self.flat = FlatParameters(params) if flat and FlatParameters.fits(params) else None
+        self.optimizer = make_optimizer(train_cfg, [self.flat.data] if self.flat else params)
         self.updates = 0
+        self._l2_preload = None  # train/flat.py's preload_l2, decided at the first update
         # train.compile: the loss's forward and backward through torch.compile (inductor),
         # compiled at the first update (minutes on a small CPU).
         self._loss = torch.compile(algo.loss) if train_cfg.compile else algo.loss
@@ -76,14 +86,14 @@ class Learner:
         tensors = {k: torch.from_numpy(v).to(self.device) for k, v in batch.items() if k != "index"}
         loss, parts = self._loss(self.net, tensors)
         priority = parts.pop("priority", None)
-        self.optimizer.zero_grad(set_to_none=True)
-        l2 = L2Penalty.apply(self.cfg.l2, *self.net.parameters())
+        l2 = self._l2_term(loss)
         total = loss + l2
         total.backward()
         if self.cfg.lr_schedule != "constant":  # else the optimizer keeps its lr (SoG halves it itself)
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.cfg, self.updates)
-        self.optimizer.step()
+        if not (self.flat and adam_step(self.optimizer, self.flat)):
+            self.optimizer.step()
         self.updates += 1
         # One read-back for every term (one device sync on a GPU, not one per term).
         names = [*parts, "loss/l2", "loss/total"]
@@ -94,16 +104,37 @@ class Learner:
             out["priority"] = priority.cpu().numpy()
         return out
 
+    def _l2_term(self, loss: torch.Tensor) -> torch.Tensor:
+        """The L2 term, its gradient in the parameters' gradients before the backward
+        pass: written into the buffer where each parameter gets one loss gradient (the
+        same sums as the node, cheaper: two operators on the buffer instead of a graph
+        node with an edge per tensor), else through the L2 node."""
+        if self.flat and self._l2_preload is None:
+            self._l2_preload = one_gradient_each(loss, self.flat.params)
+        if self._l2_preload:
+            with torch.no_grad():
+                return self.flat.preload_l2(self.cfg.l2)
+        if self.flat:
+            self.flat.zero_grad()
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+        return L2Penalty.apply(self.cfg.l2, self.flat, *self.net.parameters())
+
     def weights(self) -> dict[str, torch.Tensor]:
         """A CPU copy of the weights, for actors and checkpoints."""
         return {k: v.detach().to("cpu", copy=True) for k, v in self.net.state_dict().items()}
 
     def state_dict(self) -> dict:
-        return {"net": self.weights(), "optimizer": self.optimizer.state_dict(), "updates": self.updates}
+        """Weights, the optimizer's state in the per-tensor layout, the update count."""
+        optimizer = self.optimizer.state_dict()
+        if self.flat:
+            optimizer = self.flat.split_state(optimizer)
+        return {"net": self.weights(), "optimizer": optimizer, "updates": self.updates}
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state["net"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        optimizer = state["optimizer"]
+        self.optimizer.load_state_dict(self.flat.join_state(optimizer) if self.flat else optimizer)
         for group in self.optimizer.param_groups:  # saved before the foreach step: the same numbers
             if not group.get("fused") and group.get("foreach") is None and self.optimizer.defaults.get("foreach"):
                 group["foreach"] = True
