@@ -9,6 +9,7 @@ nothing from one another's private helpers.
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
@@ -77,6 +78,15 @@ def write_markdown(name: str, lines: list[str]) -> None:
     print("\n".join(lines))
 
 
+def write_report(name: str, result: dict, lines: list[str], plot) -> None:
+    """benchmarks/results/NAME.{json,md,png}: the result, its Markdown lines (also printed)
+    and `plot(result, path)`'s figure (the seeds' reports)."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
+    write_markdown(name, lines)
+    plot(result, RESULTS / f"{name}.png")
+
+
 def interval(values: list[float]) -> tuple[float, float, float]:
     """Mean and a 95% t-interval over training seeds."""
     import numpy as np
@@ -87,6 +97,17 @@ def interval(values: list[float]) -> tuple[float, float, float]:
         return float(v.mean()), float("nan"), float("nan")
     half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+
+
+def seed_list(text: str) -> list[int]:
+    """'0,1,2' -> [0, 1, 2] (--seeds, --at-steps)."""
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, not {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"expected distinct integers >= 0, not {text!r}")
+    return seeds
 
 
 def wilson(score: float, n: int) -> tuple[float, float]:

@@ -42,24 +42,41 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import POLYZERO, write_json_atomic  # noqa: E402
+from common import POLYZERO, seed_list, write_json_atomic  # noqa: E402
+from nannon_seeds import seed_work  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 GAME = "minatar-breakout"
+
+
+def preset_overrides(name: str) -> list[str]:
+    """A shipped preset's values as `--set KEY=VALUE` overrides (its game and algo left
+    out): the benchmark's Reanalyze arms are the presets a user picks, one source of truth."""
+    from polyzero.presets import preset_text
+
+    def flat(prefix: str, node: dict):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                yield from flat(f"{prefix}{key}.", value)
+            elif prefix or key not in ("game", "algo"):
+                yield f"{prefix}{key}={json.dumps(value)}"
+
+    return list(flat("", tomllib.loads(preset_text(name))))
+
+
 ARMS = {
     "muzero": [],
-    "reanalyze": [
-        "muzero.reanalyse_fraction=0.8",
-        "muzero.td_steps=5",
-        "muzero.value_loss_weight=0.25",
-        "train.positions_per_step=512",
-    ],
+    # Appendix H's values (kept under this name so that older results still read)
+    "reanalyze": preset_overrides("muzero_reanalyze-appendix-h_minatar-breakout"),
+    # the small-budget preset: search bootstraps with the target network, n = 10, value weight 1
+    "reanalyze_small": preset_overrides("muzero_reanalyze-small_minatar-breakout"),
     "muzero_paper_ratio": ["train.minibatches_per_step=1", "train.positions_per_step=1280"],
     # the control: plain MuZero at Reanalyze's 2.0 samples per stored state
     "muzero_reanalyze_ratio": ["train.positions_per_step=512"],
@@ -92,7 +109,11 @@ def train(args, work: Path) -> None:
         if left <= 1:
             _log(f"{arm}: budget spent ({spent / 60:.1f} min)")
             continue
-        if (run / "checkpoints").exists():
+        ckpts = _checkpoints(run) if (run / "checkpoints").exists() else []
+        if args.max_positions and ckpts and _positions(ckpts[-1]) >= args.max_positions:
+            _log(f"{arm}: reached {_positions(ckpts[-1])} environment steps")
+            continue
+        if ckpts:
             cmd = [*POLYZERO, "train", "--resume", str(run), "--no-progress"]
         else:
             cmd = [
@@ -110,8 +131,8 @@ def train(args, work: Path) -> None:
             for o in (
                 extra
                 + args.set
+                + _stop_overrides(arm, args.max_positions)
                 + [
-                    "train.steps=1000000",
                     "eval.every=0",
                     "eval.final_games=0",
                     f"train.checkpoint_every={every}",
@@ -133,6 +154,17 @@ def train(args, work: Path) -> None:
         spent_file.write_text(str(spent + time.time() - t0))
 
 
+def _stop_overrides(arm: str, max_positions: int) -> list[str]:
+    """Where a fresh run stops: at the learning step whose new positions reach
+    `max_positions` (its last checkpoint there), else open-ended. The acting temperature
+    stays 1 either way: Appendix D's schedule (0.5 and 0.25 after 50% and 75% of
+    train.steps) would tie it to the stopping point, and the open-ended runs never reach it."""
+    if not max_positions:
+        return ["train.steps=1000000"]
+    steps = -(-max_positions // _positions_per_step(arm))
+    return [f"train.steps={steps}", "muzero.temperature_schedule=false"]
+
+
 def _checkpoints(run: Path) -> list[Path]:
     return sorted(p for p in (run / "checkpoints").glob("step_*") if p.is_dir())
 
@@ -141,11 +173,13 @@ def _positions(ckpt: Path) -> int:
     return json.loads((ckpt / "state.json").read_text())["actor"]["stats"]["positions"]
 
 
-def _to_evaluate(work: Path, arm: str, extra: int) -> list[Path]:
+def _to_evaluate(work: Path, arm: str, extra: int, max_positions: int = 0) -> list[Path]:
     """Every checkpoint up to the environment steps all trained arms reached (where
     the arms are compared), and at most `extra` evenly spaced ones beyond, the last
     included: the cheap arm of 0.1 samples per state covers several times the others'."""
     ckpts = _checkpoints(work / arm)
+    if max_positions:  # runs stopped at equal environment steps: all of them (not step 0's)
+        return [c for c in ckpts if _positions(c) > 0]
     if not ckpts:
         return []
     reached = min(_positions(c[-1]) for a in ARMS if (c := _checkpoints(work / a)))
@@ -157,10 +191,14 @@ def _to_evaluate(work: Path, arm: str, extra: int) -> list[Path]:
 
 
 def evaluate(args, work: Path) -> None:
+    import torch
+
     from polyzero.eval import play_single_agent
     from polyzero.eval.players import RandomPlayer
     from polyzero.games import load_game
     from polyzero.train.agents import load_search_player
+
+    torch.set_num_threads(1)  # one core, as each training run (the preset's `threads`)
 
     out = work / "eval"
     out.mkdir(exist_ok=True)
@@ -171,7 +209,7 @@ def evaluate(args, work: Path) -> None:
         write_json_atomic(random_file, res)  # whole or absent: `eval` may run per arm in parallel
         _log(f"random: {res['mean_return']:.2f}")
     for arm in args.arms:
-        for ckpt in _to_evaluate(work, arm, args.eval_beyond):
+        for ckpt in _to_evaluate(work, arm, args.eval_beyond, args.max_positions):
             path = out / f"{arm}-{ckpt.name}.json"
             if path.exists():
                 continue
@@ -360,6 +398,13 @@ def main(argv=None) -> None:
         default=12800,
         help="environment steps between checkpoints (rounded to whole learning steps per arm)",
     )
+    p.add_argument(
+        "--max-positions",
+        type=int,
+        default=0,
+        help="environment steps at which each arm's run stops, its last checkpoint there "
+        "(0: none; --budget-min stays a cap on wall clock); set when a run starts",
+    )
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument(
         "--eval-beyond",
@@ -377,16 +422,37 @@ def main(argv=None) -> None:
     )
     p.add_argument("--out", default="minatar_muzero", help="report name under benchmarks/results/")
     p.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=None,
+        help="report only: the mean and 95%% t-interval over these seeds (e.g. 0,1,2), each from its own "
+        "--work (with {seed} in it) -> OUT_seeds.* (benchmarks/minatar_muzero_seeds.py)",
+    )
+    p.add_argument(
+        "--loadavg", type=Path, default=None, help="with --seeds: the load averages sampled while they ran (JSON lines)"
+    )
+    p.add_argument(
         "--search",
         choices=["gumbel", "puct"],
         default="gumbel",
         help="root search of both arms (the preset's gumbel; puct is MuZero's own)",
     )
     args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     args.arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in args.arms if a not in ARMS]
     if unknown:
         p.error(f"unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
+    if args.max_positions < 0:
+        p.error(f"--max-positions must be >= 0, not {args.max_positions}")
+    if args.seeds is not None:
+        if args.phase != "report":
+            p.error("--seeds is for the report phase (train and eval one --seed at a time)")
+        import minatar_muzero_seeds
+
+        minatar_muzero_seeds.report(args)
+        return
+    args.work = seed_work(args.work, args.out, args.seed)  # {seed} in --work: a directory per seed
     args.work.mkdir(parents=True, exist_ok=True)
     if args.phase in ("train", "all"):
         train(args, args.work)

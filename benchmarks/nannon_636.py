@@ -56,6 +56,7 @@ from common import (  # noqa: E402
     git_commit,
     run_phases,
     sample_loadavg,
+    seed_list,
     train_in_chunks,
     utcnow,
 )
@@ -440,13 +441,13 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--at-steps",
-        type=_seed_list,
+        type=seed_list,
         default=None,
         help="eval only: the checkpoints nearest these learning steps (e.g. 920,1100), past the budget too",
     )
     p.add_argument(
         "--seeds",
-        type=_seed_list,
+        type=seed_list,
         default=None,
         help="report only: the mean and 95%% interval over these training seeds (e.g. 0,1,2), each "
         "from its own --work (with {seed} in it; default runs/bench/NAME_s{seed}) -> NAME_seeds.*",
@@ -471,17 +472,6 @@ def main(argv=None) -> None:
     work = Path(str(args.work).format(seed=args.seed)) if args.work else ROOT / "runs" / "bench" / args.out
     work.mkdir(parents=True, exist_ok=True)
     run_phases(args, work, phase_train, phase_eval, phase_report)
-
-
-def _seed_list(text: str) -> list[int]:
-    """'0,1,2' -> [0, 1, 2] (--seeds, --at-steps)."""
-    try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, not {text!r}") from None
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise argparse.ArgumentTypeError(f"expected distinct integers >= 0, not {text!r}")
-    return seeds
 
 
 if __name__ == "__main__":

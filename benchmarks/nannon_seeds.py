@@ -18,7 +18,7 @@ import json
 import statistics
 from pathlib import Path
 
-from common import RESULTS, ROOT, git_commit, interval, machine_line, write_markdown
+from common import ROOT, git_commit, interval, machine_line, write_report
 
 AGENTS = ("raw", "search")
 SCORES = ("exact_vs_optimal", "exact_vs_random")
@@ -140,9 +140,9 @@ def by_step(rows_by_seed: dict, budget_min: float) -> list[dict]:
     return sorted(out, key=lambda x: (str(x["seed"]), x["step"]))
 
 
-def load_summary(work: Path) -> dict | None:
+def load_summary(work: Path, name: str = "loadavg.jsonl") -> dict | None:
     """The 1-minute load average sampled while the seed trained (WORK/loadavg.jsonl)."""
-    path = work / "loadavg.jsonl"
+    path = work / name
     if not path.exists():
         return None
     loads = [json.loads(x)["loadavg"][0] for x in path.read_text().splitlines() if x.strip()]
@@ -184,10 +184,7 @@ def report(args) -> dict:
     if baseline:
         baseline.pop("rows")  # in its own results file
     name = f"{args.out}_seeds"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1))
-    write_markdown(name, markdown(name, result))
-    plot(result, RESULTS / f"{name}.png")
+    write_report(name, result, markdown(name, result), plot)
     return result
 
 

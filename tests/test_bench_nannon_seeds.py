@@ -46,7 +46,6 @@ def _seeds(tmp_path: Path, finals: list[float]) -> str:
 
 
 def _report(tmp_path, monkeypatch, finals) -> dict:
-    monkeypatch.setattr(nannon_seeds, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     template = _seeds(tmp_path, finals)
     nannon_636.main(["report", "--seeds", "0,1,2", "--work", template, "--points", "2", "--out", "t"])
@@ -104,7 +103,6 @@ def test_a_seed_without_evaluations_is_named(tmp_path):
 
 
 def test_two_seeds_do_not_settle_the_target_and_an_earlier_run_stands_beside(tmp_path, monkeypatch):
-    monkeypatch.setattr(nannon_seeds, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     template = _seeds(tmp_path, [0.50, 0.50, 0.50])
     earlier = {
