@@ -2,6 +2,7 @@
 
     python benchmarks/minatar_muzero_queue.py --workers 2 \\
         --jobs train:reanalyze_small:0,train:muzero_reanalyze_ratio:0,eval:muzero_reanalyze_ratio:0,... \\
+        --loadavg runs/bench/minatar_muzero_seeds_loadavg.jsonl \\
         -- --work 'runs/bench/minatar_muzero_seeds_s{seed}' --max-positions 51200 --episodes 100
 
 Each job is PHASE:ARM:SEED, one process (one core: training's one torch thread, eval's
@@ -19,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import sample_loadavg  # noqa: E402
+
 SCRIPT = Path(__file__).resolve().parent / "minatar_muzero.py"
 
 
@@ -32,7 +36,7 @@ def parse_jobs(text: str) -> list[tuple[str, str, str]]:
     return jobs
 
 
-def run(jobs: list[tuple[str, str, str]], workers: int, common: list[str], log_dir: Path) -> int:
+def run(jobs: list[tuple[str, str, str]], workers: int, common: list[str], log_dir: Path, poll_s: float = 5.0) -> int:
     pending, running, done, failed = list(jobs), {}, set(), set()
     while pending or running:
         for job, proc in list(running.items()):
@@ -54,7 +58,7 @@ def run(jobs: list[tuple[str, str, str]], workers: int, common: list[str], log_d
             cmd = [sys.executable, str(SCRIPT), phase, "--arms", arm, "--seed", seed, *common]
             print(f"[{time.strftime('%H:%M:%S')}] start {':'.join(job)}: {' '.join(cmd)}", flush=True)
             running[job] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        time.sleep(5)
+        time.sleep(poll_s)
     return 1 if failed else 0
 
 
@@ -63,10 +67,13 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", required=True, help="comma-separated PHASE:ARM:SEED, in order of priority")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--log-dir", type=Path, default=Path("runs/bench"))
+    p.add_argument("--loadavg", type=Path, default=None, help="sample the load average here each minute (JSON lines)")
     p.add_argument("common", nargs=argparse.REMAINDER, help="-- then arguments for every job")
     args = p.parse_args(argv)
     common = args.common[1:] if args.common[:1] == ["--"] else args.common
     args.log_dir.mkdir(parents=True, exist_ok=True)
+    if args.loadavg:  # what else ran on the machine meanwhile (report --loadavg)
+        sample_loadavg(args.loadavg)
     return run(parse_jobs(args.jobs), args.workers, common, args.log_dir)
 
 

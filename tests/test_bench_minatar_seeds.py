@@ -137,3 +137,23 @@ def test_a_seed_without_evaluations_is_named(tmp_path):
     _curve(tmp_path / "s0", "muzero_reanalyze_ratio", [0.4])
     with pytest.raises(SystemExit, match=r"seed\(s\) \[1\]"):
         minatar_muzero.main(["report", "--seeds", "0,1", "--work", str(tmp_path / "s{seed}")])
+
+
+def test_queue_runs_evals_after_their_training_and_skips_those_of_failed_runs(tmp_path, monkeypatch):
+    import minatar_muzero_queue as queue
+
+    fake = tmp_path / "fake.py"  # a job: records its arguments; the arm "bad" fails
+    fake.write_text(
+        "import sys, time\n"
+        f"open({str(tmp_path / 'calls')!r}, 'a').write(' '.join(sys.argv[1:4]) + '\\n')\n"
+        "time.sleep(0.2 if sys.argv[1] == 'train' else 0)\n"
+        "sys.exit(sys.argv[3] == 'bad')\n"
+    )
+    monkeypatch.setattr(queue, "SCRIPT", fake)
+    jobs = queue.parse_jobs("eval:a:0,train:a:0,train:bad:0,eval:bad:0")
+    assert queue.run(jobs, 2, ["--x"], tmp_path, poll_s=0.05) == 1  # one job failed
+    calls = (tmp_path / "calls").read_text().split("\n")
+    assert set(calls[:2]) == {"train --arms a", "train --arms bad"} and calls[2] == "eval --arms a"
+    assert "eval --arms bad" not in calls
+    with pytest.raises(SystemExit, match="PHASE:ARM:SEED"):
+        queue.parse_jobs("train:a")
