@@ -14,6 +14,10 @@ Arms (every one the shipped `minatar-breakout` preset, 1,024 samples per learnin
                       target network for n = 5 bootstraps, value loss weight
                       0.25, 2.0 samples per stored state (512 new positions
                       per learning step)
+  reanalyze_small     the small-budget preset: as `reanalyze`, but bootstraps
+                      from a search with the target network, n = 10, value
+                      loss weight 1 (both presets: polyzero/presets/
+                      muzero_reanalyze-*_minatar-breakout.toml)
   muzero_paper_ratio  plain MuZero at Appendix H's 0.1 samples per stored state
                       (one minibatch of 128 per 1,280 new positions)
   muzero_reanalyze_ratio  the control: plain MuZero at Reanalyze's 2.0 samples
@@ -30,6 +34,13 @@ Phases (each continues from what WORK already holds, so a run resumes):
   report  benchmarks/results/OUT.{json,md,png} (--out, default minatar_muzero) for every arm WORK
           holds: return against environment steps and learning steps, and
           Reanalyze against each plain arm at equal environment steps.
+          With --seeds 0,1,2 (and {seed} in --work): OUT_seeds.{json,md,png},
+          the mean over seeds with its 95% t-interval (minatar_muzero_seeds.py).
+
+Stopping at equal environment steps: --max-positions N ends each arm's run at the
+learning step whose new positions reach N (its last checkpoint there); --budget-min
+stays a cap on wall clock. Seeds: train and eval each with --seed S --work
+'runs/bench/NAME_s{seed}'; minatar_muzero_queue.py runs such jobs two at a time.
 """
 
 from __future__ import annotations
@@ -260,12 +271,14 @@ def report(args, work: Path) -> dict:
 def _targets(curves, random) -> dict:
     best = {arm: max((p["mean_return"] for p in pts), default=0.0) for arm, pts in curves.items()}
     five_x = {arm: b >= 5 * random["mean_return"] for arm, b in best.items()}
-    ahead = {
-        plain: equal_positions(curves["reanalyze"], curves[plain])
-        for plain in PLAIN_ARMS
-        if plain in curves and "reanalyze" in curves
-    }
-    return {"best_mean_return": best, "at_least_5x_random": five_x, "reanalyze_vs_plain": ahead}
+    out = {"best_mean_return": best, "at_least_5x_random": five_x}
+    for re_arm in ("reanalyze", "reanalyze_small"):  # keys: reanalyze_vs_plain, reanalyze_small_vs_plain
+        out[f"{re_arm}_vs_plain"] = {
+            plain: equal_positions(curves[re_arm], curves[plain])
+            for plain in PLAIN_ARMS
+            if plain in curves and re_arm in curves
+        }
+    return out
 
 
 def equal_positions(reanalyze: list[dict], plain: list[dict]) -> dict:
@@ -297,7 +310,9 @@ def _markdown(r: dict) -> str:
         f"busy (two arms, or an arm and probes), seed {r['seed']}. "
         "Arms: `muzero` the preset (4.0 samples per stored "
         "state); `reanalyze` Appendix H (re-searched policy targets for 0.8 of the samples, target "
-        "network, n = 5, value weight 0.25, 2.0 samples per stored state); `muzero_paper_ratio` "
+        "network, n = 5, value weight 0.25, 2.0 samples per stored state); `reanalyze_small` the "
+        "small-budget preset (search bootstraps with the target network, n = 10, value weight 1, "
+        "re-searched policies at c_scale 0.01, 2.0 samples per stored state); `muzero_paper_ratio` "
         "plain MuZero at Appendix H's 0.1 samples per stored state; `muzero_reanalyze_ratio` the "
         "control, plain MuZero at Reanalyze's 2.0."
         + (
@@ -336,9 +351,10 @@ def _markdown(r: dict) -> str:
         "intervals' averaged bounds are apart): "
         + (
             "; ".join(
-                f"against `{a}` over {c['positions']} steps, {c['reanalyze']:.2f} vs {c['plain']:.2f}, "
+                f"`{re_arm}` against `{a}` over {c['positions']} steps, {c['reanalyze']:.2f} vs {c['plain']:.2f}, "
                 f"{'ahead' if c['ahead'] else 'not ahead'}"
-                for a, c in t["reanalyze_vs_plain"].items()
+                for re_arm in ("reanalyze", "reanalyze_small")
+                for a, c in t.get(f"{re_arm}_vs_plain", {}).items()
             )
             or "not measured"
         )

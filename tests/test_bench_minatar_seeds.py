@@ -157,3 +157,17 @@ def test_queue_runs_evals_after_their_training_and_skips_those_of_failed_runs(tm
     assert "eval --arms bad" not in calls
     with pytest.raises(SystemExit, match="PHASE:ARM:SEED"):
         queue.parse_jobs("train:a")
+
+
+def test_one_seed_report_compares_the_small_preset_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(minatar_muzero, "RESULTS", tmp_path / "results")
+    _curve(tmp_path, "muzero_reanalyze_ratio", [0.0, 0.4])
+    _curve(tmp_path, "reanalyze_small", [1.0, 2.0])
+    (tmp_path / "eval" / "random.json").write_text(json.dumps({"mean_return": 0.4, "ci_low": 0.3, "ci_high": 0.5}))
+    targets = minatar_muzero.report(
+        minatar_muzero.argparse.Namespace(seed=0, budget_min=30, search="gumbel", episodes=100, set=[], out="t"),
+        tmp_path,
+    )["targets"]
+    assert targets["reanalyze_vs_plain"] == {}
+    assert targets["reanalyze_small_vs_plain"]["muzero_reanalyze_ratio"]["ahead"] is True
+    assert "`reanalyze_small` against `muzero_reanalyze_ratio`" in (tmp_path / "results" / "t.md").read_text()
