@@ -126,6 +126,8 @@ def train(args, work: Path) -> None:
             continue
         if ckpts:
             cmd = [*POLYZERO, "train", "--resume", str(run), "--no-progress"]
+            if args.max_positions:  # a larger N carries a stopped run on (its temperature stays 1)
+                cmd += ["--set", _stop_overrides(arm, args.max_positions)[0]]
         else:
             cmd = [
                 *POLYZERO,
@@ -419,7 +421,7 @@ def main(argv=None) -> None:
         type=int,
         default=0,
         help="environment steps at which each arm's run stops, its last checkpoint there "
-        "(0: none; --budget-min stays a cap on wall clock); set when a run starts",
+        "(0: none; --budget-min stays a cap on wall clock); a larger N resumes a run stopped at a smaller one",
     )
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument(
