@@ -15,7 +15,10 @@ arm being 1 initial + n recurrent inferences at batch B:
   ``net.inference = auto`` took above ``search.fused.FUSED_MAX_BATCH`` trees before;
 * ``xla``: mctx's network work alone, root_fn + n recurrent_fn in one jitted fori_loop.
 
-Every library gets one thread (``common.ONE_THREAD``, torch, numba and SciPy's BLAS).
+Every library gets one thread (``common.ONE_THREAD``, torch, numba and SciPy's BLAS)
+and XLA runs on the calling thread (no async dispatch); each call is timed by the CPU
+time the process spent in it (``time.process_time``), not the wall clock, which on
+the shared machine counts the time other sessions' jobs held the core.
 
 Usage:
   python benchmarks/net_path_ab.py --before d81ad30 --out benchmarks/results/net_path_ab.json
@@ -30,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ONE_THREAD, ROOT, machine_info, summarize, time_interleaved, write_results  # noqa: E402
@@ -44,6 +48,10 @@ import tinynet  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search.kernels import mlp  # noqa: E402
 from search_throughput_jobs import PolyzeroMuZero, net_alone_fn  # noqa: E402
+
+# Each call's CPU time (the process's, every thread of it): on the shared machine the
+# wall time of a call includes the slices the scheduler gave other sessions' jobs.
+CLOCK = time.process_time
 
 
 def kernel_at(rev: str, tmp: str):
@@ -102,6 +110,8 @@ def program_arm(run, batch: int, num_simulations: int):
 
 
 def xla_arm(batch: int, num_simulations: int):
+    """XLA's loop: fn(obs) with obs already a jax array (converted once, as the alone
+    mode's child does)."""
     import jax
     import jax.numpy as jnp
 
@@ -114,6 +124,21 @@ def xla_arm(batch: int, num_simulations: int):
 
     fn(jnp.asarray(tinynet.make_obs(batch)))  # compile
     return fn
+
+
+def _cpu_sync() -> None:
+    """XLA runs each call on the calling thread: with async dispatch (the default) a call
+    handed to a worker thread waited milliseconds for the scheduler on the loaded machine
+    (8 ms against ~1 ms at B = 16), which is the machine, not the compiled loop."""
+    import jax
+
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
+
+def jnp_array(x):
+    import jax.numpy as jnp
+
+    return jnp.asarray(x)
 
 
 def outputs_agree(before, batch: int) -> float:
@@ -137,11 +162,10 @@ def row(args, before, batch: int, n: int) -> dict:
         arms["onnx"] = net_alone_fn(tinynet.TinyNetNumpy("compiled:onnx"), n, batch)
     arms["xla"] = xla_arm(batch, n)
     obs = [tinynet.make_obs(batch, seed=s) for s in range(4)]
-    jobs = [(name, fn, [(o,) for o in obs]) for name, fn in arms.items()]
+    jobs = [(name, fn, [(o,) for o in obs]) for name, fn in arms.items() if name != "xla"]
+    jobs.append(("xla", arms["xla"], [(jnp_array(o),) for o in obs]))
     load0 = os.getloadavg()
-    ts, probe = time_interleaved(
-        jobs, args.min_calls, args.min_total_s, max_rounds=args.max_rounds, block_s=args.block_s
-    )
+    ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, args.max_rounds, args.block_s, clock=CLOCK)
     out = {"B": batch, "num_simulations": n, "loadavg": [load0, os.getloadavg()], "probe_ms": statistics.median(probe)}
     out.update({name: summarize(t) for name, t in ts.items()})
     xla = out["xla"]["median_s"]
@@ -169,7 +193,7 @@ def search_row(args, batch: int, n: int) -> dict:
     visits = [fn(obs[0]).root_visits for fn in arms.values()]
     jobs = [(name, fn, [(o,) for o in obs]) for name, fn in arms.items()]
     load0 = os.getloadavg()
-    ts, _ = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=args.max_rounds, block_s=args.block_s)
+    ts, _ = time_interleaved(jobs, args.min_calls, args.min_total_s, args.max_rounds, args.block_s, clock=CLOCK)
     out = {"B": batch, "num_simulations": n, "loadavg": [load0, os.getloadavg()]}
     out.update({name: summarize(t) for name, t in ts.items()})
     out["fused_vs_onnx_loop"] = out["fused"]["median_s"] / out["onnx_loop"]["median_s"]
@@ -194,7 +218,7 @@ def render(results) -> str:
         f"- command: `{m['command']}`",
         f"- before: the kernel of revision {m['before']}; after: this tree's (BLAS from {m['blas_min_rows']} rows)",
         "",
-        "Median ms per 1 initial + n recurrent inferences at batch B (blocks of back-to-back calls, "
+        "Median CPU ms (process time) per 1 initial + n recurrent inferences at batch B (blocks of back-to-back calls, "
         "the arms round-robin, many rounds). after / before: the kernels of the fused search; "
         "onnx: the per-simulation loop over ONNX Runtime (B > 64); xla: mctx's root_fn + n "
         "recurrent_fn in one jitted fori_loop. Ratio columns: arm / xla (target: after <= 1).",
@@ -231,6 +255,7 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/net_path_ab.json")
     args = ap.parse_args(argv)
     set_threads(1)
+    _cpu_sync()
     meta = {
         "command": "benchmarks/net_path_ab.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": machine_info(),
@@ -238,6 +263,7 @@ def main(argv=None):
         "blas_min_rows": mlp.BLAS_MIN_ROWS,
         "loadavg_start": os.getloadavg(),
         "numba": nb.__version__,
+        "jax_cpu_enable_async_dispatch": False,
     }
     with tempfile.TemporaryDirectory() as tmp:
         before = kernel_at(args.before, tmp)
