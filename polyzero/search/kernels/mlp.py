@@ -77,7 +77,13 @@ def block(scratch, rows, start, width):
     return scratch[start * rows : (start + width) * rows].reshape((rows, width))
 
 
-@nb.njit(cache=True)
+# error_model="numpy": a float division returns inf/NaN on a zero divisor, as IEEE says,
+# instead of Numba's check and raise, a branch that kept LLVM from vectorising every
+# loop with a division (tanh's rational function, the hidden-state scaling): 5x slower.
+_NUMPY_ERRORS = "numpy"
+
+
+@nb.njit(cache=True, error_model=_NUMPY_ERRORS)
 def run_program(ops, weights, scratch, rows):
     """Run the operations on `rows` rows, in place in `scratch`."""
     for k in range(ops.shape[0]):
@@ -103,13 +109,14 @@ _DOT_MATH = {"reassoc", "contract"}
 
 
 # At this many rows or more a layer's product goes to BLAS (sgemm, through np.dot on the
-# contiguous blocks): ~45 GMAC/s single-threaded for the anchor's 128 x 128 layer at
-# B = 256 against ~27 for the register tiles below, which win below it (no packing,
-# no call): docs/benchmarks.md, "the MLP program's dense layers".
+# contiguous blocks; one thread under set_threads(1)): measured on the shared 2-core EPYC
+# for the anchor's 128 x 128 layer, BLAS 32 GMAC/s against the register tiles' 27 at
+# 256 rows, level at 64, the tiles ahead below (29 against 19 at 32 rows: BLAS packs
+# both operands every call).
 BLAS_MIN_ROWS = 64
 
 
-@nb.njit(cache=True, fastmath=_DOT_MATH)
+@nb.njit(cache=True, fastmath=_DOT_MATH, error_model=_NUMPY_ERRORS)
 def _dense(weights, x, out, wba):
     """One layer for every row: out[r, o] = act(x[r] . W^T[o] + bias[o]), W^T stored
     [n_out, n_in]: BLAS from BLAS_MIN_ROWS rows, else :func:`_dense_tiles`; then the
@@ -129,7 +136,8 @@ def _dense(weights, x, out, wba):
 @nb.njit(cache=True, fastmath=_DOT_MATH, inline="always")
 def _bias_activate(out, bias, act):
     """out = act(out + bias), one loop per activation so that each vectorises (tanh in
-    the tiles' stores ran one element at a time: ~40% of a 128 -> 64 tanh layer)."""
+    the tiles' stores ran one element at a time: ~40% of a 128 -> 64 tanh layer; 16k
+    tanh 82 us before, 15 us vectorised)."""
     rows, n_out = out.shape
     if act == ACT_RELU:
         for r in range(rows):
