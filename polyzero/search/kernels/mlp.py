@@ -77,13 +77,11 @@ def block(scratch, rows, start, width):
     return scratch[start * rows : (start + width) * rows].reshape((rows, width))
 
 
-# error_model="numpy": a float division returns inf/NaN on a zero divisor, as IEEE says,
-# instead of Numba's check and raise, a branch that kept LLVM from vectorising every
-# loop with a division (tanh's rational function, the hidden-state scaling): 5x slower.
-_NUMPY_ERRORS = "numpy"
-
-
-@nb.njit(cache=True, error_model=_NUMPY_ERRORS)
+# error_model="numpy" (here and on _dense): a float division returns inf/NaN on a zero
+# divisor, as IEEE says, instead of Numba's check and raise, a branch that kept LLVM
+# from vectorising every loop with a division (tanh's rational function, the
+# hidden-state scaling): 5x slower.
+@nb.njit(cache=True, error_model="numpy")
 def run_program(ops, weights, scratch, rows):
     """Run the operations on `rows` rows, in place in `scratch`."""
     for k in range(ops.shape[0]):
@@ -116,7 +114,7 @@ _DOT_MATH = {"reassoc", "contract"}
 BLAS_MIN_ROWS = 64
 
 
-@nb.njit(cache=True, fastmath=_DOT_MATH, error_model=_NUMPY_ERRORS)
+@nb.njit(cache=True, fastmath=_DOT_MATH, error_model="numpy")
 def _dense(weights, x, out, wba):
     """One layer for every row: out[r, o] = act(x[r] . W^T[o] + bias[o]), W^T stored
     [n_out, n_in]: BLAS from BLAS_MIN_ROWS rows, else :func:`_dense_tiles`; then the
