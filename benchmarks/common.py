@@ -326,12 +326,15 @@ def record_probe(work: Path, label: str) -> dict:
     return rec
 
 
-def time_interleaved(jobs, min_calls, min_total_s, max_rounds, block_s=0.03, block_min_calls=2):
+def time_interleaved(
+    jobs, min_calls, min_total_s, max_rounds, block_s=0.03, block_min_calls=2, clock=time.perf_counter
+):
     """Blocked round-robin (as the anchor's mctx_search.time_interleaved): each round
     runs, for each job, a block of back-to-back calls (>= block_min_calls and
     block_s seconds), each timed on its own, the first of every block dropped;
     a speedprobe sample ends each round. jobs: [(name, fn, args_list)], fn must
-    block until its result is ready."""
+    block until its result is ready. `clock` times the calls (time.process_time: the
+    CPU time the process spent, not the time other processes held its core)."""
     times = {name: [] for name, _, _ in jobs}
     probe = []
     t_start = time.perf_counter()
@@ -343,9 +346,9 @@ def time_interleaved(jobs, min_calls, min_total_s, max_rounds, block_s=0.03, blo
             t_block, k = time.perf_counter(), 0
             while k < block_min_calls or time.perf_counter() - t_block < block_s:
                 args = args_list[(r + k) % len(args_list)]
-                t0 = time.perf_counter()
+                t0 = clock()
                 fn(*args)
-                dt_call = time.perf_counter() - t0
+                dt_call = clock() - t0
                 if k > 0:
                     times[name].append(dt_call)
                 k += 1

@@ -13,6 +13,7 @@ from polyzero.nets.inference import Evaluator
 from polyzero.nets.muzero import MuZeroInference, MuZeroNet, MuZeroSpec, _Initial, _Recurrent
 from polyzero.search.fused import FUSED_MAX_BATCH
 from polyzero.search.gumbel import gumbel_search
+from polyzero.search.kernels.mlp import BLAS_MIN_ROWS
 from polyzero.search.learned import LearnedModel
 from polyzero.search.mcts import run_search
 from polyzero.search.params import SearchParams
@@ -31,11 +32,12 @@ def _net(seed=0, **spec) -> MuZeroNet:
     [{}, {"support": 4}, {"terminal_reward": True}, {"scale_hidden": False, "dynamics_blocks": 1}],
     ids=["board", "categorical", "terminal_reward", "unscaled"],
 )
-def test_programs_compute_the_networks_as_pytorch(spec):
+@pytest.mark.parametrize("batch", [7, BLAS_MIN_ROWS + 3], ids=["tiles", "blas"])
+def test_programs_compute_the_networks_as_pytorch(spec, batch):
     net = _net(**spec)
     initial, recurrent = muzero_programs(net)
-    obs = np.random.default_rng(1).random((7, *OBS)).astype(np.float32)
-    action = np.arange(7) % A
+    obs = np.random.default_rng(1).random((batch, *OBS)).astype(np.float32)
+    action = np.arange(batch) % A
     with torch.no_grad():
         want_initial = _Initial(net)(torch.from_numpy(obs))
         hidden = want_initial[0]

@@ -4,8 +4,13 @@ search on CPU, so every call goes through one compiled entry point
 
 from __future__ import annotations
 
+import ctypes
+import glob
+import os
+
 import numba
 import numpy as np
+import scipy
 import torch
 from torch import nn
 
@@ -21,12 +26,32 @@ def set_threads(threads: int) -> None:
     parallel twins, :mod:`polyzero.search.kernels`); 0 leaves both at their
     defaults (all cores). Numba's threading layer, once started (by the first
     parallel kernel or thread call), sets OpenMP's count, torch's pool included, to
-    every core: it is started first here, so torch's count set after it stays."""
+    every core: it is started first here, so torch's count set after it stays. SciPy's
+    OpenBLAS, which the MLP programs' large layers call (``search.kernels.mlp``), gets
+    the count too."""
     global _chosen_threads
     _chosen_threads = threads
     if threads:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         torch.set_num_threads(threads)
+        set_blas_threads(threads)
+
+
+def set_blas_threads(threads: int) -> bool:
+    """Threads of the OpenBLAS bundled with SciPy (the BLAS behind np.dot in Numba code):
+    it starts one per core, and above ~262k multiply-adds a product splits across them,
+    which a search given one thread must not do. False when SciPy's BLAS is not such a
+    bundled OpenBLAS (then OPENBLAS_NUM_THREADS, read at its load, is the knob)."""
+    libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
+    found = False
+    for path in glob.glob(os.path.join(libs, "*openblas*.so*")):
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_set_num_threads", "scipy_openblas_set_num_threads64_"):
+            if hasattr(lib, name):
+                getattr(lib, name)(ctypes.c_int(threads))
+                found = True
+                break
+    return found
 
 
 def default_threads(threads: int) -> None:
