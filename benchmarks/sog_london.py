@@ -202,7 +202,7 @@ def markdown(result: dict) -> str:
             f"| `{r['a']}` | `{r['b']}` | {r['games_per_side']} "
             f"| {a['rate']:.3f} [{a['ci95'][0]:.3f}, {a['ci95'][1]:.3f}] ({a['wins']}) "
             f"| {b['rate']:.3f} [{b['ci95'][0]:.3f}, {b['ci95'][1]:.3f}] ({b['wins']}) "
-            f"| {r['seconds_per_game']:.2f} | {r['a_seconds_per_decision']:.4f} / {r['b_seconds_per_decision']:.4f} "
+            f"| {r['seconds_per_game']:.3g} | {r['a_seconds_per_decision']:.3g} / {r['b_seconds_per_decision']:.3g} "
             f"| {r['loadavg'][0]:.1f}-{r['loadavg'][1]:.1f} |"
         )
     est = result["ismcts_1000_estimate"]
