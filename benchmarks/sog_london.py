@@ -38,7 +38,9 @@ WORK = ROOT / "runs" / "bench"  # WORK/OUT/eval/ holds the batches
 
 
 class TimedPlayer:
-    """A player whose decisions and the seconds they take are counted."""
+    """A player whose decisions and the seconds they take are counted; a slow one (over
+    0.1 s a decision) says every 10 decisions how far it is (every decision over 1 s), so
+    that a batch stopped before its end still tells what a decision costs."""
 
     def __init__(self, player):
         self.player, self.name = player, player.name
@@ -51,7 +53,10 @@ class TimedPlayer:
         t0 = time.perf_counter()
         out = self.player.act(states)
         self.seconds += time.perf_counter() - t0
-        self.decisions += len(states)
+        before, self.decisions = self.decisions, self.decisions + len(states)
+        slow = self.seconds > 0.1 * self.decisions
+        if slow and (self.decisions // 10 > before // 10 or self.seconds > 1.0 * self.decisions):
+            print(f"  {self.name}: {self.decisions} decisions, {self.seconds:.0f} s", flush=True)
         return out
 
 
