@@ -57,12 +57,12 @@ def distances(num_stations: int, edges: tuple[tuple[int, int, int], ...]) -> np.
         dist[mask][reached] = 0
         frontier = reached.astype(np.float32)
         for step in range(1, n):
-            frontier = ((frontier @ adjacency) > 0) & ~reached
-            if not frontier.any():
+            new = ((frontier @ adjacency) > 0) & ~reached
+            if not new.any():
                 break
-            dist[mask][frontier] = step
-            reached |= frontier
-            frontier = frontier.astype(np.float32)
+            dist[mask][new] = step
+            reached |= new
+            frontier = new.astype(np.float32)
     return dist
 
 
@@ -132,6 +132,7 @@ def mrx_action(state, rng: np.random.Generator) -> int:
         key = (int(nearest[dest]), float(np.minimum(reach[:, dest], n).sum()), int(exits[dest]), rng.random())
         if best_key is None or key > best_key:
             best_dest, best_key = dest, key
+    assert best_key is not None  # a double move is never his only legal action
     if r.double_action in legal and best_key[0] <= 1:
         return r.double_action  # every single move leaves him one move from a detective
     tickets = sorted(divmod(a, n)[0] for a in legal if a != r.double_action and a % n == best_dest)

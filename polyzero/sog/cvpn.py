@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyspiel
@@ -346,7 +347,7 @@ class CVPN(nn.Module):
         """`player`'s policy logits at `slots` [k, A] from one trunk output h [width]: only
         those rows of the head (it has 199 x 798 outputs on Scotland Yard's London board,
         where a search reads one row for the detectives, a few dozen for Mr X)."""
-        head = self.policy[player]
+        head = cast(nn.Linear, self.policy[player])
         weight = head.weight.view(self.slots[player], self.num_actions, -1)[slots]
         return weight @ h + head.bias.view(self.slots[player], self.num_actions)[slots]
 
