@@ -165,6 +165,7 @@ E2E_TESTS = {
     },
     "test_public_states.py": {"test_poker_agrees_with_brute_force"},
     "test_scotland_yard_london.py": {"test_public_states_hold_one_world_per_station"},
+    "test_scotland_yard_heuristic.py": {"test_heuristic_beats_random_on_both_sides"},
     "test_reliability.py": {"test_a_real_sigkill_while_the_latest_checkpoint_is_aside_resumes"},
     "test_sog_cfr.py": {
         "test_flat_cfr_equals_public_tree_cfr_on_a_subgame_with_ranges",

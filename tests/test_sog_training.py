@@ -54,6 +54,36 @@ def test_cvpn_shapes_and_masks(name, slots, actions):
     assert (ev.policy[illegal] == 0).all()
 
 
+def test_search_reads_the_policy_rows_of_the_slots_it_needs():
+    """On Scotland Yard's London board (199 x 798 policy outputs per player) the value
+    function computes only the acting player's rows at the node's slots: the same
+    logits as the whole head, and the policy it gives is softmax over the legal moves."""
+    game = load_game("scotland_yard(map=london,mrx_start=35,detective_starts=13;26;29;34;50)")
+    enc = BeliefEncoding(game)
+    torch.manual_seed(0)
+    net = build_cvpn(enc, width=8, layers=1)
+    state = _state(game, game.new_initial_state().legal_actions()[:1])  # Mr X moves
+    node = public_state_at(game, state)  # the detectives to move, Mr X on one of several stations
+    assert node.player == 1 and len(node.info_states[0]) > 1
+    rng = np.random.default_rng(0)
+    query = Query(node, _random_ranges(node, rng))
+    x = torch.from_numpy(enc.input(node, query.ranges)[None])
+    values, logits = net(x)
+    fn = NetworkValueFunction(enc, net)
+    fast_values, rows = fn.predict([query])
+    slots = enc.slot_index(node, 1)
+    assert np.allclose(fast_values, values.detach().numpy(), atol=1e-6)
+    assert np.allclose(rows[0], logits[0, 1, slots].detach().numpy(), atol=1e-5)
+    mrx_rows = net.policy_rows(net.features(x)[0], 0, torch.tensor([4, 34, 4]))
+    assert torch.allclose(mrx_rows, logits[0, 0, [4, 34, 4]], atol=1e-5)
+    (ev,) = fn.evaluate([query])
+    legal = enc.legal_mask(node)[slots]
+    want = np.where(legal, rows[0], -np.inf)
+    want = np.exp(want - want.max(axis=1, keepdims=True))
+    assert np.allclose(ev.policy, want / want.sum(axis=1, keepdims=True))
+    assert (ev.policy[~legal] == 0).all() and legal.sum() < legal.size
+
+
 def test_network_values_scale_with_chance_and_opponent_reach():
     """The CVPN predicts normalised values; the value function multiplies them by
     each information state's chance-and-opponent reach (its counterfactual weight)."""

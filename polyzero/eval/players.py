@@ -128,13 +128,17 @@ class OptimalPlayer:
 
 
 def reference_player(spec: str, game, seed: int = 0) -> Player | None:
-    """`random`, `optimal` (Nannon), `mcts:SIMS`, `mcts-solver:SIMS`, else the reference
+    """`random`, `optimal` (Nannon), `sy-heuristic` (Scotland Yard), `mcts:SIMS`, `mcts-solver:SIMS`, else the reference
     loaders `polyzero.plugins` names (Student of Games' `cfr:ITERS`, `ismcts:SIMS`,
     `sog:S,C`; external engines' `gtp:`, `uci:`, ...); None otherwise."""
     if spec == "random":
         return RandomPlayer(seed)
     if spec == "optimal":
         return OptimalPlayer(game, seed)
+    if spec == "sy-heuristic":
+        from ..games.scotland_yard_heuristic import ScotlandYardHeuristicPlayer
+
+        return ScotlandYardHeuristicPlayer(game, seed)
     kind, sep, sims = spec.partition(":")
     if sep and kind in ("mcts", "mcts-solver"):
         from ..validation import spec_count
@@ -201,7 +205,7 @@ def make_player(spec: str, game, seed: int = 0) -> Player:
         check_player_view(game, player)
         return player
     raise UsageError(
-        f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, "
+        f"unknown player '{spec}': expected random, mcts:SIMS, mcts-solver:SIMS, sy-heuristic, "
         "cfr:ITERS, ismcts:SIMS, sog:S,C, gtp:'CMD', uci:'CMD', gnugo:LEVEL, pachi:PLAYOUTS, "
         "stockfish:SKILL[:NODES], or a run directory / checkpoint file"
     )

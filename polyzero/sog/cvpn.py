@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyspiel
@@ -238,12 +239,18 @@ class BeliefEncoding:
     def legal_mask(self, node: PublicState) -> np.ndarray:
         """[slots, A]: the acting player's legal actions at each of its slots."""
         mask = np.zeros((self.max_slots, self.num_actions), bool)
-        if node.kind != DECISION:
-            return mask
-        slots = self.slot_index(node, node.player)
-        for world in node.worlds:
-            mask[slots[world.info_states[node.player]], world.state.legal_actions()] = True
+        if node.kind == DECISION:
+            mask[self.slot_index(node, node.player)] = self.legal_rows(node)
         return mask
+
+    def legal_rows(self, node: PublicState) -> np.ndarray:
+        """[the acting player's information states, A]: the legal actions at each one's slot."""
+        slots = self.slot_index(node, node.player)
+        used, row = np.unique(slots, return_inverse=True)
+        mask = np.zeros((len(used), self.num_actions), bool)
+        for world in node.worlds:
+            mask[row[world.info_states[node.player]], world.state.legal_actions()] = True
+        return mask[row]
 
     def input(self, node: PublicState, ranges: list[np.ndarray]) -> np.ndarray:
         """The network's input for a public belief state: the public tensor, then each
@@ -319,21 +326,38 @@ class CVPN(nn.Module):
         self.value = nn.ModuleList(nn.Linear(width, s) for s in slots)
         self.policy = nn.ModuleList(nn.Linear(width, s * num_actions) for s in slots)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The trunk's output [B, width]."""
         if hasattr(self, "board"):
-            x = self.board(x)
-        elif hasattr(self, "residual"):
-            x = self.residual(x)
-        else:
-            for layer in self.trunk:
-                x = F.relu(layer(x))
-        b = x.shape[0]
-        values = x.new_zeros((b, 2, self.max_slots))
-        logits = x.new_zeros((b, 2, self.max_slots, self.num_actions))
+            return self.board(x)
+        if hasattr(self, "residual"):
+            return self.residual(x)
+        for layer in self.trunk:
+            x = F.relu(layer(x))
+        return x
+
+    def values(self, h: torch.Tensor) -> torch.Tensor:
+        """Normalised values [B, 2, S] from the trunk's output."""
+        values = h.new_zeros((h.shape[0], 2, self.max_slots))
         for p, s in enumerate(self.slots):
-            values[:, p, :s] = self.value[p](x)
-            logits[:, p, :s] = self.policy[p](x).view(b, s, self.num_actions)
-        return values, logits
+            values[:, p, :s] = self.value[p](h)
+        return values
+
+    def policy_rows(self, h: torch.Tensor, player: int, slots) -> torch.Tensor:
+        """`player`'s policy logits at `slots` [k, A] from one trunk output h [width]: only
+        those rows of the head (it has 199 x 798 outputs on Scotland Yard's London board,
+        where a search reads one row for the detectives, a few dozen for Mr X)."""
+        head = cast(nn.Linear, self.policy[player])
+        weight = head.weight.view(self.slots[player], self.num_actions, -1)[slots]
+        return weight @ h + head.bias.view(self.slots[player], self.num_actions)[slots]
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.features(x)
+        b = h.shape[0]
+        logits = h.new_zeros((b, 2, self.max_slots, self.num_actions))
+        for p, s in enumerate(self.slots):
+            logits[:, p, :s] = self.policy[p](h).view(b, s, self.num_actions)
+        return self.values(h), logits
 
 
 def build_cvpn(encoding: BeliefEncoding, width: int, layers: int, blocks: int = 0, channels: int = 0) -> CVPN:
@@ -404,30 +428,38 @@ class NetworkValueFunction(ValueFunction):
         self.net.load_state_dict(weights)
         self.net.eval()
 
-    def predict(self, queries: list[Query]) -> tuple[np.ndarray, np.ndarray]:
-        """Normalised values [B, 2, S] and policy logits [B, 2, S, A]."""
+    def predict(self, queries: list[Query]) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """Normalised values [B, 2, S] and, per query at a decision, the acting player's
+        policy logits at its information states' slots [info states, A] (None elsewhere)."""
         x = np.stack([self.encoding.input(q.public_state, q.ranges) for q in queries])
+        rows: list[np.ndarray | None] = []
         with torch.inference_mode():  # no autograd bookkeeping at all: a third off a single query's call
-            values, logits = self.net(torch.from_numpy(x).to(self.device))
-        return values.cpu().numpy().astype(float), logits.cpu().numpy().astype(float)
+            h = self.net.features(torch.from_numpy(x).to(self.device))
+            values = self.net.values(h).cpu().numpy().astype(float)
+            for i, q in enumerate(queries):
+                node = q.public_state
+                if node.kind != DECISION:
+                    rows.append(None)
+                    continue
+                slots = torch.as_tensor(self.encoding.slot_index(node, node.player), device=self.device)
+                rows.append(self.net.policy_rows(h[i], node.player, slots).cpu().numpy().astype(float))
+        return values, rows
 
     def evaluate(self, queries: list[Query]) -> list[Evaluation]:
         if self.listener is not None:
             self.listener(queries)
         self.queries += len(queries)
-        values, logits = self.predict(queries)
+        values, rows = self.predict(queries)
         out = []
-        for q, v, lg in zip(queries, values, logits):
+        for q, v, logits in zip(queries, values, rows):
             node = q.public_state
             cfv = []
             for p in range(2):
                 slots = self.encoding.slot_index(node, p)
                 cfv.append(v[p, slots] * self.encoding.reach_mass(node, q.ranges, p))
             policy = None
-            if node.kind == DECISION:
-                slots = self.encoding.slot_index(node, node.player)
-                legal = self.encoding.legal_mask(node)[slots]
-                own = np.where(legal, lg[node.player, slots], -np.inf)
+            if logits is not None:
+                own = np.where(self.encoding.legal_rows(node), logits, -np.inf)
                 own = np.exp(own - own.max(axis=1, keepdims=True))
                 policy = own / own.sum(axis=1, keepdims=True)
             out.append(Evaluation(cfv, policy))

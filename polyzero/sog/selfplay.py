@@ -33,7 +33,7 @@ from polyzero.games.chance import sample_chance
 from polyzero.games.public_states import public_observation_function, public_state_at
 from polyzero.games.symmetry import augment
 
-from .cvpn import EXAMPLE_FIELDS, BeliefEncoding, Example, NetworkValueFunction
+from .cvpn import BeliefEncoding, Example, NetworkValueFunction
 from .gtcfr import GTCFR, SoGSettings
 from .players import sample_action
 from .resolve import ResolvingSearcher, info_state_string
@@ -155,22 +155,28 @@ class Collector:
 class SlidingWindow:
     """The newest `capacity` examples; each is used in at most `max_updates` minibatches,
     under a random board symmetry when `symmetries` (`BeliefEncoding.input_symmetries`)
-    are given."""
+    are given.
+
+    Policy targets and legal moves are kept as the rows of the slots that have a policy
+    target (the only rows the loss reads): dense [S, A] per example would be 0.8 MB on
+    Scotland Yard's London board (199 slots x 798 actions), 26 GB for 32,768 examples,
+    where an example holds one row (a detective's move) to a few dozen (Mr X's)."""
 
     def __init__(self, encoding: BeliefEncoding, capacity: int, max_updates: int = 5, symmetries=()):
         s, a = encoding.max_slots, encoding.num_actions
         self.capacity = capacity
         self.max_updates = max_updates
         self.symmetries = list(symmetries)
+        self.slots_actions = (s, a)
         self.data = {
             "x": np.zeros((capacity, encoding.input_size), np.float32),
             "value": np.zeros((capacity, 2, s), np.float32),
             "value_mask": np.zeros((capacity, 2, s), np.float32),
-            "policy": np.zeros((capacity, s, a), np.float32),
             "policy_mask": np.zeros((capacity, s), np.float32),
-            "legal": np.zeros((capacity, s, a), bool),
             "player": np.zeros(capacity, np.int64),
         }
+        # Per example: (slots with a policy target, their policy rows, their legal rows).
+        self.rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [_no_rows(a)] * capacity
         self.uses = np.full(capacity, max_updates, np.int64)  # empty slots count as used up
         self.next = 0
         self.added = 0
@@ -188,8 +194,10 @@ class SlidingWindow:
 
     def add(self, example: Example) -> None:
         i = self.next
-        for name in EXAMPLE_FIELDS:
+        for name in self.data:
             self.data[name][i] = getattr(example, name)
+        kept = np.flatnonzero(np.asarray(example.policy_mask) > 0)
+        self.rows[i] = (kept, np.asarray(example.policy, np.float32)[kept], np.asarray(example.legal, bool)[kept])
         self.uses[i] = 0
         self.next = (i + 1) % self.capacity
         self.added += 1
@@ -205,12 +213,21 @@ class SlidingWindow:
         if (self.uses[index] >= self.max_updates).any():
             self._alive = None
         batch = {name: array[index] for name, array in self.data.items()}
+        batch["policy"] = np.zeros((batch_size, *self.slots_actions), np.float32)
+        batch["legal"] = np.zeros((batch_size, *self.slots_actions), bool)
+        for b, i in enumerate(index):
+            slots, policy, legal = self.rows[i]
+            batch["policy"][b, slots] = policy
+            batch["legal"][b, slots] = legal
         if self.symmetries:  # each example under a random symmetry or as stored
             augment(batch, rng, self.symmetries, obs_keys=("x",), policy_keys=("policy", "legal"))
         return batch
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {**self.data, "uses": self.uses, "meta": np.array([self.next, self.added])}
+        slots, policy, legal = (np.concatenate(parts) for parts in zip(*self.rows))
+        counts = np.array([len(r[0]) for r in self.rows], np.int64)
+        rows = {"row_count": counts, "row_slot": slots, "row_policy": policy, "row_legal": legal}
+        return {**self.data, **rows, "uses": self.uses, "meta": np.array([self.next, self.added])}
 
     def load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         for name in self.data:
@@ -219,9 +236,23 @@ class SlidingWindow:
                     f"replay field {name} has shape {arrays[name].shape}, expected {self.data[name].shape}"
                 )
             self.data[name] = arrays[name].copy()
+        if "row_count" in arrays:
+            ends = np.cumsum(arrays["row_count"])
+            parts = [np.split(arrays[f"row_{k}"], ends[:-1]) for k in ("slot", "policy", "legal")]
+            self.rows = list(zip(*parts))
+        else:  # saved dense ([capacity, S, A]) before 2026-11-29
+            self.rows = []
+            for i in range(self.capacity):
+                kept = np.flatnonzero(self.data["policy_mask"][i] > 0)
+                self.rows.append((kept, arrays["policy"][i][kept], arrays["legal"][i][kept]))
         self.uses = arrays["uses"].copy()
         self.next, self.added = (int(v) for v in arrays["meta"])
         self._alive = None
+
+
+def _no_rows(num_actions: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An example slot's rows before an example fills it (shared: never written into)."""
+    return np.zeros(0, np.int64), np.zeros((0, num_actions), np.float32), np.zeros((0, num_actions), bool)
 
 
 # -- sound self-play -----------------------------------------------------------------
