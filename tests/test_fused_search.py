@@ -205,3 +205,19 @@ def test_block_zero_is_padded_and_its_writers_zero_the_padding(rows):
     scratch[:] = np.nan
     initial_rows(program.ops, program.weights, scratch, x, rows)
     np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_blocks_share_the_columns_of_dead_blocks_only():
+    """The anchor-shaped program reuses dead blocks' columns (a smaller scratch) and no
+    block overlaps one alive beside it: a layer's input, the outputs."""
+    from polyzero.search.kernels.mlp import DENSE, NO_OUTPUT
+
+    for program in muzero_programs(_net(support=4)):
+        ops, outs = program.ops, program.outs
+        dense = ops[ops[:, 0] == DENSE]
+        assert program.width < ops[0, 2] + dense[:, 4].sum() + 2  # + the two support scalars
+        for op in dense:  # a layer's output never shares its input's columns
+            assert op[3] + op[4] <= op[1] or op[1] + op[2] <= op[3]
+        placed = sorted((s, s + w) for s, w, _ in outs if s != NO_OUTPUT and w > 0)
+        distinct = sorted(set(placed))  # the logits and the value may share a block
+        assert all(a[1] <= b[0] for a, b in zip(distinct, distinct[1:]))

@@ -397,4 +397,41 @@ class ProgramWriter:
                 outs[row] = (where[0], self._widths[where[0]], where[1])
         weights = np.concatenate(self._weights) if self._weights else np.zeros(0, np.float32)
         ops = np.asarray(self._ops, np.int64).reshape(-1, 8)
-        return MLPProgram(ops, weights, self.width, hidden, num_actions, outs)
+        width = _share_dead_blocks(ops, outs, self._widths)
+        return MLPProgram(ops, weights, width, hidden, num_actions, outs)
+
+
+# Where an operation names blocks: its row's columns that hold a block's start.
+_BLOCK_FIELDS = {DENSE: (1, 3), MINMAX: (1,), SUPPORT: (1, 5), TANH: (1,)}
+
+
+def _share_dead_blocks(ops: np.ndarray, outs: np.ndarray, widths: dict[int, int]) -> int:
+    """Move the blocks (in place in `ops` and `outs`) so that a block takes the columns of
+    blocks no longer read when it is written; returns the scratch's width. At B = 256 the
+    anchor's recurrent program then needs 401 columns a row (410 KB) instead of 658
+    (674 KB against a 512 KB L2). Block 0 stays at 0; a block lives from the operation
+    that writes it to the last one that reads it, an output to the end; an operation's
+    output never shares its inputs' columns (the kernels read while they write)."""
+    born, last = {0: -1}, {0: -1}
+    for k, op in enumerate(ops):
+        for field in _BLOCK_FIELDS[int(op[0])]:
+            start = int(op[field])
+            born.setdefault(start, k)
+            last[start] = k
+    for row in outs:
+        if row[0] != NO_OUTPUT:
+            last[int(row[0])] = len(ops)
+    place: dict[int, int] = {}
+    for b in sorted(born, key=lambda b: (born[b], b)):
+        live = [o for o in place if born[o] <= last[b] and born[b] <= last[o]]
+        for s in sorted({0, *(place[o] + widths[o] for o in live)}):
+            if all(s + widths[b] <= place[o] or place[o] + widths[o] <= s for o in live):
+                place[b] = s
+                break
+    for op in ops:
+        for field in _BLOCK_FIELDS[int(op[0])]:
+            op[field] = place[int(op[field])]
+    for row in outs:
+        if row[0] != NO_OUTPUT:
+            row[0] = place[int(row[0])]
+    return max(place[b] + widths[b] for b in place)
