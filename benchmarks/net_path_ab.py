@@ -242,6 +242,15 @@ def render(results) -> str:
     lines += [
         f"- B = {r['B']}, {r['num_simulations']} sims: {r['max_abs_diff_vs_before']:.2e}" for r in results["rows"]
     ]
+    if results.get("search_rows"):
+        lines += ["", "The whole search, fused against the per-simulation loop over ONNX Runtime (CPU ms):", ""]
+        lines += ["| B | sims | fused | ONNX loop | fused / ONNX loop | root visits equal | load avg |"]
+        lines += ["|---:|---:|---:|---:|---:|---|---|"]
+        for r in results["search_rows"]:
+            load = f"{r['loadavg'][0][0]:.1f}-{r['loadavg'][1][0]:.1f}"
+            fused, loop = r["fused"]["median_s"] * 1e3, r["onnx_loop"]["median_s"] * 1e3
+            cells = [r["B"], r["num_simulations"], f"{fused:.3f}", f"{loop:.3f}", f"**{r['fused_vs_onnx_loop']:.2f}**"]
+            lines.append("| " + " | ".join(str(c) for c in [*cells, r["root_visits_equal"], load]) + " |")
     return "\n".join(lines) + "\n"
 
 
