@@ -197,6 +197,8 @@ def test_block_zero_is_padded_and_its_writers_zero_the_padding(rows):
     program = writer.program(8, 3, (out, 0), (out, 0), (out, 0), None)
     assert program.ops[0, 2] == 16 == -(-11 // INPUT_ALIGN) * INPUT_ALIGN
     assert not program.weights[: 4 * 16].reshape(4, 16)[:, 11:].any()
+    assert program.weights.ctypes.data % 64 == 0 == program.scratch(rows).ctypes.data % 64
+    assert (program.ops[:, 5:7] % 16 == 0).all()  # each layer's weights and bias on a cache line
     hidden, action = rng.standard_normal((rows, 8)).astype(np.float32), rng.integers(0, 3, rows)
     x = np.concatenate([hidden, np.eye(3, dtype=np.float32)[action]], axis=1)
     scratch = np.full(rows * program.width, np.nan, np.float32)
