@@ -36,7 +36,7 @@ from .kernels.select import _select_range
 from .params import Rules
 
 # The largest batch `auto` fuses: the fused search beat the loop over ONNX Runtime at
-# every batch measured, 64-512 trees (0.66-0.89 of its time at 16 simulations, the
+# every batch measured, 64-512 trees (0.65-0.77 of its time at 16 simulations, the
 # program's large layers through BLAS; benchmarks/results/net_path_ab.md); larger
 # batches keep the loop, unmeasured.
 FUSED_MAX_BATCH = 512
