@@ -220,7 +220,8 @@ def render(results) -> str:
         "other sessions' jobs ran on its cores during the run (load averages below); one thread "
         "for every library",
         f"- command: `{m['command']}`",
-        f"- before: the kernel of revision {m['before']}; after: this tree's (BLAS from {m['blas_min_rows']} rows)",
+        f"- before: the programs and kernel of revision {m['before']}; "
+        f"after: this tree's (BLAS from {m['blas_min_rows']} rows)",
         "",
         "Median CPU ms (process time) per 1 initial + n recurrent inferences at batch B (blocks of back-to-back calls, "
         "the arms round-robin, many rounds). after / before: the kernels of the fused search; "
