@@ -75,26 +75,30 @@ def _net_loop(run, init, rec, obs, store, idx, acts, num_simulations):
     each recurrent one gathering its rows' states from `store` as the fused search does.
     init / rec: (ops, weights, scratch) of the two programs."""
     rows, d = obs.shape
-    x0 = init[2][: rows * d].reshape((rows, d))
-    x0[:] = obs
+    d0 = init[0][0, 2]  # block 0's width as the first layer reads it (padded from 2026-11-29)
+    x0 = init[2][: rows * d0].reshape((rows, d0))
+    x0[:, :d] = obs
+    x0[:, d:] = 0.0
     run(init[0], init[1], init[2], rows)
     h = store.shape[1]
-    num_actions = tinynet.A
-    x = rec[2][: rows * (h + num_actions)].reshape((rows, h + num_actions))
+    w0 = rec[0][0, 2]
+    x = rec[2][: rows * w0].reshape((rows, w0))
     for i in range(num_simulations):
         k = i % idx.shape[0]
         for r in range(rows):
             for j in range(h):
                 x[r, j] = store[idx[k, r], j]
-            for j in range(num_actions):
-                x[r, h + j] = 0.0
+            for j in range(h, w0):
+                x[r, j] = 0.0
             x[r, h + acts[k, r]] = 1.0
         run(rec[0], rec[1], rec[2], rows)
 
 
-def program_arm(run, batch: int, num_simulations: int):
-    """The network alone through the programs and `run`: fn(obs)."""
-    initial, recurrent = tinynet.programs()
+def program_arm(kernel, batch: int, num_simulations: int):
+    """The network alone through the programs that `kernel` (a kernels.mlp module) writes
+    and runs: fn(obs)."""
+    run = kernel.run_program
+    initial, recurrent = tinynet.programs(kernel=kernel)
     rng = np.random.default_rng(tinynet.SEED + 1)
     store = rng.standard_normal((batch * 8, tinynet.HID)).astype(np.float32)
     idx = rng.integers(0, batch * 8, (8, batch))
@@ -144,20 +148,20 @@ def jnp_array(x):
 def outputs_agree(before, batch: int) -> float:
     """Max abs difference of the recurrent outputs, this tree's kernel vs `before`'s, on
     one batch (both within ~1e-6 of PyTorch: tests/test_fused_search.py)."""
-    _, rec = tinynet.programs()
     rng = np.random.default_rng(3)
     hidden = rng.standard_normal((batch, tinynet.HID)).astype(np.float32)
     action = rng.integers(0, tinynet.A, batch)
     outs = []
     for kernel in (mlp, before):
+        _, rec = tinynet.programs(kernel=kernel)
         scratch = rec.scratch(batch)
         kernel.recurrent_rows(rec.ops, rec.weights, scratch, hidden, action, batch, tinynet.A)
-        outs.append(scratch.copy())
+        outs.append(np.concatenate([kernel.output(scratch, batch, rec.outs, k).ravel() for k in range(4)]))
     return float(np.abs(outs[0] - outs[1]).max())
 
 
 def row(args, before, batch: int, n: int) -> dict:
-    arms = {"after": program_arm(mlp.run_program, batch, n), "before": program_arm(before.run_program, batch, n)}
+    arms = {"after": program_arm(mlp, batch, n), "before": program_arm(before, batch, n)}
     if batch > 64:
         arms["onnx"] = net_alone_fn(tinynet.TinyNetNumpy("compiled:onnx"), n, batch)
     arms["xla"] = xla_arm(batch, n)
@@ -216,7 +220,8 @@ def render(results) -> str:
         "other sessions' jobs ran on its cores during the run (load averages below); one thread "
         "for every library",
         f"- command: `{m['command']}`",
-        f"- before: the kernel of revision {m['before']}; after: this tree's (BLAS from {m['blas_min_rows']} rows)",
+        f"- before: the programs and kernel of revision {m['before']}; "
+        f"after: this tree's (BLAS from {m['blas_min_rows']} rows)",
         "",
         "Median CPU ms (process time) per 1 initial + n recurrent inferences at batch B (blocks of back-to-back calls, "
         "the arms round-robin, many rounds). after / before: the kernels of the fused search; "
@@ -234,10 +239,19 @@ def render(results) -> str:
         load = f"{r['loadavg'][0][0]:.1f}-{r['loadavg'][1][0]:.1f}"
         cells = [r["B"], r["num_simulations"], *ms, *ratios, f"{r['after_vs_before']:.2f}", r["after"]["n"], load]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    lines += ["", "Outputs, after vs before (max abs difference over the recurrent program's scratch):", ""]
+    lines += ["", "Outputs, after vs before (max abs difference over the recurrent program's four outputs):", ""]
     lines += [
         f"- B = {r['B']}, {r['num_simulations']} sims: {r['max_abs_diff_vs_before']:.2e}" for r in results["rows"]
     ]
+    if results.get("search_rows"):
+        lines += ["", "The whole search, fused against the per-simulation loop over ONNX Runtime (CPU ms):", ""]
+        lines += ["| B | sims | fused | ONNX loop | fused / ONNX loop | root visits equal | load avg |"]
+        lines += ["|---:|---:|---:|---:|---:|---|---|"]
+        for r in results["search_rows"]:
+            load = f"{r['loadavg'][0][0]:.1f}-{r['loadavg'][1][0]:.1f}"
+            fused, loop = r["fused"]["median_s"] * 1e3, r["onnx_loop"]["median_s"] * 1e3
+            cells = [r["B"], r["num_simulations"], f"{fused:.3f}", f"{loop:.3f}", f"**{r['fused_vs_onnx_loop']:.2f}**"]
+            lines.append("| " + " | ".join(str(c) for c in [*cells, r["root_visits_equal"], load]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 import tinynet
 from polyzero.search.gumbel import gumbel_search
-from polyzero.search.kernels.mlp import block, run_program
+from polyzero.search.kernels.mlp import input_block, run_program
 from polyzero.search.learned import LearnedModel
 from polyzero.search.mcts import run_search
 from polyzero.search.params import SearchParams
@@ -112,14 +112,14 @@ def _program_loop(ops, weights, scratch, store, idx, acts, num_simulations, num_
     gathering its rows' states from `store` as the fused search does: its network alone."""
     h = store.shape[1]
     rows = idx.shape[1]
-    x = block(scratch, rows, 0, h + num_actions)
+    x = input_block(ops, scratch, rows)
     for i in range(num_simulations):
         k = i % idx.shape[0]
         for r in range(rows):
             for j in range(h):
                 x[r, j] = store[idx[k, r], j]
-            for j in range(num_actions):
-                x[r, h + j] = 0.0
+            for j in range(h, x.shape[1]):  # the one-hot and block 0's padding
+                x[r, j] = 0.0
             x[r, h + acts[k, r]] = 1.0
         run_program(ops, weights, scratch, rows)
 

@@ -197,12 +197,13 @@ class _Initial(nn.Module):
 COMPILED_MODES = ("eager", "script", "onednn", "inductor", "onnx", "auto")
 
 
-def programs(p=None):
+def programs(p=None, kernel=None):
     """(initial, recurrent): the network as the fused search's MLP programs
-    (:mod:`polyzero.search.kernels.mlp`), what ``polyzero.nets.fused`` writes for
-    MuZero's own MLP networks."""
-    from polyzero.search.kernels.mlp import ACT_RELU, ACT_TANH, ProgramWriter
-
+    (:mod:`polyzero.search.kernels.mlp`, or `kernel`: that module of another revision),
+    what ``polyzero.nets.fused`` writes for MuZero's own MLP networks."""
+    if kernel is None:
+        from polyzero.search.kernels import mlp as kernel
+    ACT_RELU, ACT_TANH, ProgramWriter = kernel.ACT_RELU, kernel.ACT_TANH, kernel.ProgramWriter
     p = make_params() if p is None else p
 
     def predict(w, s, reward):

@@ -182,3 +182,44 @@ def test_the_programs_tanh_is_float32_tanh_within_a_few_ulp():
     got = apply(x)
     assert np.abs(got - np.tanh(x.astype(np.float64))).max() < 5e-7
     assert np.isnan(apply(np.array([np.nan], np.float32))[0])
+
+
+@pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS + 1], ids=["tiles", "blas"])
+def test_block_zero_is_padded_and_its_writers_zero_the_padding(rows):
+    """An input of 11 columns takes a block of 16 with zero weights past the 11th; the
+    writers zero the padding, whatever a scratch used before holds there (NaN here)."""
+    from polyzero.search.kernels.mlp import INPUT_ALIGN, LOGITS_OUT, ProgramWriter, initial_rows, output, recurrent_rows
+
+    rng = np.random.default_rng(5)
+    weight, bias = rng.standard_normal((11, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    writer = ProgramWriter(11)
+    out = writer.dense(0, weight, bias)
+    program = writer.program(8, 3, (out, 0), (out, 0), (out, 0), None)
+    assert program.ops[0, 2] == 16 == -(-11 // INPUT_ALIGN) * INPUT_ALIGN
+    assert not program.weights[: 4 * 16].reshape(4, 16)[:, 11:].any()
+    assert program.weights.ctypes.data % 64 == 0 == program.scratch(rows).ctypes.data % 64
+    assert (program.ops[:, 5:7] % 16 == 0).all()  # each layer's weights and bias on a cache line
+    hidden, action = rng.standard_normal((rows, 8)).astype(np.float32), rng.integers(0, 3, rows)
+    x = np.concatenate([hidden, np.eye(3, dtype=np.float32)[action]], axis=1)
+    scratch = np.full(rows * program.width, np.nan, np.float32)
+    recurrent_rows(program.ops, program.weights, scratch, hidden, action, rows, 3)
+    np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
+    scratch[:] = np.nan
+    initial_rows(program.ops, program.weights, scratch, x, rows)
+    np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_blocks_share_the_columns_of_dead_blocks_only():
+    """The anchor-shaped program reuses dead blocks' columns (a smaller scratch) and no
+    block overlaps one alive beside it: a layer's input, the outputs."""
+    from polyzero.search.kernels.mlp import DENSE, NO_OUTPUT
+
+    for program in muzero_programs(_net(support=4)):
+        ops, outs = program.ops, program.outs
+        dense = ops[ops[:, 0] == DENSE]
+        assert program.width < ops[0, 2] + dense[:, 4].sum() + 2  # + the two support scalars
+        for op in dense:  # a layer's output never shares its input's columns
+            assert op[3] + op[4] <= op[1] or op[1] + op[2] <= op[3]
+        placed = sorted((s, s + w) for s, w, _ in outs if s != NO_OUTPUT and w > 0)
+        distinct = sorted(set(placed))  # the logits and the value may share a block
+        assert all(a[1] <= b[0] for a, b in zip(distinct, distinct[1:]))

@@ -28,7 +28,7 @@ from .kernels.mlp import (
     REWARD_OUT,
     VALUE_OUT,
     MLPProgram,
-    block,
+    input_block,
     output,
     run_program,
 )
@@ -36,7 +36,7 @@ from .kernels.select import _select_range
 from .params import Rules
 
 # The largest batch `auto` fuses: the fused search beat the loop over ONNX Runtime at
-# every batch measured, 64-512 trees (0.67-0.92 of its time at 16 simulations, the
+# every batch measured, 64-512 trees (0.65-0.77 of its time at 16 simulations, the
 # program's large layers through BLAS; benchmarks/results/net_path_ab.md); larger
 # batches keep the loop, unmeasured.
 FUSED_MAX_BATCH = 512
@@ -59,7 +59,7 @@ def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops,
     h = hidden.shape[2]
     logits, _, value, reward, _, _ = expansion
     num_actions = logits.shape[1]
-    x = block(scratch, batch, 0, h + num_actions)
+    x = input_block(ops, scratch, batch)
     new_hidden = output(scratch, batch, outs, HIDDEN_OUT)
     new_logits = output(scratch, batch, outs, LOGITS_OUT)
     new_value = output(scratch, batch, outs, VALUE_OUT)
@@ -71,8 +71,8 @@ def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops,
             p = lv.node[b, 0]
             for j in range(h):
                 x[b, j] = hidden[p, b, j]
-            for j in range(num_actions):
-                x[b, h + j] = 0.0
+            for j in range(h, x.shape[1]):  # the one-hot and block 0's padding
+                x[b, j] = 0.0
             x[b, h + lv.action[b, 0]] = 1.0
         run_program(ops, weights, scratch, batch)
         for b in range(batch):
