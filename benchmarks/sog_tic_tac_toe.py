@@ -116,8 +116,10 @@ def play_cell(agent: str, opponent: str, games: int, seed: int) -> dict:
     return {"wins": res.wins, "draws": res.draws, "losses": res.losses, "machine": machine_line()}
 
 
-def cell_name(seed: int, pairing: str, search_seed: int) -> str:
-    return f"seed{seed}-{pairing}-k{search_seed}"
+def cell_name(args, seed: int, pairing: str, search_seed: int) -> str:
+    """The cache name of a cell: what the agents play with, so that variants keep their own."""
+    reference = "".join(c for c in args.reference if c.isalnum())
+    return f"seed{seed}-step{args.steps}-{pairing}-sog{args.simulations}-{args.final}-{reference}-k{search_seed}"
 
 
 def phase_eval(args, work: Path) -> None:
@@ -128,7 +130,7 @@ def phase_eval(args, work: Path) -> None:
                 cell_seed = 1000 * seed + k
                 cached(
                     work,
-                    cell_name(seed, pairing, k),
+                    cell_name(args, seed, pairing, k),
                     lambda x=agent, y=opponent, s=cell_seed: play_cell(x, y, args.games, s),
                 )
 
@@ -151,7 +153,7 @@ def summarise(args, work: Path) -> dict:
     for seed in args.seeds:
         row = {}
         for pairing in PAIRINGS:
-            paths = [work / "eval" / f"{cell_name(seed, pairing, k)}.json" for k in range(args.search_seeds)]
+            paths = [work / "eval" / f"{cell_name(args, seed, pairing, k)}.json" for k in range(args.search_seeds)]
             cells = [json.loads(p.read_text()) for p in paths if p.exists()]
             if not cells:
                 continue

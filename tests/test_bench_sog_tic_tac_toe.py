@@ -13,10 +13,11 @@ import sog_tic_tac_toe as bench  # noqa: E402
 
 
 def _cells(work: Path, seed: int, pairing: str, results: list[tuple[int, int, int]]) -> None:
+    args = bench.parse_args(["report", "--work", str(work)])
     (work / "eval").mkdir(parents=True, exist_ok=True)
     for k, (w, d, l) in enumerate(results):  # noqa: E741
         rec = {"wins": w, "draws": d, "losses": l, "machine": "m", "seconds": 1.0}
-        (work / "eval" / f"{bench.cell_name(seed, pairing, k)}.json").write_text(json.dumps(rec))
+        (work / "eval" / f"{bench.cell_name(args, seed, pairing, k)}.json").write_text(json.dumps(rec))
 
 
 def test_report_pools_search_seeds_and_averages_training_seeds(tmp_path, monkeypatch):
@@ -56,5 +57,7 @@ def test_agents_share_search_and_differ_only_in_the_network(tmp_path):
     assert trained.split(",net=")[0] == untrained.split(",net=")[0] == "sog:100,1,final=argmax"
     assert trained.endswith("seed1/checkpoints/step_000040") and untrained.endswith("seed1/checkpoints/step_000000")
     assert bench.spec(args, 1, "ref") == "mcts:100"
+    names = {bench.cell_name(a, 1, "trained_vs_ref", 0) for a in (args, bench.parse_args(["eval", "--steps", "40"]))}
+    assert len(names) == 2  # argmax and sampling agents keep their own cells
     with pytest.raises(SystemExit):
         bench.parse_args(["eval", "--games", "3"])  # seats would not alternate evenly
