@@ -24,6 +24,7 @@ search, i.e. the 95% t-interval over training seeds of the head-to-head score ab
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -54,7 +55,7 @@ PAIRINGS = {  # name -> (agent, opponent); "ref" is --reference
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("phase", choices=["train", "eval", "report", "all"])
+    p.add_argument("phase", choices=["train", "probe", "eval", "report", "all"], help="probe: only the minimax probe")
     p.add_argument("--seeds", type=seed_list, default=[0, 1, 2], help="training seeds (default 0,1,2)")
     p.add_argument("--search-seeds", type=int, default=10, help="search seeds per training seed (default 10)")
     p.add_argument("--games", type=int, default=2, help="games per pairing and search seed, seats alternated")
@@ -122,7 +123,29 @@ def cell_name(args, seed: int, pairing: str, search_seed: int) -> str:
     return f"seed{seed}-step{args.steps}-{pairing}-sog{args.simulations}-{args.final}-{reference}-k{search_seed}"
 
 
+def phase_probe(args, work: Path) -> None:
+    """The CVPN against minimax at every position (`polyzero sog-probe`'s perfect-information
+    probe), untrained and trained, per training seed."""
+    from polyzero.games import load_game
+    from polyzero.sog.minimax_probe import minimax_positions, network_vs_minimax
+    from polyzero.sog.trainer import load_cvpn
+
+    solved: list = []  # the positions, solved once when a probe is not cached
+
+    def probe(seed: int, step: int) -> dict:
+        if not solved:
+            solved.extend(minimax_positions(load_game("tic_tac_toe")))
+        return network_vs_minimax(load_cvpn(checkpoint(args, seed, step))[0], solved)
+
+    for seed in args.seeds:
+        for step in (0, args.steps):
+            cached(
+                work, f"probe-seed{seed}-step{step}", lambda s=seed, t=step: probe(s, t), show=lambda r: f"{r['all']}"
+            )
+
+
 def phase_eval(args, work: Path) -> None:
+    phase_probe(args, work)
     for k in range(args.search_seeds):  # search seeds outermost: a stopped run has every pairing alike
         for seed in args.seeds:
             for pairing, (a, b) in PAIRINGS.items():
@@ -147,8 +170,6 @@ def summarise(args, work: Path) -> dict:
     """Per training seed and pairing the pooled score and per-search-seed scores; across
     training seeds the mean of the per-seed scores (95% t-interval), and the gain over
     the reference (trained minus untrained score against it)."""
-    import json
-
     per_seed = {}
     for seed in args.seeds:
         row = {}
@@ -171,9 +192,21 @@ def summarise(args, work: Path) -> dict:
         if values:
             mean, lo, hi = interval(values)
             across[name] = {"values": values, "mean": mean, "t95": [lo, hi], "training_seeds": len(values)}
+    probe = {}
+    for seed in args.seeds:
+        for step, who in ((0, "untrained"), (args.steps, "trained")):
+            path = work / "eval" / f"probe-seed{seed}-step{step}.json"
+            if path.exists():
+                probe.setdefault(who, {})[str(seed)] = json.loads(path.read_text())["all"]
+    for rows in probe.values():
+        seeds = list(rows)
+        rows["mean"] = {}
+        for key in ("value_error", "sign_agreement", "policy_on_optimal", "uniform_on_optimal"):
+            mean, lo, hi = interval([rows[s][key] for s in seeds])
+            rows["mean"][key] = {"mean": mean, "t95": [lo, hi]}
     h2h = across.get("trained_vs_untrained")
     met = bool(h2h and h2h["training_seeds"] >= 3 and h2h["t95"][0] > 0.5)
-    return {"per_training_seed": per_seed, "across_training_seeds": across, "target_met": met}
+    return {"per_training_seed": per_seed, "across_training_seeds": across, "probe": probe, "target_met": met}
 
 
 def markdown(result: dict) -> str:
@@ -209,6 +242,7 @@ def markdown(result: dict) -> str:
         band = f" [{a['t95'][0]:.3f}, {a['t95'][1]:.3f}]" if a and a["training_seeds"] > 1 else ""
         label = name.replace("gain_vs_ref", "gain vs ref").replace("_vs_", " vs ").replace("ref", cfg["reference"])
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {mean}{band} |")
+    lines += probe_lines(result)
     lines += [
         "",
         "Per seed: pooled score over the search seeds [Wilson 95%]. gain_vs_ref: trained minus untrained score "
@@ -218,9 +252,35 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def probe_lines(result: dict) -> list[str]:
+    """The probe's rows: value error (sign agreement) / policy on optimal moves per seed and mean."""
+    probe = result["probe"]
+    if not probe:
+        return []
+    seeds = [s for s in next(iter(probe.values())) if s != "mean"]
+    lines = [
+        "",
+        "The CVPN against minimax at tic-tac-toe's 4,520 positions not over: value error (sign agreement)"
+        " / probability on optimal moves (a uniform policy's: "
+        f"{next(iter(probe.values()))['mean']['uniform_on_optimal']['mean']:.2f}).",
+        "",
+        "| network | " + " | ".join(f"seed {s}" for s in seeds) + " | mean [95% t] value error |",
+        "|---|" + "---|" * len(seeds) + "---|",
+    ]
+    for who, rows in probe.items():
+        cells = [
+            f"{rows[s]['value_error']:.3f} ({rows[s]['sign_agreement']:.2f}) / {rows[s]['policy_on_optimal']:.2f}"
+            for s in seeds
+        ]
+        m = rows["mean"]["value_error"]
+        band = f" [{m['t95'][0]:.3f}, {m['t95'][1]:.3f}]" if len(seeds) > 1 else ""
+        lines.append(f"| {who} | " + " | ".join(cells) + f" | {m['mean']:.3f}{band} |")
+    return lines
+
+
 def phase_report(args, work: Path) -> None:
     result = {
-        "command": "python benchmarks/sog_tic_tac_toe.py " + " ".join(args.argv),
+        "command": "python benchmarks/sog_tic_tac_toe.py all " + " ".join(a for a in args.argv if a != args.phase),
         "config": {
             k: vars(args)[k]
             for k in ("seeds", "search_seeds", "games", "steps", "simulations", "final", "reference", "set")
@@ -236,6 +296,8 @@ def phase_report(args, work: Path) -> None:
 def main(argv=None) -> None:
     args = parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)
+    if args.phase == "probe":
+        phase_probe(args, args.work)
     run_phases(args, args.work, phase_train, phase_eval, phase_report)
 
 

@@ -28,6 +28,17 @@ def test_report_pools_search_seeds_and_averages_training_seeds(tmp_path, monkeyp
         _cells(work, seed, "trained_vs_untrained", results)
         _cells(work, seed, "trained_vs_ref", [(0, 2, 0), (0, 1, 1)])
         _cells(work, seed, "untrained_vs_ref", [(0, 0, 2)] * 2)
+    for seed in heads:  # the minimax probe's cells, untrained and trained
+        for step, error in ((0, 0.75), (100, 0.35 + 0.05 * seed)):
+            rec = {
+                "all": {
+                    "value_error": error,
+                    "sign_agreement": 0.7,
+                    "policy_on_optimal": 0.6,
+                    "uniform_on_optimal": 0.58,
+                }
+            }
+            (work / "eval" / f"probe-seed{seed}-step{step}.json").write_text(json.dumps(rec))
     argv = ["report", "--work", str(work), "--search-seeds", "2", "--out", "t"]
     bench.main(argv)
     result = json.loads((tmp_path / "results" / "t.json").read_text())
@@ -42,8 +53,12 @@ def test_report_pools_search_seeds_and_averages_training_seeds(tmp_path, monkeyp
     assert across["trained_vs_untrained"]["t95"] == pytest.approx([lo, hi])
     assert lo < 0.5 and result["target_met"] is False  # ahead on average, not clearly
     assert across["gain_vs_ref"]["mean"] == pytest.approx(0.375)  # 0.375 - 0 on every seed
+    probe = result["probe"]
+    assert probe["trained"]["mean"]["value_error"]["mean"] == pytest.approx(0.4)
+    assert probe["untrained"]["1"]["value_error"] == 0.75
     text = (tmp_path / "results" / "t.md").read_text()
-    assert "trained vs untrained" in text and "**not met**" in text and "sog_tic_tac_toe.py report --work" in text
+    assert "| trained | 0.350 (0.70) / 0.60 | 0.400 (0.70) / 0.60 | 0.450 (0.70) / 0.60 | 0.400 [" in text
+    assert "trained vs untrained" in text and "**not met**" in text and "sog_tic_tac_toe.py all --work" in text
     # Clearly ahead on every seed: the target is met.
     for seed in heads:
         _cells(work, seed, "trained_vs_untrained", [(2, 0, 0), (1, 1, 0)])
