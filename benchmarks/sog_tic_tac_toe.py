@@ -221,6 +221,16 @@ def markdown(result: dict) -> str:
         f" same run. {cfg['search_seeds']} search seeds x {cfg['games']} games per pairing, seats alternated;"
         f" reference `{cfg['reference']}`.  ",
         f"Machine (shared with other sessions' jobs): {result['machine']}; commit {result['commit']}.",
+    ]
+    if not result["across_training_seeds"]:
+        return "\n".join(lines + ["", "No games played (the probe phase only)."] + probe_lines(result)) + "\n"
+    return "\n".join(lines + games_lines(result) + probe_lines(result) + target_lines(result)) + "\n"
+
+
+def games_lines(result: dict) -> list[str]:
+    """The pairings' table: per training seed and the mean over them."""
+    cfg = result["config"]
+    lines = [
         "",
         "| pairing | " + " | ".join(f"seed {s}" for s in result["per_training_seed"]) + " | mean over seeds [95% t] |",
         "|---|" + "---|" * len(result["per_training_seed"]) + "---|",
@@ -242,14 +252,16 @@ def markdown(result: dict) -> str:
         band = f" [{a['t95'][0]:.3f}, {a['t95'][1]:.3f}]" if a and a["training_seeds"] > 1 else ""
         label = name.replace("gain_vs_ref", "gain vs ref").replace("_vs_", " vs ").replace("ref", cfg["reference"])
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {mean}{band} |")
-    lines += probe_lines(result)
-    lines += [
+    return lines
+
+
+def target_lines(result: dict) -> list[str]:
+    return [
         "",
         "Per seed: pooled score over the search seeds [Wilson 95%]. gain_vs_ref: trained minus untrained score "
         "against the reference. Target (set before the results): the head-to-head's 95% t-interval over >= 3 "
         f"training seeds above 0.5: **{'met' if result['target_met'] else 'not met'}**.",
     ]
-    return "\n".join(lines) + "\n"
 
 
 def probe_lines(result: dict) -> list[str]:
