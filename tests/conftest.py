@@ -172,6 +172,7 @@ E2E_TESTS = {
         "test_flat_cfr_exploitability_equals_openspiels_best_response",
         "test_other_games_equal_openspiel_for_a_few_iterations",
     },
+    "test_sog_minimax_probe.py": {"test_sog_probe_cli_on_tic_tac_toe"},
     "test_sog_perfect_cfr.py": {"test_continual_resolving_with_either_cfr_plays_the_same_policies"},
     "test_sog_search.py": {
         "test_depth_limited_gtcfr_on_kuhn_converges_to_the_game_value",

@@ -13,6 +13,7 @@ MAX_PUBLIC_STATES = 20_000  # the whole game is solved and queried at every publ
 EXAMPLES = """examples:
   polyzero sog-probe runs/leduc-sog
   polyzero sog-probe runs/leduc-sog --points 10 --queries 0 --json leduc_probe.json
+  polyzero sog-probe runs/tic_tac_toe-sog --points 10 --json ttt_probe.json
 """
 
 
@@ -33,7 +34,11 @@ def register(sub) -> None:
         "third, by depth. Errors are mean absolute differences of each information state's "
         "expected return (counterfactual value over its chance-and-opponent reach), in the "
         "game's units (chips for poker); in brackets, weighted by each information state's "
-        "probability (under the equilibrium; within each query for the buffer's queries).",
+        "probability (under the equilibrium; within each query for the buffer's queries). "
+        "On a deterministic perfect-information game (tic-tac-toe) every position is solved by "
+        "minimax instead and the CVPN is compared there: its value error and sign agreement for "
+        "the player to move, and its policy head's probability on the optimal moves (beside a "
+        "uniform policy's), by depth; --iterations, --queries and --exact-iterations do not apply.",
     )
     p.add_argument("run_dir", metavar="RUN", help="a Student of Games run directory (with checkpoints/)")
     p.add_argument(
@@ -105,8 +110,46 @@ def _row(err: dict) -> str:
     return f"{pair(err['all'], err['all_weighted'])}   {depths}"
 
 
+def _minimax_probe(args, run_dir: Path, game, cfg, points: list[dict]) -> int:
+    """The CVPN at every position of a perfect-information game against its minimax value."""
+    from ..sog.minimax_probe import minimax_positions, network_vs_minimax
+    from ..sog.trainer import load_cvpn
+
+    try:
+        positions = minimax_positions(game, MAX_PUBLIC_STATES)
+    except ValueError as exc:
+        raise UsageError(f"sog-probe solves the whole game: {exc}") from None
+    print(f"{cfg.game}: {len(positions):,} positions not over, solved by minimax")
+    print("  value error (sign agreement) / policy on optimal moves (uniform's), by depth")
+    result = {"run": str(run_dir), "game": cfg.game, "exact": "minimax", "checkpoints": []}
+    for point in points:
+        value_fn, _ = load_cvpn(point["path"])
+        probe = network_vs_minimax(value_fn, positions)
+        result["checkpoints"].append({"step": point["step"], "minutes": point["minutes"], **probe})
+        line = " ".join(
+            f"d{d}:{m['value_error']:.2f}({m['sign_agreement']:.2f})/{m['policy_on_optimal']:.2f}"
+            f"({m['uniform_on_optimal']:.2f})"
+            for d, m in probe["by_depth"].items()
+        )
+        a = probe["all"]
+        print(
+            f"step {point['step']:>6} ({point['minutes']:6.1f} min): all {a['value_error']:.3f}"
+            f"({a['sign_agreement']:.2f})/{a['policy_on_optimal']:.2f}({a['uniform_on_optimal']:.2f})  {line}",
+            flush=True,
+        )
+    _write_json(args, result)
+    return 0
+
+
+def _write_json(args, result: dict) -> None:
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+
+
 def run(args) -> int:
     from ..games import load_game
+    from ..sog.gtcfr import is_perfect_information
     from ..sog.probe import exact_beliefs, network_error, spread_checkpoints, target_error
     from ..sog.trainer import load_cvpn
 
@@ -115,6 +158,8 @@ def run(args) -> int:
     points = spread_checkpoints(_checkpoints(run_dir), args.points)
     _, cfg = load_cvpn(points[-1]["path"])
     game = load_game(cfg.game)
+    if is_perfect_information(game):
+        return _minimax_probe(args, run_dir, game, cfg, points)
     try:
         beliefs = exact_beliefs(game, args.iterations, MAX_PUBLIC_STATES)
     except ValueError as exc:
@@ -151,7 +196,5 @@ def run(args) -> int:
             ("target_vs_network", "target vs network"),
         ):
             print(f"  {label:18} {_row(solved[name])}")
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
+    _write_json(args, result)
     return 0
