@@ -291,6 +291,11 @@ def probe_lines(result: dict) -> list[str]:
 
 
 def phase_report(args, work: Path) -> None:
+    summary = summarise(args, work)
+    if not summary["across_training_seeds"] and not summary["probe"]:
+        # A wrong --work must not overwrite the committed results with an empty report.
+        print(f"sog_tic_tac_toe.py: error: no games or probe results under {work / 'eval'}", file=sys.stderr)
+        raise SystemExit(2)
     result = {
         "command": "python benchmarks/sog_tic_tac_toe.py all " + " ".join(a for a in args.argv if a != args.phase),
         "config": {
@@ -299,7 +304,7 @@ def phase_report(args, work: Path) -> None:
         },
         "machine": machine_line(),
         "commit": git_commit(),
-        **summarise(args, work),
+        **summary,
     }
     write_results(RESULTS / f"{args.out}.json", result, markdown(result))
     print(markdown(result))

@@ -66,6 +66,14 @@ def test_report_pools_search_seeds_and_averages_training_seeds(tmp_path, monkeyp
     assert json.loads((tmp_path / "results" / "t.json").read_text())["target_met"] is True
 
 
+def test_report_on_an_empty_work_directory_is_refused_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["report", "--work", str(tmp_path / "nowhere"), "--out", "t"])
+    assert exc.value.code == 2 and "no games or probe results" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+
+
 def test_agents_share_search_and_differ_only_in_the_network(tmp_path):
     args = bench.parse_args(["eval", "--work", str(tmp_path), "--steps", "40", "--final", "argmax"])
     trained, untrained = bench.spec(args, 1, "trained"), bench.spec(args, 1, "untrained")
