@@ -418,6 +418,17 @@ def machine_line() -> str:
     return f"{platform.node()} ({platform.processor() or platform.machine()}), {os.cpu_count()} CPUs"
 
 
+def shared_machine_header(meta: dict) -> list[str]:
+    """A results page's machine and command lines, for runs on a machine other jobs shared
+    (the interleaved CPU-time benchmarks: `net_path_ab`, `net_path_layers`)."""
+    m = meta["machine"]
+    return [
+        f"- machine: {m.get('Model name', '?')}, {m.get('CPU(s)')} CPUs, **shared**: other sessions' "
+        "jobs ran on its cores during the run (load averages below); one thread for every library",
+        f"- command: `{meta['command']}`",
+    ]
+
+
 def git_commit() -> str:
     """The commit the benchmark ran (HEAD of this repository)."""
     return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()

@@ -36,7 +36,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ONE_THREAD, ROOT, machine_info, summarize, time_interleaved, write_results  # noqa: E402
+from common import ONE_THREAD, ROOT, machine_info, shared_machine_header, summarize, time_interleaved, write_results  # noqa: E402
 
 os.environ.update(ONE_THREAD)  # before jax, torch and OpenBLAS start their pools
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -216,10 +216,7 @@ def render(results) -> str:
     lines = [
         "# The tiny MLP's network path against XLA's loop, one process, interleaved",
         "",
-        f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs, **shared**: "
-        "other sessions' jobs ran on its cores during the run (load averages below); one thread "
-        "for every library",
-        f"- command: `{m['command']}`",
+        *shared_machine_header(m),
         f"- before: the programs and kernel of revision {m['before']}; "
         f"after: this tree's (BLAS from {m['blas_min_rows']} rows)",
         "",

@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ONE_THREAD, machine_info, time_interleaved, write_results  # noqa: E402
+from common import ONE_THREAD, machine_info, shared_machine_header, time_interleaved, write_results  # noqa: E402
 
 os.environ.update(ONE_THREAD)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -147,9 +147,7 @@ def render(results) -> str:
     lines = [
         "# The tiny MLP's recurrent program layer by layer, ours against XLA's",
         "",
-        f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs, **shared** "
-        "(load averages below); one thread for every library",
-        f"- command: `{m['command']}`",
+        *shared_machine_header(m),
         "",
         "Median CPU us per operation call (each op K times in one compiled loop, ours and XLA's "
         "interleaved). XLA's whole recurrent_fn computes the state and reward as one 128 -> 65 product.",
