@@ -78,6 +78,14 @@ def write_markdown(name: str, lines: list[str]) -> None:
     print("\n".join(lines))
 
 
+def results_name(text: str) -> str:
+    """An argparse type for `--out NAME`: a plain file name under benchmarks/results/ (a
+    path there would be a file in a folder that does not exist: refused in one line)."""
+    if not text or text.startswith(".") or any(c in text for c in "/\\"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a plain name (NAME writes benchmarks/results/NAME.*)")
+    return text
+
+
 def write_report(name: str, result: dict, lines: list[str], plot) -> None:
     """benchmarks/results/NAME.{json,md,png}: the result, its Markdown lines (also printed)
     and `plot(result, path)`'s figure (the seeds' reports)."""

@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import POLYZERO, seed_list, write_json_atomic  # noqa: E402
+from common import POLYZERO, results_name, seed_list, write_json_atomic  # noqa: E402
 from nannon_seeds import seed_work  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -438,7 +438,7 @@ def main(argv=None) -> None:
         metavar="KEY=VALUE",
         help="a config override added to every arm a fresh run starts with (probes; repeatable)",
     )
-    p.add_argument("--out", default="minatar_muzero", help="report name under benchmarks/results/")
+    p.add_argument("--out", type=results_name, default="minatar_muzero", help="report name under benchmarks/results/")
     p.add_argument(
         "--seeds",
         type=seed_list,

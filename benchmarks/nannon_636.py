@@ -54,6 +54,7 @@ from common import (  # noqa: E402
     ROOT,
     cached,
     git_commit,
+    results_name,
     run_phases,
     sample_loadavg,
     seed_list,
@@ -425,7 +426,7 @@ def main(argv=None) -> None:
     p.add_argument("--game", default="nannon")
     p.add_argument("--method", choices=METHODS, default=None, help="one method (default: all three)")
     p.add_argument("--work", type=Path, default=None, help="default runs/bench/NAME")
-    p.add_argument("--out", default=None, help="results name (default nannon_636 / nannon_1256)")
+    p.add_argument("--out", type=results_name, default=None, help="results name (default nannon_636 / nannon_1256)")
     p.add_argument("--budget-min", type=float, default=60.0, help="training time per method (minutes)")
     p.add_argument("--chunk-steps", type=int, default=10, help="learning steps between kept checkpoints")
     p.add_argument("--td-chunk", type=int, default=10, help="TD(lambda) rounds between kept checkpoints")

@@ -24,7 +24,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, cached, git_commit, machine_line, run_jobs, run_phases, write_json_atomic  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    ROOT,
+    cached,
+    git_commit,
+    machine_line,
+    results_name,
+    run_jobs,
+    run_phases,
+    write_json_atomic,
+)
 from sog_leduc import checkpoints, chosen, phase_train  # noqa: E402
 
 AZ_MARKS = ROOT / "runs" / "bench" / "connect_four_alphazero"
@@ -217,7 +227,9 @@ def main(argv=None) -> None:
         "probable one (final=argmax)",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="sog_connect_four", help="results name under benchmarks/results/")
+    p.add_argument(
+        "--out", type=results_name, default="sog_connect_four", help="results name under benchmarks/results/"
+    )
     p.add_argument(
         "--az-marks",
         type=Path,

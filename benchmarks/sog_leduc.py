@@ -46,6 +46,7 @@ from common import (  # noqa: E402
     git_commit,
     interval,
     machine_line,
+    results_name,
     run_jobs,
     run_phases,
     train_in_chunks,
@@ -414,7 +415,7 @@ def main(argv=None) -> None:
     p.add_argument("phase", choices=["train", "eval", "report", "all"])
     p.add_argument("--game", default="leduc_poker")
     p.add_argument("--work", type=Path, default=None, help="default runs/bench/sog_GAME")
-    p.add_argument("--out", default=None, help="results name (default sog_leduc for leduc_poker)")
+    p.add_argument("--out", type=results_name, default=None, help="results name (default sog_leduc for leduc_poker)")
     p.add_argument("--budget-min", type=float, default=120.0, help="training time (minutes)")
     p.add_argument("--chunk-steps", type=int, default=10, help="learning steps between kept checkpoints")
     p.add_argument("--points", type=int, default=5, help="trained checkpoints evaluated")

@@ -36,6 +36,7 @@ from common import (  # noqa: E402
     git_commit,
     interval,
     machine_line,
+    results_name,
     run_jobs,
     run_phases,
     train_in_chunks,
@@ -191,7 +192,7 @@ def main(argv=None) -> None:
     p.add_argument("phase", choices=["train", "eval", "report", "all"])
     p.add_argument("--game", default="liars_dice(numdice=1)")
     p.add_argument("--work", type=Path, default=None, help="default runs/bench/OUT")
-    p.add_argument("--out", default="sog_liars_dice")
+    p.add_argument("--out", type=results_name, default="sog_liars_dice")
     p.add_argument("--budget-min", type=float, default=360.0, help="training time per seed (minutes)")
     p.add_argument("--chunk-steps", type=int, default=10)
     p.add_argument("--seeds", type=int, default=3, help="training seeds")

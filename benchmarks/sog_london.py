@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, cached, git_commit, machine_line, utcnow, wilson  # noqa: E402
+from common import RESULTS, ROOT, cached, git_commit, machine_line, results_name, utcnow, wilson  # noqa: E402
 
 GAME = "scotland_yard(map=london)"
 WORK = ROOT / "runs" / "bench"  # WORK/OUT/eval/ holds the batches
@@ -231,7 +231,7 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--game", default=GAME, help="any Scotland Yard game (default: London)")
     p.add_argument("--work", type=Path, default=WORK, help="the batches go to WORK/OUT/eval/")
-    p.add_argument("--out", default="sog_london", help="results: benchmarks/results/OUT.{json,md}")
+    p.add_argument("--out", type=results_name, default="sog_london", help="results: benchmarks/results/OUT.{json,md}")
     args = p.parse_args(argv)
     if args.phase == "play":
         if not args.match:

@@ -26,7 +26,7 @@ import numpy as np
 from polyzero.sog.values import Evaluation, ValueFunction
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, git_commit, machine_line, run_jobs, write_json_atomic  # noqa: E402
+from common import RESULTS, ROOT, git_commit, machine_line, results_name, run_jobs, write_json_atomic  # noqa: E402
 
 MARK = ROOT / "benchmarks" / "results" / "connect_four_alphazero_3h" / "polyzero_marks" / "wc002400"
 
@@ -130,7 +130,9 @@ def _parser() -> argparse.ArgumentParser:
         help="argmax, sample, alphazero; with --cvpn also argmax-cvpn, argmax-azvalue, argmax-azprior",
     )
     p.add_argument("--cvpn", help="a SoG Connect Four run or checkpoint, for the mixed agents")
-    p.add_argument("--out", default="sog_search_quality", help="result name under benchmarks/results/")
+    p.add_argument(
+        "--out", type=results_name, default="sog_search_quality", help="result name under benchmarks/results/"
+    )
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     return p

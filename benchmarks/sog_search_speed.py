@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, ROOT, git_commit, machine_line, write_json_atomic  # noqa: E402
+from common import RESULTS, ROOT, git_commit, machine_line, results_name, write_json_atomic  # noqa: E402
 from sog_search_quality import MARK, AlphaZeroLeaves  # noqa: E402
 
 
@@ -99,7 +99,7 @@ def main() -> None:
     p.add_argument("--positions", type=int, default=24)
     p.add_argument("--net", help="a SoG run or checkpoint (default: the AlphaZero mark's network)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="sog_search_speed")
+    p.add_argument("--out", type=results_name, default="sog_search_speed")
     args = p.parse_args()
 
     import torch

@@ -40,6 +40,7 @@ from common import (  # noqa: E402
     git_commit,
     interval,
     machine_line,
+    results_name,
     run_phases,
     seed_list,
     wilson,
@@ -65,7 +66,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--reference", default="mcts:100", help="the fixed opponent of both agents")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="training overrides")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "sog_tic_tac_toe")
-    p.add_argument("--out", default="sog_tic_tac_toe", help="results name under benchmarks/results")
+    p.add_argument("--out", type=results_name, default="sog_tic_tac_toe", help="results name under benchmarks/results")
     args = p.parse_args(argv)
     if args.search_seeds < 1 or args.games < 2 or args.games % 2 or args.steps < 1:
         p.error("--search-seeds and --steps must be at least 1, --games even and at least 2")

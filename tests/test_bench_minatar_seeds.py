@@ -171,3 +171,13 @@ def test_one_seed_report_compares_the_small_preset_too(tmp_path, monkeypatch):
     assert targets["reanalyze_vs_plain"] == {}
     assert targets["reanalyze_small_vs_plain"]["muzero_reanalyze_ratio"]["ahead"] is True
     assert "`reanalyze_small` against `muzero_reanalyze_ratio`" in (tmp_path / "results" / "t.md").read_text()
+
+
+@pytest.mark.parametrize("bad", ["runs/x", "../x", "", ".hidden", "a\\b"])
+def test_out_takes_a_plain_results_name_and_refuses_a_path(bad, capsys):
+    assert common.results_name("minatar_muzero_102k") == "minatar_muzero_102k"
+    with pytest.raises(SystemExit) as exit_info:
+        minatar_muzero.main(["report", "--out", bad])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--out" in err and "not a plain name" in err
