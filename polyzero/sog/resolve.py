@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from polyzero.games.public_states import PublicTree, public_observation_function, public_state_at
+from polyzero.games.public_states import PublicTree, public_observation_function
 
 from .gtcfr import GTCFR, Gadget, SoGSettings, Summary
 from .players import sample_action
@@ -64,8 +64,20 @@ class SearchResult:
     value_calls: int
 
 
+# Worlds the searches cached by a player may hold: a late London public state holds
+# hundreds, at several kilobytes each (its state and Mr X's information-state string).
+MAX_CACHED_WORLDS = 100_000
+
+
 class ResolvingSearcher:
-    """Continual re-solving searches for one seed; results cached by (player, public state)."""
+    """Continual re-solving searches for one seed; results cached by (player, public state).
+
+    The cache holds whole search trees, whose public states hold every world (on
+    Scotland Yard's London board, hundreds, each a game state): it keeps at most
+    `cache_size` searches and `max_worlds` worlds in their trees (None: no bound on
+    worlds), dropping the least recently used. A dropped search is searched again when needed (a search is a
+    function of its public state, its seed and the previous search), so the bounds
+    change costs, never results; `search_at` restarts from the latest search cached."""
 
     def __init__(
         self,
@@ -74,6 +86,7 @@ class ResolvingSearcher:
         settings: SoGSettings,
         seed: int = 0,
         cache_size: int = 100_000,
+        max_worlds: int | None = MAX_CACHED_WORLDS,
     ):
         self.game = game
         self.value_fn = value_fn
@@ -83,49 +96,78 @@ class ResolvingSearcher:
         self._root = PublicTree(game, max_depth=0).nodes[0]
         self.cache: OrderedDict = OrderedDict()
         self.cache_size = cache_size
+        self.max_worlds = max_worlds
+        self.cached_worlds = 0
+        self._worlds: dict = {}  # cache key -> worlds in its search's tree
+        self._latest: dict = {}  # player -> the cache key of its latest search
         self.searches = 0
 
     def _rng(self, key: tuple[str, ...]) -> np.random.Generator:
         return np.random.default_rng([self.seed, zlib.crc32("\x1f".join(key).encode())])
 
-    def chain(self, state: pyspiel.State) -> list[tuple[tuple[str, ...], pyspiel.State]]:
-        """(public key, state) at each of the acting player's decisions along the
-        state's history, the state itself last."""
+    def chain(self, state: pyspiel.State) -> list[tuple[tuple[str, ...], int]]:
+        """(public key, history length) at each of the acting player's decisions along
+        the state's history, the state itself last."""
         player = state.current_player()
         current = self.game.new_initial_state()
         key: list[str] = []
         out = []
-        for action in state.history():
+        history = state.history()
+        for n, action in enumerate(history):
             if not current.is_chance_node() and current.current_player() == player:
-                out.append((tuple(key), current.clone()))
+                out.append((tuple(key), n))
             child = current.child(action)
             key.append(self.observe(current, action, child))
             current = child
-        out.append((tuple(key), state))
+        out.append((tuple(key), len(history)))
         return out
 
     def search_at(self, state: pyspiel.State) -> SearchResult:
         """The search for the acting player at the state's public state, after the
-        searches at its earlier decisions (cached)."""
+        searches at its earlier decisions (from the latest one cached)."""
         player = state.current_player()
-        previous = None
-        for key, s in self.chain(state):
-            cached = self.cache.get((player, key))
-            if cached is None:
-                cached = self.resolve(s, key, previous)
-                self.cache[(player, key)] = cached
-                if len(self.cache) > self.cache_size:
-                    self.cache.popitem(last=False)
-            else:
-                self.cache.move_to_end((player, key))
-            previous = cached
+        chain = self.chain(state)
+        start, previous = 0, None
+        for i in range(len(chain) - 1, -1, -1):
+            previous = self.cache.get((player, chain[i][0]))
+            if previous is not None:
+                self.cache.move_to_end((player, chain[i][0]))
+                start = i + 1
+                break
+        history = state.history()
+        for key, length in chain[start:]:
+            previous = self.resolve(state if length == len(history) else self._replay(history[:length]), key, previous)
+            self._keep((player, key), previous)
         return previous
 
+    def _replay(self, history: list[int]) -> pyspiel.State:
+        state = self.game.new_initial_state()
+        for action in history:
+            state.apply_action(action)
+        return state
+
+    def _keep(self, cache_key, result: SearchResult) -> None:
+        """Cache a search; drop the least recently used beyond the bounds, except each
+        player's latest search (the start of that player's next one)."""
+        self.cache[cache_key] = result
+        self._latest[cache_key[0]] = cache_key
+        self._worlds[cache_key] = sum(len(n.worlds) for n in result.summary.tree.nodes)
+        self.cached_worlds += self._worlds[cache_key]
+        latest = set(self._latest.values())
+        while len(self.cache) > self.cache_size or self._over_worlds():
+            dropped = next((k for k in self.cache if k not in latest), None)
+            if dropped is None:
+                break
+            del self.cache[dropped]
+            self.cached_worlds -= self._worlds.pop(dropped)
+
+    def _over_worlds(self) -> bool:
+        return self.max_worlds is not None and self.cached_worlds > self.max_worlds
+
     def resolve(self, state: pyspiel.State, key: tuple[str, ...], previous: SearchResult | None) -> SearchResult:
-        """One search at `state`'s public state, re-solving from `previous` (the same
-        player's last search) or an initial solve when there is none."""
+        """One search at `state`'s public state (`key`), re-solving from `previous` (the
+        same player's last search) or an initial solve when there is none."""
         player = state.current_player()
-        target = public_state_at(self.game, state)
         root_index = previous.summary.closest(key) if previous is not None else None
         if root_index is None:
             root, ranges, gadget = self._root, None, None
@@ -142,7 +184,7 @@ class ResolvingSearcher:
                 self.settings.alpha,
             )
         tree = SearchTree(self.game, root, self.observe)
-        index = tree.expand_path(target.key)
+        index = tree.expand_path(key)
         if not tree.nodes[index].transitions:
             tree.expand(index)  # the initial tree: the current public state and all its children
         search = GTCFR(
