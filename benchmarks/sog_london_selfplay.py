@@ -3,14 +3,15 @@ Scotland Yard's London board costs, decision by decision (issue 59): seconds per
 decision, the process's resident memory, and what the game holds (searches kept by
 the re-solver, queries collected for the solver and the worlds they carry).
 
-    python benchmarks/sog_london_selfplay.py --index 2 --max-rss-gb 4
-    python benchmarks/sog_london_selfplay.py --index 2 --out sog_london_selfplay
+    python benchmarks/sog_london_selfplay.py --index 2 --max-rss-gb 4 | tee after.log
+    python benchmarks/sog_london_selfplay.py report --log before=before.log --log after=after.log
 
 The game is number --index of the preset `sog_scotland_yard_london`'s run with
 --seed (its untrained network: the run's first games), played by
 `polyzero.sog.selfplay.play_game` as the trainer plays it. A watchdog stops the game
-(and writes what it measured) once resident memory passes --max-rss-gb. Results:
-benchmarks/results/OUT.{json,md}.
+(and writes what it measured) once resident memory passes --max-rss-gb; each decision
+prints a line, and `report` puts the lines of several runs (e.g. before and after a
+change, or a run stopped before its end) side by side in benchmarks/results/OUT.{json,md}.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import sys
 import time
@@ -126,14 +128,72 @@ def play(seed: int, index: int, max_rss_gb: float, max_decisions: int) -> dict:
     }
 
 
+LINE = re.compile(
+    r"\s*(\d+) p(\d) h=\s*(\d+)\s+([\d.]+) s rss ([\d.]+) GB worlds\s+(\d+) tree\s+(\d+) "
+    r"kept\s+(\d+) \(([\d,]+) worlds\) queries ([\d,]+) \(([\d,]+) worlds\)"
+)
+FIELDS = ("decision", "player", "history", "seconds", "rss_gb", "worlds", "tree_nodes", "searches_kept")
+FIELDS += ("worlds_kept_in_searches", "queries_collected", "worlds_in_queries")
+
+
+def read_log(path: Path) -> list[dict]:
+    """The decision lines a `play` run printed (what a run stopped before its end leaves)."""
+    rows = []
+    for line in path.read_text().splitlines():
+        m = LINE.match(line)
+        if m:
+            values = [float(v.replace(",", "")) for v in m.groups()]
+            rows.append({k: (v if k in ("seconds", "rss_gb") else int(v)) for k, v in zip(FIELDS, values)})
+    return rows
+
+
+def report(logs: list[tuple[str, Path]], out: str) -> None:
+    """Runs side by side (NAME=LOG each), decision by decision: benchmarks/results/OUT.{json,md}."""
+    runs = {name: read_log(path) for name, path in logs}
+    result = {"runs": runs, "commit": git_commit(), "date": utcnow(), "machine": machine_line()}
+    (RESULTS / f"{out}.json").write_text(json.dumps(result, indent=1) + "\n")
+    names = list(runs)
+    lines = [
+        f"# {out}: one SoG self-play game on London, decision by decision",
+        "",
+        "The preset `sog_scotland_yard_london`'s untrained network, seed 0, game 2 (a long one); "
+        f"{result['machine']}; shared with other sessions' jobs at nice 10 (times indicative). "
+        f"Commit {result['commit']}, written {result['date']}. Columns per run: seconds for the "
+        "decision, resident memory (GB), worlds of the searched public state, worlds held by the "
+        "searches cached, queries held by the collector (their worlds).",
+        "",
+        "| decision | player | " + " | ".join(f"{n}: s / GB / cached worlds / queries (worlds)" for n in names) + " |",
+        "|---:|---:|" + "---|" * len(names),
+    ]
+    for i in range(max(len(r) for r in runs.values())):
+        cells = []
+        for n in names:
+            r = runs[n][i] if i < len(runs[n]) else None
+            cells.append(
+                f"{r['seconds']:.2f} / {r['rss_gb']:.2f} / {r['worlds_kept_in_searches']:,} / "
+                f"{r['queries_collected']:,} ({r['worlds_in_queries']:,})"
+                if r
+                else ""
+            )
+        first = next(runs[n][i] for n in names if i < len(runs[n]))
+        lines.append(f"| {first['decision']} | {first['player']} | " + " | ".join(cells) + " |")
+    (RESULTS / f"{out}.md").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("phase", nargs="?", choices=["play", "report"], default="play")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--index", type=int, default=2, help="the run's game number (2: a long game at seed 0)")
     parser.add_argument("--max-rss-gb", type=float, default=4.0)
     parser.add_argument("--max-decisions", type=int, default=10_000)
+    parser.add_argument("--log", action="append", default=[], metavar="NAME=LOG", help="report: a play run's output")
     parser.add_argument("--out", default="", help="write benchmarks/results/OUT.{json,md}")
     args = parser.parse_args()
+    if args.phase == "report":
+        logs = [(text.partition("=")[0], Path(text.partition("=")[2])) for text in args.log]
+        report(logs, args.out or "sog_london_selfplay")
+        return
     result = play(args.seed, args.index, args.max_rss_gb, args.max_decisions)
     result.update(commit=git_commit(), date=utcnow(), machine=machine_line())
     print(json.dumps({k: v for k, v in result.items() if k != "decisions"}))
