@@ -160,9 +160,12 @@ def report(logs: list[tuple[str, Path]], out: str) -> None:
         f"{result['machine']}; shared with other sessions' jobs at nice 10 (times indicative). "
         f"Commit {result['commit']}, written {result['date']}. Columns per run: seconds for the "
         "decision, resident memory (GB), worlds of the searched public state, worlds held by the "
-        "searches cached, queries held by the collector (their worlds).",
+        "searches cached, queries held by the collector (their worlds: as game states before "
+        "2026-11-29's change, as action histories after it).",
         "",
-        "| decision | player | " + " | ".join(f"{n}: s / GB / cached worlds / queries (worlds)" for n in names) + " |",
+        "| decision | player | "
+        + " | ".join(f"{n}: s / GB / worlds / cached worlds / queries (worlds)" for n in names)
+        + " |",
         "|---:|---:|" + "---|" * len(names),
     ]
     for i in range(max(len(r) for r in runs.values())):
@@ -170,7 +173,7 @@ def report(logs: list[tuple[str, Path]], out: str) -> None:
         for n in names:
             r = runs[n][i] if i < len(runs[n]) else None
             cells.append(
-                f"{r['seconds']:.2f} / {r['rss_gb']:.2f} / {r['worlds_kept_in_searches']:,} / "
+                f"{r['seconds']:.2f} / {r['rss_gb']:.2f} / {r['worlds']:,} / {r['worlds_kept_in_searches']:,} / "
                 f"{r['queries_collected']:,} ({r['worlds_in_queries']:,})"
                 if r
                 else ""
