@@ -9,6 +9,7 @@ import tracemalloc
 
 import numpy as np
 import pyspiel
+import pytest
 import torch
 
 from polyzero.games import load_game
@@ -131,3 +132,28 @@ def test_self_play_retains_only_examples_and_stored_queries():
     held = _reachable(episode)
     assert not [o for o in held if isinstance(o, (PublicState, World, pyspiel.State))]
     assert sum(q.num_worlds for q in episode.collected) > 20
+
+
+def test_merged_resolve_root_searches_as_the_unmerged_one(monkeypatch):
+    """A re-solve rooted in the previous search's tree merges the worlds that leave Mr X
+    on one station (their chance reach summed): with no expansion to sample, the search
+    gives the policy of the unmerged root, with fewer worlds."""
+    from polyzero.sog import resolve
+
+    game = load_game("scotland_yard(map=glasses,mrx_recall=station,rounds=5,reveal_rounds=5)")
+    _, values = _cvpn(game)
+    settings = SoGSettings(simulations=0, expansions_per_update=1.0, min_iterations=30)
+    rng = np.random.default_rng(2)
+    state = game.new_initial_state()
+    merged_roots = 0
+    while not state.is_terminal() and len(state.history()) < 12:
+        merged = ResolvingSearcher(game, values, settings, seed=1).search_at(state)
+        with monkeypatch.context() as m:
+            m.setattr(resolve, "merged_copy", lambda game, node: node)
+            plain = ResolvingSearcher(game, values, settings, seed=1).search_at(state)
+        for name, probs in plain.policy.items():
+            assert merged.policy[name] == pytest.approx(probs, abs=1e-9)
+        root = merged.summary.tree.nodes[0]
+        merged_roots += len(root.worlds) < len(plain.summary.tree.nodes[0].worlds)
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    assert merged_roots >= 2

@@ -22,6 +22,14 @@ A player's searches at its own decisions along one game form a chain:
   tree, or a public state the previous search never expanded) the root is its
   deepest ancestor that was.
 
+The root taken from a previous tree has the worlds that the game declares
+interchangeable merged (`public_states.merged_copy`, their chance reach summed):
+a search tree keeps one world per history, and on Scotland Yard's London board
+the copies of each station of Mr X multiply with every move of his (4,200 worlds
+for at most 199 stations after a double move). The copies carry the same ranges,
+so the sum keeps every reach-weighted sum, and the search, the same
+(`tests/test_sog_memory.py`).
+
 In both cases expansion simulations start at the current public state (the
 tree grows only below it) and the action probabilities come from the re-solved
 average policy at the current public state.
@@ -44,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from polyzero.games.public_states import PublicTree, public_observation_function
+from polyzero.games.public_states import PublicTree, merged_copy, public_observation_function
 
 from .gtcfr import GTCFR, Gadget, SoGSettings, Summary
 from .players import sample_action
@@ -173,14 +181,15 @@ class ResolvingSearcher:
             root, ranges, gadget = self._root, None, None
         else:
             prev = previous.summary
-            root = prev.tree.nodes[root_index]
+            old = prev.tree.nodes[root_index]
+            root = merged_copy(self.game, old)
             opponent = 1 - player
-            ranges = [r.copy() for r in prev.ranges[root_index]]
+            ranges = [_by_name(old, root, p, prev.ranges[root_index][p]) for p in range(2)]
             ranges[opponent] = np.ones_like(ranges[opponent])  # replaced by the gadget's range
             gadget = Gadget(
                 opponent,
-                prev.cfv[root_index][opponent].copy(),
-                prev.ranges[root_index][opponent].copy(),
+                _by_name(old, root, opponent, prev.cfv[root_index][opponent]),
+                _by_name(old, root, opponent, prev.ranges[root_index][opponent]),
                 self.settings.alpha,
             )
         tree = SearchTree(self.game, root, self.observe)
@@ -198,6 +207,15 @@ class ResolvingSearcher:
         return SearchResult(
             key, player, mine, search.summary(), root.key, gadget is not None, len(tree.nodes), search.value_calls
         )
+
+
+def _by_name(old, new, player: int, values: np.ndarray) -> np.ndarray:
+    """Per information state of `player` at `old`, reordered as `new` lists them (a
+    merged copy lists the same information states, maybe in another order)."""
+    if new is old:
+        return np.array(values, float)
+    index = {name: i for i, name in enumerate(old.info_states[player])}
+    return np.array([values[index[name]] for name in new.info_states[player]], float)
 
 
 def parse_sog_spec(spec: str) -> SoGSettings | None:
