@@ -83,9 +83,10 @@ class ResolvingSearcher:
     The cache holds whole search trees, whose public states hold every world (on
     Scotland Yard's London board, hundreds, each a game state): it keeps at most
     `cache_size` searches and `max_worlds` worlds in their trees (None: no bound on
-    worlds), dropping the least recently used. A dropped search is searched again when needed (a search is a
-    function of its public state, its seed and the previous search), so the bounds
-    change costs, never results; `search_at` restarts from the latest search cached."""
+    worlds), dropping the least recently used but never a player's latest search. A
+    dropped search is searched again when needed (a search is a function of its public
+    state, its seed and the previous search), so the bounds change costs, never
+    results; `search_at` restarts from the latest search cached."""
 
     def __init__(
         self,
