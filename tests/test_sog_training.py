@@ -168,7 +168,8 @@ def test_query_buffer_round_trip():
     copy = QueryBuffer(game, capacity=10)
     copy.load_arrays(buffer.to_arrays())
     assert len(copy) == 3 and copy.added == 3
-    for a, b in zip(buffer.items, copy.items):
+    while buffer:
+        a, b = buffer.pop(), copy.pop()
         assert a.public_state.key == b.public_state.key
         assert np.allclose(enc.input(a.public_state, a.ranges), enc.input(b.public_state, b.ranges))
 

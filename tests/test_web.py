@@ -95,6 +95,16 @@ def _browser():
     return sync_playwright()
 
 
+def wait_for_turn_or_end(page) -> bool:
+    """Wait until the person is to move or the game is over; True when it is over."""
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#status').textContent;"
+        " return s.startsWith('Your move') || s.startsWith('Game over'); }",
+        timeout=60_000,
+    )
+    return page.text_content("#status").startswith("Game over")
+
+
 def test_play_connect_four_in_a_browser(server, tmp_path):
     """Open the page, play Connect Four against a learned agent by clicking the board,
     see the agent answer with its search shown, and the game end."""
@@ -109,12 +119,7 @@ def test_play_connect_four_in_a_browser(server, tmp_path):
         page.wait_for_selector(".board .cell.target")
         clicks = 0
         for _ in range(30):
-            page.wait_for_function(
-                "() => { const s = document.querySelector('#status').textContent;"
-                " return s.startsWith('Your move') || s.startsWith('Game over'); }",
-                timeout=60_000,
-            )
-            if page.text_content("#status").startswith("Game over"):
+            if wait_for_turn_or_end(page):
                 break
             if clicks == 3:  # the agent has answered three times: its search is on the page
                 assert "simulations" in page.text_content("#analysis")

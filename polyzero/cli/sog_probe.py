@@ -83,7 +83,7 @@ def _buffer_queries(game, point: Path, count: int, seed: int, beliefs) -> tuple[
     """Up to `count` queries from the checkpoint's query buffer (else from the equilibrium's)."""
     import numpy as np
 
-    from ..sog.selfplay import QueryBuffer
+    from ..sog.query_store import QueryBuffer, StoredQuery
     from ..train import checkpoint as ckpt
 
     rng = np.random.default_rng(seed)
@@ -97,7 +97,8 @@ def _buffer_queries(game, point: Path, count: int, seed: int, beliefs) -> tuple[
     if not queries:
         queries, source = beliefs.queries, "the equilibrium's belief states (the buffer is empty)"
     pick = rng.choice(len(queries), size=min(count, len(queries)), replace=False)
-    return [queries[i] for i in sorted(pick)], source
+    chosen = [queries[i] for i in sorted(pick)]  # the buffer's are stored: rebuilt here
+    return [q.query(game) if isinstance(q, StoredQuery) else q for q in chosen], source
 
 
 def _row(err: dict) -> str:

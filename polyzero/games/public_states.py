@@ -101,13 +101,16 @@ _PUBLIC_ACTIONS = {"scotland_yard": _scotland_yard_public_action}
 _WORLD_KEYS = {"scotland_yard": _scotland_yard_world}
 
 
-def merge_worlds(game: pyspiel.Game, pairs: list) -> list:
+def merge_worlds(game: pyspiel.Game, pairs: list, sum_chance: bool = False) -> list:
     """(state, chance reach) pairs of one public state with the worlds that the game's
     `_WORLD_KEYS` rule makes one merged (the first history stands for them all).
     A merged world keeps its histories' chance reach, which must be equal (in
     Scotland Yard chance only deals the starts, uniformly): what differs between
     them is a player's own path, and that player's range at the merged
-    information state sums its reach over the paths. Unchanged for other games."""
+    information state sums its reach over the paths. With `sum_chance` the merged
+    world's chance reach is their sum instead: for worlds whose players' reaches are
+    equal (copies under ranges per information state), so that every reach-weighted
+    sum over the worlds stays the same. Unchanged for other games."""
     key_of = _WORLD_KEYS.get(game.get_type().short_name)
     if key_of is None or not pairs or key_of(pairs[0][0]) is None:
         return pairs
@@ -116,9 +119,24 @@ def merge_worlds(game: pyspiel.Game, pairs: list) -> list:
         key = key_of(state)
         if key not in merged:
             merged[key] = (state, reach)
+        elif sum_chance:
+            merged[key] = (merged[key][0], merged[key][1] + reach)
         elif not math.isclose(merged[key][1], reach, rel_tol=1e-9):
             raise AssertionError(f"merged worlds differ in chance reach ({merged[key][1]} and {reach})")
     return list(merged.values())
+
+
+def merged_copy(game: pyspiel.Game, node: PublicState) -> PublicState:
+    """`node` with the worlds `merge_worlds` makes one merged, their chance reach summed
+    (`node` itself when none merge): a search tree's public states keep one world per
+    history, thousands on Scotland Yard's London board where at most 199 differ."""
+    pairs = merge_worlds(game, [(w.state, w.chance_reach) for w in node.worlds], sum_chance=True)
+    if len(pairs) == len(node.worlds):
+        return node
+    tree = PublicTree.__new__(PublicTree)  # the node builder, as in public_state_at
+    tree.num_players, tree._type, tree.nodes = game.num_players(), game.get_type(), []
+    tree._add_node(node.key, pairs, parent=None, depth=node.depth)
+    return tree.nodes[0]
 
 
 _RULES: dict[str, PublicObservationFn] = {
@@ -382,6 +400,22 @@ def public_state_at(game: pyspiel.Game, state: pyspiel.State) -> PublicState:
     tree = PublicTree.__new__(PublicTree)  # reuse the node builder without enumerating
     tree.num_players, tree._type, tree.nodes = game.num_players(), game.get_type(), []
     tree._add_node(tuple(target), pairs, parent=None, depth=len(target) - len(key))
+    return tree.nodes[0]
+
+
+def public_state_of_worlds(game: pyspiel.Game, key: tuple[str, ...], histories, chance_reach) -> PublicState:
+    """The public state `key` rebuilt from its worlds' action histories and chance
+    reaches, worlds (and so information states) in the order given: what a public
+    state kept as histories (a few bytes an action) instead of states turns back into."""
+    pairs = []
+    for history, reach in zip(histories, chance_reach):
+        state = game.new_initial_state()
+        for action in history:
+            state.apply_action(int(action))
+        pairs.append((state, float(reach)))
+    tree = PublicTree.__new__(PublicTree)  # the node builder, as in public_state_at
+    tree.num_players, tree._type, tree.nodes = game.num_players(), game.get_type(), []
+    tree._add_node(tuple(key), pairs, parent=None, depth=0)
     return tree.nodes[0]
 
 

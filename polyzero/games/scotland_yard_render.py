@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from .scotland_yard_maps import BLACK, FERRY, GLASSES_EDGES, MRX, TICKETS, london_positions, parse_map
+from .scotland_yard_maps import BLACK, FERRY, GLASSES_EDGES, MRX, TICKETS, TRANSPORTS, london_positions, parse_map
 
 
 def possible_mrx_stations(state) -> set[int]:
@@ -188,3 +188,37 @@ def _london_picture(state, show_mrx: bool, maybe: set[int]) -> list[str]:
     border = "+" + "-" * LONDON_COLUMNS + "+"
     legend = "  . taxi  + bus  # underground  1-5 detectives" + ("  X Mr X" if show_mrx else "  ? Mr X may be here")
     return [border] + ["|" + "".join(row) + "|" for row in grid] + [border, legend]
+
+
+# -- the map as data (the web page draws it) ----------------------------------------------
+
+
+def map_json(state, show_mrx: bool) -> dict | None:
+    """The map as a seat sees it, for drawing: stations at their positions (London's
+    printed board, the glasses picture's layout; None for another map, which has none),
+    connections with their transport, the detectives' stations, Mr X's station only when
+    `show_mrx` (his own view, or everything) else the stations he may be at, and the
+    ticket counts and travel log that `board_string` shows."""
+    r = state.rules
+    if r.params["map"] == "london":
+        positions = london_positions()
+    elif r.edges == parse_map("glasses")[1]:
+        positions = {s: (100 * col, 50 * row) for s, (col, row) in _GLASSES_LAYOUT.items()}
+    else:
+        return None
+    hidden = not show_mrx and not state.dealing
+    maybe = possible_mrx_stations(state) if hidden else set()
+    log = [[TICKETS[tk], st if rev or show_mrx else None] for tk, st, rev, _ in state.log]
+    return {
+        "kind": "scotland_yard",
+        "num_stations": r.num_stations,
+        "stations": [[s, x, y] for s, (x, y) in sorted(positions.items())],
+        "edges": [[a, b, TRANSPORTS[t]] for a, b, t in r.edges],
+        "detectives": list(state.detectives),
+        "to_move": None if state.winner is not None or state.dealing else state.turn,
+        "mrx": state.mrx if show_mrx and state.mrx else None,
+        "possible": sorted(maybe),
+        "mrx_tickets": list(state.mrx_tickets),
+        "detective_tickets": [list(t) for t in state.detective_tickets],
+        "log": log,
+    }

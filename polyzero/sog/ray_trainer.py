@@ -59,7 +59,8 @@ class SoGWorker:
     def play(self, indices: list[int]) -> list:
         from .selfplay import play_game
 
-        return [play_game(self.actor, self.cfg.seed, i, self.cfg.sog.q_search) for i in indices]
+        capacity = self.cfg.sog.query_buffer
+        return [play_game(self.actor, self.cfg.seed, i, self.cfg.sog.q_search, capacity) for i in indices]
 
     def solve(self, items: list) -> list:
         from .selfplay import solve_indexed
@@ -67,7 +68,15 @@ class SoGWorker:
         settings = self.cfg.sog.search_settings(solver=True)
         return [
             solve_indexed(
-                self.game, self.encoding, query, self.values, settings, self.cfg.seed, index, self.cfg.sog.q_recursive
+                self.game,
+                self.encoding,
+                query,
+                self.values,
+                settings,
+                self.cfg.seed,
+                index,
+                self.cfg.sog.q_recursive,
+                self.cfg.sog.query_buffer,
             )
             for index, query in items
         ]

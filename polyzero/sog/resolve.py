@@ -22,6 +22,14 @@ A player's searches at its own decisions along one game form a chain:
   tree, or a public state the previous search never expanded) the root is its
   deepest ancestor that was.
 
+The root taken from a previous tree has the worlds that the game declares
+interchangeable merged (`public_states.merged_copy`, their chance reach summed):
+a search tree keeps one world per history, and on Scotland Yard's London board
+the copies of each station of Mr X multiply with every move of his (4,200 worlds
+for at most 199 stations after a double move). The copies carry the same ranges,
+so the sum keeps every reach-weighted sum, and the search, the same
+(`tests/test_sog_memory.py`).
+
 In both cases expansion simulations start at the current public state (the
 tree grows only below it) and the action probabilities come from the re-solved
 average policy at the current public state.
@@ -44,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from polyzero.games.public_states import PublicTree, public_observation_function, public_state_at
+from polyzero.games.public_states import PublicTree, merged_copy, public_observation_function
 
 from .gtcfr import GTCFR, Gadget, SoGSettings, Summary
 from .players import sample_action
@@ -64,8 +72,21 @@ class SearchResult:
     value_calls: int
 
 
+# Worlds the searches cached by a player may hold: a late London public state holds
+# hundreds, at several kilobytes each (its state and Mr X's information-state string).
+MAX_CACHED_WORLDS = 100_000
+
+
 class ResolvingSearcher:
-    """Continual re-solving searches for one seed; results cached by (player, public state)."""
+    """Continual re-solving searches for one seed; results cached by (player, public state).
+
+    The cache holds whole search trees, whose public states hold every world (on
+    Scotland Yard's London board, hundreds, each a game state): it keeps at most
+    `cache_size` searches and `max_worlds` worlds in their trees (None: no bound on
+    worlds), dropping the least recently used but never a player's latest search. A
+    dropped search is searched again when needed (a search is a function of its public
+    state, its seed and the previous search), so the bounds change costs, never
+    results; `search_at` restarts from the latest search cached."""
 
     def __init__(
         self,
@@ -74,6 +95,7 @@ class ResolvingSearcher:
         settings: SoGSettings,
         seed: int = 0,
         cache_size: int = 100_000,
+        max_worlds: int | None = MAX_CACHED_WORLDS,
     ):
         self.game = game
         self.value_fn = value_fn
@@ -83,66 +105,96 @@ class ResolvingSearcher:
         self._root = PublicTree(game, max_depth=0).nodes[0]
         self.cache: OrderedDict = OrderedDict()
         self.cache_size = cache_size
+        self.max_worlds = max_worlds
+        self.cached_worlds = 0
+        self._worlds: dict = {}  # cache key -> worlds in its search's tree
+        self._latest: dict = {}  # player -> the cache key of its latest search
         self.searches = 0
 
     def _rng(self, key: tuple[str, ...]) -> np.random.Generator:
         return np.random.default_rng([self.seed, zlib.crc32("\x1f".join(key).encode())])
 
-    def chain(self, state: pyspiel.State) -> list[tuple[tuple[str, ...], pyspiel.State]]:
-        """(public key, state) at each of the acting player's decisions along the
-        state's history, the state itself last."""
+    def chain(self, state: pyspiel.State) -> list[tuple[tuple[str, ...], int]]:
+        """(public key, history length) at each of the acting player's decisions along
+        the state's history, the state itself last."""
         player = state.current_player()
         current = self.game.new_initial_state()
         key: list[str] = []
         out = []
-        for action in state.history():
+        history = state.history()
+        for n, action in enumerate(history):
             if not current.is_chance_node() and current.current_player() == player:
-                out.append((tuple(key), current.clone()))
+                out.append((tuple(key), n))
             child = current.child(action)
             key.append(self.observe(current, action, child))
             current = child
-        out.append((tuple(key), state))
+        out.append((tuple(key), len(history)))
         return out
 
     def search_at(self, state: pyspiel.State) -> SearchResult:
         """The search for the acting player at the state's public state, after the
-        searches at its earlier decisions (cached)."""
+        searches at its earlier decisions (from the latest one cached)."""
         player = state.current_player()
-        previous = None
-        for key, s in self.chain(state):
-            cached = self.cache.get((player, key))
-            if cached is None:
-                cached = self.resolve(s, key, previous)
-                self.cache[(player, key)] = cached
-                if len(self.cache) > self.cache_size:
-                    self.cache.popitem(last=False)
-            else:
-                self.cache.move_to_end((player, key))
-            previous = cached
+        chain = self.chain(state)
+        start, previous = 0, None
+        for i in range(len(chain) - 1, -1, -1):
+            previous = self.cache.get((player, chain[i][0]))
+            if previous is not None:
+                self.cache.move_to_end((player, chain[i][0]))
+                start = i + 1
+                break
+        history = state.history()
+        for key, length in chain[start:]:
+            previous = self.resolve(state if length == len(history) else self._replay(history[:length]), key, previous)
+            self._keep((player, key), previous)
         return previous
 
+    def _replay(self, history: list[int]) -> pyspiel.State:
+        state = self.game.new_initial_state()
+        for action in history:
+            state.apply_action(action)
+        return state
+
+    def _keep(self, cache_key, result: SearchResult) -> None:
+        """Cache a search; drop the least recently used beyond the bounds, except each
+        player's latest search (the start of that player's next one)."""
+        self.cache[cache_key] = result
+        self._latest[cache_key[0]] = cache_key
+        self._worlds[cache_key] = sum(len(n.worlds) for n in result.summary.tree.nodes)
+        self.cached_worlds += self._worlds[cache_key]
+        latest = set(self._latest.values())
+        while len(self.cache) > self.cache_size or self._over_worlds():
+            dropped = next((k for k in self.cache if k not in latest), None)
+            if dropped is None:
+                break
+            del self.cache[dropped]
+            self.cached_worlds -= self._worlds.pop(dropped)
+
+    def _over_worlds(self) -> bool:
+        return self.max_worlds is not None and self.cached_worlds > self.max_worlds
+
     def resolve(self, state: pyspiel.State, key: tuple[str, ...], previous: SearchResult | None) -> SearchResult:
-        """One search at `state`'s public state, re-solving from `previous` (the same
-        player's last search) or an initial solve when there is none."""
+        """One search at `state`'s public state (`key`), re-solving from `previous` (the
+        same player's last search) or an initial solve when there is none."""
         player = state.current_player()
-        target = public_state_at(self.game, state)
         root_index = previous.summary.closest(key) if previous is not None else None
         if root_index is None:
             root, ranges, gadget = self._root, None, None
         else:
             prev = previous.summary
-            root = prev.tree.nodes[root_index]
+            old = prev.tree.nodes[root_index]
+            root = merged_copy(self.game, old)
             opponent = 1 - player
-            ranges = [r.copy() for r in prev.ranges[root_index]]
+            ranges = [_by_name(old, root, p, prev.ranges[root_index][p]) for p in range(2)]
             ranges[opponent] = np.ones_like(ranges[opponent])  # replaced by the gadget's range
             gadget = Gadget(
                 opponent,
-                prev.cfv[root_index][opponent].copy(),
-                prev.ranges[root_index][opponent].copy(),
+                _by_name(old, root, opponent, prev.cfv[root_index][opponent]),
+                _by_name(old, root, opponent, prev.ranges[root_index][opponent]),
                 self.settings.alpha,
             )
         tree = SearchTree(self.game, root, self.observe)
-        index = tree.expand_path(target.key)
+        index = tree.expand_path(key)
         if not tree.nodes[index].transitions:
             tree.expand(index)  # the initial tree: the current public state and all its children
         search = GTCFR(
@@ -156,6 +208,15 @@ class ResolvingSearcher:
         return SearchResult(
             key, player, mine, search.summary(), root.key, gadget is not None, len(tree.nodes), search.value_calls
         )
+
+
+def _by_name(old, new, player: int, values: np.ndarray) -> np.ndarray:
+    """Per information state of `player` at `old`, reordered as `new` lists them (a
+    merged copy lists the same information states, maybe in another order)."""
+    if new is old:
+        return np.array(values, float)
+    index = {name: i for i, name in enumerate(old.info_states[player])}
+    return np.array([values[index[name]] for name in new.info_states[player]], float)
 
 
 def parse_sog_spec(spec: str) -> SoGSettings | None:

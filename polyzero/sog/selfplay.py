@@ -22,23 +22,28 @@
 
 from __future__ import annotations
 
-import json
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyspiel
 
 from polyzero.games.chance import sample_chance
-from polyzero.games.public_states import public_observation_function, public_state_at
+from polyzero.games.public_states import public_observation_function
 from polyzero.games.symmetry import augment
 
 from .cvpn import BeliefEncoding, Example, NetworkValueFunction
 from .gtcfr import GTCFR, SoGSettings
 from .players import sample_action
+from .query_store import Collector, QueryBuffer, StoredQuery
 from .resolve import ResolvingSearcher, info_state_string
 from .search_tree import SearchTree
 from .values import Query
+
+__all__ = ["Collector", "QueryBuffer", "SlidingWindow", "SoundSelfPlay", "play_game", "solve_indexed"]
+
+# The searches a self-play game keeps: a player's next search re-solves from its last
+# one only, which the searcher always keeps; more only cost memory (whole search trees).
+LINE_SEARCHES = 2
 
 # -- targets -----------------------------------------------------------------------
 
@@ -86,67 +91,6 @@ def solve_query(
     search.run()
     search.cfr.evaluate_average()
     return [search.cfr.counterfactual_values(0, p) for p in range(game.num_players())]
-
-
-# -- the query buffer ----------------------------------------------------------------
-
-
-class QueryBuffer:
-    """Public belief states waiting for a solver, oldest first; the oldest are
-    dropped beyond `capacity`. Saved as one world's history and the ranges by
-    information-state name (the public state is rebuilt from the history)."""
-
-    def __init__(self, game: pyspiel.Game, capacity: int):
-        self.game = game
-        self.items: deque[Query] = deque(maxlen=capacity)
-        self.added = 0
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def add(self, query: Query) -> None:
-        self.items.append(Query(query.public_state, [np.asarray(r, float).copy() for r in query.ranges]))
-        self.added += 1
-
-    def pop(self) -> Query | None:
-        return self.items.popleft() if self.items else None
-
-    def to_arrays(self) -> dict[str, np.ndarray]:
-        records = [
-            {
-                "history": q.public_state.worlds[0].state.history(),
-                "ranges": [dict(zip(q.public_state.info_states[p], map(float, q.ranges[p]))) for p in range(2)],
-            }
-            for q in self.items
-        ]
-        return {"queries": np.frombuffer(json.dumps(records).encode(), np.uint8), "added": np.array(self.added)}
-
-    def load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self.items.clear()
-        for record in json.loads(arrays["queries"].tobytes().decode()):
-            state = self.game.new_initial_state()
-            for action in record["history"]:
-                state.apply_action(action)
-            node = public_state_at(self.game, state)
-            ranges = [np.array([record["ranges"][p].get(name, 0.0) for name in node.info_states[p]]) for p in range(2)]
-            self.items.append(Query(node, ranges))
-        self.added = int(arrays["added"])
-
-
-class Collector:
-    """The network's listener: each queried belief state is kept with probability q."""
-
-    def __init__(self, probability: float, rng: np.random.Generator):
-        self.probability = probability
-        self.rng = rng
-        self.seen = 0
-        self.kept: list[Query] = []
-
-    def __call__(self, queries: list[Query]) -> None:
-        for q in queries:
-            self.seen += 1
-            if self.rng.random() < self.probability:
-                self.kept.append(Query(q.public_state, [np.asarray(r, float).copy() for r in q.ranges]))
 
 
 # -- replay ----------------------------------------------------------------------------
@@ -261,30 +205,35 @@ def _no_rows(num_actions: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @dataclass
 class EpisodeResult:
     examples: list[Example]  # main-line policy examples (with TD(1) values where drawn)
-    to_solve: list[Query]  # main-line belief states whose values a solver gives
+    to_solve: list[StoredQuery]  # main-line belief states whose values a solver gives
     decisions: int
     returns: list[float]
-    collected: list[Query] = field(default_factory=list)  # the searches' queries kept (q_search)
+    collected: list[StoredQuery] = field(default_factory=list)  # the searches' queries kept (q_search), newest
     queries_seen: int = 0
+    queries_kept: int = 0  # all those kept, `collected` holding the newest of them
 
 
 @dataclass
 class SolveResult:
     example: Example  # the query's value targets
-    collected: list[Query]  # the solver's own queries kept (q_recursive)
+    collected: list[StoredQuery]  # the solver's own queries kept (q_recursive), newest
     queries_seen: int
+    queries_kept: int = 0
 
 
-def play_game(actor: SoundSelfPlay, seed: int, index: int, q_search: float) -> EpisodeResult:
+def play_game(
+    actor: SoundSelfPlay, seed: int, index: int, q_search: float, capacity: int | None = None
+) -> EpisodeResult:
     """Game number `index` of a run: its randomness depends on (seed, index) only, so any
-    driver (in-process or a Ray actor) plays the same game with the same weights."""
-    collector = Collector(q_search, np.random.default_rng([seed, 3, index]))
+    driver (in-process or a Ray actor) plays the same game with the same weights. Of the
+    queries kept, the newest `capacity` (the query buffer's size) are returned."""
+    collector = Collector(q_search, np.random.default_rng([seed, 3, index]), capacity)
     actor.value_fn.listener = collector
     try:
         result = actor.play(seed=seed * 1_000_003 + index, rng=np.random.default_rng([seed, 2, index]))
     finally:
         actor.value_fn.listener = None
-    result.collected, result.queries_seen = collector.kept, collector.seen
+    result.collected, result.queries_seen, result.queries_kept = list(collector.kept), collector.seen, collector.count
     return result
 
 
@@ -297,17 +246,19 @@ def solve_indexed(
     seed: int,
     index: int,
     q_recursive: float,
+    capacity: int | None = None,
 ) -> SolveResult:
     """Solve number `index` of a run (randomness from (seed, index)): the value example
     and the recursive queries kept."""
-    collector = Collector(q_recursive, np.random.default_rng([seed, 4, index]))
+    collector = Collector(q_recursive, np.random.default_rng([seed, 4, index]), capacity)
     value_fn.listener = collector
     try:
         cfv = solve_query(game, query, value_fn, settings, np.random.default_rng([seed, 5, index]))
     finally:
         value_fn.listener = None
     value, mask = value_targets(encoding, query, cfv)
-    return SolveResult(make_example(encoding, query, value, mask), collector.kept, collector.seen)
+    example = make_example(encoding, query, value, mask)
+    return SolveResult(example, list(collector.kept), collector.seen, collector.count)
 
 
 class SoundSelfPlay:
@@ -328,9 +279,12 @@ class SoundSelfPlay:
         self.p_td = p_td
 
     def play(self, seed: int, rng: np.random.Generator) -> EpisodeResult:
-        searcher = ResolvingSearcher(self.game, self.value_fn, self.settings, seed)
+        """One game. Each decision's example (its policy target) is built when the decision
+        is made and its belief state kept as a `StoredQuery`, so the game holds no search
+        tree or public state past its decision (a long London game held gigabytes)."""
+        searcher = ResolvingSearcher(self.game, self.value_fn, self.settings, seed, cache_size=LINE_SEARCHES)
         state = self.game.new_initial_state()
-        line = []  # (query, acting player, policy target rows, true info index per player)
+        line = []  # (example without values, stored query, the slot held by each player)
         while not state.is_terminal():
             if state.is_chance_node():
                 sample_chance(state, rng)
@@ -339,34 +293,37 @@ class SoundSelfPlay:
             result = searcher.search_at(state)
             summary = result.summary
             index = summary.tree.index_of[result.key]
-            node = summary.tree.nodes[index]
-            query = Query(node, [r.copy() for r in summary.ranges[index]])
-            true_info = [node.info_states[p].index(info_state_string(state, p)) for p in range(2)]
-            line.append((query, player, result.policy, true_info))
+            query = Query(summary.tree.nodes[index], [r.copy() for r in summary.ranges[index]])
+            line.append(self._decision(query, state, result.policy))
             state.apply_action(sample_action(rng, result.policy[info_state_string(state, player)]))
         returns = state.returns()
         examples, to_solve = [], []
-        for query, player, policy, true_info in line:
-            node = query.public_state
-            s, a = self.encoding.max_slots, self.encoding.num_actions
-            target = np.zeros((s, a), np.float32)
-            mask = np.zeros(s, np.float32)
-            slots = self.encoding.slot_index(node, player)
-            weights = query.ranges[player] + 1e-12  # a shared slot: the policies' own-reach average
-            for i, name in enumerate(node.info_states[player]):
-                for action, prob in policy[name].items():
-                    target[slots[i], action] += weights[i] * prob
-                mask[slots[i]] = 1.0
-            target /= np.maximum(target.sum(axis=1, keepdims=True), 1e-30)
-            value = vmask = None
+        for example, query, held in line:
             if rng.random() < self.p_td:  # TD(1): the outcome for the information states held
-                value = np.zeros((2, s), np.float32)
-                vmask = np.zeros((2, s), np.float32)
                 for q in range(2):
-                    slot = self.encoding.slot_index(node, q)[true_info[q]]
-                    value[q, slot] = returns[q]
-                    vmask[q, slot] = 1.0
+                    example.value[q, held[q]] = returns[q]
+                    example.value_mask[q, held[q]] = 1.0
             else:
                 to_solve.append(query)
-            examples.append(make_example(self.encoding, query, value, vmask, target, mask))
+            examples.append(example)
         return EpisodeResult(examples, to_solve, len(line), list(returns))
+
+    def _decision(self, query: Query, state: pyspiel.State, policy: dict) -> tuple[Example, StoredQuery, list[int]]:
+        """A decision's example (the policy target, no value yet), its stored belief state,
+        and the slot of the information state each player holds."""
+        node, player = query.public_state, state.current_player()
+        s, a = self.encoding.max_slots, self.encoding.num_actions
+        target = np.zeros((s, a), np.float32)
+        mask = np.zeros(s, np.float32)
+        slots = self.encoding.slot_index(node, player)
+        weights = query.ranges[player] + 1e-12  # a shared slot: the policies' own-reach average
+        for i, name in enumerate(node.info_states[player]):
+            for action, prob in policy[name].items():
+                target[slots[i], action] += weights[i] * prob
+            mask[slots[i]] = 1.0
+        target /= np.maximum(target.sum(axis=1, keepdims=True), 1e-30)
+        held = [
+            int(self.encoding.slot_index(node, p)[node.info_states[p].index(info_state_string(state, p))])
+            for p in range(2)
+        ]
+        return make_example(self.encoding, query, None, None, target, mask), StoredQuery.of(query), held

@@ -108,7 +108,11 @@ class GamesAndQueries:
         """This step's self-play games, then its query solves; each result enters through
         the trainer's `_add_game` / `_add_solve`."""
         for _ in range(self.cfg.sog.episodes_per_step):
-            loop._add_game(play_game(self.actor, self.cfg.seed, self.counts["games"], self.cfg.sog.q_search))
+            loop._add_game(
+                play_game(
+                    self.actor, self.cfg.seed, self.counts["games"], self.cfg.sog.q_search, self.cfg.sog.query_buffer
+                )
+            )
         settings = self.cfg.sog.search_settings(solver=True)
         self.solved = 0
         for _ in range(self.cfg.sog.solves_per_step):
@@ -125,6 +129,7 @@ class GamesAndQueries:
                     self.cfg.seed,
                     self.counts["solves"],
                     self.cfg.sog.q_recursive,
+                    self.cfg.sog.query_buffer,
                 )
             )
             self.solved += 1
@@ -138,7 +143,7 @@ class GamesAndQueries:
         self.counts["positions"] += episode.decisions
         self.counts["td_targets"] += episode.decisions - len(episode.to_solve)
         self.counts["queries_seen"] += episode.queries_seen
-        self.counts["queries_kept"] += len(episode.collected)
+        self.counts["queries_kept"] += episode.queries_kept
 
     def add_solve(self, solved) -> None:
         self.replay.add(solved.example)
@@ -146,7 +151,7 @@ class GamesAndQueries:
             self.queries.add(query)
         self.counts["solves"] += 1
         self.counts["queries_seen"] += solved.queries_seen
-        self.counts["queries_kept"] += len(solved.collected)
+        self.counts["queries_kept"] += solved.queries_kept
 
     def load_weights(self, weights: dict) -> None:
         self.actor_values.load_state_dict(weights)

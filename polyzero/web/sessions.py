@@ -159,6 +159,7 @@ class Session:
                 {"action": int(a), "text": state.action_to_string(to_move, a)} for a in state.legal_actions(to_move)
             ]
         board = board_of(state) if open_view else None
+        graph = _map_of(state, show_hidden=open_view or viewer == 0)
         return {
             "id": self.id,
             "game": self.game_spec,
@@ -171,6 +172,7 @@ class Session:
             "header": describe(state) if open_view else f"{self.game_spec}: seat {viewer}'s view",
             "text": seat_text(state, None if open_view else viewer),
             "board": board.to_json() if board is not None else None,
+            "map": graph,
             "to_move": to_move,
             "terminal": state.is_terminal(),
             "returns": [float(r) for r in state.returns()] if state.is_terminal() else None,
@@ -283,6 +285,16 @@ class Session:
                 self.state.apply_action(a)
             self.analysis = None
             self.version += 1
+
+
+def _map_of(state, show_hidden: bool) -> dict | None:
+    """A graph game's map as the viewer sees it (Scotland Yard: Mr X's station only to
+    Mr X or to someone watching players; the detectives see where he may be)."""
+    if state.get_game().get_type().short_name != "scotland_yard":
+        return None
+    from ..games.scotland_yard_render import map_json
+
+    return map_json(state, show_mrx=show_hidden)
 
 
 def _analysis_json(state, seat: int, info: dict, name: str) -> dict:

@@ -100,13 +100,13 @@ function render(v) {
     (v.viewer === null ? " · you are watching" : ` · you play seat ${v.viewer}`);
   $("#status").textContent = statusText(v);
   $("#text").textContent = v.text;
-  $("#text").hidden = Boolean(v.board);
+  $("#text").hidden = Boolean(v.board || v.map);
   $("#undo").disabled = !v.can_undo || v.thinking;
   $("#hint").hidden = v.board === null;
   drawBoard(v);
+  drawMap(v);
+  showMoves(v, v.legal);
   const moves = $("#moves");
-  moves.replaceChildren(...v.legal.map((m) =>
-    el("button", {type: "button", "data-action": m.action, onclick: () => play(m.action)}, m.text)));
   if (!v.legal.length) moves.append(el("span", {class: "muted", text: v.terminal ? "none: the game is over" : "not your turn"}));
   $("#log").replaceChildren(...v.log.map((e) => el("li", {class: e.chance ? "chance" : ""},
     e.chance ? `chance: ${e.text}` : `seat ${e.seat}: ${e.text}`)));
@@ -189,6 +189,80 @@ function drawBoard(v) {
   });
   board.append(header());
   root.append(board);
+}
+
+function showMoves(v, list) {
+  // the legal moves as buttons (all of them, or those of one station clicked on the map)
+  $("#moves").replaceChildren(...list.map((m) =>
+    el("button", {type: "button", "data-action": m.action, onclick: () => play(m.action)}, m.text)));
+  if (list !== v.legal) $("#moves").append(el("button", {type: "button", onclick: () => showMoves(v, v.legal)}, "all moves"));
+}
+
+// Scotland Yard: the map as an SVG graph (stations at the board's positions, connections
+// coloured by transport); a click on a station plays the move there, or lists the tickets
+// that reach it when several do.
+const TRANSPORT_COLOURS = {taxi: "#e0b000", bus: "#2e7d32", underground: "#c62828", ferry: "#263238"};
+
+function drawMap(v) {
+  const root = $("#map");
+  root.replaceChildren();
+  const m = v.map;
+  if (!m) return;
+  const ns = "http://www.w3.org/2000/svg";
+  const xs = m.stations.map((s) => s[1]), ys = m.stations.map((s) => s[2]);
+  const x0 = Math.min(...xs), y0 = Math.min(...ys), span = Math.max(Math.max(...xs) - x0, Math.max(...ys) - y0) || 1;
+  const big = m.stations.length > 20, W = big ? 1000 : 560, pad = big ? 14 : 24, R = big ? 9 : 16;
+  const scale = (W - 2 * pad) / span;
+  const H = Math.round((Math.max(...ys) - y0) * scale + 2 * pad);
+  const at = new Map(m.stations.map(([s, x, y]) => [s, [pad + (x - x0) * scale, pad + (y - y0) * scale]]));
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("class", "sy-map"); svg.setAttribute("width", W); svg.setAttribute("height", H);
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  const add = (parent, tag, attrs, text) => { const n = document.createElementNS(ns, tag);
+    for (const [k, val] of Object.entries(attrs)) n.setAttribute(k, val); if (text !== undefined) n.textContent = text;
+    parent.append(n); return n; };
+  const order = {taxi: 0, bus: 1, underground: 2, ferry: 3};
+  for (const [a, b, t] of m.edges.slice().sort((p, q) => order[p[2]] - order[q[2]])) {
+    const [xa, ya] = at.get(a), [xb, yb] = at.get(b);
+    add(svg, "line", {x1: xa, y1: ya, x2: xb, y2: yb, stroke: TRANSPORT_COLOURS[t], "stroke-width": t === "taxi" ? 1.5 : 3,
+                      "stroke-dasharray": t === "ferry" ? "6 4" : "none", class: `edge ${t}`});
+  }
+  const targets = new Map();  // station -> legal moves that end there
+  for (const mv of v.legal) if (mv.action < 4 * m.num_stations) {
+    const s = mv.action % m.num_stations + 1;
+    targets.set(s, [...(targets.get(s) || []), mv]);
+  }
+  const detectives = new Map(m.detectives.map((s, k) => [s, k + 1]));
+  const possible = new Set(m.possible);
+  for (const [s] of m.stations) {
+    const [x, y] = at.get(s);
+    const g = add(svg, "g", {class: "station", "data-station": s});
+    let fill = "#fff", label = String(s), colour = "#222";
+    if (possible.has(s)) { fill = "#ffcc80"; g.classList.add("possible"); }
+    if (m.mrx === s) { fill = "#212121"; colour = "#fff"; label = "X"; g.classList.add("mrx"); }
+    if (detectives.has(s)) {
+      const k = detectives.get(s);
+      fill = m.to_move === k ? "#0d47a1" : "#42a5f5"; colour = "#fff"; label = `D${k}`; g.classList.add("detective");
+    }
+    const circle = add(g, "circle", {cx: x, cy: y, r: R, fill, stroke: "#333", "stroke-width": 1});
+    add(g, "text", {x, y: y + (big ? 3 : 5), "text-anchor": "middle", "font-size": big ? 8 : 13, fill: colour}, label);
+    add(g, "title", {}, `station ${s}`);
+    const moves = targets.get(s);
+    if (moves) {
+      g.classList.add("target");
+      circle.setAttribute("stroke", "#00c853"); circle.setAttribute("stroke-width", 3);
+      g.addEventListener("click", () => (moves.length === 1 ? play(moves[0].action) : showMoves(v, moves)));
+    }
+  }
+  root.append(svg);
+  const t = m.mrx_tickets;
+  root.append(el("p", {class: "muted", text:
+    `Mr X: taxi ${t[0]} bus ${t[1]} underground ${t[2]} black ${t[3]} double ${t[4]} · log: ` +
+    (m.log.map(([ticket, st], i) => `${i + 1}:${ticket}${st ? "@" + st : ""}`).join(" ") || "–") +
+    (m.possible.length ? ` · Mr X may be at ${m.possible.length} stations` : "")}));
+  root.append(el("p", {class: "muted", text: m.detectives.map((s, k) =>
+    `D${k + 1} at ${s}: taxi ${m.detective_tickets[k][0]} bus ${m.detective_tickets[k][1]} ` +
+    `underground ${m.detective_tickets[k][2]}`).join(" · ")}));
 }
 
 function drawAnalysis(a) {
