@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..eval.arena import Forfeit
 from ..eval.records import chess_action, chess_move
 from ..games import game_spec_string
+from ..games.public_states import state_after
 from .boards import GtpBoard, colour_name
 from .process import EngineFailure, EngineProcess, find_binary
 
@@ -252,10 +253,7 @@ class UciPlayer(_External):
 
 
 def _replay(state, n: int):
-    s = state.get_game().new_initial_state()
-    for action in list(state.history())[:n]:
-        s.apply_action(action)
-    return s
+    return state_after(state.get_game(), state.history()[:n])
 
 
 # ---------------------------------------------------------------------- specs

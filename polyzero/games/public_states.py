@@ -403,16 +403,19 @@ def public_state_at(game: pyspiel.Game, state: pyspiel.State) -> PublicState:
     return tree.nodes[0]
 
 
+def state_after(game: pyspiel.Game, history) -> pyspiel.State:
+    """The game's state after the actions of `history` from the start."""
+    state = game.new_initial_state()
+    for action in history:
+        state.apply_action(int(action))
+    return state
+
+
 def public_state_of_worlds(game: pyspiel.Game, key: tuple[str, ...], histories, chance_reach) -> PublicState:
     """The public state `key` rebuilt from its worlds' action histories and chance
     reaches, worlds (and so information states) in the order given: what a public
     state kept as histories (a few bytes an action) instead of states turns back into."""
-    pairs = []
-    for history, reach in zip(histories, chance_reach):
-        state = game.new_initial_state()
-        for action in history:
-            state.apply_action(int(action))
-        pairs.append((state, float(reach)))
+    pairs = [(state_after(game, history), float(reach)) for history, reach in zip(histories, chance_reach)]
     tree = PublicTree.__new__(PublicTree)  # the node builder, as in public_state_at
     tree.num_players, tree._type, tree.nodes = game.num_players(), game.get_type(), []
     tree._add_node(tuple(key), pairs, parent=None, depth=0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from polyzero.games.public_states import public_state_at, public_state_of_worlds
+from polyzero.games.public_states import public_state_at, public_state_of_worlds, state_after
 
 from .values import Query
 
@@ -112,10 +112,7 @@ class QueryBuffer:
                 )
                 continue
             # Saved before 2026-11-29: one world's history and the ranges by information-state name.
-            state = self.game.new_initial_state()
-            for action in record["history"]:
-                state.apply_action(action)
-            node = public_state_at(self.game, state)
+            node = public_state_at(self.game, state_after(self.game, record["history"]))
             ranges = [np.array([record["ranges"][p].get(name, 0.0) for name in node.info_states[p]]) for p in range(2)]
             self.items.append(StoredQuery.of(Query(node, ranges)))
         self.added = int(arrays["added"])

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyspiel
 
-from polyzero.games.public_states import PublicTree, merged_copy, public_observation_function
+from polyzero.games.public_states import PublicTree, merged_copy, public_observation_function, state_after
 
 from .gtcfr import GTCFR, Gadget, SoGSettings, Summary
 from .players import sample_action
@@ -145,15 +145,11 @@ class ResolvingSearcher:
                 break
         history = state.history()
         for key, length in chain[start:]:
-            previous = self.resolve(state if length == len(history) else self._replay(history[:length]), key, previous)
+            previous = self.resolve(
+                state if length == len(history) else state_after(self.game, history[:length]), key, previous
+            )
             self._keep((player, key), previous)
         return previous
-
-    def _replay(self, history: list[int]) -> pyspiel.State:
-        state = self.game.new_initial_state()
-        for action in history:
-            state.apply_action(action)
-        return state
 
     def _keep(self, cache_key, result: SearchResult) -> None:
         """Cache a search; drop the least recently used beyond the bounds, except each
