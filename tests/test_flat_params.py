@@ -176,3 +176,51 @@ def test_a_network_unrolled_k_times_keeps_the_l2_node():
     assert one_gradient_each(loss, list(net.parameters()))
     twice = loss + algo.loss(net, tensors)[0]  # each weight reached by two edges
     assert not one_gradient_each(twice, list(net.parameters()))
+
+
+@pytest.mark.parametrize("make_case", [_cvpn_case, "ndmz_nannon"])
+def test_the_fused_step_is_torchs_fused_adam_with_the_l2_gradient_as_its_weight_decay(make_case):
+    """train.fused_step: the lean fused call (the L2 gradient 2c theta added inside the
+    kernel, the value one dot product) makes torch's own `Adam(fused=True,
+    weight_decay=2c).step()` numbers bit for bit, from the first step (which makes the
+    state) through a learning-rate change; and the default update's to float rounding."""
+    fused, _, batch = _pair(make_case, fused_step=True)
+    exact, _, _ = _pair(make_case)
+    c, lr = fused.cfg.l2, fused.cfg.learning_rate
+    net = copy.deepcopy(exact.net)
+    buffer = FlatParameters(list(net.parameters()))
+    optimizer = torch.optim.Adam([buffer.data], lr=lr, fused=True, weight_decay=2 * c)
+    tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
+    for step in range(3):
+        if step == 2:
+            for group in (*fused.optimizer.param_groups, *optimizer.param_groups, *exact.optimizer.param_groups):
+                group["lr"] *= 0.5
+        got, want_exact = _terms(fused, batch), _terms(exact, batch)
+        buffer.zero_grad()
+        loss, _ = fused.algo.loss(net, tensors)
+        l2 = c * torch.dot(buffer.data, buffer.data)
+        loss.backward()
+        optimizer.step()
+        assert got["loss/l2"] == l2.item() and got["loss/total"] == (loss + l2).item()
+        assert got == pytest.approx(want_exact, rel=1e-5)
+    assert torch.equal(fused.flat.data, buffer.data)
+    assert torch.equal(fused.flat.grad, buffer.grad)
+    for name, value in optimizer.state[buffer.data].items():
+        assert torch.equal(fused.optimizer.state[fused.flat.data][name], value), name
+    for got, want in zip(fused.net.parameters(), exact.net.parameters()):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=0.01 * lr)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_l2_value_is_the_per_tensor_sums_added_in_order_bit_for_bit(dtype):
+    """The reported L2 value: c times the per-tensor sums of squares added in order, as
+    the L2 node made it (on the CPU in float32 added as NumPy scalars)."""
+    from polyzero.train.flat import scaled_sum
+
+    torch.manual_seed(0)
+    for trial in range(20):
+        shapes = [(int(torch.randint(1, 40, ())), int(torch.randint(1, 90, ()))), (int(torch.randint(1, 300, ())),)] * 3
+        params = [torch.nn.Parameter(torch.randn(s, dtype=dtype) * 10 ** (trial % 5 - 2)) for s in shapes]
+        want = scaled_sum(1e-4 * (trial + 1), [(p.detach() * p.detach()).sum() for p in params])
+        got = FlatParameters(params).l2_value(1e-4 * (trial + 1))
+        assert got.dtype == dtype and got.item() == want.item(), trial

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from .flat import FlatParameters, adam_step, one_gradient_each, scaled_square_sum
+from .flat import FlatParameters, adam_step, fused_adam_step, lean_adam_group, one_gradient_each, scaled_sum
 
 
 def learning_rate(train_cfg, update: int) -> float:
@@ -49,8 +49,9 @@ class L2Penalty(torch.autograd.Function):
     def forward(ctx, c: float, flat: FlatParameters | None, *params: torch.Tensor) -> torch.Tensor:
         ctx.c = c
         ctx.save_for_backward(*params)
-        squares = torch._foreach_mul(params, params) if flat is None else flat.views(flat.data * flat.data)
-        return scaled_square_sum(c, squares)
+        if flat is not None:
+            return flat.l2_value(c)
+        return scaled_sum(c, [square.sum() for square in torch._foreach_mul(params, params)])
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
@@ -86,13 +87,18 @@ class Learner:
         tensors = {k: torch.from_numpy(v).to(self.device) for k, v in batch.items() if k != "index"}
         loss, parts = self._loss(self.net, tensors)
         priority = parts.pop("priority", None)
-        l2 = self._l2_term(loss)
+        # train.fused_step with Adam on the buffer: the L2 gradient is added inside the
+        # fused kernel (its weight_decay) and the value is one dot product.
+        fold_l2 = bool(self.flat and self.cfg.fused_step and lean_adam_group(self.optimizer, fused=True))
+        l2 = self._l2_term(loss, fold_l2)
         total = loss + l2
         total.backward()
         if self.cfg.lr_schedule != "constant":  # else the optimizer keeps its lr (SoG halves it itself)
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.cfg, self.updates)
-        if not (self.flat and adam_step(self.optimizer, self.flat)):
+        if fold_l2:
+            fused_adam_step(self.optimizer, self.flat, 2 * self.cfg.l2)
+        elif not (self.flat and adam_step(self.optimizer, self.flat)):
             self.optimizer.step()
         self.updates += 1
         # One read-back for every term (one device sync on a GPU, not one per term).
@@ -104,11 +110,16 @@ class Learner:
             out["priority"] = priority.cpu().numpy()
         return out
 
-    def _l2_term(self, loss: torch.Tensor) -> torch.Tensor:
+    def _l2_term(self, loss: torch.Tensor, fold_l2: bool) -> torch.Tensor:
         """The L2 term, its gradient in the parameters' gradients before the backward
         pass: written into the buffer where each parameter gets one loss gradient (the
-        same sums as the node, cheaper: two operators on the buffer instead of a graph
-        node with an edge per tensor), else through the L2 node."""
+        same sums as the node, cheaper: one operator on the buffer instead of a graph
+        node with an edge per tensor), else through the L2 node; with `fold_l2` only its
+        value (the fused step adds the gradient)."""
+        if fold_l2:
+            self.flat.zero_grad()
+            with torch.no_grad():
+                return self.flat.l2_value_to_rounding(self.cfg.l2)
         if self.flat and self._l2_preload is None:
             self._l2_preload = one_gradient_each(loss, self.flat.params)
         if self._l2_preload:
