@@ -11,7 +11,7 @@ import torch
 from polyzero.config import build_config
 from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree, public_state_at
-from polyzero.sog.cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn
+from polyzero.sog.cvpn import BeliefEncoding, Example, NetworkValueFunction, build_cvpn
 from polyzero.sog.gtcfr import SoGSettings
 from polyzero.sog.selfplay import QueryBuffer, SlidingWindow, make_example, solve_indexed, solve_query, value_targets
 from polyzero.sog.values import ExactValueFunction, Query
@@ -578,3 +578,36 @@ def test_sog_probe_measures_network_and_targets_against_exact_values(tmp_path, c
     assert targets["target"]["all"] < 0.02 < targets["network"]["all"]
     assert "network vs exact" in capsys.readouterr().out
     assert main(["sog-probe", str(tmp_path), "--points", "1"]) == 2  # not a run directory
+
+
+def test_sliding_window_minibatch_rows_are_the_stored_examples_rows():
+    """The policy and legal rows written into a minibatch all at once land at their own
+    examples' slots: each sampled example's dense rows equal the stored example's where
+    it has a policy target, and are empty elsewhere (examples with none, some, all)."""
+    enc = BeliefEncoding(load_game("leduc_poker"))
+    s, a = enc.max_slots, enc.num_actions
+    rng = np.random.default_rng(0)
+    window = SlidingWindow(enc, capacity=64, max_updates=1000)
+    stored = []
+    for n in range(64):
+        legal = rng.random((s, a)) < 0.6
+        policy = rng.random((s, a)) * legal
+        mask = (rng.random(s) < [0.0, 0.5, 1.0][n % 3]).astype(np.float32)
+        example = Example(
+            x=rng.random(enc.input_size, dtype=np.float32),
+            value=np.full((2, s), n, np.float32),  # names the example in the minibatch
+            value_mask=np.ones((2, s), np.float32),
+            policy=policy.astype(np.float32),
+            policy_mask=mask,
+            legal=legal,
+            player=n % 2,
+        )
+        window.add(example)
+        stored.append(example)
+    for _ in range(20):
+        batch = window.sample(16, rng)
+        for b in range(16):
+            example = stored[int(batch["value"][b, 0, 0])]
+            kept = example.policy_mask[:, None] > 0
+            assert np.array_equal(batch["policy"][b], np.where(kept, example.policy, 0))
+            assert np.array_equal(batch["legal"][b], np.where(kept, example.legal, False))
