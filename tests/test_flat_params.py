@@ -224,3 +224,15 @@ def test_the_l2_value_is_the_per_tensor_sums_added_in_order_bit_for_bit(dtype):
         want = scaled_sum(1e-4 * (trial + 1), [(p.detach() * p.detach()).sum() for p in params])
         got = FlatParameters(params).l2_value(1e-4 * (trial + 1))
         assert got.dtype == dtype and got.item() == want.item(), trial
+
+
+def test_an_update_trains_in_training_mode_after_the_network_was_put_in_eval():
+    """The learner skips `net.train()` when every module is training already; a network
+    put in eval mode, whole or one module of it, trains in training mode again."""
+    flat, _, batch = _pair("muzero_tiny_mlp")
+    flat.update(batch)
+    for switch_off in (lambda net: net.eval(), lambda net: list(net.modules())[-1].eval()):
+        switch_off(flat.net)
+        assert not all(m.training for m in flat.net.modules())
+        flat.update(batch)
+        assert all(m.training for m in flat.net.modules())
