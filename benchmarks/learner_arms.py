@@ -44,9 +44,23 @@ ARMS = [
         "alphazero_nannon_ndmz_trunk",
         ["net.width=256", "train.batch_size=512"],
     ),
+    Arm(
+        "alphazero_nannon_ndmz_trunk_fused_step",
+        "nannon",
+        "alphazero",
+        "alphazero_nannon_ndmz_trunk",
+        ["net.width=256", "train.batch_size=512", "train.fused_step=true"],
+    ),
     Arm("ndmz", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk"),
     Arm("ndmz_fused_step", "nannon", "ndmz", "alphazero_nannon_ndmz_trunk", ["train.fused_step=true"]),
     Arm("alphazero_sog_trunk", "connect_four", "alphazero", "alphazero_sog_trunk", SOG_TRUNK),
+    Arm(
+        "alphazero_sog_trunk_fused_step",
+        "connect_four",
+        "alphazero",
+        "alphazero_sog_trunk",
+        [*SOG_TRUNK, "train.fused_step=true"],
+    ),
     Arm("sog_cvpn", "connect_four", "sog", "alphazero_sog_trunk"),
     Arm("sog_cvpn_fused_step", "connect_four", "sog", "alphazero_sog_trunk", ["train.fused_step=true"]),
 ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import statistics
 import sys
@@ -114,8 +115,18 @@ def profile_arm(arm: Arm, batch: int, updates: int) -> dict:
     total = sum(e.self_cpu_time_total for e in events)
     # The buffer's steps, their operators included (their share of the same total).
     whole = {e.key: e.cpu_time_total / total for e in events if e.key in STEP_LABELS.values()}
+    floor_calls = floor_operator_calls(algo, batches[2], updates)
     ops = sorted(
-        ({"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events),
+        (
+            {
+                "op": e.key,
+                "share": e.self_cpu_time_total / total,
+                "calls": e.count,
+                "calls_per_update": e.count / updates,
+                "floor_calls_per_pass": floor_calls.get(e.key, 0.0),
+            }
+            for e in events
+        ),
         key=lambda r: -r["share"],
     )
     groups = {
@@ -137,6 +148,21 @@ def profile_arm(arm: Arm, batch: int, updates: int) -> dict:
         "top_ops": ops[:20],
         "steps_whole": whole,
     }
+
+
+def floor_operator_calls(algo, batch: dict, passes: int) -> dict[str, float]:
+    """Each operator's calls per floor pass (torch.profiler): which of the update's
+    operators the network passes make anyway (a linear layer's transposes, say)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    net = algo.build_network().train()
+    fixed = {k: torch.from_numpy(v) for k, v in batch.items() if k != "index"}
+    floor_pass(algo, net, fixed)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(passes):
+            net.zero_grad(set_to_none=True)
+            floor_pass(algo, net, fixed)
+    return {e.key: e.count / passes for e in prof.key_averages()}
 
 
 STEP_LABELS = {
@@ -210,7 +236,8 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
     """The whole update, the code before the small-network work (L2 as a graph per tensor,
     the single-tensor optimizer loop: `reference_update` in tests/test_learner_exact.py),
     the Learner with its parameters apart (`flat=False`: the L2 node, the foreach step
-    per tensor) and the Learner's default (one buffer, train/flat.py), beside the floor,
+    per tensor), the Learner's default (one buffer, train/flat.py) and the Learner with
+    train.fused_step (the L2 gradient inside the fused Adam kernel), beside the floor,
     on the same minibatches, interleaved: medians of the process's CPU time (ms)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from test_learner_exact import reference_update
@@ -222,8 +249,9 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
         torch.manual_seed(0)
         new, old = (Learner(algo, cfg.train, torch.device("cpu")) for _ in range(2))
         apart = Learner(algo, cfg.train, torch.device("cpu"), flat=False)
-        old.net.load_state_dict(new.net.state_dict())
-        apart.net.load_state_dict(new.net.state_dict())
+        fused = Learner(algo, dataclasses.replace(cfg.train, fused_step=True), torch.device("cpu"))
+        for other in (old, apart, fused):
+            other.net.load_state_dict(new.net.state_dict())
         kind = torch.optim.Adam if cfg.train.optimizer == "adam" else torch.optim.SGD
         extra = {} if cfg.train.optimizer == "adam" else {"momentum": cfg.train.momentum}
         old.optimizer = kind(old.net.parameters(), lr=cfg.train.learning_rate, foreach=False, **extra)
@@ -234,7 +262,7 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
             floor_pass(algo, floor_net, fixed)
 
         rng = np.random.default_rng(0)
-        times = {"old": [], "apart": [], "new": [], "floor": []}
+        times = {"old": [], "apart": [], "new": [], "fused": [], "floor": []}
         for r in range(rounds + 2):  # two warm-up rounds
             b = sampler.sample(cfg.train.batch_size, rng)
             fixed = {k: torch.from_numpy(v) for k, v in b.items() if k != "index"}
@@ -242,6 +270,7 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
                 ("old", lambda: reference_update(old, b)),
                 ("apart", lambda: apart.update(b)),
                 ("new", lambda: new.update(b)),
+                ("fused", lambda: fused.update(b)),
                 ("floor", floor_round),
             ):
                 c0 = time.process_time()
@@ -262,17 +291,20 @@ def render_update_ab(rows) -> list[str]:
         "",
         "The whole update (minibatch given), beside the floor, interleaved on the same minibatches "
         "(medians of CPU ms): old, the code before the small-network work; apart, the Learner with "
-        "its parameters apart (`flat=False`); new, the Learner (one buffer, `polyzero/train/flat.py`):",
+        "its parameters apart (`flat=False`); new, the Learner (one buffer, `polyzero/train/flat.py`); "
+        "fused, the Learner with `train.fused_step` (the same update to float rounding):",
         "",
-        "| arm | batch | old ms | apart ms | new ms | floor ms | old / floor | apart / floor | new / floor "
-        "| new vs apart | new vs old |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| arm | batch | old ms | apart ms | new ms | fused ms | floor ms | old / floor | apart / floor "
+        "| new / floor | fused / floor | new vs apart | new vs old |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    nan = float("nan")
     return head + [
-        f"| {r['arm']} | {r['batch']} | {r['old_ms']:.2f} | {r.get('apart_ms', float('nan')):.2f} | "
-        f"{r['new_ms']:.2f} | {r['floor_ms']:.2f} | {r['old_ms'] / r['floor_ms']:.2f} | "
-        f"{r.get('apart_ms', float('nan')) / r['floor_ms']:.2f} | {r['new_ms'] / r['floor_ms']:.2f} | "
-        f"{r.get('apart_ms', float('nan')) / r['new_ms']:.2f}x | {r['old_ms'] / r['new_ms']:.2f}x |"
+        f"| {r['arm']} | {r['batch']} | {r['old_ms']:.2f} | {r.get('apart_ms', nan):.2f} | "
+        f"{r['new_ms']:.2f} | {r.get('fused_ms', nan):.2f} | {r['floor_ms']:.2f} | {r['old_ms'] / r['floor_ms']:.2f} | "
+        f"{r.get('apart_ms', nan) / r['floor_ms']:.2f} | {r['new_ms'] / r['floor_ms']:.2f} | "
+        f"{r.get('fused_ms', nan) / r['floor_ms']:.2f} | "
+        f"{r.get('apart_ms', nan) / r['new_ms']:.2f}x | {r['old_ms'] / r['new_ms']:.2f}x |"
         for r in rows
     ]
 
@@ -323,8 +355,14 @@ def render(result) -> str:
             f"| (within the above) {label}, its operators included | {v:.1%} |"
             for label, v in p.get("steps_whole", {}).items()
         ]
-        lines += ["", "| operator | share | calls |", "|---|---:|---:|"]
-        lines += [f"| {r['op']} | {r['share']:.1%} | {r['calls']} |" for r in p["top_ops"][:12]]
+        lines += ["", "| operator | share | calls / update | the floor's calls / pass |", "|---|---:|---:|---:|"]
+        lines += [
+            f"| {r['op']} | {r['share']:.1%} | {r.get('calls_per_update', r['calls'] / p['updates']):.1f} | "
+            f"{r['floor_calls_per_pass']:.1f} |"
+            if "floor_calls_per_pass" in r
+            else f"| {r['op']} | {r['share']:.1%} | {r['calls'] / p['updates']:.1f} | - |"
+            for r in p["top_ops"][:12]
+        ]
     if result.get("loss_ab"):
         lines += [
             "",
