@@ -30,9 +30,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
+import importlib
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine_info, write_results  # noqa: E402
 from learner_arms import ARMS, Arm, floor_pass, setup  # noqa: E402
+from learner_report import render  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
@@ -232,13 +237,28 @@ def loss_ab(rounds: int) -> list[dict]:
     return rows
 
 
-def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
+def learner_before(rev: str):
+    """The `Learner` class of git revision `rev` (polyzero/train from `git archive`, imported
+    as `polyzero_before.train.learner`; the rest of the package is today's)."""
+    root = Path(tempfile.mkdtemp())
+    repo = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "archive", rev, "polyzero/train"], capture_output=True, cwd=repo, check=True)
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
+    (root / "polyzero").rename(root / "polyzero_before")
+    (root / "polyzero_before" / "__init__.py").touch()
+    (root / "polyzero_before" / "train" / "__init__.py").write_text("")
+    sys.path.insert(0, str(root))
+    return importlib.import_module("polyzero_before.train.learner").Learner
+
+
+def update_ab(names: list[str], batch: int, rounds: int, before: str = "") -> list[dict]:
     """The whole update, the code before the small-network work (L2 as a graph per tensor,
     the single-tensor optimizer loop: `reference_update` in tests/test_learner_exact.py),
     the Learner with its parameters apart (`flat=False`: the L2 node, the foreach step
     per tensor), the Learner's default (one buffer, train/flat.py) and the Learner with
     train.fused_step (the L2 gradient inside the fused Adam kernel), beside the floor,
-    on the same minibatches, interleaved: medians of the process's CPU time (ms)."""
+    on the same minibatches, interleaved: medians of the process's CPU time (ms). With
+    `before` (a git revision) also that revision's Learner, default and fused_step."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from test_learner_exact import reference_update
 
@@ -250,7 +270,12 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
         new, old = (Learner(algo, cfg.train, torch.device("cpu")) for _ in range(2))
         apart = Learner(algo, cfg.train, torch.device("cpu"), flat=False)
         fused = Learner(algo, dataclasses.replace(cfg.train, fused_step=True), torch.device("cpu"))
-        for other in (old, apart, fused):
+        others = {"old": old, "apart": apart, "fused": fused}
+        if before:
+            then = learner_before(before)
+            others["before"] = then(algo, cfg.train, torch.device("cpu"))
+            others["before_fused"] = then(algo, dataclasses.replace(cfg.train, fused_step=True), torch.device("cpu"))
+        for other in others.values():
             other.net.load_state_dict(new.net.state_dict())
         kind = torch.optim.Adam if cfg.train.optimizer == "adam" else torch.optim.SGD
         extra = {} if cfg.train.optimizer == "adam" else {"momentum": cfg.train.momentum}
@@ -262,122 +287,23 @@ def update_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
             floor_pass(algo, floor_net, fixed)
 
         rng = np.random.default_rng(0)
-        times = {"old": [], "apart": [], "new": [], "fused": [], "floor": []}
+        learners = {"apart": apart, "new": new, **others}
+        times = {k: [] for k in (*learners, "floor")}
         for r in range(rounds + 2):  # two warm-up rounds
             b = sampler.sample(cfg.train.batch_size, rng)
             fixed = {k: torch.from_numpy(v) for k, v in b.items() if k != "index"}
-            for key, fn in (
-                ("old", lambda: reference_update(old, b)),
-                ("apart", lambda: apart.update(b)),
-                ("new", lambda: new.update(b)),
-                ("fused", lambda: fused.update(b)),
-                ("floor", floor_round),
-            ):
+            steps = [(k, functools.partial(learner.update, b)) for k, learner in learners.items() if k != "old"]
+            for key, fn in (("old", lambda: reference_update(old, b)), *steps, ("floor", floor_round)):
                 c0 = time.process_time()
                 fn()
                 if r >= 2:
                     times[key].append(time.process_time() - c0)
         ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-        rows.append({"arm": name, "batch": cfg.train.batch_size, **{f"{k}_ms": v for k, v in ms.items()}})
+        rows.append(
+            {"arm": name, "batch": cfg.train.batch_size, "before": before, **{f"{k}_ms": v for k, v in ms.items()}}
+        )
         print(f"update A/B {name} B={cfg.train.batch_size}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in ms.items()))
     return rows
-
-
-# ------------------------------------------------------------------ report
-def render_update_ab(rows) -> list[str]:
-    if not rows:
-        return []
-    head = [
-        "",
-        "The whole update (minibatch given), beside the floor, interleaved on the same minibatches "
-        "(medians of CPU ms): old, the code before the small-network work; apart, the Learner with "
-        "its parameters apart (`flat=False`); new, the Learner (one buffer, `polyzero/train/flat.py`); "
-        "fused, the Learner with `train.fused_step` (the same update to float rounding):",
-        "",
-        "| arm | batch | old ms | apart ms | new ms | fused ms | floor ms | old / floor | apart / floor "
-        "| new / floor | fused / floor | new vs apart | new vs old |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    nan = float("nan")
-    return head + [
-        f"| {r['arm']} | {r['batch']} | {r['old_ms']:.2f} | {r.get('apart_ms', nan):.2f} | "
-        f"{r['new_ms']:.2f} | {r.get('fused_ms', nan):.2f} | {r['floor_ms']:.2f} | {r['old_ms'] / r['floor_ms']:.2f} | "
-        f"{r.get('apart_ms', nan) / r['floor_ms']:.2f} | {r['new_ms'] / r['floor_ms']:.2f} | "
-        f"{r.get('fused_ms', nan) / r['floor_ms']:.2f} | "
-        f"{r.get('apart_ms', nan) / r['new_ms']:.2f}x | {r['old_ms'] / r['new_ms']:.2f}x |"
-        for r in rows
-    ]
-
-
-def render(result) -> str:
-    lines = [
-        "# Learner training steps per second beside the floor and AlphaZero",
-        "",
-        f"- command: `{result['command']}`",
-        f"- machine: {result['machine'].get('Model name', '?')}, {result['machine'].get('CPU(s)')} CPUs, "
-        f"GPU {result['gpu']}; torch {torch.__version__}; CPU learner with {result['cpu_threads']} torch threads",
-        f"- load average start/end: {result['loadavg_start']} / {result['loadavg_end']} (a machine shared "
-        "with other jobs where it is above the CPU count: read the CPU-time columns and the A/B's)",
-        "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
-        "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
-        "on one batch, timed in the same rounds; medians of "
-        f"{result['steps']} rounds after {result['warmup']} warm-up rounds, of wall-clock time and (last two "
-        "columns) of the process's CPU time, which a shared machine's load does not stretch",
-        "",
-        "| arm | game | batch | device | steps / s | floor steps / s | learner / floor "
-        "| vs AlphaZero at the same trunk | CPU ms: learner / floor | learner / floor in CPU time |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    rows = result["rows"]
-    for r in rows:
-        base = next((x for x in rows if x["arm"] == r["baseline"] and x["device"] == r["device"]), None)
-        vs = f"{r['steps_per_s'] / base['steps_per_s']:.2f}x" if base else "-"
-        cpu = (
-            (f"{r['cpu_step_ms']:.2f} / {r['cpu_floor_ms']:.2f}", f"{r['cpu_learner_over_floor']:.2f}")
-            if "cpu_step_ms" in r and r["device"] == "cpu"
-            else ("-", "-")
-        )
-        lines.append(
-            f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
-            f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} | {cpu[0]} | {cpu[1]} |"
-        )
-    for p in result.get("profiles", []):
-        lines += [
-            "",
-            f"Where the learner's time goes: {p['arm']}, batch {p['batch']}, torch.profiler over "
-            f"{p['updates']} updates (share of self CPU time):",
-            "",
-            "| group | share |",
-            "|---|---:|",
-        ]
-        lines += [f"| {g} | {v:.1%} |" for g, v in p["group_shares"].items()]
-        lines += [
-            f"| (within the above) {label}, its operators included | {v:.1%} |"
-            for label, v in p.get("steps_whole", {}).items()
-        ]
-        lines += ["", "| operator | share | calls / update | the floor's calls / pass |", "|---|---:|---:|---:|"]
-        lines += [
-            f"| {r['op']} | {r['share']:.1%} | {r.get('calls_per_update', r['calls'] / p['updates']):.1f} | "
-            f"{r['floor_calls_per_pass']:.1f} |"
-            if "floor_calls_per_pass" in r
-            else f"| {r['op']} | {r['share']:.1%} | {r['calls'] / p['updates']:.1f} | - |"
-            for r in p["top_ops"][:12]
-        ]
-    if result.get("loss_ab"):
-        lines += [
-            "",
-            "The loss alone (forward and backward, fixed batch, presets' networks), the code before "
-            "the learner work against the current, interleaved:",
-            "",
-            "| case | batch | old ms | new ms | speed-up |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        lines += [
-            f"| {r['case']} | {r['batch']} | {r['old_ms']:.1f} | {r['new_ms']:.1f} | {r['speedup']:.2f}x |"
-            for r in result["loss_ab"]
-        ]
-    lines += render_update_ab(result.get("update_ab"))
-    return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> None:
@@ -392,6 +318,7 @@ def main(argv=None) -> None:
     ap.add_argument("--profile", default="", metavar="ARMS", help="also profile these arms' updates (torch.profiler)")
     ap.add_argument("--profile-updates", type=int, default=4)
     ap.add_argument("--update-ab", default="", metavar="ARMS", help="also these arms' whole update, old code vs new")
+    ap.add_argument("--update-ab-before", default="", metavar="REV", help="and against this git revision's Learner")
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
     args = ap.parse_args(argv)
@@ -426,7 +353,9 @@ def main(argv=None) -> None:
                 flush=True,
             )
     loss_rows = loss_ab(args.loss_ab) if args.loss_ab else []
-    update_rows = update_ab([a for a in args.update_ab.split(",") if a], args.batch_size, args.steps)
+    update_rows = update_ab(
+        [a for a in args.update_ab.split(",") if a], args.batch_size, args.steps, args.update_ab_before
+    )
     profiles = [
         profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
         for name in args.profile.split(",")

@@ -179,8 +179,10 @@ class TrainConfig:
     # loss to float rounding, compiled at the first update (minutes on a 2-core CPU), then
     # faster where batch norm and elementwise work dominate (docs/benchmarks.md).
     compile: bool = False
-    # The optimizer's step as one fused kernel per tensor and the L2 term as its gradient
-    # (one foreach call): the same update to float rounding, cheaper (docs/benchmarks.md).
+    # The optimizer's step as one fused kernel over the learner's parameter buffer; with
+    # Adam the L2 term's gradient is added inside that kernel (its weight_decay) and the
+    # L2 value is one dot product: the same update to float rounding, cheaper
+    # (docs/benchmarks.md).
     # Off by default: a float-level change takes a run elsewhere from the same seed, and
     # the single-seed learning tests were set on the default's runs (Student of Games'
     # Kuhn test, seed 0: 29.97 mbb/h with it where its threshold is 20).
