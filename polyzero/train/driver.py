@@ -18,7 +18,9 @@ import torch
 from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import RunConfig
+from ..errors import UsageError
 from ..plugins import own_runtime, selfplay_plugin
+from .actor_threads import ActorThreads
 from .learner import Learner
 from .loop import (  # noqa: F401 - their home was here; callers import them from here
     Interrupted,
@@ -45,15 +47,22 @@ class Trainer(TrainingLoop):
         # Go-Exploit start states and KataGo's techniques, when configured.
         self.search_control = None
         plugin = selfplay_plugin(cfg)  # polyzero.plugins.SELFPLAY_PLUGINS
+        publish_to = self.actor_evaluator
         if plugin is not None:
+            if cfg.selfplay.shared_inference:
+                raise UsageError(
+                    "selfplay.shared_inference does not run with a self-play plug-in "
+                    "(Go-Exploit, KataGo's techniques) yet"
+                )
             self.search_control = plugin.search_control(cfg, self.game, self.algo, self.actor_evaluator, cfg.seed)
             self.actor = self.search_control.make_actor(self.algo, self.game, cfg, self.actor_evaluator, cfg.seed)
+        elif cfg.selfplay.shared_inference:  # actor threads around one inference service
+            self.actor = ActorThreads(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
+            publish_to = self.actor.evaluator
         else:
             self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = self.algo.make_replay()
-        self.selfplay = SelfPlaySource(
-            self.algo, self.actor, self.actor_evaluator, self.replay, cfg.train.positions_per_step
-        )
+        self.selfplay = SelfPlaySource(self.algo, self.actor, publish_to, self.replay, cfg.train.positions_per_step)
         self.sources = [self.selfplay]  # in the order they receive new weights
         self.reanalyser = None
         if REANALYSE in declared_sources(cfg):

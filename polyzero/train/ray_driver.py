@@ -49,6 +49,11 @@ class RayTrainer(ExecutorState, Trainer):
     as the trainer's."""
 
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
+        if cfg.selfplay.shared_inference:
+            raise UsageError(
+                "selfplay.shared_inference runs in one process only; under Ray (--workers) each worker "
+                "keeps its own network (a Ray inference service is not built yet)"
+            )
         super().__init__(cfg, run_dir, progress)
         self._down: set = set()  # actors whose fault is counted and who have not delivered since
         self.executor = RaySelfPlay(self, workers, ray_address)
