@@ -263,3 +263,35 @@ def test_through_the_service_self_play_is_the_plain_actors_under_onnx():
             plain.evaluate.load_state_dict(evaluator.net.state_dict())
             assert _play(plain, 10) == runs[0]
     assert runs[0] == runs[1] and runs[2] == runs[3] and len(runs[2]) > len(runs[0])
+
+
+def test_a_run_with_actor_threads_trains_and_resumes_exactly(tmp_path):
+    # Under ONNX Runtime the service's batches change no row, and each actor's games in
+    # flight are in the checkpoint: a resumed run reaches the uninterrupted run's weights.
+    pytest.importorskip("onnxruntime")
+    from conftest import SMALL_RUN
+    from polyzero.train.checkpoint import latest_checkpoint, read_learner
+    from polyzero.train.driver import Trainer
+
+    shared = ["selfplay.actors=2", "selfplay.shared_inference=true", "net.inference=onnx", "train.checkpoint_every=2"]
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=[*SMALL_RUN, *shared, "train.steps=4"])
+    full = Trainer.create(cfg, tmp_path / "full", progress=False)
+    full.run()
+    assert full.actor.stats["games"] > 0 and full.actor.service.stats["forwards"] > 0
+    full.actor.close()
+    half = build_config("tic_tac_toe", "alphazero", overrides=[*SMALL_RUN, *shared, "train.steps=2"])
+    Trainer.create(half, tmp_path / "split", progress=False).run()
+    resumed = Trainer.resume(tmp_path / "split", ["train.steps=4"], progress=False)
+    resumed.run()
+    resumed.actor.close()
+    a, b = (read_learner(latest_checkpoint(tmp_path / d))["net"] for d in ("full", "split"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_ray_refuses_the_shared_service_on_one_line(tmp_path):
+    from polyzero.train.ray_driver import RayTrainer
+
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true"])
+    with pytest.raises(UsageError, match="a Ray inference service is not built yet"):
+        RayTrainer(cfg, tmp_path / "run", progress=False, workers=2)
+    assert not (tmp_path / "run").exists()
