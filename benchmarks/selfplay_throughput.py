@@ -369,7 +369,7 @@ def parse_args(argv):
     ap.add_argument("--service-rounds", type=int, default=20, help="--service: rounds (ABBA)")
     ap.add_argument("--block", type=int, default=1, help="--service: moves of each arm per round")
     ap.add_argument("--service-device", default="cpu", help="--service: the device (cpu or cuda)")
-    ap.add_argument("--wait-ms", type=float, default=0.0, help="--service: selfplay.inference_wait_ms")
+    ap.add_argument("--wait-ms", type=float, default=5.0, help="--service: selfplay.inference_wait_ms")
     ap.add_argument("--max-batch", type=int, default=0, help="--service: selfplay.inference_max_batch")
     ap.add_argument("--buckets", default="", help="--service: selfplay.inference_buckets, e.g. 64,128,256")
     ap.add_argument("--dtype", default="float32", help="--service: selfplay.inference_dtype (CUDA: bfloat16)")

@@ -155,7 +155,7 @@ class SelfPlayConfig:
     shared_inference: bool = False
     inference_max_batch: int = 0  # most rows per forward; 0: all waiting requests
     inference_buckets: list[int] = field(default_factory=list)  # pad batches up to these sizes
-    inference_wait_ms: float = 0.0  # wait for the other actors' requests (a GPU: a few ms)
+    inference_wait_ms: float = 5.0  # how long a batch waits for the other actors in a search
     inference_dtype: str = "float32"  # bfloat16 / float16 under autocast, CUDA only
 
     def validate(self):

@@ -295,3 +295,30 @@ def test_ray_refuses_the_shared_service_on_one_line(tmp_path):
     with pytest.raises(UsageError, match="a Ray inference service is not built yet"):
         RayTrainer(cfg, tmp_path / "run", progress=False, workers=2)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_batch_waits_for_active_clients_only():
+    with InferenceService(RowFunction(), wait_ms=300) as service:
+        sender, other = service.client(), service.client()
+        t0 = time.perf_counter()
+        sender(np.ones((1, 2), np.float32))
+        waited = time.perf_counter() - t0
+        other.idle()  # e.g. an actor whose move is done
+        t0 = time.perf_counter()
+        sender(np.ones((1, 2), np.float32))
+        assert time.perf_counter() - t0 < waited and waited >= 0.29  # it waited for `other` only while active
+        other.active()
+        assert service._active == 2
+
+
+def test_half_precision_results_come_back_as_float32():
+    # bfloat16 runs on CUDA only; the plumbing (autocast in the service's thread, results
+    # back to float32 for the search) is the same under the CPU's autocast.
+    _, game, algo, direct = _setup("connect_four", "alphazero", "eager", ["net.cache=0"])  # no cached rows
+    obs = algo.encode(_random_states(game, np.random.default_rng(2), 8))
+    with InferenceService(direct) as service:
+        service.half = torch.bfloat16
+        got = service.client()(obs)
+    for g, want in zip(got, direct(obs)):
+        assert g.dtype == np.float32 and not np.array_equal(g, want)  # it did run in bfloat16
+        np.testing.assert_allclose(g, want, atol=0.1)

@@ -110,7 +110,7 @@ class InferenceService:
         self._buffers: dict[tuple, list[np.ndarray]] = {}
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()  # one forward or weight load at a time
-        self._clients = 0
+        self._active = 0  # clients in a search (ServiceClient.idle says when one is not)
         self._closed = False
         self.stats = {"forwards": 0, "requests": 0, "rows": 0, "padded_rows": 0}
         self._thread = threading.Thread(target=self._serve, name="polyzero-inference", daemon=True)
@@ -120,13 +120,13 @@ class InferenceService:
     def client(self) -> ServiceClient:
         if self._closed:
             raise ServiceClosed("the inference service is closed")
-        with self._lock:
-            self._clients += 1
+        self._count_active(+1)
         return ServiceClient(self)
 
-    def _release_client(self) -> None:
+    def _count_active(self, change: int) -> None:
+        """Clients that may send a request soon: the ones a batch waits for (wait_ms)."""
         with self._lock:
-            self._clients -= 1
+            self._active += change
 
     def call(self, method: str, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         """`evaluator.method(*arrays)` through the service (from any thread)."""
@@ -182,7 +182,7 @@ class InferenceService:
         while not self.max_batch or rows < self.max_batch:
             remaining = deadline - time.perf_counter()
             try:
-                if remaining > 0 and len(requests) < self._clients:
+                if remaining > 0 and len(requests) < self._active:
                     item = self._queue.get(timeout=remaining)
                 else:
                     item = self._queue.get_nowait()
@@ -287,7 +287,7 @@ class ServiceClient:
 
     def __init__(self, service: InferenceService):
         self.service = service
-        self._open = True
+        self._active = True
 
     def __call__(self, obs: np.ndarray):
         return self.service.call("__call__", (obs,))
@@ -301,10 +301,19 @@ class ServiceClient:
     def load_state_dict(self, state: dict) -> None:
         self.service.load_state_dict(state)
 
-    def close(self) -> None:
-        if self._open:
-            self._open = False
-            self.service._release_client()
+    def idle(self) -> None:
+        """This client sends nothing until `active`: batches stop waiting for it (an actor
+        whose move is done while the others still search)."""
+        if self._active:
+            self._active = False
+            self.service._count_active(-1)
+
+    def active(self) -> None:
+        if not self._active:
+            self._active = True
+            self.service._count_active(+1)
+
+    close = idle
 
     def __getattr__(self, name: str):
         # the evaluator's other attributes (net, device, layout, cache) read through

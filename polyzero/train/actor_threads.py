@@ -41,15 +41,25 @@ class ActorThreads:
         self.service = InferenceService(evaluator, **service_settings(cfg))
         self.clients = [self.service.client() for _ in range(cfg.selfplay.actors)]
         self.actors = [make_actor(algo, game, cfg, c, seed + i) for i, c in enumerate(self.clients)]
+        for c in self.clients:  # active during their actor's moves only (tick)
+            c.idle()
         self.evaluator = self.clients[0]
         self._pool = ThreadPoolExecutor(len(self.actors), thread_name_prefix="polyzero-actor")
 
     def tick(self) -> list:
-        futures = [self._pool.submit(a.tick) for a in self.actors]
+        for c in self.clients:  # all of them before any sends: the first batch waits for each
+            c.active()
+        futures = [self._pool.submit(self._tick, i) for i in range(len(self.actors))]
         finished = []
         for f in futures:  # in actor order; an actor's error is raised here
             finished += f.result()
         return finished
+
+    def _tick(self, index: int) -> list:
+        try:
+            return self.actors[index].tick()
+        finally:
+            self.clients[index].idle()  # the others' batches stop waiting for this actor's requests
 
     @property
     def stats(self) -> dict:
