@@ -286,6 +286,9 @@ class RayConfig:
     solvers: int = 1  # Ray actors solving Student of Games' queries (--algo sog)
     evaluators: int = 1  # Ray actors for the periodic evaluation (eval.every); a free one scores the newest weights
     learner_gpus: float = 1.0  # the learner actor's share of a GPU when the device is CUDA
+    # selfplay.shared_inference under Ray: the inference server's share of a GPU when the
+    # device is CUDA (one GPU box: learner_gpus = 0.5 beside it)
+    inference_gpus: float = 0.5
     learner_restart_window: float = 600.0  # seconds: a second learner death within it stops the run
 
     def validate(self):
@@ -296,6 +299,7 @@ class RayConfig:
         _positive("ray.worker_cpus", self.worker_cpus, allow_zero=True)
         _positive("ray.worker_gpus", self.worker_gpus, allow_zero=True)
         _positive("ray.learner_gpus", self.learner_gpus)
+        _positive("ray.inference_gpus", self.inference_gpus)
         _positive("ray.learner_restart_window", self.learner_restart_window, allow_zero=True)
 
 

@@ -166,9 +166,11 @@ def memory_demands(cfg, game) -> list[tuple[str, int]]:
     if cfg.algo == "sog":
         out.append((f"sog.query_buffer = {cfg.sog.query_buffer:,} queries", cfg.sog.query_buffer * pos))
     else:
-        trees = cfg.selfplay.concurrent_games * (cfg.search.num_simulations + 1) * node
+        actors = cfg.selfplay.actors  # actor threads of concurrent_games trees each
+        trees = actors * cfg.selfplay.concurrent_games * (cfg.search.num_simulations + 1) * node
         out.append(
             (
+                f"{'' if actors == 1 else f'selfplay.actors = {actors:,} x '}"
                 f"selfplay.concurrent_games = {cfg.selfplay.concurrent_games:,} search trees of "
                 f"search.num_simulations = {cfg.search.num_simulations:,}",
                 trees,

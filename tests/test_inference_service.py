@@ -288,11 +288,18 @@ def test_a_run_with_actor_threads_trains_and_resumes_exactly(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_ray_refuses_the_shared_service_on_one_line(tmp_path):
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["selfplay.actors=2"], "under Ray, --workers sets the actors"),
+        (["ray.worker_gpus=0.25"], "the inference server holds the one network"),
+    ],
+)
+def test_ray_refuses_what_its_inference_server_cannot_run_on_one_line(tmp_path, overrides, message):
     from polyzero.train.ray_driver import RayTrainer
 
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true"])
-    with pytest.raises(UsageError, match="a Ray inference service is not built yet"):
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true", *overrides])
+    with pytest.raises(UsageError, match=message):
         RayTrainer(cfg, tmp_path / "run", progress=False, workers=2)
     assert not (tmp_path / "run").exists()
 

@@ -208,7 +208,8 @@ class InferenceService:
 
     def _chunks(self, group: list[_Request]):
         """Consecutive requests of at most max_batch rows together (one larger runs alone)."""
-        chunk, rows = [], 0
+        chunk: list[_Request] = []
+        rows = 0
         for r in group:
             if chunk and self.max_batch and rows + r.rows > self.max_batch:
                 yield chunk
@@ -222,7 +223,7 @@ class InferenceService:
         rows = sum(r.rows for r in chunk)
         padded = bucket_rows(rows, self.buckets)
         if len(chunk) == 1 and padded == rows and not self.pinned:
-            inputs = chunk[0].arrays
+            inputs = list(chunk[0].arrays)
         else:
             inputs = self._join(key, chunk, rows, padded)
         with self._lock, self._precision():

@@ -37,6 +37,8 @@ class Trainer(TrainingLoop):
     """The loop with trajectory self-play, and the data sources the algorithm and the
     self-play plug-ins declare (Reanalyze, Go-Exploit's archive)."""
 
+    actor_threads_here = True  # selfplay.shared_inference's actor threads (not under Ray: its workers)
+
     def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
         self._open(cfg, run_dir, progress)
         self.algo = make_algorithm(cfg, self.game)
@@ -56,7 +58,7 @@ class Trainer(TrainingLoop):
                 )
             self.search_control = plugin.search_control(cfg, self.game, self.algo, self.actor_evaluator, cfg.seed)
             self.actor = self.search_control.make_actor(self.algo, self.game, cfg, self.actor_evaluator, cfg.seed)
-        elif cfg.selfplay.shared_inference:  # actor threads around one inference service
+        elif cfg.selfplay.shared_inference and self.actor_threads_here:  # threads around one service
             self.actor = ActorThreads(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
             publish_to = self.actor.evaluator
         else:
