@@ -329,3 +329,19 @@ def test_half_precision_results_come_back_as_float32():
     for g, want in zip(got, direct(obs)):
         assert g.dtype == np.float32 and not np.array_equal(g, want)  # it did run in bfloat16
         np.testing.assert_allclose(g, want, atol=0.1)
+
+
+@pytest.mark.parametrize("game, algo", [("tic_tac_toe", "muzero"), ("nannon", "ndmz")])
+def test_muzero_and_ndmz_actor_threads_search_through_the_service(game, algo):
+    overrides = ["selfplay.actors=2", "selfplay.shared_inference=true", "selfplay.concurrent_games=2"]
+    overrides += ["search.num_simulations=4"]
+    cfg, g, a, evaluator = _setup(game, algo, "eager", overrides)
+    actors = ActorThreads(a, g, cfg, evaluator, seed=0)
+    try:
+        for _ in range(3):
+            actors.tick()
+        assert actors.stats["searches"] == 2 * 2 * 3
+        # the searches' initial calls (one per actor and move) and recurrent calls went to the service
+        assert actors.service.stats["requests"] > 2 * 3 and actors.service.stats["rows"] >= 2 * 2 * 3
+    finally:
+        actors.close()
