@@ -19,6 +19,7 @@ instead (`fused_calls`) and the row says `fused`.
   python benchmarks/selfplay_throughput.py --presets alphazero --games 64,256 --actors 1,2
   python benchmarks/selfplay_throughput.py --presets muzero_cartpole --games 1,16 --inference onnx,fused --interleave 50
   python benchmarks/selfplay_throughput.py --quick --out /tmp/sp.json        # smoke run
+  python benchmarks/selfplay_throughput.py --presets alphazero --games 64 --service 2x64,2x32   # shared service
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine_info, write_results  # noqa: E402
 from selfplay_report import render, render_interleaved  # noqa: E402
+from selfplay_service import parse_arms, render_service, service_ab  # noqa: E402
 
 PRESETS = {  # name -> (game, algo, overrides)
     "alphazero": ("connect_four", "alphazero", []),
@@ -139,19 +141,19 @@ def gpu_sampler(device: str):
     return stop
 
 
-def make_actor(preset: str, games: int, inference: str, device: str, seed: int, checkpoint=None):
-    """(the algorithm, an evaluator recording its calls, a SelfPlayActor) for one setting."""
+def build_setting(preset: str, games: int, inference: str, device: str, seed: int, checkpoint=None, more=()):
+    """(config, game, algorithm, an evaluator recording its calls) for one setting; `more`:
+    further config overrides."""
     from polyzero.algos import make_algorithm
     from polyzero.config import build_config
     from polyzero.games import load_game
-    from polyzero.train.selfplay import SelfPlayActor
 
     game_name, algo_name, overrides = PRESETS[preset]
     path, *extra = inference.split("+")  # "auto+net.cache=0": a path and overrides of its own
     cfg = build_config(
         game_name,
         algo_name,
-        overrides=overrides + [f"selfplay.concurrent_games={games}", f"net.inference={path}"] + extra,
+        overrides=overrides + [f"selfplay.concurrent_games={games}", f"net.inference={path}"] + extra + list(more),
     )
     game = load_game(cfg.game)
     algo = make_algorithm(cfg, game)
@@ -161,7 +163,14 @@ def make_actor(preset: str, games: int, inference: str, device: str, seed: int, 
         from polyzero.train.checkpoint import read_learner
 
         net.load_state_dict(read_learner(checkpoint)["net"])
-    evaluate = Recording(algo.make_evaluator(net, torch.device(device)))
+    return cfg, game, algo, Recording(algo.make_evaluator(net, torch.device(device)))
+
+
+def make_actor(preset: str, games: int, inference: str, device: str, seed: int, checkpoint=None):
+    """(the algorithm, an evaluator recording its calls, a SelfPlayActor) for one setting."""
+    from polyzero.train.selfplay import SelfPlayActor
+
+    cfg, game, algo, evaluate = build_setting(preset, games, inference, device, seed, checkpoint)
     return algo, evaluate, SelfPlayActor(algo, game, cfg, evaluate, seed=seed)
 
 
@@ -350,6 +359,20 @@ def parse_args(argv):
         help="instead: every --inference path in one process, one move each per round, "
         "this many rounds (A/B under a noisy machine)",
     )
+    ap.add_argument(
+        "--service",
+        default="",
+        metavar="AxG,...",
+        help="instead: today's single actor (--games games) against A actor threads of G games each "
+        "around one shared inference service (selfplay.shared_inference), interleaved in one process",
+    )
+    ap.add_argument("--service-rounds", type=int, default=20, help="--service: rounds (ABBA)")
+    ap.add_argument("--block", type=int, default=1, help="--service: moves of each arm per round")
+    ap.add_argument("--service-device", default="cpu", help="--service: the device (cpu or cuda)")
+    ap.add_argument("--wait-ms", type=float, default=5.0, help="--service: selfplay.inference_wait_ms")
+    ap.add_argument("--max-batch", type=int, default=0, help="--service: selfplay.inference_max_batch")
+    ap.add_argument("--buckets", default="", help="--service: selfplay.inference_buckets, e.g. 64,128,256")
+    ap.add_argument("--dtype", default="float32", help="--service: selfplay.inference_dtype (CUDA: bfloat16)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 16 games, one actor, 3 s")
     ap.add_argument("--out", default="benchmarks/results/selfplay_throughput.json")
     args = ap.parse_args(argv)
@@ -360,6 +383,14 @@ def parse_args(argv):
         ap.error(f"--refresh-every must not be negative, not {args.refresh_every}")
     if args.quick:
         args.games, args.actors, args.seconds, args.warmup_ticks = "16", "1", 3.0, 1
+        args.service_rounds = min(args.service_rounds, 2)
+    if args.service:
+        try:
+            args.service_arms = parse_arms(args.service)
+        except ValueError as e:
+            ap.error(str(e))
+        if args.service_device == "cuda" and not torch.cuda.is_available():
+            ap.error("--service-device cuda was asked for but no CUDA device is available")
     return args
 
 
@@ -377,6 +408,21 @@ def main(argv=None):
         "refresh_every": args.refresh_every,
         "loadavg_start": os.getloadavg(),
     }
+    if args.service:
+        meta.update(
+            {k: getattr(args, k) for k in ("wait_ms", "max_batch", "buckets", "dtype", "service_rounds", "block")}
+        )
+        meta["device"] = args.service_device
+        found = [
+            service_ab(args, p, int(g), args.service_arms)
+            for p in args.presets.split(",")
+            for g in args.games.split(",")
+        ]
+        meta["loadavg_end"] = os.getloadavg()
+        result = {"meta": meta, "service": found}
+        write_results(args.out, result, render_service(result))
+        print(render_service(result))
+        return
     if args.interleave:
         rows = [
             interleaved(p, int(g), args.inference.split(","), args.interleave, args.threads, args.refresh_every)

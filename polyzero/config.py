@@ -31,6 +31,7 @@ from .search.params import (
 from .validation import (
     COMMON_RUNTIME_SECTIONS,
     check_finite,
+    check_inference_service,
     check_int_range,
     check_sections_of_algo,
     check_seed,
@@ -147,12 +148,37 @@ class SelfPlayConfig:
     temperature: float = 1.0  # tau (Go-Exploit Table 6)
     sample_moves: int = 10  # k: moves sampled from pi before playing the most visited
     max_moves: int = 0  # cap on a game's length; 0 = the game's own maximum
+    # In-process self-play: `actors` threads of concurrent_games games each, whose searches
+    # call one inference service (polyzero.nets.inference_service) that batches their
+    # requests, when shared_inference is on (docs/cluster.md, "One GPU box").
+    actors: int = 1
+    shared_inference: bool = False
+    inference_max_batch: int = 0  # most rows per forward; 0: all waiting requests
+    inference_buckets: list[int] = field(default_factory=list)  # pad batches up to these sizes
+    inference_wait_ms: float = 5.0  # how long a batch waits for the other actors in a search
+    inference_dtype: str = "float32"  # bfloat16 / float16 under autocast, CUDA only
 
     def validate(self):
         _positive("selfplay.concurrent_games", self.concurrent_games)
         _positive("selfplay.temperature", self.temperature, allow_zero=True)
         _positive("selfplay.sample_moves", self.sample_moves, allow_zero=True)
         _positive("selfplay.max_moves", self.max_moves, allow_zero=True)
+        _positive("selfplay.actors", self.actors)
+        if self.actors > 1 and not self.shared_inference:
+            raise UsageError(
+                f"selfplay.actors = {self.actors} runs actor threads that share one network: "
+                "set selfplay.shared_inference = true too"
+            )
+        check_inference_service(
+            self.inference_max_batch, self.inference_buckets, self.inference_wait_ms, self.inference_dtype
+        )
+        defaults = SelfPlayConfig()
+        changed = [k for k in SERVICE_KEYS if getattr(self, k) != getattr(defaults, k)]
+        if changed and not self.shared_inference:
+            raise UsageError(f"selfplay.{changed[0]} applies with selfplay.shared_inference = true only")
+
+
+SERVICE_KEYS = ("inference_max_batch", "inference_buckets", "inference_wait_ms", "inference_dtype")
 
 
 @dataclass
@@ -262,6 +288,9 @@ class RayConfig:
     solvers: int = 1  # Ray actors solving Student of Games' queries (--algo sog)
     evaluators: int = 1  # Ray actors for the periodic evaluation (eval.every); a free one scores the newest weights
     learner_gpus: float = 1.0  # the learner actor's share of a GPU when the device is CUDA
+    # selfplay.shared_inference under Ray: the inference server's share of a GPU when the
+    # device is CUDA (one GPU box: learner_gpus = 0.5 beside it)
+    inference_gpus: float = 0.5
     learner_restart_window: float = 600.0  # seconds: a second learner death within it stops the run
 
     def validate(self):
@@ -272,6 +301,7 @@ class RayConfig:
         _positive("ray.worker_cpus", self.worker_cpus, allow_zero=True)
         _positive("ray.worker_gpus", self.worker_gpus, allow_zero=True)
         _positive("ray.learner_gpus", self.learner_gpus)
+        _positive("ray.inference_gpus", self.inference_gpus)
         _positive("ray.learner_restart_window", self.learner_restart_window, allow_zero=True)
 
 

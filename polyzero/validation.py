@@ -103,6 +103,25 @@ def choice(key, value, choices):
         raise UsageError(f"{key} must be one of {', '.join(sorted(choices))}, not {value!r}")
 
 
+INFERENCE_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def check_inference_service(
+    max_batch: int, buckets, wait_ms: float, dtype: str, key: str = "selfplay.inference_"
+) -> None:
+    """The shared inference service's settings (polyzero.nets.inference_service), one
+    line naming the key for each impossible one."""
+    if max_batch < 0:
+        raise UsageError(f"{key}max_batch must be non-negative (0: no cap), not {max_batch}")
+    if any(b < 1 for b in buckets) or list(buckets) != sorted(set(buckets)):
+        raise UsageError(f"{key}buckets must be positive and strictly ascending, not {list(buckets)}")
+    if max_batch and buckets and buckets[-1] > max_batch:
+        raise UsageError(f"{key}buckets' largest, {buckets[-1]}, exceeds {key}max_batch {max_batch}")
+    if not 0 <= wait_ms <= 1000:
+        raise UsageError(f"{key}wait_ms must lie in [0, 1000], not {wait_ms}")
+    choice(f"{key}dtype", dtype, INFERENCE_DTYPES)
+
+
 # ---------------------------------------------------------------- memory
 def machine_memory_bytes() -> int:
     """Physical memory, or the cgroup's limit where that is smaller (containers)."""
@@ -147,9 +166,11 @@ def memory_demands(cfg, game) -> list[tuple[str, int]]:
     if cfg.algo == "sog":
         out.append((f"sog.query_buffer = {cfg.sog.query_buffer:,} queries", cfg.sog.query_buffer * pos))
     else:
-        trees = cfg.selfplay.concurrent_games * (cfg.search.num_simulations + 1) * node
+        actors = cfg.selfplay.actors  # actor threads of concurrent_games trees each
+        trees = actors * cfg.selfplay.concurrent_games * (cfg.search.num_simulations + 1) * node
         out.append(
             (
+                f"{'' if actors == 1 else f'selfplay.actors = {actors:,} x '}"
                 f"selfplay.concurrent_games = {cfg.selfplay.concurrent_games:,} search trees of "
                 f"search.num_simulations = {cfg.search.num_simulations:,}",
                 trees,

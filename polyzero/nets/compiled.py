@@ -116,7 +116,7 @@ class CompiledCall:
         return [t.to(self.device, non_blocking=True) for t in ts] if self.device.type != "cpu" else ts
 
     def _outputs(self, outs) -> tuple[np.ndarray, ...]:
-        return tuple(o.detach().cpu().numpy() for o in outs)
+        return tuple(_numpy(o) for o in outs)
 
     @torch.inference_mode()
     def _eager(self, arrays):
@@ -156,6 +156,15 @@ class CompiledCall:
         for _ in range(3):  # the profiling executor optimises the graph over its first calls
             run(arrays)
         return run
+
+
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A result as NumPy; half-precision results (autocast, the inference service's
+    dtype switch on CUDA) come back as float32, which NumPy and the search take."""
+    tensor = tensor.detach()
+    if tensor.dtype in (torch.bfloat16, torch.float16):
+        tensor = tensor.float()
+    return tensor.cpu().numpy()
 
 
 def _example(arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:

@@ -42,7 +42,7 @@ from .params import Rules
 FUSED_MAX_BATCH = 512
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops, weights, scratch, outs, expansion):
     """`num_simulations` simulations on every tree (one leaf each, as the loop's k = 1).
 

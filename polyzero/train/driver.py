@@ -18,7 +18,9 @@ import torch
 from ..algos import make_algorithm
 from ..algos.player import SearchPlayer
 from ..config import RunConfig
+from ..errors import UsageError
 from ..plugins import own_runtime, selfplay_plugin
+from .actor_threads import ActorThreads
 from .learner import Learner
 from .loop import (  # noqa: F401 - their home was here; callers import them from here
     Interrupted,
@@ -35,6 +37,8 @@ class Trainer(TrainingLoop):
     """The loop with trajectory self-play, and the data sources the algorithm and the
     self-play plug-ins declare (Reanalyze, Go-Exploit's archive)."""
 
+    actor_threads_here = True  # selfplay.shared_inference's actor threads (not under Ray: its workers)
+
     def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
         self._open(cfg, run_dir, progress)
         self.algo = make_algorithm(cfg, self.game)
@@ -45,15 +49,22 @@ class Trainer(TrainingLoop):
         # Go-Exploit start states and KataGo's techniques, when configured.
         self.search_control = None
         plugin = selfplay_plugin(cfg)  # polyzero.plugins.SELFPLAY_PLUGINS
+        publish_to = self.actor_evaluator
         if plugin is not None:
+            if cfg.selfplay.shared_inference:
+                raise UsageError(
+                    "selfplay.shared_inference does not run with a self-play plug-in "
+                    "(Go-Exploit, KataGo's techniques) yet"
+                )
             self.search_control = plugin.search_control(cfg, self.game, self.algo, self.actor_evaluator, cfg.seed)
             self.actor = self.search_control.make_actor(self.algo, self.game, cfg, self.actor_evaluator, cfg.seed)
+        elif cfg.selfplay.shared_inference and self.actor_threads_here:  # threads around one service
+            self.actor = ActorThreads(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
+            publish_to = self.actor.evaluator
         else:
             self.actor = SelfPlayActor(self.algo, self.game, cfg, self.actor_evaluator, seed=cfg.seed)
         self.replay = self.algo.make_replay()
-        self.selfplay = SelfPlaySource(
-            self.algo, self.actor, self.actor_evaluator, self.replay, cfg.train.positions_per_step
-        )
+        self.selfplay = SelfPlaySource(self.algo, self.actor, publish_to, self.replay, cfg.train.positions_per_step)
         self.sources = [self.selfplay]  # in the order they receive new weights
         self.reanalyser = None
         if REANALYSE in declared_sources(cfg):

@@ -76,11 +76,12 @@ def check_cpus(ray, cfg, workers: int) -> None:
 class SelfPlayWorker:
     """A plain class Ray runs as an actor: one SelfPlayActor and its network."""
 
-    def __init__(self, cfg_dict: dict, index: int, archive_actor: bool = False):
+    def __init__(self, cfg_dict: dict, index: int, archive_actor: bool = False, server=None):
         from ..algos import make_algorithm
         from ..config import build_config
         from ..games import load_game
         from ..nets.inference import resolve_device, set_threads
+        from .ray_inference import RemoteEvaluator
         from .selfplay import SelfPlayActor
 
         cfg = build_config(base=cfg_dict)
@@ -90,7 +91,10 @@ class SelfPlayWorker:
         # Ray (2.60) no longer hides the GPU from actors that asked for none: a worker
         # uses it only when the config gives workers a share (ray.worker_gpus).
         device = resolve_device(cfg.device if cfg.ray.worker_gpus > 0 else "cpu")
-        self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
+        if server is not None:  # selfplay.shared_inference: the run's one network, on the server
+            self.evaluator = RemoteEvaluator(server)
+        else:
+            self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
         # A restarted worker gets fresh randomness, so it does not replay its games.
         seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
         plugin = selfplay_plugin(cfg)  # Go-Exploit / KataGo (polyzero.plugins.SELFPLAY_PLUGINS)

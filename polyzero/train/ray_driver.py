@@ -40,7 +40,22 @@ from .ray_actors import (  # noqa: F401 - their home was here; scripts import th
     start_ray,
     wait_for,
 )
+from .ray_inference import start_server
 from .selfplay import new_stats
+
+
+def check_ray_inference(cfg) -> None:
+    """selfplay.shared_inference under Ray: one server, single-threaded workers."""
+    sp = cfg.selfplay
+    if sp.actors > 1:
+        raise UsageError(
+            f"selfplay.actors = {sp.actors} runs actor threads in one process; under Ray, --workers sets the actors"
+        )
+    if sp.shared_inference and cfg.ray.worker_gpus > 0:
+        raise UsageError(
+            "ray.worker_gpus gives each worker a network of its own; with selfplay.shared_inference "
+            "the inference server holds the one network (ray.inference_gpus)"
+        )
 
 
 class RayTrainer(ExecutorState, Trainer):
@@ -48,7 +63,10 @@ class RayTrainer(ExecutorState, Trainer):
     executor `RaySelfPlay`. The executor's state (workers, totals, evaluations, ...) reads
     as the trainer's."""
 
+    actor_threads_here = False  # selfplay.shared_inference: the workers call a server instead
+
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
+        check_ray_inference(cfg)
         super().__init__(cfg, run_dir, progress)
         self._down: set = set()  # actors whose fault is counted and who have not delivered since
         self.executor = RaySelfPlay(self, workers, ray_address)
@@ -84,6 +102,7 @@ class RaySelfPlay:
         self.eval_waiting = None  # the newest weights to score once an evaluation actor is free
         self.evaluations_skipped = 0  # weights replaced while waiting: evaluation lags, never queues
         self.workers = []
+        self.server = None  # selfplay.shared_inference: the workers' one network (ray_inference)
         # The sources' parts under Ray (`sources.RayPart`: Go-Exploit's archive actors,
         # Reanalyze's actors).
         self.parts = [part for part in map(self._ray_part, loop.sources) if part is not None]
@@ -121,6 +140,8 @@ class RaySelfPlay:
             self._stop()
             raise
         cfg_dict = self.cfg.to_dict()
+        if self.cfg.selfplay.shared_inference:  # one network for all workers (polyzero.train.ray_inference)
+            self.server = start_server(ray, self.cfg, self.num_workers)
         self.workers = self.start_workers(self.num_workers, 0, self.cfg.ray.worker_cpus)
         if self.cfg.eval.every:
             evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
@@ -138,14 +159,16 @@ class RaySelfPlay:
             SelfPlayWorker
         )
         cfg_dict = self.cfg.to_dict()
-        return [remote.remote(cfg_dict, first_index + i, *args) for i in range(count)]
+        server = {"server": self.server} if self.server is not None and not args else {}
+        return [remote.remote(cfg_dict, first_index + i, *args, **server) for i in range(count)]
 
     def _part_actors(self) -> list:
         return [actor for part in self.parts for actor in part.actors]
 
     def _stop(self) -> None:
-        for w in self.workers + self._part_actors() + self.eval_workers:
+        for w in self.workers + self._part_actors() + self.eval_workers + [self.server] * (self.server is not None):
             self.ray.kill(w, no_restart=True)
+        self.server = None
         self.eval_workers, self.evaluations, self.eval_waiting = [], {}, None
         self.workers, self.in_flight = [], {}
         for part in self.parts:
@@ -285,6 +308,8 @@ class RaySelfPlay:
 
     def _send_weights(self, worker) -> None:
         worker.set_weights.remote(self._weights_ref, self._weights_version)
+        if self.server is not None:  # (again after a worker is lost: the server may have restarted too)
+            self.server.set_weights.remote(self._weights_ref, self._weights_version)
 
     def publish(self, loop, force: bool = False) -> None:
         """After a learning step, the other sources' weights in this process (Reanalyze's
@@ -322,6 +347,13 @@ class RaySelfPlay:
                 out[f"ray/worker{i}/positions_per_s"] = positions / seconds
                 out[f"ray/worker{i}/simulations_per_s"] = simulations / seconds
         self.worker_work = {}
+        if self.server is not None:  # the shared inference server's batches so far
+            try:
+                served = self.ray.get(self.server.stats.remote())
+            except self.ray.exceptions.RayActorError:  # restarting: its numbers start again
+                return out
+            out["ray/inference_forwards"] = served["forwards"]
+            out["ray/inference_rows_per_forward"] = served["rows"] / max(served["forwards"], 1)
         return out
 
     def _actor_state(self) -> tuple[dict, dict]:

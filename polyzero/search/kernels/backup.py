@@ -20,7 +20,7 @@ from .leaves import COLLISION, NEW_LEAF, Leaves
 from .scores import edge_q
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def expand_and_backup(t, rules, leaves, expansion, k, compact):
     """Add each tree's new nodes and back their values up to the root.
 
@@ -39,7 +39,7 @@ def expand_and_backup(t, rules, leaves, expansion, k, compact):
     _backup_range(0, t.children.shape[0], t, Rules(*rules), Leaves(*leaves), expansion, k, compact)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True, parallel=True)
 def expand_and_backup_parallel(num_chunks, t, rules, leaves, expansion, k, compact):
     """:func:`expand_and_backup` over `num_chunks` ranges of trees in parallel; k must be
     1 and `compact` false (a row per tree)."""
@@ -50,7 +50,7 @@ def expand_and_backup_parallel(num_chunks, t, rules, leaves, expansion, k, compa
         _backup_range(c * batch // num_chunks, (c + 1) * batch // num_chunks, t, r, lv, expansion, 1, False)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
     """Expansion and backup for trees lo..hi-1; the arrays are read out of the tree's
     structure once here (see :mod:`polyzero.search.kernels.scores`)."""
@@ -130,7 +130,7 @@ def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
                 node = p
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _expected_outcome_value(children, reward, discount, value, prior, b, node):
     """sum_o p(o) Q(node, o) / sum_o p(o) over the expanded outcomes o of a chance node."""
     total = 0.0
@@ -143,7 +143,7 @@ def _expected_outcome_value(children, reward, discount, value, prior, b, node):
     return total / weight if weight > 0.0 else value[b, node]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def _softmax_into(logits, legal, out):
     top = -math.inf
     for k in range(logits.shape[0]):

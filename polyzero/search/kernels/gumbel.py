@@ -16,7 +16,7 @@ from .scores import EPS, edge_q
 _TINY = float(np.finfo(np.float32).tiny)  # keeps v_mix finite if a visited prior is 0 (as mctx)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def _visited_stats(raw_value, q, visits, prior, legal):
     """One pass over a node's actions: (v_mix, max visits, min and max of the visited
     Q, whether some action is unvisited or illegal).
@@ -54,13 +54,13 @@ def _visited_stats(raw_value, q, visits, prior, legal):
     return v_mix, max_visits, q_lo, q_hi, unvisited
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def mixed_value(raw_value, q, visits, prior, legal):
     """v_mix (Gumbel paper, Appendix D); see :func:`_visited_stats`."""
     return _visited_stats(raw_value, q, visits, prior, legal)[0]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def sigma_bounds(norm, q_min, q_max, b, vmin, vmax):
     """The [vmin, vmax] that :func:`completed_sigma` takes for tree `b`: the tree's
     min-max statistics under norm 3, the value bounds otherwise."""
@@ -69,7 +69,7 @@ def sigma_bounds(norm, q_min, q_max, b, vmin, vmax):
     return vmin, vmax
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def completed_sigma(q, visits, prior, legal, raw_value, norm, vmin, vmax, c_visit, c_scale, out):
     """sigma(completedQ) for every legal action of one node, written into `out`
     (0 where illegal); returns the largest of them (the shift a softmax over
@@ -105,7 +105,7 @@ def completed_sigma(q, visits, prior, legal, raw_value, norm, vmin, vmax, c_visi
     return top
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def _gather_children(children, visits, value, reward, discount, b, node, q_out, n_out):
     """Q(node, a) for the node's mover and N(node, a), 0 where unexpanded."""
     for a in range(children.shape[2]):
@@ -118,7 +118,7 @@ def _gather_children(children, visits, value, reward, discount, b, node, q_out, 
             n_out[a] = 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def gumbel_interior_action(
     children,
     visits,
@@ -173,7 +173,7 @@ def gumbel_interior_action(
     return best
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def gumbel_root_action(
     children,
     visits,
@@ -222,7 +222,7 @@ def gumbel_root_action(
     return best if best >= 0 else fallback
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def gumbel_root_outputs(t, rules, logits, gumbel, out_policy, out_action):
     """What a Gumbel root returns after its n simulations, for every tree:
 

@@ -92,7 +92,7 @@ def aligned_zeros(n: int) -> np.ndarray:
 HIDDEN_OUT, LOGITS_OUT, VALUE_OUT, REWARD_OUT = 0, 1, 2, 3
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def block(scratch, rows, start, width):
     """Block (start, width) of the scratch as a [rows, width] matrix."""
     return scratch[start * rows : (start + width) * rows].reshape((rows, width))
@@ -102,7 +102,7 @@ def block(scratch, rows, start, width):
 # divisor, as IEEE says, instead of Numba's check and raise, a branch that kept LLVM
 # from vectorising every loop with a division (tanh's rational function, the
 # hidden-state scaling): 5x slower.
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def run_program(ops, weights, scratch, rows):
     """Run the operations on `rows` rows, in place in `scratch`."""
     for k in range(ops.shape[0]):
@@ -135,7 +135,7 @@ _DOT_MATH = {"reassoc", "contract"}
 BLAS_MIN_ROWS = 64
 
 
-@nb.njit(cache=True, fastmath=_DOT_MATH, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=_DOT_MATH, error_model="numpy")
 def _dense(weights, x, out, wba):
     """One layer for every row: out[r, o] = act(x[r] . W^T[o] + bias[o]), W^T stored
     [n_out, n_in]: BLAS from BLAS_MIN_ROWS rows, else :func:`_dense_tiles`; then the
@@ -152,7 +152,7 @@ def _dense(weights, x, out, wba):
     _bias_activate(out, bias, act)
 
 
-@nb.njit(cache=True, fastmath=_DOT_MATH, inline="always")
+@nb.njit(cache=True, nogil=True, fastmath=_DOT_MATH, inline="always")
 def _bias_activate(out, bias, act):
     """out = act(out + bias), one loop per activation so that each vectorises (tanh in
     the tiles' stores ran one element at a time: ~40% of a 128 -> 64 tanh layer; 16k
@@ -172,7 +172,7 @@ def _bias_activate(out, bias, act):
                 out[r, o] += bias[o]
 
 
-@nb.njit(cache=True, fastmath=_DOT_MATH, inline="always")
+@nb.njit(cache=True, nogil=True, fastmath=_DOT_MATH, inline="always")
 def _dense_tiles(x, wt, out):
     """out = x @ W in blocks of four rows by two outputs: each weight load serves four
     rows and each input load two outputs (eight sums in registers).
@@ -213,7 +213,7 @@ def _dense_tiles(x, wt, out):
             out[r, o] = _dot(x, wt, r, o)
 
 
-@nb.njit(cache=True, fastmath=_DOT_MATH, inline="always")
+@nb.njit(cache=True, nogil=True, fastmath=_DOT_MATH, inline="always")
 def _dot(x, wt, r, o):
     acc = np.float32(0.0)
     for i in range(x.shape[1]):
@@ -242,7 +242,7 @@ _TANH_BETA0 = np.float32(4.89352518554385e-03)
 _TANH_TINY = np.float32(0.0004)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def tanh32(x):
     """float32 tanh (Eigen's rational approximation, see above); exact for |x| < 4e-4."""
     if abs(x) < _TANH_TINY:
@@ -259,7 +259,7 @@ def tanh32(x):
     return x * p / q
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def _minmax(x, col, n):
     for r in range(x.shape[0]):
         lo = x[r, col]
@@ -272,7 +272,7 @@ def _minmax(x, col, n):
             x[r, j] = (x[r, j] - lo) / span
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def _support(x, col, n, out):
     """h^-1(sum_i softmax(logits)_i * (i - S)); the inverse in float64 as nets.support's."""
     s = (n - 1) // 2
@@ -292,14 +292,14 @@ def _support(x, col, n, out):
         out[r, 0] = math.copysign(t * t - 1.0, y) if y != 0.0 else 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def output(scratch, rows, outs, which):
     """Output `which` (HIDDEN_OUT, ...) as a [rows, n] view of its block's columns from
     its first one on."""
     return block(scratch, rows, outs[which, 0], outs[which, 1])[:, outs[which, 2] :]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def input_block(ops, scratch, rows):
     """Block 0 as a [rows, width] matrix, its width (padded, see INPUT_ALIGN) as the
     first operation reading it has it. Its writers zero the columns past their inputs:
@@ -310,7 +310,7 @@ def input_block(ops, scratch, rows):
     return block(scratch, rows, 0, 0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def recurrent_rows(ops, weights, scratch, hidden, action, rows, num_actions):
     """Write rows' inputs (hidden [M, H], action [M]) into block 0 and run: the
     recurrent inference of one batch, outside the fused search (tests, benchmarks)."""
@@ -325,7 +325,7 @@ def recurrent_rows(ops, weights, scratch, hidden, action, rows, num_actions):
     run_program(ops, weights, scratch, rows)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def initial_rows(ops, weights, scratch, obs, rows):
     """Write the observations [M, D] into block 0 and run (initial inference)."""
     x = input_block(ops, scratch, rows)

@@ -32,7 +32,7 @@ class TreeRef(structref.StructRefProxy):
 structref.define_proxy(TreeRef, TreeRefType, list(TreeArrays._fields))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _pack(arrays):
     return TreeRef(*arrays)
 

@@ -19,13 +19,13 @@ from ..params import Rules
 EPS = 1e-8
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def edge_q(reward, discount, value, b, child):
     """Q of the edge into `child` for the mover at its parent."""
     return reward[b, child] + discount[b, child] * value[b, child]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def scores_into(
     children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node, out, in_flight=False
 ):
@@ -89,7 +89,7 @@ def scores_into(
         out[a] = qn + coef * prior[b, node, a] / (1.0 + n_a)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def best_action(
     children, visits, virtual, value, reward, discount, prior, legal, tree_lo, tree_hi, r, b, node, buf, in_flight=False
 ):
@@ -107,7 +107,7 @@ def best_action(
     return best
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def ndmz_action(children, visits, value, reward, discount, prior, legal, b, node, c_puct):
     """NDMZ's choice-node selection (NDMZ paper, Appendix A, TREESELECT line 50):
 
@@ -139,7 +139,7 @@ def ndmz_action(children, visits, value, reward, discount, prior, legal, b, node
     return best
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def action_scores(t, rules, b, node):
     """Every action's selection score at one node (-inf where illegal), from the packed
     tree and rules; :func:`polyzero.search.loop.selection_scores` is the friendly form."""
@@ -163,7 +163,7 @@ def action_scores(t, rules, b, node):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def root_child_stats(children, visits, reward, discount, value):
     """(N(root, a) int32 [B, A], Q(root, a) float64 [B, A], NaN where unvisited) in one
     compiled pass (Tree.root_child_stats: the result of every search; in NumPy it took

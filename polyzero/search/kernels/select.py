@@ -35,7 +35,7 @@ from .leaves import COLLISION, NEW_LEAF, NO_LEAF, TERMINAL_LEAF, Leaves
 from .scores import best_action, ndmz_action
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def select_leaves(t, rules, root, leaves, k):
     """Up to `k` leaves of every tree into `leaves` (see the module docstring)."""
     lv = Leaves(*leaves)
@@ -43,7 +43,7 @@ def select_leaves(t, rules, root, leaves, k):
     _select_range(0, t.children.shape[0], t, Rules(*rules), root, lv, k)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True, parallel=True)
 def select_leaves_parallel(num_chunks, t, rules, root, leaves, k):
     """:func:`select_leaves` with the trees split into `num_chunks` ranges walked in
     parallel; k must be 1 (leaf batching lists its leaves in one flat order) and the
@@ -55,7 +55,7 @@ def select_leaves_parallel(num_chunks, t, rules, root, leaves, k):
         _select_range(c * batch // num_chunks, (c + 1) * batch // num_chunks, t, r, root, lv, 1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _select_range(lo, hi, t, r, root, lv, k):
     """Selection for trees lo..hi-1. The arrays are read out of the structure once here:
     the per-node helpers take them as arguments (read from the structure at every node,
@@ -124,7 +124,7 @@ def _select_range(lo, hi, t, r, root, lv, k):
             lv.remaining[b] -= taken
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _in_flight(t, lv, b, leaf, node, a):
     """Leaf batching: create a new leaf's node as PENDING and list it for the model, and
     put a virtual loss on the descent's path."""
@@ -137,7 +137,7 @@ def _in_flight(t, lv, b, leaf, node, a):
     _add_virtual(t, b, node)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def _add_pending(t, b, parent, a):
     """Create the child of `parent` along `a` as PENDING (leaf batching); its index."""
     n = t.num_nodes[b]
@@ -150,7 +150,7 @@ def _add_pending(t, b, parent, a):
     return n
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True, inline="always")
 def _add_virtual(t, b, node):
     """One descent in flight from the root to `node`."""
     while node >= 0:
@@ -158,7 +158,7 @@ def _add_virtual(t, b, node):
         node = t.parent[b, node]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _sample_outcome(prior, legal, b, node):
     """A child of chance (or identity) node `node` drawn by its probability (the prior)."""
     u = np.random.random()
@@ -173,7 +173,7 @@ def _sample_outcome(prior, legal, b, node):
     return last  # rounding: the probabilities summed to just under u
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def seed_chance(seed):
     """Seed the generator chance nodes draw from (Numba keeps its own, per thread)."""
     np.random.seed(seed)

@@ -1,0 +1,347 @@
+"""The shared inference service (polyzero.nets.inference_service) and the actor threads
+that call it (polyzero.train.actor_threads): the outputs are the evaluator's, each
+client gets its own rows back, a self-play run through it plays legal games, it shuts
+down without hanging, and impossible settings are refused on one line."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.algos import make_algorithm
+from polyzero.config import build_config
+from polyzero.errors import UsageError
+from polyzero.games import load_game
+from polyzero.nets.inference_service import InferenceService, ServiceClosed, bucket_rows
+from polyzero.train.actor_threads import ActorThreads
+
+# Eager PyTorch blocks its matrix products by batch size, so a row's outputs may change
+# in the last bits with the batch it runs in; ONNX Runtime's do not (asserted exactly).
+EAGER_TOLERANCE = dict(rtol=1e-5, atol=1e-6)
+
+
+class RowFunction:
+    """A pure function of each row, with MuZero's entry points, that records its batches."""
+
+    device = torch.device("cpu")
+
+    def __init__(self, delay_s=0.0, fail_on=None):
+        self.batches, self.delay_s, self.fail_on = [], delay_s, fail_on
+
+    def __call__(self, obs):
+        self.batches.append(len(obs))
+        if self.fail_on is not None and (obs == self.fail_on).all(axis=1).any():
+            raise ValueError("a row the network refuses")
+        time.sleep(self.delay_s)
+        return obs.sum(1), obs[:, 0] * 2
+
+    def initial(self, obs):
+        return obs + 1, obs.sum(1), obs.max(1)
+
+    def recurrent(self, hidden, action):
+        return action.astype(np.float32), hidden * 3, hidden.min(1), hidden - action[:, None]
+
+
+def _setup(game, algo, inference, extra=()):
+    cfg = build_config(game, algo, overrides=[f"net.inference={inference}", *extra])
+    g = load_game(cfg.game)
+    a = make_algorithm(cfg, g)
+    torch.manual_seed(0)
+    return cfg, g, a, a.make_evaluator(a.build_network(), "cpu")
+
+
+def _random_states(game, rng, n):
+    states = []
+    for _ in range(n):
+        s = game.new_initial_state()
+        for _ in range(rng.integers(0, 5)):
+            if s.is_terminal():
+                break
+            s.apply_action(int(rng.choice(s.legal_actions())))
+        states.append(s)
+    return states
+
+
+@pytest.mark.parametrize("inference", ["eager", "onnx"])
+def test_alphazero_outputs_through_the_service_are_the_evaluators(inference):
+    pytest.importorskip("onnxruntime") if inference == "onnx" else None
+    _, game, algo, direct = _setup("connect_four", "alphazero", inference)
+    rng = np.random.default_rng(0)
+    inputs = [algo.encode(_random_states(game, rng, n)) for n in (1, 5, 16)]
+    with InferenceService(direct, wait_ms=200) as service:
+        clients = [service.client() for _ in inputs]
+        got = [None] * len(inputs)
+        threads = [
+            threading.Thread(target=lambda i=i: got.__setitem__(i, clients[i](inputs[i]))) for i in range(len(inputs))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert service.stats["forwards"] < service.stats["requests"] == 3  # they ran as one batch (or two)
+    for obs, outputs in zip(inputs, got):
+        for g, want in zip(outputs, direct(obs)):
+            assert g.shape == want.shape
+            if inference == "onnx":
+                np.testing.assert_array_equal(g, want)
+            else:
+                np.testing.assert_allclose(g, want, **EAGER_TOLERANCE)
+
+
+def test_muzero_initial_and_recurrent_through_the_service_are_the_evaluators():
+    _, game, algo, direct = _setup("tic_tac_toe", "muzero", "eager")
+    obs = algo.encode(_random_states(game, np.random.default_rng(1), 6))
+    with InferenceService(direct, buckets=(8, 16)) as service:
+        client = service.client()
+        assert client.program is None  # the fused search would bypass the service
+        hidden, *rest = client.initial(obs)
+        want_hidden, *want_rest = direct.initial(obs)
+        for g, w in zip([hidden, *rest], [want_hidden, *want_rest]):
+            np.testing.assert_allclose(g, w, **EAGER_TOLERANCE)
+        action = np.arange(len(obs), dtype=np.int64) % algo.num_actions
+        for g, w in zip(client.recurrent(hidden, action), direct.recurrent(want_hidden, action)):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, **EAGER_TOLERANCE)
+        assert service.stats["padded_rows"] == 2 * (8 - 6)  # both calls padded up to the bucket of 8
+
+
+def test_concurrent_clients_get_their_own_rows_back():
+    fn = RowFunction(delay_s=0.002)
+    with InferenceService(fn, max_batch=40, wait_ms=5) as service:
+        errors = []
+
+        def client_loop(k):
+            client = service.client()
+            rng = np.random.default_rng(k)
+            for step in range(25):
+                rows = int(rng.integers(1, 12))
+                obs = rng.random((rows, 4)).astype(np.float32) + 10 * k  # distinct per client
+                method = ("__call__", "initial", "recurrent")[step % 3]
+                args = (obs,) if method != "recurrent" else (obs, rng.integers(0, 7, rows))
+                got = getattr(client, method)(*args)
+                want = getattr(RowFunction(), method)(*args)
+                if not all(np.array_equal(g, w) for g, w in zip(got, want)):
+                    errors.append((k, step))
+            client.close()
+
+        threads = [threading.Thread(target=client_loop, args=(k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert max(fn.batches) <= 40 and service.stats["requests"] == 6 * 25
+    assert service.stats["forwards"] < service.stats["requests"]  # requests were joined
+
+
+def test_an_oversized_request_runs_whole_and_buckets_pad():
+    fn = RowFunction()
+    with InferenceService(fn, max_batch=8, buckets=(4, 8)) as service:
+        client = service.client()
+        got = client(np.ones((13, 2), np.float32))
+        assert got[0].shape == (13,) and fn.batches == [13]
+        client(np.ones((3, 2), np.float32))
+        assert fn.batches[-1] == 4 and service.stats["padded_rows"] == 1
+    assert bucket_rows(5, (4, 8)) == 8 and bucket_rows(9, (4, 8)) == 9 and bucket_rows(3, ()) == 3
+
+
+def test_an_error_reaches_its_caller_and_the_service_keeps_serving():
+    fn = RowFunction(fail_on=np.float32(7))
+    with InferenceService(fn) as service:
+        client = service.client()
+        with pytest.raises(ValueError, match="refuses"):
+            client(np.full((2, 3), 7, np.float32))
+        np.testing.assert_array_equal(client(np.ones((2, 3), np.float32))[0], [3, 3])
+
+
+def test_close_does_not_hang_and_later_calls_fail():
+    fn = RowFunction(delay_s=0.2)
+    service = InferenceService(fn)
+    client = service.client()
+    results = []
+    t = threading.Thread(target=lambda: results.append(client(np.ones((1, 2), np.float32))))
+    t.start()
+    time.sleep(0.05)
+    t0 = time.perf_counter()
+    service.close(timeout_s=5)
+    t.join(5)
+    assert time.perf_counter() - t0 < 5 and not t.is_alive() and len(results) == 1  # the running one finished
+    with pytest.raises(ServiceClosed):
+        client(np.ones((1, 2), np.float32))
+    with pytest.raises(ServiceClosed):
+        service.client()
+
+
+def test_a_client_gives_up_when_the_service_does_not_answer():
+    service = InferenceService(RowFunction(delay_s=1.0), timeout_s=0.1)
+    with pytest.raises(ServiceClosed, match="no answer"):
+        service.client()(np.ones((1, 2), np.float32))
+    service.close()
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["selfplay.actors=3"], "set selfplay.shared_inference = true"),
+        (["selfplay.actors=0"], "selfplay.actors must be positive"),
+        (["selfplay.inference_wait_ms=2"], "applies with selfplay.shared_inference"),
+        (["selfplay.shared_inference=true", "selfplay.inference_buckets=[64,16]"], "strictly ascending"),
+        (
+            ["selfplay.shared_inference=true", "selfplay.inference_max_batch=32", "selfplay.inference_buckets=[64]"],
+            "exceeds",
+        ),
+        (["selfplay.shared_inference=true", "selfplay.inference_dtype=int8"], "inference_dtype must be one of"),
+        (["selfplay.shared_inference=true", "selfplay.inference_wait_ms=-1"], "wait_ms must lie"),
+    ],
+)
+def test_bad_settings_are_refused_on_one_line(overrides, message):
+    with pytest.raises(UsageError, match=message) as info:
+        build_config("tic_tac_toe", "alphazero", overrides=overrides)
+    assert "\n" not in str(info.value)
+
+
+def test_half_precision_needs_a_cuda_device():
+    with pytest.raises(UsageError, match="CUDA device only"):
+        InferenceService(RowFunction(), dtype="bfloat16")
+
+
+def test_actor_threads_play_legal_games_through_one_service():
+    overrides = ["selfplay.actors=2", "selfplay.shared_inference=true", "selfplay.concurrent_games=4"]
+    overrides += ["search.num_simulations=8"]
+    cfg, game, algo, evaluator = _setup("tic_tac_toe", "alphazero", "eager", overrides)
+    actors = ActorThreads(algo, game, cfg, evaluator, seed=3)
+    try:
+        finished = []
+        for _ in range(12):
+            finished += actors.tick()
+        assert actors.stats["games"] == len(finished) >= 8
+        assert actors.service.stats["rows"] >= actors.stats["searches"]  # every search went through it
+        for traj in finished:
+            state = game.new_initial_state()
+            for action, legal in zip(traj.actions, traj.legal):
+                assert action in state.legal_actions() and legal[action]
+                state.apply_action(action)
+            assert state.is_terminal()
+        actors.temperature = 0.5
+        assert all(a.temperature == 0.5 for a in actors.actors)
+        meta, arrays = actors.state_dict()
+        assert len(meta["actors"]) == 2 and len(meta["slots"]) == 8
+    finally:
+        actors.close()
+    assert not actors.service._thread.is_alive()
+
+
+def _play(actors, ticks):
+    out = []
+    for _ in range(ticks):
+        out += [(t.actions, np.asarray(t.policies).round(6).tolist()) for t in actors.tick()]
+    return out
+
+
+def test_through_the_service_self_play_is_the_plain_actors_under_onnx():
+    # ONNX Runtime's rows do not depend on their batch: one actor through the service plays
+    # exactly the games of the plain actor with the same seed, and two actor threads play
+    # the same games whatever the threads' timing.
+    pytest.importorskip("onnxruntime")
+    from polyzero.train.selfplay import SelfPlayActor
+
+    base = ["selfplay.concurrent_games=3", "search.num_simulations=6"]
+    runs = []
+    for actors in (1, 1, 2, 2):
+        shared = [f"selfplay.actors={actors}", "selfplay.shared_inference=true"]
+        cfg, game, algo, evaluator = _setup("tic_tac_toe", "alphazero", "onnx", base + shared)
+        threads = ActorThreads(algo, game, cfg, evaluator, seed=5)
+        try:
+            runs.append(_play(threads, 10))
+        finally:
+            threads.close()
+        if len(runs) == 1:
+            plain = SelfPlayActor(algo, game, cfg, algo.make_evaluator(algo.build_network(), "cpu"), seed=5)
+            plain.evaluate.load_state_dict(evaluator.net.state_dict())
+            assert _play(plain, 10) == runs[0]
+    assert runs[0] == runs[1] and runs[2] == runs[3] and len(runs[2]) > len(runs[0])
+
+
+def test_a_run_with_actor_threads_trains_and_resumes_exactly(tmp_path):
+    # Under ONNX Runtime the service's batches change no row, and each actor's games in
+    # flight are in the checkpoint: a resumed run reaches the uninterrupted run's weights.
+    pytest.importorskip("onnxruntime")
+    from conftest import SMALL_RUN
+    from polyzero.train.checkpoint import latest_checkpoint, read_learner
+    from polyzero.train.driver import Trainer
+
+    shared = ["selfplay.actors=2", "selfplay.shared_inference=true", "net.inference=onnx", "train.checkpoint_every=2"]
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=[*SMALL_RUN, *shared, "train.steps=4"])
+    full = Trainer.create(cfg, tmp_path / "full", progress=False)
+    full.run()
+    assert full.actor.stats["games"] > 0 and full.actor.service.stats["forwards"] > 0
+    full.actor.close()
+    half = build_config("tic_tac_toe", "alphazero", overrides=[*SMALL_RUN, *shared, "train.steps=2"])
+    Trainer.create(half, tmp_path / "split", progress=False).run()
+    resumed = Trainer.resume(tmp_path / "split", ["train.steps=4"], progress=False)
+    resumed.run()
+    resumed.actor.close()
+    a, b = (read_learner(latest_checkpoint(tmp_path / d))["net"] for d in ("full", "split"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["selfplay.actors=2"], "under Ray, --workers sets the actors"),
+        (["ray.worker_gpus=0.25"], "the inference server holds the one network"),
+    ],
+)
+def test_ray_refuses_what_its_inference_server_cannot_run_on_one_line(tmp_path, overrides, message):
+    from polyzero.train.ray_driver import RayTrainer
+
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true", *overrides])
+    with pytest.raises(UsageError, match=message):
+        RayTrainer(cfg, tmp_path / "run", progress=False, workers=2)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_batch_waits_for_active_clients_only():
+    with InferenceService(RowFunction(), wait_ms=300) as service:
+        sender, other = service.client(), service.client()
+        t0 = time.perf_counter()
+        sender(np.ones((1, 2), np.float32))
+        waited = time.perf_counter() - t0
+        other.idle()  # e.g. an actor whose move is done
+        t0 = time.perf_counter()
+        sender(np.ones((1, 2), np.float32))
+        assert time.perf_counter() - t0 < waited and waited >= 0.29  # it waited for `other` only while active
+        other.active()
+        assert service._active == 2
+
+
+def test_half_precision_results_come_back_as_float32():
+    # bfloat16 runs on CUDA only; the plumbing (autocast in the service's thread, results
+    # back to float32 for the search) is the same under the CPU's autocast.
+    _, game, algo, direct = _setup("connect_four", "alphazero", "eager", ["net.cache=0"])  # no cached rows
+    obs = algo.encode(_random_states(game, np.random.default_rng(2), 8))
+    with InferenceService(direct) as service:
+        service.half = torch.bfloat16
+        got = service.client()(obs)
+    for g, want in zip(got, direct(obs)):
+        assert g.dtype == np.float32 and not np.array_equal(g, want)  # it did run in bfloat16
+        np.testing.assert_allclose(g, want, atol=0.1)
+
+
+@pytest.mark.parametrize("game, algo", [("tic_tac_toe", "muzero"), ("nannon", "ndmz")])
+def test_muzero_and_ndmz_actor_threads_search_through_the_service(game, algo):
+    overrides = ["selfplay.actors=2", "selfplay.shared_inference=true", "selfplay.concurrent_games=2"]
+    overrides += ["search.num_simulations=4"]
+    cfg, g, a, evaluator = _setup(game, algo, "eager", overrides)
+    actors = ActorThreads(a, g, cfg, evaluator, seed=0)
+    try:
+        for _ in range(3):
+            actors.tick()
+        assert actors.stats["searches"] == 2 * 2 * 3
+        # the searches' initial calls (one per actor and move) and recurrent calls went to the service
+        assert actors.service.stats["requests"] > 2 * 3 and actors.service.stats["rows"] >= 2 * 2 * 3
+    finally:
+        actors.close()
