@@ -16,8 +16,8 @@ times; NDMZ the same with its g and f. Arms:
   model-shape levers (K = 3, K = 1, a one-block dynamics tower), and AlphaZero's and
   MuZero's learners with train.fused_step and through torch.compile (train.compile;
   the compile is a warm-up round, minutes on a small CPU);
-* nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ, NDMZ with train.fused_step;
-* connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN, the CVPN with
+* nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ, and each with train.fused_step;
+* connect_four, SoG's trunk (MLP 256 x 3): AlphaZero, SoG's CVPN, and each with
   train.fused_step.
 
   python benchmarks/learner_speed.py                            # every arm, CPU (and CUDA when present)
