@@ -56,7 +56,8 @@ CLOCK = time.process_time
 
 def kernel_at(rev: str, tmp: str):
     """``polyzero/search/kernels/mlp.py`` of git revision `rev` as a module of its own
-    (the kernel imports only numpy, numba and math)."""
+    (the kernel imports numpy, numba, math and, from 2026-11-29, this tree's
+    ``kernels.blas``)."""
     src = subprocess.run(
         ["git", "show", f"{rev}:polyzero/search/kernels/mlp.py"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout

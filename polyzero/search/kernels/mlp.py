@@ -12,9 +12,12 @@ row-major ``[M, width]`` matrix for the M batch rows (block ``(start, width)`` l
 to a multiple of INPUT_ALIGN (see there), the columns past the real inputs zero and
 their weights zero. Operations:
 
-* ``DENSE (src, n_in, dst, n_out, w, b, act)``: block dst = ``act(block src @ W + bias)``,
-  W^T stored [n_out, n_in] row-major at ``weights[w:]``, the bias at ``weights[b:]``;
-  act: none, ReLU or tanh;
+* ``DENSE (src, n_in, dst, n_out, w, b, act, k, tail)``: block dst =
+  ``act(block src @ W + bias)``, W^T stored [n_out, n_in] row-major at ``weights[w:]``,
+  the bias at ``weights[b:]``; act: none, ReLU or tanh. Columns k..n_in of the input
+  are sparse (k < n_in: the recurrent program's action one-hot, see
+  :meth:`ProgramWriter.__init__`), W's rows for them also stored [n_in - k, n_out] at
+  ``weights[tail:]``;
 * ``MINMAX (start, width, col, n)``: ``(x - min x) / (max x - min x + 1e-5)`` per row over
   columns col..col+n of a block (MuZero Appendix G's hidden-state scaling, as
   ``nets.muzero``);
@@ -41,7 +44,10 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from polyzero.search.kernels.blas import sparse_tail_product
+
 DENSE, MINMAX, SUPPORT, TANH = 0, 1, 2, 3
+OP_FIELDS = 10  # an operation's row in MLPProgram.ops
 ACT_NONE, ACT_RELU, ACT_TANH = 0, 1, 2
 NO_OUTPUT = -1  # an output the network does not have (a board game's reward)
 _SCALE_EPS = 1e-5  # nets.muzero's hidden-state scaling
@@ -65,7 +71,7 @@ class MLPProgram(NamedTuple):
     the scalar reward; a reward row starting at NO_OUTPUT: always 0).
     """
 
-    ops: np.ndarray  # int64 [n_ops, 8]
+    ops: np.ndarray  # int64 [n_ops, OP_FIELDS]
     weights: np.ndarray  # float32 [n_weights]
     width: int  # scratch columns a row needs, over all blocks
     hidden: int  # hidden-state size
@@ -133,22 +139,30 @@ _DOT_MATH = {"reassoc", "contract"}
 # 256 rows, level at 64, the tiles ahead below (29 against 19 at 32 rows: BLAS packs
 # both operands every call).
 BLAS_MIN_ROWS = 64
+# ... and this many outputs, or one (np.dot's gemv): the tiles ran a 128 -> 8 layer at
+# 256 rows in 10.2 us against sgemm's 12.9 (16 outputs: 20.3 and 22.1; 32: 39.7, 38.5;
+# 1: 3.7 against gemv's 2.8).
+BLAS_MIN_OUTPUTS = 16
 
 
 @nb.njit(cache=True, fastmath=_DOT_MATH, error_model="numpy")
 def _dense(weights, x, out, wba):
     """One layer for every row: out[r, o] = act(x[r] . W^T[o] + bias[o]), W^T stored
     [n_out, n_in]: BLAS from BLAS_MIN_ROWS rows, else :func:`_dense_tiles`; then the
-    bias and the activation in one vectorised pass over the output block."""
+    bias and the activation in one vectorised pass over the output block. With sparse
+    input columns (wba[3] < n_in) and BLAS, :func:`blas.sparse_tail_product`."""
     rows, n_in = x.shape
     n_out = out.shape[1]
     w, b, act = wba[0], wba[1], wba[2]
     wt = weights[w : w + n_in * n_out].reshape((n_out, n_in))
     bias = weights[b : b + n_out]
-    if rows >= BLAS_MIN_ROWS:
-        np.dot(x, wt.T, out)
-    else:
+    if rows < BLAS_MIN_ROWS or 1 < n_out < BLAS_MIN_OUTPUTS:
         _dense_tiles(x, wt, out)
+    elif wba[3] < n_in:
+        k, tail = wba[3], wba[4]
+        sparse_tail_product(x, wt, weights[tail : tail + (n_in - k) * n_out].reshape((n_in - k, n_out)), k, out)
+    else:
+        np.dot(x, wt.T, out)
     _bias_activate(out, bias, act)
 
 
@@ -342,8 +356,12 @@ class ProgramWriter:
     block 0, of `input_width` columns padded to a multiple of INPUT_ALIGN, is the input;
     every output takes a fresh block, so no operation reads what it writes."""
 
-    def __init__(self, input_width: int):
+    def __init__(self, input_width: int, sparse_from: int | None = None):
+        """Input columns from `sparse_from` on are mostly zeros (the recurrent program's
+        action one-hot): a layer on the input then multiplies only the columns before
+        them in BLAS and adds W's rows for their nonzeros (see :func:`_dense`)."""
         self.width = -(-input_width // INPUT_ALIGN) * INPUT_ALIGN
+        self._sparse_from = input_width if sparse_from is None else sparse_from
         self._widths = {0: self.width}
         self._inputs = {0: input_width}  # a block's real columns, where fewer than its width
         self._ops: list[list[int]] = []
@@ -376,7 +394,10 @@ class ProgramWriter:
         w = self._store(padded.T)  # the kernel reads W^T's rows
         b = self._store(np.zeros(n_out, np.float32) if bias is None else bias)
         dst = self._block(n_out)
-        self._ops.append([DENSE, src, self._widths[src], dst, n_out, w, b, act])
+        k, tail = self._widths[src], 0
+        if src == 0 and self._sparse_from < n_in:
+            k, tail = self._sparse_from, self._store(padded[self._sparse_from :])
+        self._ops.append([DENSE, src, self._widths[src], dst, n_out, w, b, act, k, tail])
         return dst
 
     def relu_last(self) -> None:
@@ -388,7 +409,7 @@ class ProgramWriter:
     def _columns(self, op: int, start: int, col: int, n: int, dst: int = 0) -> None:
         if col + n > self._widths[start]:
             raise ValueError(f"columns {col}..{col + n} past block {start}'s {self._widths[start]}")
-        self._ops.append([op, start, self._widths[start], col, n, dst, 0, 0])
+        self._ops.append([op, start, self._widths[start], col, n, dst, 0, 0, 0, 0])
 
     def minmax(self, start: int, col: int, n: int) -> None:
         self._columns(MINMAX, start, col, n)
@@ -412,7 +433,7 @@ class ProgramWriter:
         weights = aligned_zeros(self._size)
         if self._weights:
             weights[:] = np.concatenate(self._weights)
-        ops = np.asarray(self._ops, np.int64).reshape(-1, 8)
+        ops = np.asarray(self._ops, np.int64).reshape(-1, OP_FIELDS)
         width = _share_dead_blocks(ops, outs, self._widths)
         return MLPProgram(ops, weights, width, hidden, num_actions, outs)
 
