@@ -57,7 +57,7 @@ CLOCK = time.process_time
 def kernel_at(rev: str, tmp: str):
     """``polyzero/search/kernels/mlp.py`` of git revision `rev` as a module of its own
     (the kernel imports numpy, numba, math and, from 2026-11-29, this tree's
-    ``kernels.blas``)."""
+    ``kernels.panels``)."""
     src = subprocess.run(
         ["git", "show", f"{rev}:polyzero/search/kernels/mlp.py"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout

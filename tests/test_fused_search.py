@@ -209,6 +209,33 @@ def test_block_zero_is_padded_and_its_writers_zero_the_padding(rows):
     np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS, BLAS_MIN_ROWS + 3], ids=["tiles", "panels", "panels+rest"])
+def test_packed_panels_give_each_layers_product_bias_and_activation(rows):
+    """Layers of 32 and 16 outputs (ReLU, tanh) carry packed panels, the 8-output one
+    none; from BLAS_MIN_ROWS rows the panels run them (a row past the 4-row tiles
+    included): the outputs equal NumPy's layer by layer."""
+    from polyzero.search.kernels.mlp import ACT_RELU, ACT_TANH, LOGITS_OUT, ProgramWriter, initial_rows, output
+
+    rng = np.random.default_rng(7)
+    shapes = [(20, 32, ACT_RELU), (32, 16, ACT_TANH), (16, 8, None)]
+    params = [
+        (rng.standard_normal((i, o)).astype(np.float32), rng.standard_normal(o).astype(np.float32))
+        for i, o, _ in shapes
+    ]
+    writer, block = ProgramWriter(20), 0
+    for (weight, bias), (_, _, act) in zip(params, shapes):
+        block = writer.dense(block, weight, bias, act or 0)
+    program = writer.program(8, 8, (block, 0), (block, 0), (block, 0), None)
+    assert (program.ops[:2, 10] % 16 == 0).all() and program.ops[2, 10] == -1
+    x = rng.standard_normal((rows, 20)).astype(np.float32)
+    scratch = program.scratch(rows)
+    initial_rows(program.ops, program.weights, scratch, x, rows)
+    expect = np.maximum(x @ params[0][0] + params[0][1], 0)
+    expect = np.tanh(expect @ params[1][0] + params[1][1])
+    expect = expect @ params[2][0] + params[2][1]
+    np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), expect, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS + 1], ids=["tiles", "blas"])
 def test_sparse_input_columns_give_the_dense_product(rows):
     """Columns 8.. of an 11-column input declared sparse (the action's one-hot): with BLAS
