@@ -209,11 +209,11 @@ def test_block_zero_is_padded_and_its_writers_zero_the_padding(rows):
     np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS, BLAS_MIN_ROWS + 3], ids=["tiles", "panels", "panels+rest"])
+@pytest.mark.parametrize("rows", [1, 8, BLAS_MIN_ROWS + 3])
 def test_packed_panels_give_each_layers_product_bias_and_activation(rows):
-    """Layers of 32 and 16 outputs (ReLU, tanh) carry packed panels, the 8-output one
-    none; from BLAS_MIN_ROWS rows the panels run them (a row past the 4-row tiles
-    included): the outputs equal NumPy's layer by layer."""
+    """Layers of 32 and 16 outputs (ReLU, tanh) carry packed panels and run on them at
+    any row count (rows past the 4-row tiles included), the 8-output one on the
+    tiles or BLAS: the outputs equal NumPy's layer by layer."""
     from polyzero.search.kernels.mlp import ACT_RELU, ACT_TANH, LOGITS_OUT, ProgramWriter, initial_rows, output
 
     rng = np.random.default_rng(7)
@@ -236,10 +236,10 @@ def test_packed_panels_give_each_layers_product_bias_and_activation(rows):
     np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), expect, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS + 1], ids=["tiles", "blas"])
+@pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS + 1])
 def test_sparse_input_columns_give_the_dense_product(rows):
-    """Columns 8.. of an 11-column input declared sparse (the action's one-hot): with BLAS
-    the layer multiplies columns 0..7 and adds W's rows for the nonzeros; the output is
+    """Columns 8.. of an 11-column input declared sparse (the action's one-hot): on the
+    panels the layer multiplies columns 0..7 and adds W's rows for the nonzeros; the output is
     x @ W + b for a one-hot (recurrent_rows) and for any values there, zeros included."""
     from polyzero.search.kernels.mlp import LOGITS_OUT, ProgramWriter, initial_rows, output, recurrent_rows
 

@@ -135,12 +135,13 @@ def run_program(ops, weights, scratch, rows):
 _DOT_MATH = {"reassoc", "contract"}
 
 
-# At this many rows or more a layer's product goes to the packed panels where its outputs
-# are a multiple of 16 (kernels.panels: 15-30% faster than sgemm from 64 rows), else to
-# BLAS (sgemm, through np.dot on the contiguous blocks; one thread under set_threads(1)):
-# measured on the shared 2-core EPYC for the anchor's 128 x 128 layer, BLAS 32 GMAC/s
-# against the register tiles' 27 at 256 rows, level at 64, the tiles ahead below (29
-# against 19 at 32 rows: BLAS packs both operands every call).
+# A layer whose outputs are a multiple of 16 runs on its packed panels at any row count
+# (kernels.panels; the anchor's 128 x 128 layer: 7.1 us against the tiles' 10.3 at 16
+# rows, 1.04 against 1.08 at one, 115 against sgemm's 135 at 256). Another goes to BLAS
+# from this many rows (sgemm, through np.dot on the contiguous blocks; one thread under
+# set_threads(1)): measured on the shared 2-core EPYC for a 128 x 128 layer, BLAS 32
+# GMAC/s against the register tiles' 27 at 256 rows, level at 64, the tiles ahead below
+# (29 against 19 at 32 rows: BLAS packs both operands every call).
 BLAS_MIN_ROWS = 64
 # ... and BLAS this many outputs, or one (np.dot's gemv): the tiles ran a 128 -> 8 layer
 # at 256 rows in 10.2 us against sgemm's 12.9 (16 outputs: 20.3 and 22.1; 32: 39.7,
@@ -151,18 +152,17 @@ BLAS_MIN_OUTPUTS = 16
 @nb.njit(cache=True, fastmath=_DOT_MATH, error_model="numpy")
 def _dense(weights, x, out, wba):
     """One layer for every row: out[r, o] = act(x[r] . W^T[o] + bias[o]), W^T stored
-    [n_out, n_in]. From BLAS_MIN_ROWS rows the packed panels, which add the bias and
-    apply a ReLU as they store (sparse input columns, wba[3] < n_in: their W rows
-    first, :func:`panels.add_sparse_rows`), or BLAS; below, :func:`_dense_tiles`. After
-    BLAS and the tiles the bias and the activation in one vectorised pass."""
+    [n_out, n_in]. The packed panels where the layer has them (wba[5] >= 0), which add
+    the bias and apply a ReLU as they store (sparse input columns, wba[3] < n_in: their
+    W rows first, :func:`panels.add_sparse_rows`); else BLAS from BLAS_MIN_ROWS rows,
+    below them :func:`_dense_tiles`, then the bias and the activation in one vectorised
+    pass."""
     rows, n_in = x.shape
     n_out = out.shape[1]
     w, b, act, k, tail, packed = wba[0], wba[1], wba[2], wba[3], wba[4], wba[5]
     wt = weights[w : w + n_in * n_out].reshape((n_out, n_in))
     bias = weights[b : b + n_out]
-    if rows < BLAS_MIN_ROWS or 1 < n_out < BLAS_MIN_OUTPUTS:
-        _dense_tiles(x, wt, out)
-    elif packed >= 0:
+    if packed >= 0:
         if k < n_in:
             add_sparse_rows(x, weights[tail : tail + (n_in - k) * n_out].reshape((n_in - k, n_out)), k, out)
         panel_product(x, weights[packed : packed + n_in * n_out], k, bias, out, act == ACT_RELU, k < n_in)
@@ -171,6 +171,8 @@ def _dense(weights, x, out, wba):
                 for o in range(n_out):  # + 0.0: see _bias_activate
                     out[r, o] = tanh32(out[r, o] + np.float32(0.0))
         return
+    if rows < BLAS_MIN_ROWS or 1 < n_out < BLAS_MIN_OUTPUTS:
+        _dense_tiles(x, wt, out)
     else:
         np.dot(x, wt.T, out)
     _bias_activate(out, bias, act)
