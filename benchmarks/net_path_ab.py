@@ -219,7 +219,8 @@ def render(results) -> str:
         "",
         *shared_machine_header(m),
         f"- before: the programs and kernel of revision {m['before']}; "
-        f"after: this tree's (BLAS from {m['blas_min_rows']} rows)",
+        f"after: this tree's (BLAS from {m['blas_min_rows']} rows"
+        + (", layers of 16k outputs on packed panels at every B)" if m.get("panels") else ")"),
         "",
         "Median CPU ms (process time) per 1 initial + n recurrent inferences at batch B (blocks of back-to-back calls, "
         "the arms round-robin, many rounds). after / before: the kernels of the fused search; "
@@ -273,6 +274,7 @@ def main(argv=None):
         "machine": machine_info(),
         "before": args.before,
         "blas_min_rows": mlp.BLAS_MIN_ROWS,
+        "panels": hasattr(mlp, "PANEL"),
         "loadavg_start": os.getloadavg(),
         "numba": nb.__version__,
         "jax_cpu_enable_async_dispatch": False,
