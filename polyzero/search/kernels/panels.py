@@ -113,7 +113,7 @@ _tile_rows = _tile(_MR)
 _tile_row = _tile(1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def panel_product(x, panels, k, bias, out, relu, accumulate):
     """out = act(x[:, :k] @ W[:k] + bias (+ out, with accumulate)), act ReLU (relu) or
     none; out's width a multiple of PANEL. Row tiles outer: a tile's rows stay in L1
@@ -128,7 +128,7 @@ def panel_product(x, panels, k, bias, out, relu, accumulate):
             _tile_row(x, panels, k, bias, out, r, o, relu, accumulate)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def add_sparse_rows(x, w_tail, k, out):
     """out = x[:, k:] @ W[k:] for sparse columns k.. of x (w_tail: W's rows for them,
     [n_in - k, n_out]): the first nonzero's row written, any other added, zeros where a
