@@ -56,7 +56,8 @@ CLOCK = time.process_time
 
 def kernel_at(rev: str, tmp: str):
     """``polyzero/search/kernels/mlp.py`` of git revision `rev` as a module of its own
-    (the kernel imports only numpy, numba and math)."""
+    (the kernel imports numpy, numba, math and, from 2026-11-29, this tree's
+    ``kernels.panels``)."""
     src = subprocess.run(
         ["git", "show", f"{rev}:polyzero/search/kernels/mlp.py"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout
@@ -218,7 +219,8 @@ def render(results) -> str:
         "",
         *shared_machine_header(m),
         f"- before: the programs and kernel of revision {m['before']}; "
-        f"after: this tree's (BLAS from {m['blas_min_rows']} rows)",
+        f"after: this tree's (BLAS from {m['blas_min_rows']} rows"
+        + (", layers of 16k outputs on packed panels at every B)" if m.get("panels") else ")"),
         "",
         "Median CPU ms (process time) per 1 initial + n recurrent inferences at batch B (blocks of back-to-back calls, "
         "the arms round-robin, many rounds). after / before: the kernels of the fused search; "
@@ -272,6 +274,7 @@ def main(argv=None):
         "machine": machine_info(),
         "before": args.before,
         "blas_min_rows": mlp.BLAS_MIN_ROWS,
+        "panels": hasattr(mlp, "PANEL"),
         "loadavg_start": os.getloadavg(),
         "numba": nb.__version__,
         "jax_cpu_enable_async_dispatch": False,

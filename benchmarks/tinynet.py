@@ -217,7 +217,9 @@ def programs(p=None, kernel=None):
     x = init.dense(0, *p["repr0"], ACT_RELU)
     x = init.dense(x, *p["repr1"], ACT_RELU)
     h = init.dense(x, *p["repr_out"], ACT_TANH)
-    rec = ProgramWriter(HID + A)
+    # the action's one-hot as sparse columns; kernels before 2026-11-29's (net_path_ab's
+    # --before) have no such argument
+    rec = ProgramWriter(HID + A, sparse_from=HID) if hasattr(kernel, "OP_FIELDS") else ProgramWriter(HID + A)
     x = rec.dense(0, *p["dyn0"], ACT_RELU)
     x = rec.dense(x, *p["dyn1"], ACT_RELU)
     w, b = p["dyn_out"]  # the state and reward heads as two layers (a layer reads whole blocks)

@@ -209,6 +209,57 @@ def test_block_zero_is_padded_and_its_writers_zero_the_padding(rows):
     np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("rows", [1, 8, BLAS_MIN_ROWS + 3])
+def test_packed_panels_give_each_layers_product_bias_and_activation(rows):
+    """Layers of 32 and 16 outputs (ReLU, tanh) carry packed panels and run on them at
+    any row count (rows past the 4-row tiles included), the 8-output one on the
+    tiles or BLAS: the outputs equal NumPy's layer by layer."""
+    from polyzero.search.kernels.mlp import ACT_RELU, ACT_TANH, LOGITS_OUT, ProgramWriter, initial_rows, output
+
+    rng = np.random.default_rng(7)
+    shapes = [(20, 32, ACT_RELU), (32, 16, ACT_TANH), (16, 8, None)]
+    params = [
+        (rng.standard_normal((i, o)).astype(np.float32), rng.standard_normal(o).astype(np.float32))
+        for i, o, _ in shapes
+    ]
+    writer, block = ProgramWriter(20), 0
+    for (weight, bias), (_, _, act) in zip(params, shapes):
+        block = writer.dense(block, weight, bias, act or 0)
+    program = writer.program(8, 8, (block, 0), (block, 0), (block, 0), None)
+    assert (program.ops[:2, 10] % 16 == 0).all() and program.ops[2, 10] == -1
+    x = rng.standard_normal((rows, 20)).astype(np.float32)
+    scratch = program.scratch(rows)
+    initial_rows(program.ops, program.weights, scratch, x, rows)
+    expect = np.maximum(x @ params[0][0] + params[0][1], 0)
+    expect = np.tanh(expect @ params[1][0] + params[1][1])
+    expect = expect @ params[2][0] + params[2][1]
+    np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), expect, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS + 1])
+def test_sparse_input_columns_give_the_dense_product(rows):
+    """Columns 8.. of an 11-column input declared sparse (the action's one-hot): on the
+    panels the layer multiplies columns 0..7 and adds W's rows for the nonzeros; the output is
+    x @ W + b for a one-hot (recurrent_rows) and for any values there, zeros included."""
+    from polyzero.search.kernels.mlp import LOGITS_OUT, ProgramWriter, initial_rows, output, recurrent_rows
+
+    rng = np.random.default_rng(6)
+    weight, bias = rng.standard_normal((11, 32)).astype(np.float32), rng.standard_normal(32).astype(np.float32)
+    writer = ProgramWriter(11, sparse_from=8)
+    out = writer.dense(0, weight, bias)
+    program = writer.program(8, 3, (out, 0), (out, 0), (out, 0), None)
+    assert program.ops[0, 8] == 8 and program.ops[0, 9] % 16 == 0  # the tail's rows stored on a cache line
+    np.testing.assert_array_equal(program.weights[program.ops[0, 9] :][: 3 * 32].reshape(3, 32), weight[8:])
+    hidden, action = rng.standard_normal((rows, 8)).astype(np.float32), rng.integers(0, 3, rows)
+    scratch = np.full(rows * program.width, np.nan, np.float32)
+    recurrent_rows(program.ops, program.weights, scratch, hidden, action, rows, 3)
+    x = np.concatenate([hidden, np.eye(3, dtype=np.float32)[action]], axis=1)
+    np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
+    x[:, 8:] = rng.standard_normal((rows, 3)) * (rng.random((rows, 3)) < 0.5)  # several nonzeros a row, or none
+    initial_rows(program.ops, program.weights, scratch, x, rows)
+    np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), x @ weight + bias, rtol=1e-5, atol=1e-5)
+
+
 def test_blocks_share_the_columns_of_dead_blocks_only():
     """The anchor-shaped program reuses dead blocks' columns (a smaller scratch) and no
     block overlaps one alive beside it: a layer's input, the outputs."""

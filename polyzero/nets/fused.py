@@ -58,7 +58,7 @@ def muzero_programs(net: MuZeroNet) -> tuple[MLPProgram, MLPProgram] | None:
         init = ProgramWriter(in_dim)
         s = _hidden(init, net, net.representation, 0)
         initial = _predict(init, net, s, None)
-        rec = ProgramWriter(hs + na)
+        rec = ProgramWriter(hs + na, sparse_from=hs)  # the action's one-hot
         s2 = _hidden(rec, net, net.dynamics_tower, 0)
         reward = _head(rec, net, net.reward_head, s2) if net.reward_head is not None else None
         recurrent = _predict(rec, net, s2, reward)

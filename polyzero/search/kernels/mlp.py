@@ -12,9 +12,14 @@ row-major ``[M, width]`` matrix for the M batch rows (block ``(start, width)`` l
 to a multiple of INPUT_ALIGN (see there), the columns past the real inputs zero and
 their weights zero. Operations:
 
-* ``DENSE (src, n_in, dst, n_out, w, b, act)``: block dst = ``act(block src @ W + bias)``,
-  W^T stored [n_out, n_in] row-major at ``weights[w:]``, the bias at ``weights[b:]``;
-  act: none, ReLU or tanh;
+* ``DENSE (src, n_in, dst, n_out, w, b, act, k, tail, panels)``: block dst =
+  ``act(block src @ W + bias)``, W^T stored [n_out, n_in] row-major at ``weights[w:]``,
+  the bias at ``weights[b:]``; act: none, ReLU or tanh. W also packed in panels of 16
+  outputs at ``weights[panels:]`` where n_out is a multiple of 16 (else panels = -1;
+  :mod:`polyzero.search.kernels.panels`). Columns k..n_in of the input are sparse
+  (k < n_in: the recurrent program's action one-hot, see
+  :meth:`ProgramWriter.__init__`), W's rows for them also stored [n_in - k, n_out] at
+  ``weights[tail:]``;
 * ``MINMAX (start, width, col, n)``: ``(x - min x) / (max x - min x + 1e-5)`` per row over
   columns col..col+n of a block (MuZero Appendix G's hidden-state scaling, as
   ``nets.muzero``);
@@ -41,7 +46,10 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from polyzero.search.kernels.panels import PANEL, add_sparse_rows, pack_panels, panel_product
+
 DENSE, MINMAX, SUPPORT, TANH = 0, 1, 2, 3
+OP_FIELDS = 11  # an operation's row in MLPProgram.ops
 ACT_NONE, ACT_RELU, ACT_TANH = 0, 1, 2
 NO_OUTPUT = -1  # an output the network does not have (a board game's reward)
 _SCALE_EPS = 1e-5  # nets.muzero's hidden-state scaling
@@ -65,7 +73,7 @@ class MLPProgram(NamedTuple):
     the scalar reward; a reward row starting at NO_OUTPUT: always 0).
     """
 
-    ops: np.ndarray  # int64 [n_ops, 8]
+    ops: np.ndarray  # int64 [n_ops, OP_FIELDS]
     weights: np.ndarray  # float32 [n_weights]
     width: int  # scratch columns a row needs, over all blocks
     hidden: int  # hidden-state size
@@ -127,28 +135,46 @@ def run_program(ops, weights, scratch, rows):
 _DOT_MATH = {"reassoc", "contract"}
 
 
-# At this many rows or more a layer's product goes to BLAS (sgemm, through np.dot on the
-# contiguous blocks; one thread under set_threads(1)): measured on the shared 2-core EPYC
-# for the anchor's 128 x 128 layer, BLAS 32 GMAC/s against the register tiles' 27 at
-# 256 rows, level at 64, the tiles ahead below (29 against 19 at 32 rows: BLAS packs
-# both operands every call).
+# A layer whose outputs are a multiple of 16 runs on its packed panels at any row count
+# (kernels.panels; the anchor's 128 x 128 layer: 7.1 us against the tiles' 10.3 at 16
+# rows, 1.04 against 1.08 at one, 115 against sgemm's 135 at 256). Another goes to BLAS
+# from this many rows (sgemm, through np.dot on the contiguous blocks; one thread under
+# set_threads(1)): measured on the shared 2-core EPYC for a 128 x 128 layer, BLAS 32
+# GMAC/s against the register tiles' 27 at 256 rows, level at 64, the tiles ahead below
+# (29 against 19 at 32 rows: BLAS packs both operands every call).
 BLAS_MIN_ROWS = 64
+# ... and BLAS this many outputs, or one (np.dot's gemv): the tiles ran a 128 -> 8 layer
+# at 256 rows in 10.2 us against sgemm's 12.9 (16 outputs: 20.3 and 22.1; 32: 39.7,
+# 38.5; 1: 3.7 against gemv's 2.8).
+BLAS_MIN_OUTPUTS = 16
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_DOT_MATH, error_model="numpy")
 def _dense(weights, x, out, wba):
     """One layer for every row: out[r, o] = act(x[r] . W^T[o] + bias[o]), W^T stored
-    [n_out, n_in]: BLAS from BLAS_MIN_ROWS rows, else :func:`_dense_tiles`; then the
-    bias and the activation in one vectorised pass over the output block."""
+    [n_out, n_in]. The packed panels where the layer has them (wba[5] >= 0), which add
+    the bias and apply a ReLU as they store (sparse input columns, wba[3] < n_in: their
+    W rows first, :func:`panels.add_sparse_rows`); else BLAS from BLAS_MIN_ROWS rows,
+    below them :func:`_dense_tiles`, then the bias and the activation in one vectorised
+    pass."""
     rows, n_in = x.shape
     n_out = out.shape[1]
-    w, b, act = wba[0], wba[1], wba[2]
+    w, b, act, k, tail, packed = wba[0], wba[1], wba[2], wba[3], wba[4], wba[5]
     wt = weights[w : w + n_in * n_out].reshape((n_out, n_in))
     bias = weights[b : b + n_out]
-    if rows >= BLAS_MIN_ROWS:
-        np.dot(x, wt.T, out)
-    else:
+    if packed >= 0:
+        if k < n_in:
+            add_sparse_rows(x, weights[tail : tail + (n_in - k) * n_out].reshape((n_in - k, n_out)), k, out)
+        panel_product(x, weights[packed : packed + n_in * n_out], k, bias, out, act == ACT_RELU, k < n_in)
+        if act == ACT_TANH:
+            for r in range(rows):
+                for o in range(n_out):  # + 0.0: see _bias_activate
+                    out[r, o] = tanh32(out[r, o] + np.float32(0.0))
+        return
+    if rows < BLAS_MIN_ROWS or 1 < n_out < BLAS_MIN_OUTPUTS:
         _dense_tiles(x, wt, out)
+    else:
+        np.dot(x, wt.T, out)
     _bias_activate(out, bias, act)
 
 
@@ -156,7 +182,10 @@ def _dense(weights, x, out, wba):
 def _bias_activate(out, bias, act):
     """out = act(out + bias), one loop per activation so that each vectorises (tanh in
     the tiles' stores ran one element at a time: ~40% of a 128 -> 64 tanh layer; 16k
-    tanh 82 us before, 15 us vectorised)."""
+    tanh 82 us before, 15 us vectorised). Without the bias a loop ``out = f(out)`` may
+    compile to a store only where the value changes, which LLVM leaves scalar (a
+    ReLU's 22.6 us against 2.4 for 256 x 128): such passes add + 0.0 (not folded
+    without no-signed-zeros; max and tanh give the same for -0.0 and +0.0)."""
     rows, n_out = out.shape
     if act == ACT_RELU:
         for r in range(rows):
@@ -342,8 +371,12 @@ class ProgramWriter:
     block 0, of `input_width` columns padded to a multiple of INPUT_ALIGN, is the input;
     every output takes a fresh block, so no operation reads what it writes."""
 
-    def __init__(self, input_width: int):
+    def __init__(self, input_width: int, sparse_from: int | None = None):
+        """Input columns from `sparse_from` on are mostly zeros (the recurrent program's
+        action one-hot): a layer on the input then multiplies only the columns before
+        them in BLAS and adds W's rows for their nonzeros (see :func:`_dense`)."""
         self.width = -(-input_width // INPUT_ALIGN) * INPUT_ALIGN
+        self._sparse_from = input_width if sparse_from is None else sparse_from
         self._widths = {0: self.width}
         self._inputs = {0: input_width}  # a block's real columns, where fewer than its width
         self._ops: list[list[int]] = []
@@ -376,7 +409,11 @@ class ProgramWriter:
         w = self._store(padded.T)  # the kernel reads W^T's rows
         b = self._store(np.zeros(n_out, np.float32) if bias is None else bias)
         dst = self._block(n_out)
-        self._ops.append([DENSE, src, self._widths[src], dst, n_out, w, b, act])
+        k, tail = self._widths[src], 0
+        if src == 0 and self._sparse_from < n_in:
+            k, tail = self._sparse_from, self._store(padded[self._sparse_from :])
+        panels = self._store(pack_panels(padded.T)) if n_out % PANEL == 0 else -1
+        self._ops.append([DENSE, src, self._widths[src], dst, n_out, w, b, act, k, tail, panels])
         return dst
 
     def relu_last(self) -> None:
@@ -388,7 +425,7 @@ class ProgramWriter:
     def _columns(self, op: int, start: int, col: int, n: int, dst: int = 0) -> None:
         if col + n > self._widths[start]:
             raise ValueError(f"columns {col}..{col + n} past block {start}'s {self._widths[start]}")
-        self._ops.append([op, start, self._widths[start], col, n, dst, 0, 0])
+        self._ops.append([op, start, self._widths[start], col, n, dst, 0, 0, 0, 0, 0])
 
     def minmax(self, start: int, col: int, n: int) -> None:
         self._columns(MINMAX, start, col, n)
@@ -412,7 +449,7 @@ class ProgramWriter:
         weights = aligned_zeros(self._size)
         if self._weights:
             weights[:] = np.concatenate(self._weights)
-        ops = np.asarray(self._ops, np.int64).reshape(-1, 8)
+        ops = np.asarray(self._ops, np.int64).reshape(-1, OP_FIELDS)
         width = _share_dead_blocks(ops, outs, self._widths)
         return MLPProgram(ops, weights, width, hidden, num_actions, outs)
 
