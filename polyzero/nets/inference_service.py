@@ -42,6 +42,7 @@ from ..validation import check_inference_service
 HALF_DTYPES = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
 ENTRY_POINTS = ("__call__", "initial", "recurrent")
 _STOP = object()
+_LOOK_S = 0.5  # how often a waiting client looks whether the service still runs
 
 
 class ServiceClosed(RuntimeError):
@@ -111,6 +112,7 @@ class InferenceService:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()  # one forward or weight load at a time
         self._active = 0  # clients in a search (ServiceClient.idle says when one is not)
+        self._count_lock = threading.Lock()
         self._closed = False
         self.stats = {"forwards": 0, "requests": 0, "rows": 0, "padded_rows": 0}
         self._thread = threading.Thread(target=self._serve, name="polyzero-inference", daemon=True)
@@ -125,7 +127,7 @@ class InferenceService:
 
     def _count_active(self, change: int) -> None:
         """Clients that may send a request soon: the ones a batch waits for (wait_ms)."""
-        with self._lock:
+        with self._count_lock:
             self._active += change
 
     def call(self, method: str, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
@@ -134,8 +136,12 @@ class InferenceService:
             raise ServiceClosed("the inference service is closed")
         request = _Request(method, tuple(np.ascontiguousarray(a) for a in arrays))
         self._queue.put(request)
-        if not request.done.wait(self.timeout_s):
-            raise ServiceClosed(f"the inference service gave no answer in {self.timeout_s:g} s")
+        deadline = time.monotonic() + self.timeout_s
+        while not request.done.wait(min(_LOOK_S, max(deadline - time.monotonic(), 0))):
+            if not self._thread.is_alive():  # closed after this request was queued
+                raise ServiceClosed("the inference service closed before this request ran")
+            if time.monotonic() >= deadline:
+                raise ServiceClosed(f"the inference service gave no answer in {self.timeout_s:g} s")
         if request.error is not None:
             raise request.error
         return request.result  # type: ignore[return-value]
@@ -318,4 +324,6 @@ class ServiceClient:
 
     def __getattr__(self, name: str):
         # the evaluator's other attributes (net, device, layout, cache) read through
+        if name == "service":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.service.evaluator, name)

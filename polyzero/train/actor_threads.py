@@ -2,7 +2,7 @@
 (`selfplay.actors`, `selfplay.shared_inference`; issue 60, item 3).
 
 Each actor is a :class:`~polyzero.train.selfplay.SelfPlayActor` with its own games and
-random stream (seed + its index) whose evaluator is a client of one
+random stream ([seed, its index]; actor 0: the seed) whose evaluator is a client of one
 :class:`~polyzero.nets.inference_service.InferenceService`. A tick makes one move in
 every actor's games, the actors in threads at once: while one waits for the network
 the others walk their trees (the tree kernels release the GIL). Finished games come
@@ -28,8 +28,12 @@ def service_settings(cfg) -> dict:
     }
 
 
-def uses_service(cfg) -> bool:
-    return cfg.selfplay.shared_inference
+def actor_seed(seed, index: int):
+    """Actor 0 plays as the single actor with `seed` would; the others get streams of their
+    own ([seed, index]: unlike seed + index, not another run's actor 0)."""
+    if index == 0:
+        return seed
+    return [*seed, index] if isinstance(seed, (list, tuple)) else [seed, index]
 
 
 class ActorThreads:
@@ -40,7 +44,7 @@ class ActorThreads:
     def __init__(self, algo, game, cfg, evaluator, seed: int, make_actor=SelfPlayActor):
         self.service = InferenceService(evaluator, **service_settings(cfg))
         self.clients = [self.service.client() for _ in range(cfg.selfplay.actors)]
-        self.actors = [make_actor(algo, game, cfg, c, seed + i) for i, c in enumerate(self.clients)]
+        self.actors = [make_actor(algo, game, cfg, c, actor_seed(seed, i)) for i, c in enumerate(self.clients)]
         for c in self.clients:  # active during their actor's moves only (tick)
             c.idle()
         self.evaluator = self.clients[0]
