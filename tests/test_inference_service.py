@@ -345,3 +345,27 @@ def test_muzero_and_ndmz_actor_threads_search_through_the_service(game, algo):
         assert actors.service.stats["requests"] > 2 * 3 and actors.service.stats["rows"] >= 2 * 2 * 3
     finally:
         actors.close()
+
+
+def test_one_actor_thread_checkpoints_as_a_plain_actor():
+    # `--workers N` with selfplay.shared_inference: the step-0 checkpoint is written by the
+    # in-process trainer (actor threads) and resumed by the Ray executor (a plain actor's
+    # state, with its random stream), and the other way round.
+    from polyzero.train.selfplay import SelfPlayActor
+
+    shared = ["selfplay.shared_inference=true", "selfplay.concurrent_games=2", "search.num_simulations=4"]
+    cfg, game, algo, evaluator = _setup("tic_tac_toe", "alphazero", "eager", shared)
+    threads = ActorThreads(algo, game, cfg, evaluator, seed=7)
+    try:
+        threads.tick()
+        meta, arrays = threads.state_dict()
+        plain = SelfPlayActor(algo, game, cfg, evaluator, seed=0)
+        plain.load_state_dict(meta, arrays)
+        assert plain.rng.bit_generator.state == threads.actors[0].rng.bit_generator.state
+        assert [s.state.history() for s in plain.slots] == [s.state.history() for s in threads.actors[0].slots]
+        plain.tick()
+        threads.load_state_dict(*plain.state_dict())
+        assert threads.actors[0].rng.bit_generator.state == plain.rng.bit_generator.state
+        assert threads.stats == plain.stats
+    finally:
+        threads.close()
