@@ -175,6 +175,31 @@ def test_close_does_not_hang_and_later_calls_fail():
         service.client()
 
 
+def test_a_request_queued_as_the_service_closes_fails_at_once():
+    # close() between a client's check that the service runs and its put: the thread has
+    # drained the queue and stopped, so nobody will answer; the client must not wait out
+    # its timeout (600 s by default).
+    from polyzero.nets.inference_service import _STOP
+
+    service = InferenceService(RowFunction(), timeout_s=60)
+    real = service._queue
+
+    class CloseFirst:  # the queue, closing the service before a request goes in
+        def put(self, item):
+            if item is not _STOP:
+                service.close()
+            real.put(item)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    service._queue = CloseFirst()
+    t0 = time.perf_counter()
+    with pytest.raises(ServiceClosed, match="closed before"):
+        service.client()(np.ones((1, 2), np.float32))
+    assert time.perf_counter() - t0 < 5
+
+
 def test_a_client_gives_up_when_the_service_does_not_answer():
     service = InferenceService(RowFunction(delay_s=1.0), timeout_s=0.1)
     with pytest.raises(ServiceClosed, match="no answer"):

@@ -42,6 +42,7 @@ from ..validation import check_inference_service
 HALF_DTYPES = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
 ENTRY_POINTS = ("__call__", "initial", "recurrent")
 _STOP = object()
+POLL_S = 0.1  # how often a waiting client checks that the service's thread still runs
 
 
 class ServiceClosed(RuntimeError):
@@ -134,8 +135,13 @@ class InferenceService:
             raise ServiceClosed("the inference service is closed")
         request = _Request(method, tuple(np.ascontiguousarray(a) for a in arrays))
         self._queue.put(request)
-        if not request.done.wait(self.timeout_s):
-            raise ServiceClosed(f"the inference service gave no answer in {self.timeout_s:g} s")
+        deadline = time.monotonic() + self.timeout_s
+        while not request.done.wait(POLL_S):
+            # closed between the check above and the put: its thread has drained the queue
+            if not self._thread.is_alive() and not request.done.is_set():
+                raise ServiceClosed("the inference service closed before this request ran")
+            if time.monotonic() > deadline:
+                raise ServiceClosed(f"the inference service gave no answer in {self.timeout_s:g} s")
         if request.error is not None:
             raise request.error
         return request.result  # type: ignore[return-value]
