@@ -394,3 +394,22 @@ def test_one_actor_thread_checkpoints_as_a_plain_actor():
         assert threads.stats == plain.stats
     finally:
         threads.close()
+
+
+def test_the_ray_server_loads_each_weight_version_once():
+    # The Ray executor sends a publication to the server with each worker's: N workers,
+    # one load (the class runs here without Ray).
+    from polyzero.train.ray_inference import InferenceServer
+
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true"])
+    server = InferenceServer(cfg.to_dict(), workers=3)
+    loads = []
+    real = server.service.load_state_dict
+    server.service.load_state_dict = lambda state: (loads.append(1), real(state))
+    try:
+        weights = server.service.evaluator.net.state_dict()
+        for version in (4, 4, 4, 6, 6):
+            assert server.set_weights(weights, version) == version
+        assert len(loads) == 2 and server.stats()["version"] == 6
+    finally:
+        server.service.close()
