@@ -28,10 +28,6 @@ def service_settings(cfg) -> dict:
     }
 
 
-def uses_service(cfg) -> bool:
-    return cfg.selfplay.shared_inference
-
-
 class ActorThreads:
     """N actors behind the one actor interface the trainer drives (`tick`, `stats`,
     `temperature`, `state_dict`, `load_state_dict`); `evaluator` is what the trainer
