@@ -8,8 +8,9 @@ Each round runs `block` moves of every arm in turn (A/B on the same machine phas
 positions / s = positions searched / seconds, over all rounds, with the median of the
 per-round ratios to `today`. Cores used = process CPU seconds / wall seconds of the
 arm's moves (the service may use more than one core where it overlaps tree and network
-work). The ceiling: the network calls an arm made (the service's joined batches),
-replayed alone on random inputs of the same shapes through the same evaluator.
+work). Network calls alone: the network calls an arm made (the service's joined
+batches), replayed alone on random inputs of the same shapes through the same
+evaluator; not a ceiling where its cache (net.cache) serves repeated positions.
 """
 
 from __future__ import annotations
@@ -131,7 +132,9 @@ def render_service(result: dict) -> str:
         f"[{m['buckets']}], dtype {m['dtype']}",
         "- positions / s = positions searched / seconds over all rounds; ratio = median over rounds of the "
         "arm's positions / s over today's in the same round; cores used = process CPU time / wall time of the "
-        "arm's moves; ceiling = the arm's first-round network calls replayed alone",
+        "arm's moves; network calls alone = positions / s if the arm's first-round network calls, replayed "
+        "alone on random inputs, were all its time: no ceiling where the evaluator's cache (net.cache) serves "
+        "the searches' repeated positions, which random inputs never hit",
         "",
     ]
     for r in result["service"]:
@@ -143,7 +146,7 @@ def render_service(result: dict) -> str:
             + (f"; GPU busy {r['gpu_busy']:.2f}" if r["gpu_busy"] is not None else ""),
             "",
             "| arm | positions | positions / s | ratio to today (median of rounds) | cores used "
-            "| network-only ceiling positions / s | rows per network call |",
+            "| network calls alone, positions / s | rows per network call |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for a in r["arms"]:

@@ -385,10 +385,19 @@ def parse_args(argv):
         args.games, args.actors, args.seconds, args.warmup_ticks = "16", "1", 3.0, 1
         args.service_rounds = min(args.service_rounds, 2)
     if args.service:
+        from polyzero.errors import UsageError
+        from polyzero.validation import check_inference_service
+
         try:
             args.service_arms = parse_arms(args.service)
-        except ValueError as e:
+            if not all(b.strip().isdigit() for b in args.buckets.split(",") if b.strip()):
+                raise ValueError(f"--buckets takes sizes such as 64,128,256, not {args.buckets!r}")
+            buckets = [int(b) for b in args.buckets.split(",") if b.strip()]
+            check_inference_service(args.max_batch, buckets, args.wait_ms, args.dtype)
+        except (ValueError, UsageError) as e:
             ap.error(str(e))
+        if args.service_rounds < 1 or args.block < 1:
+            ap.error("--service-rounds and --block must be at least 1")
         if args.service_device == "cuda" and not torch.cuda.is_available():
             ap.error("--service-device cuda was asked for but no CUDA device is available")
     return args

@@ -8,7 +8,7 @@
 # Four AlphaZero preset (about 9 minutes; fits one 10-minute device call): today's single
 # in-process actor on the GPU against actor threads around one shared inference service
 # (selfplay.shared_inference, docs/cluster.md "One GPU box"), interleaved, with the
-# network-only ceiling at the same batches; then the service in bfloat16; then two short
+# network calls alone at the same batches; then the service in bfloat16; then two short
 # Ray runs of 14 workers, each worker's own network against one inference server on the
 # GPU (positions/s from the run's metrics, the GPU's busy share from nvidia-smi). Results:
 # OUT_DIR/selfplay_service_gpu{,_bf16}.{json,md} (copy them to benchmarks/results/) and

@@ -236,6 +236,22 @@ def test_packed_panels_give_each_layers_product_bias_and_activation(rows):
     np.testing.assert_allclose(output(scratch, rows, program.outs, LOGITS_OUT), expect, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("rows", [1, 5])
+def test_the_panels_relu_keeps_a_nan(rows):
+    """A NaN input (a diverged network) stays NaN through the tile's ReLU, as through
+    np.maximum and torch.relu, in the 4-row tiles and the single-row one."""
+    from polyzero.search.kernels.panels import pack_panels, panel_product
+
+    rng = np.random.default_rng(8)
+    x, weight = rng.standard_normal((rows, 8)).astype(np.float32), rng.standard_normal((8, 16)).astype(np.float32)
+    x[-1, 0] = np.nan
+    out, bias = np.zeros((rows, 16), np.float32), np.zeros(16, np.float32)
+    panel_product(x, pack_panels(np.ascontiguousarray(weight.T)).ravel(), 8, bias, out, 1, 0)
+    expect = np.maximum(x @ weight + bias, 0)
+    assert np.isnan(out[-1]).all() and np.isnan(expect[-1]).all()
+    np.testing.assert_allclose(out[:-1], expect[:-1], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("rows", [5, BLAS_MIN_ROWS + 1])
 def test_sparse_input_columns_give_the_dense_product(rows):
     """Columns 8.. of an 11-column input declared sparse (the action's one-hot): on the

@@ -175,6 +175,31 @@ def test_close_does_not_hang_and_later_calls_fail():
         service.client()
 
 
+def test_a_request_queued_as_the_service_closes_fails_at_once():
+    # close() between a client's check that the service runs and its put: the thread has
+    # drained the queue and stopped, so nobody will answer; the client must not wait out
+    # its timeout (600 s by default).
+    from polyzero.nets.inference_service import _STOP
+
+    service = InferenceService(RowFunction(), timeout_s=60)
+    real = service._queue
+
+    class CloseFirst:  # the queue, closing the service before a request goes in
+        def put(self, item):
+            if item is not _STOP:
+                service.close()
+            real.put(item)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    service._queue = CloseFirst()
+    t0 = time.perf_counter()
+    with pytest.raises(ServiceClosed, match="closed before"):
+        service.client()(np.ones((1, 2), np.float32))
+    assert time.perf_counter() - t0 < 5
+
+
 def test_a_client_gives_up_when_the_service_does_not_answer():
     service = InferenceService(RowFunction(delay_s=1.0), timeout_s=0.1)
     with pytest.raises(ServiceClosed, match="no answer"):
@@ -345,3 +370,46 @@ def test_muzero_and_ndmz_actor_threads_search_through_the_service(game, algo):
         assert actors.service.stats["requests"] > 2 * 3 and actors.service.stats["rows"] >= 2 * 2 * 3
     finally:
         actors.close()
+
+
+def test_one_actor_thread_checkpoints_as_a_plain_actor():
+    # `--workers N` with selfplay.shared_inference: the step-0 checkpoint is written by the
+    # in-process trainer (actor threads) and resumed by the Ray executor (a plain actor's
+    # state, with its random stream), and the other way round.
+    from polyzero.train.selfplay import SelfPlayActor
+
+    shared = ["selfplay.shared_inference=true", "selfplay.concurrent_games=2", "search.num_simulations=4"]
+    cfg, game, algo, evaluator = _setup("tic_tac_toe", "alphazero", "eager", shared)
+    threads = ActorThreads(algo, game, cfg, evaluator, seed=7)
+    try:
+        threads.tick()
+        meta, arrays = threads.state_dict()
+        plain = SelfPlayActor(algo, game, cfg, evaluator, seed=0)
+        plain.load_state_dict(meta, arrays)
+        assert plain.rng.bit_generator.state == threads.actors[0].rng.bit_generator.state
+        assert [s.state.history() for s in plain.slots] == [s.state.history() for s in threads.actors[0].slots]
+        plain.tick()
+        threads.load_state_dict(*plain.state_dict())
+        assert threads.actors[0].rng.bit_generator.state == plain.rng.bit_generator.state
+        assert threads.stats == plain.stats
+    finally:
+        threads.close()
+
+
+def test_the_ray_server_loads_each_weight_version_once():
+    # The Ray executor sends a publication to the server with each worker's: N workers,
+    # one load (the class runs here without Ray).
+    from polyzero.train.ray_inference import InferenceServer
+
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true"])
+    server = InferenceServer(cfg.to_dict(), workers=3)
+    loads = []
+    real = server.service.load_state_dict
+    server.service.load_state_dict = lambda state: (loads.append(1), real(state))
+    try:
+        weights = server.service.evaluator.net.state_dict()
+        for version in (4, 4, 4, 6, 6):
+            assert server.set_weights(weights, version) == version
+        assert len(loads) == 2 and server.stats()["version"] == 6
+    finally:
+        server.service.close()

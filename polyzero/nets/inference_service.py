@@ -42,7 +42,7 @@ from ..validation import check_inference_service
 HALF_DTYPES = {"float32": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
 ENTRY_POINTS = ("__call__", "initial", "recurrent")
 _STOP = object()
-_LOOK_S = 0.5  # how often a waiting client looks whether the service still runs
+POLL_S = 0.1  # how often a waiting client checks that the service's thread still runs
 
 
 class ServiceClosed(RuntimeError):
@@ -137,10 +137,11 @@ class InferenceService:
         request = _Request(method, tuple(np.ascontiguousarray(a) for a in arrays))
         self._queue.put(request)
         deadline = time.monotonic() + self.timeout_s
-        while not request.done.wait(min(_LOOK_S, max(deadline - time.monotonic(), 0))):
-            if not self._thread.is_alive():  # closed after this request was queued
+        while not request.done.wait(POLL_S):
+            # closed between the check above and the put: its thread has drained the queue
+            if not self._thread.is_alive() and not request.done.is_set():
                 raise ServiceClosed("the inference service closed before this request ran")
-            if time.monotonic() >= deadline:
+            if time.monotonic() > deadline:
                 raise ServiceClosed(f"the inference service gave no answer in {self.timeout_s:g} s")
         if request.error is not None:
             raise request.error

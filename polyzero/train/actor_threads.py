@@ -83,7 +83,11 @@ class ActorThreads:
             a.temperature = value
 
     def state_dict(self):
-        """Every actor's games in flight; `slots` lists them all (a resume counts them)."""
+        """Every actor's games in flight; `slots` lists them all (a resume counts them).
+        One actor writes a plain actor's state: the Ray executor's checkpoints and this
+        one's then resume each other (`--workers` with selfplay.shared_inference)."""
+        if len(self.actors) == 1:
+            return self.actors[0].state_dict()
         metas, arrays = [], {}
         for i, a in enumerate(self.actors):
             meta, arrs = a.state_dict()
@@ -93,10 +97,14 @@ class ActorThreads:
         return {"actors": metas, "slots": slots, "stats": self.stats}, arrays
 
     def load_state_dict(self, meta: dict, arrays: dict) -> None:
-        """A checkpoint of as many actors continues each; any other starts fresh games
-        (the totals carried by actor 0)."""
+        """A checkpoint of as many actors continues each; a plain actor's (one actor, or
+        the Ray executor's) continues in actor 0; any other starts fresh games (the totals
+        carried by actor 0)."""
         metas = meta.get("actors")
-        if metas is None or len(metas) != len(self.actors):
+        if metas is None:
+            self.actors[0].load_state_dict(meta, arrays)
+            return
+        if len(metas) != len(self.actors):
             first = self.actors[0]
             first.stats = {**new_stats(), **meta["stats"]}
             return

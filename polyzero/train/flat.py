@@ -85,7 +85,9 @@ class FlatParameters:
         every parameter gets one loss gradient (l2 + g, as the node's buffer summed
         them: `one_gradient_each`); with two or more the node summed (l2 + g1) + g2."""
         # theta * 2c is c theta + c theta exactly (float32(2c) = 2 float32(c), and a
-        # doubling is exact): one pass instead of two (tests/test_flat_params.py).
+        # doubling is exact) wherever c theta is a normal float32: one pass instead of
+        # two (tests/test_flat_params.py). Where |c theta| < 2^-126 (weights of ~1e-34
+        # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
         torch.mul(self.data, 2 * c, out=self.grad)
         self._relink()
         return self.l2_value(c)

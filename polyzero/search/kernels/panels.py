@@ -97,7 +97,8 @@ def _tile(rows_in_tile: int):
             for m, row in enumerate(out_rows):
                 for h in range(2):
                     v = builder.fadd(builder.load(sums[m][h]), b[h])
-                    v = builder.select(is_relu, builder.select(builder.fcmp_ordered(">", v, zero), v, zero), v)
+                    # unordered ">": a NaN stays NaN, as under max(v, 0), np.maximum and torch.relu
+                    v = builder.select(is_relu, builder.select(builder.fcmp_unordered(">", v, zero), v, zero), v)
                     builder.store(v, builder.bitcast(builder.gep(row, [c(8 * h)]), vptr), align=4)
             return context.get_dummy_value()
 
