@@ -157,6 +157,21 @@ def test_an_error_reaches_its_caller_and_the_service_keeps_serving():
         np.testing.assert_array_equal(client(np.ones((2, 3), np.float32))[0], [3, 3])
 
 
+def test_the_local_and_the_ray_client_share_one_set_of_entry_points():
+    from polyzero.nets.inference_service import ENTRY_POINTS, EntryPoints, ServiceClient
+    from polyzero.train.ray_inference import RemoteEvaluator
+
+    assert all(callable(getattr(EntryPoints, name)) for name in ENTRY_POINTS)
+    for cls in (ServiceClient, RemoteEvaluator):
+        assert issubclass(cls, EntryPoints) and not set(ENTRY_POINTS) & set(vars(cls))
+    remote = RemoteEvaluator.__new__(RemoteEvaluator)  # no Ray: its request goes straight back
+    remote.ray = type("FakeRay", (), {"get": staticmethod(lambda ref: ref)})
+    remote.server = type("FakeServer", (), {"call": type("Method", (), {"remote": staticmethod(lambda *a: a)})})
+    hidden, action = np.zeros((2, 3)), np.zeros(2)
+    method, arrays = remote.recurrent(hidden, action)
+    assert method == "recurrent" and arrays[0] is hidden and arrays[1] is action
+
+
 def test_close_does_not_hang_and_later_calls_fail():
     fn = RowFunction(delay_s=0.2)
     service = InferenceService(fn)

@@ -285,26 +285,39 @@ class InferenceService:
                 item.finish(error=ServiceClosed("the inference service closed before this request ran"))
 
 
-class ServiceClient:
-    """What an actor's search calls instead of its own evaluator: the same entry points,
-    each a request to the shared service. The fused MuZero search (a program run inside
-    the tree kernel) is off through a client: every network call goes to the service."""
+class EntryPoints:
+    """The evaluator's call interface (:data:`ENTRY_POINTS`), each call handed to
+    `_call(method, arrays)`: what a client of a service in this process
+    (:class:`ServiceClient`) and one over Ray (``polyzero.train.ray_inference``) share.
+    The fused MuZero search (a program run inside the tree kernel) is off through one:
+    every network call goes to the service."""
 
     program = None  # polyzero.search.fused: no program, so the search calls `recurrent`
     fuse = "auto"
+
+    def _call(self, method: str, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        raise NotImplementedError
+
+    def __call__(self, obs: np.ndarray):
+        return self._call("__call__", (obs,))
+
+    def initial(self, obs: np.ndarray):
+        return self._call("initial", (obs,))
+
+    def recurrent(self, hidden: np.ndarray, action: np.ndarray):
+        return self._call("recurrent", (hidden, action))
+
+
+class ServiceClient(EntryPoints):
+    """What an actor's search calls instead of its own evaluator: the same entry points,
+    each a request to the shared service."""
 
     def __init__(self, service: InferenceService):
         self.service = service
         self._active = True
 
-    def __call__(self, obs: np.ndarray):
-        return self.service.call("__call__", (obs,))
-
-    def initial(self, obs: np.ndarray):
-        return self.service.call("initial", (obs,))
-
-    def recurrent(self, hidden: np.ndarray, action: np.ndarray):
-        return self.service.call("recurrent", (hidden, action))
+    def _call(self, method: str, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        return self.service.call(method, arrays)
 
     def load_state_dict(self, state: dict) -> None:
         self.service.load_state_dict(state)
