@@ -228,6 +228,7 @@ def test_a_client_gives_up_when_the_service_does_not_answer():
         (["selfplay.actors=3"], "set selfplay.shared_inference = true"),
         (["selfplay.actors=0"], "selfplay.actors must be positive"),
         (["selfplay.inference_wait_ms=2"], "applies with selfplay.shared_inference"),
+        (["ray.inference_gpus=0.25"], "ray.inference_gpus applies with selfplay.shared_inference"),
         (["selfplay.shared_inference=true", "selfplay.inference_buckets=[64,16]"], "strictly ascending"),
         (
             ["selfplay.shared_inference=true", "selfplay.inference_max_batch=32", "selfplay.inference_buckets=[64]"],
