@@ -14,7 +14,7 @@ from polyzero.algos import make_algorithm
 from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.games import load_game
-from polyzero.nets.inference_service import InferenceService, ServiceClosed, bucket_rows
+from polyzero.nets.inference_service import InferenceService, ServiceClosed, ServiceError, bucket_rows
 from polyzero.train.actor_threads import ActorThreads
 
 # Eager PyTorch blocks its matrix products by batch size, so a row's outputs may change
@@ -152,9 +152,31 @@ def test_an_error_reaches_its_caller_and_the_service_keeps_serving():
     fn = RowFunction(fail_on=np.float32(7))
     with InferenceService(fn) as service:
         client = service.client()
-        with pytest.raises(ValueError, match="refuses"):
+        with pytest.raises(ServiceError, match="ValueError: a row the network refuses") as info:
             client(np.full((2, 3), 7, np.float32))
+        assert isinstance(info.value.__cause__, ValueError)
         np.testing.assert_array_equal(client(np.ones((2, 3), np.float32))[0], [3, 3])
+
+
+def test_clients_of_one_failed_batch_each_get_their_own_error():
+    fn = RowFunction(fail_on=np.float32(7))
+    with InferenceService(fn, wait_ms=1000) as service:  # the batch waits for both clients
+        clients, errors = [service.client(), service.client()], [None, None]
+
+        def send(i):
+            try:
+                clients[i](np.full((1, 3), 7, np.float32))
+            except ServiceError as error:
+                errors[i] = error
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+    assert fn.batches == [2]  # one forward failed for both
+    assert errors[0] is not errors[1] and errors[0].__cause__ is errors[1].__cause__
+    assert all(isinstance(e, ServiceError) and isinstance(e.__cause__, ValueError) for e in errors)
 
 
 def test_the_local_and_the_ray_client_share_one_set_of_entry_points():
