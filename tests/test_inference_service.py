@@ -451,3 +451,32 @@ def test_the_ray_server_loads_each_weight_version_once():
         assert len(loads) == 2 and server.stats()["version"] == 6
     finally:
         server.service.close()
+
+
+def test_the_learner_skips_the_server_stats_it_cannot_get_at_once():
+    # A busy or restarting server: the learner's wait for its stats is bounded and one
+    # request stays outstanding until its reply is in (the class runs here without Ray).
+    from types import SimpleNamespace
+
+    from ray.exceptions import GetTimeoutError, RayActorError
+
+    from polyzero.train.ray_driver import SERVER_STATS_TIMEOUT_S, RaySelfPlay
+
+    replies, asked = [], []
+
+    def get(ref, timeout=None):
+        assert timeout == SERVER_STATS_TIMEOUT_S  # never an unbounded wait
+        if not replies:
+            raise GetTimeoutError("not yet")
+        return replies.pop()
+
+    ray = SimpleNamespace(
+        get=get, exceptions=SimpleNamespace(GetTimeoutError=GetTimeoutError, RayActorError=RayActorError)
+    )
+    stats = SimpleNamespace(remote=lambda: asked.append(1) or len(asked))
+    driver = SimpleNamespace(ray=ray, server=SimpleNamespace(stats=stats), _stats_ref=None)
+    assert RaySelfPlay._server_metrics(driver) == {} and RaySelfPlay._server_metrics(driver) == {}
+    assert len(asked) == 1  # the second step waited on the same request
+    replies.append({"forwards": 4, "rows": 10, "version": 2})
+    assert RaySelfPlay._server_metrics(driver) == {"ray/inference_forwards": 4, "ray/inference_rows_per_forward": 2.5}
+    assert driver._stats_ref is None
