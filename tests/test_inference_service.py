@@ -453,7 +453,7 @@ def test_the_ray_server_loads_each_weight_version_once():
         server.service.close()
 
 
-def test_the_learner_skips_the_server_stats_it_cannot_get_at_once():
+def test_the_learner_skips_late_server_stats_and_resends_weights_to_a_restarted_server():
     # A busy or restarting server: the learner's wait for its stats is bounded and one
     # request stays outstanding until its reply is in (the class runs here without Ray).
     from types import SimpleNamespace
@@ -468,15 +468,25 @@ def test_the_learner_skips_the_server_stats_it_cannot_get_at_once():
         assert timeout == SERVER_STATS_TIMEOUT_S  # never an unbounded wait
         if not replies:
             raise GetTimeoutError("not yet")
+        if isinstance(replies[-1], Exception):
+            raise replies.pop()
         return replies.pop()
 
     ray = SimpleNamespace(
         get=get, exceptions=SimpleNamespace(GetTimeoutError=GetTimeoutError, RayActorError=RayActorError)
     )
     stats = SimpleNamespace(remote=lambda: asked.append(1) or len(asked))
-    driver = SimpleNamespace(ray=ray, server=SimpleNamespace(stats=stats), _stats_ref=None)
+    sent = []
+    server = SimpleNamespace(stats=stats, set_weights=SimpleNamespace(remote=lambda *a: sent.append(a)))
+    driver = SimpleNamespace(ray=ray, server=server, _stats_ref=None, _weights_ref="w", _weights_version=2)
+    driver._send_server_weights = lambda: RaySelfPlay._send_server_weights(driver)
     assert RaySelfPlay._server_metrics(driver) == {} and RaySelfPlay._server_metrics(driver) == {}
     assert len(asked) == 1  # the second step waited on the same request
     replies.append({"forwards": 4, "rows": 10, "version": 2})
     assert RaySelfPlay._server_metrics(driver) == {"ray/inference_forwards": 4, "ray/inference_rows_per_forward": 2.5}
-    assert driver._stats_ref is None
+    assert driver._stats_ref is None and not sent
+    replies.append({"forwards": 1, "rows": 1, "version": -1})  # restarted: its constructor's weights
+    RaySelfPlay._server_metrics(driver)
+    assert sent == [("w", 2)]  # the latest weights again, not at the next publication
+    replies.append(RayActorError())  # restarting now: the weights queue for it
+    assert RaySelfPlay._server_metrics(driver) == {} and sent == [("w", 2)] * 2 and driver._stats_ref is None

@@ -312,7 +312,13 @@ class RaySelfPlay:
     def _send_weights(self, worker) -> None:
         worker.set_weights.remote(self._weights_ref, self._weights_version)
         if self.server is not None:  # (again after a worker is lost: the server may have restarted too)
-            self.server.set_weights.remote(self._weights_ref, self._weights_version)
+            self._send_server_weights()
+
+    def _send_server_weights(self) -> None:
+        """The latest weights to the inference server (a version it holds is not loaded
+        again); a restarting server gets them once it is up, instead of serving the
+        untrained weights its constructor made until the next publication."""
+        self.server.set_weights.remote(self._weights_ref, self._weights_version)
 
     def publish(self, loop, force: bool = False) -> None:
         """After a learning step, the other sources' weights in this process (Reanalyze's
@@ -357,7 +363,8 @@ class RaySelfPlay:
     def _server_metrics(self) -> dict:
         """The shared inference server's batches so far, without stalling the learner on a
         busy or restarting server: a reply not in within SERVER_STATS_TIMEOUT_S is left
-        for a later step (one request outstanding, never a queue of them)."""
+        for a later step (one request outstanding, never a queue of them). A server found
+        restarted gets the latest weights again."""
         if self._stats_ref is None:
             self._stats_ref = self.server.stats.remote()
         try:
@@ -366,8 +373,11 @@ class RaySelfPlay:
             return {}
         except self.ray.exceptions.RayActorError:  # restarting: its numbers start again
             self._stats_ref = None
+            self._send_server_weights()
             return {}
         self._stats_ref = None
+        if served["version"] < self._weights_version:  # restarted since: untrained weights
+            self._send_server_weights()
         return {
             "ray/inference_forwards": served["forwards"],
             "ray/inference_rows_per_forward": served["rows"] / max(served["forwards"], 1),
