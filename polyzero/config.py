@@ -377,6 +377,8 @@ class RunConfig:
         for name in self.section_names():
             if dataclasses.is_dataclass(section := getattr(self, name)):
                 section.validate()
+        if self.ray.inference_gpus != RayConfig.inference_gpus and not self.selfplay.shared_inference:
+            raise UsageError("ray.inference_gpus applies with selfplay.shared_inference = true only")
         return self
 
     def to_dict(self) -> dict:

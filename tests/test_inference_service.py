@@ -14,7 +14,7 @@ from polyzero.algos import make_algorithm
 from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.games import load_game
-from polyzero.nets.inference_service import InferenceService, ServiceClosed, bucket_rows
+from polyzero.nets.inference_service import InferenceService, ServiceClosed, ServiceError, bucket_rows
 from polyzero.train.actor_threads import ActorThreads
 
 # Eager PyTorch blocks its matrix products by batch size, so a row's outputs may change
@@ -152,9 +152,46 @@ def test_an_error_reaches_its_caller_and_the_service_keeps_serving():
     fn = RowFunction(fail_on=np.float32(7))
     with InferenceService(fn) as service:
         client = service.client()
-        with pytest.raises(ValueError, match="refuses"):
+        with pytest.raises(ServiceError, match="ValueError: a row the network refuses") as info:
             client(np.full((2, 3), 7, np.float32))
+        assert isinstance(info.value.__cause__, ValueError)
         np.testing.assert_array_equal(client(np.ones((2, 3), np.float32))[0], [3, 3])
+
+
+def test_clients_of_one_failed_batch_each_get_their_own_error():
+    fn = RowFunction(fail_on=np.float32(7))
+    with InferenceService(fn, wait_ms=1000) as service:  # the batch waits for both clients
+        clients, errors = [service.client(), service.client()], [None, None]
+
+        def send(i):
+            try:
+                clients[i](np.full((1, 3), 7, np.float32))
+            except ServiceError as error:
+                errors[i] = error
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+    assert fn.batches == [2]  # one forward failed for both
+    assert errors[0] is not errors[1] and errors[0].__cause__ is errors[1].__cause__
+    assert all(isinstance(e, ServiceError) and isinstance(e.__cause__, ValueError) for e in errors)
+
+
+def test_the_local_and_the_ray_client_share_one_set_of_entry_points():
+    from polyzero.nets.inference_service import ENTRY_POINTS, EntryPoints, ServiceClient
+    from polyzero.train.ray_inference import RemoteEvaluator
+
+    assert all(callable(getattr(EntryPoints, name)) for name in ENTRY_POINTS)
+    for cls in (ServiceClient, RemoteEvaluator):
+        assert issubclass(cls, EntryPoints) and not set(ENTRY_POINTS) & set(vars(cls))
+    remote = RemoteEvaluator.__new__(RemoteEvaluator)  # no Ray: its request goes straight back
+    remote.ray = type("FakeRay", (), {"get": staticmethod(lambda ref: ref)})
+    remote.server = type("FakeServer", (), {"call": type("Method", (), {"remote": staticmethod(lambda *a: a)})})
+    hidden, action = np.zeros((2, 3)), np.zeros(2)
+    method, arrays = remote.recurrent(hidden, action)
+    assert method == "recurrent" and arrays[0] is hidden and arrays[1] is action
 
 
 def test_close_does_not_hang_and_later_calls_fail():
@@ -213,6 +250,7 @@ def test_a_client_gives_up_when_the_service_does_not_answer():
         (["selfplay.actors=3"], "set selfplay.shared_inference = true"),
         (["selfplay.actors=0"], "selfplay.actors must be positive"),
         (["selfplay.inference_wait_ms=2"], "applies with selfplay.shared_inference"),
+        (["ray.inference_gpus=0.25"], "ray.inference_gpus applies with selfplay.shared_inference"),
         (["selfplay.shared_inference=true", "selfplay.inference_buckets=[64,16]"], "strictly ascending"),
         (
             ["selfplay.shared_inference=true", "selfplay.inference_max_batch=32", "selfplay.inference_buckets=[64]"],
@@ -413,3 +451,42 @@ def test_the_ray_server_loads_each_weight_version_once():
         assert len(loads) == 2 and server.stats()["version"] == 6
     finally:
         server.service.close()
+
+
+def test_the_learner_skips_late_server_stats_and_resends_weights_to_a_restarted_server():
+    # A busy or restarting server: the learner's wait for its stats is bounded and one
+    # request stays outstanding until its reply is in (the class runs here without Ray).
+    from types import SimpleNamespace
+
+    from ray.exceptions import GetTimeoutError, RayActorError
+
+    from polyzero.train.ray_driver import SERVER_STATS_TIMEOUT_S, RaySelfPlay
+
+    replies, asked = [], []
+
+    def get(ref, timeout=None):
+        assert timeout == SERVER_STATS_TIMEOUT_S  # never an unbounded wait
+        if not replies:
+            raise GetTimeoutError("not yet")
+        if isinstance(replies[-1], Exception):
+            raise replies.pop()
+        return replies.pop()
+
+    ray = SimpleNamespace(
+        get=get, exceptions=SimpleNamespace(GetTimeoutError=GetTimeoutError, RayActorError=RayActorError)
+    )
+    stats = SimpleNamespace(remote=lambda: asked.append(1) or len(asked))
+    sent = []
+    server = SimpleNamespace(stats=stats, set_weights=SimpleNamespace(remote=lambda *a: sent.append(a)))
+    driver = SimpleNamespace(ray=ray, server=server, _stats_ref=None, _weights_ref="w", _weights_version=2)
+    driver._send_server_weights = lambda: RaySelfPlay._send_server_weights(driver)
+    assert RaySelfPlay._server_metrics(driver) == {} and RaySelfPlay._server_metrics(driver) == {}
+    assert len(asked) == 1  # the second step waited on the same request
+    replies.append({"forwards": 4, "rows": 10, "version": 2})
+    assert RaySelfPlay._server_metrics(driver) == {"ray/inference_forwards": 4, "ray/inference_rows_per_forward": 2.5}
+    assert driver._stats_ref is None and not sent
+    replies.append({"forwards": 1, "rows": 1, "version": -1})  # restarted: its constructor's weights
+    RaySelfPlay._server_metrics(driver)
+    assert sent == [("w", 2)]  # the latest weights again, not at the next publication
+    replies.append(RayActorError())  # restarting now: the weights queue for it
+    assert RaySelfPlay._server_metrics(driver) == {} and sent == [("w", 2)] * 2 and driver._stats_ref is None

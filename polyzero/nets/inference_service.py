@@ -49,6 +49,13 @@ class ServiceClosed(RuntimeError):
     """The service stopped (closed, or its thread died) while a request waited."""
 
 
+class ServiceError(RuntimeError):
+    """The evaluator raised in the service's thread: each client whose rows were in that
+    forward gets its own, chained from the evaluator's error (``__cause__``), whose type
+    and message it names (one exception object raised in several threads would mix their
+    tracebacks)."""
+
+
 class _Request:
     __slots__ = ("method", "arrays", "rows", "done", "result", "error")
 
@@ -143,8 +150,11 @@ class InferenceService:
                 raise ServiceClosed("the inference service closed before this request ran")
             if time.monotonic() > deadline:
                 raise ServiceClosed(f"the inference service gave no answer in {self.timeout_s:g} s")
-        if request.error is not None:
-            raise request.error
+        error = request.error
+        if isinstance(error, ServiceClosed):  # made for this request alone
+            raise error
+        if error is not None:
+            raise ServiceError(f"the inference service's {method} failed: {type(error).__name__}: {error}") from error
         return request.result  # type: ignore[return-value]
 
     def load_state_dict(self, state: dict) -> None:
@@ -209,7 +219,7 @@ class InferenceService:
             for chunk in self._chunks(group):
                 try:
                     self._forward(key, chunk)
-                except Exception as error:  # noqa: BLE001 -- the caller re-raises it in its own thread
+                except Exception as error:  # noqa: BLE001 -- each caller raises a ServiceError from it
                     for r in chunk:
                         r.finish(error=error)
 
@@ -285,26 +295,39 @@ class InferenceService:
                 item.finish(error=ServiceClosed("the inference service closed before this request ran"))
 
 
-class ServiceClient:
-    """What an actor's search calls instead of its own evaluator: the same entry points,
-    each a request to the shared service. The fused MuZero search (a program run inside
-    the tree kernel) is off through a client: every network call goes to the service."""
+class EntryPoints:
+    """The evaluator's call interface (:data:`ENTRY_POINTS`), each call handed to
+    `_call(method, arrays)`: what a client of a service in this process
+    (:class:`ServiceClient`) and one over Ray (``polyzero.train.ray_inference``) share.
+    The fused MuZero search (a program run inside the tree kernel) is off through one:
+    every network call goes to the service."""
 
     program = None  # polyzero.search.fused: no program, so the search calls `recurrent`
     fuse = "auto"
+
+    def _call(self, method: str, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        raise NotImplementedError
+
+    def __call__(self, obs: np.ndarray):
+        return self._call("__call__", (obs,))
+
+    def initial(self, obs: np.ndarray):
+        return self._call("initial", (obs,))
+
+    def recurrent(self, hidden: np.ndarray, action: np.ndarray):
+        return self._call("recurrent", (hidden, action))
+
+
+class ServiceClient(EntryPoints):
+    """What an actor's search calls instead of its own evaluator: the same entry points,
+    each a request to the shared service."""
 
     def __init__(self, service: InferenceService):
         self.service = service
         self._active = True
 
-    def __call__(self, obs: np.ndarray):
-        return self.service.call("__call__", (obs,))
-
-    def initial(self, obs: np.ndarray):
-        return self.service.call("initial", (obs,))
-
-    def recurrent(self, hidden: np.ndarray, action: np.ndarray):
-        return self.service.call("recurrent", (hidden, action))
+    def _call(self, method: str, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        return self.service.call(method, arrays)
 
     def load_state_dict(self, state: dict) -> None:
         self.service.load_state_dict(state)

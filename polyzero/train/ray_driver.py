@@ -43,6 +43,8 @@ from .ray_actors import (  # noqa: F401 - their home was here; scripts import th
 from .ray_inference import start_server
 from .selfplay import new_stats
 
+SERVER_STATS_TIMEOUT_S = 1.0  # the learner's wait for the inference server's stats, per step
+
 
 def check_ray_inference(cfg) -> None:
     """selfplay.shared_inference under Ray: one server, single-threaded workers."""
@@ -103,6 +105,7 @@ class RaySelfPlay:
         self.evaluations_skipped = 0  # weights replaced while waiting: evaluation lags, never queues
         self.workers = []
         self.server = None  # selfplay.shared_inference: the workers' one network (ray_inference)
+        self._stats_ref = None  # the server's stats, asked for and not yet in
         # The sources' parts under Ray (`sources.RayPart`: Go-Exploit's archive actors,
         # Reanalyze's actors).
         self.parts = [part for part in map(self._ray_part, loop.sources) if part is not None]
@@ -168,7 +171,7 @@ class RaySelfPlay:
     def _stop(self) -> None:
         for w in self.workers + self._part_actors() + self.eval_workers + [self.server] * (self.server is not None):
             self.ray.kill(w, no_restart=True)
-        self.server = None
+        self.server, self._stats_ref = None, None
         self.eval_workers, self.evaluations, self.eval_waiting = [], {}, None
         self.workers, self.in_flight = [], {}
         for part in self.parts:
@@ -309,7 +312,13 @@ class RaySelfPlay:
     def _send_weights(self, worker) -> None:
         worker.set_weights.remote(self._weights_ref, self._weights_version)
         if self.server is not None:  # (again after a worker is lost: the server may have restarted too)
-            self.server.set_weights.remote(self._weights_ref, self._weights_version)
+            self._send_server_weights()
+
+    def _send_server_weights(self) -> None:
+        """The latest weights to the inference server (a version it holds is not loaded
+        again); a restarting server gets them once it is up, instead of serving the
+        untrained weights its constructor made until the next publication."""
+        self.server.set_weights.remote(self._weights_ref, self._weights_version)
 
     def publish(self, loop, force: bool = False) -> None:
         """After a learning step, the other sources' weights in this process (Reanalyze's
@@ -347,14 +356,32 @@ class RaySelfPlay:
                 out[f"ray/worker{i}/positions_per_s"] = positions / seconds
                 out[f"ray/worker{i}/simulations_per_s"] = simulations / seconds
         self.worker_work = {}
-        if self.server is not None:  # the shared inference server's batches so far
-            try:
-                served = self.ray.get(self.server.stats.remote())
-            except self.ray.exceptions.RayActorError:  # restarting: its numbers start again
-                return out
-            out["ray/inference_forwards"] = served["forwards"]
-            out["ray/inference_rows_per_forward"] = served["rows"] / max(served["forwards"], 1)
+        if self.server is not None:
+            out.update(self._server_metrics())
         return out
+
+    def _server_metrics(self) -> dict:
+        """The shared inference server's batches so far, without stalling the learner on a
+        busy or restarting server: a reply not in within SERVER_STATS_TIMEOUT_S is left
+        for a later step (one request outstanding, never a queue of them). A server found
+        restarted gets the latest weights again."""
+        if self._stats_ref is None:
+            self._stats_ref = self.server.stats.remote()
+        try:
+            served = self.ray.get(self._stats_ref, timeout=SERVER_STATS_TIMEOUT_S)
+        except self.ray.exceptions.GetTimeoutError:
+            return {}
+        except self.ray.exceptions.RayActorError:  # restarting: its numbers start again
+            self._stats_ref = None
+            self._send_server_weights()
+            return {}
+        self._stats_ref = None
+        if served["version"] < self._weights_version:  # restarted since: untrained weights
+            self._send_server_weights()
+        return {
+            "ray/inference_forwards": served["forwards"],
+            "ray/inference_rows_per_forward": served["rows"] / max(served["forwards"], 1),
+        }
 
     def _actor_state(self) -> tuple[dict, dict]:
         meta = {"rng": self.loop.actor.rng.bit_generator.state, "stats": dict(self.totals), "slots": []}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..nets.inference_service import EntryPoints
+
 
 class InferenceServer:
     """A plain class Ray runs as a threaded actor: the run's network on its device
@@ -52,30 +54,18 @@ class InferenceServer:
         return {**self.service.stats, "version": self.version}
 
 
-class RemoteEvaluator:
-    """The evaluator interface (``__call__``, ``initial``, ``recurrent``) over Ray: each
-    call one request to the server. Its weights are the server's (the Ray executor sends
-    them there), so `load_state_dict` has nothing to load."""
-
-    program = None  # the fused MuZero search would bypass the server
-    fuse = "auto"
+class RemoteEvaluator(EntryPoints):
+    """The evaluator interface over Ray: each call one request to the server. Its weights
+    are the server's (the Ray executor sends them there), so `load_state_dict` has
+    nothing to load."""
 
     def __init__(self, server):
         import ray
 
         self.ray, self.server = ray, server
 
-    def _call(self, method: str, *arrays: np.ndarray):
+    def _call(self, method: str, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         return self.ray.get(self.server.call.remote(method, arrays))
-
-    def __call__(self, obs: np.ndarray):
-        return self._call("__call__", obs)
-
-    def initial(self, obs: np.ndarray):
-        return self._call("initial", obs)
-
-    def recurrent(self, hidden: np.ndarray, action: np.ndarray):
-        return self._call("recurrent", hidden, action)
 
     def load_state_dict(self, state: dict) -> None:
         pass
