@@ -435,8 +435,8 @@ def test_one_actor_thread_checkpoints_as_a_plain_actor():
 
 
 def test_the_ray_server_loads_each_weight_version_once():
-    # The Ray executor sends a publication to the server with each worker's: N workers,
-    # one load (the class runs here without Ray).
+    # A publication can reach the server more than once (again after a lost worker or a
+    # restart): one load per version (the class runs here without Ray).
     from polyzero.train.ray_inference import InferenceServer
 
     cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true"])

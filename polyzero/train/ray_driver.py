@@ -310,8 +310,10 @@ class RaySelfPlay:
         self._submit(worker)
 
     def _send_weights(self, worker) -> None:
+        """The latest weights to a lost actor Ray restarts, and to the inference server,
+        which may have restarted with it."""
         worker.set_weights.remote(self._weights_ref, self._weights_version)
-        if self.server is not None:  # (again after a worker is lost: the server may have restarted too)
+        if self.server is not None:
             self._send_server_weights()
 
     def _send_server_weights(self) -> None:
@@ -333,7 +335,9 @@ class RaySelfPlay:
         self._weights_ref = self.ray.put(self.loop.learner.weights())
         self._weights_version = self.loop.step
         for w in self.workers + self._part_actors():
-            self._send_weights(w)
+            w.set_weights.remote(self._weights_ref, self._weights_version)
+        if self.server is not None:  # once a publication, not once a worker
+            self._send_server_weights()
         for part in self.parts:
             part.publish(self, self._weights_ref, self.loop.step)
 

@@ -42,8 +42,8 @@ class InferenceServer:
         return self.service.call(method, arrays)
 
     def set_weights(self, weights: dict, version: int) -> int:
-        """The executor sends each publication once per worker (a restarted server needs
-        it again): a version the server holds already is not loaded again (an ONNX
+        """The executor sends each publication once, and again when a lost actor or the
+        server restarts: a version the server holds already is not loaded again (an ONNX
         Runtime refresh, 11-39 ms, stalls every worker's calls)."""
         if version != self.version:
             self.service.load_state_dict(weights)
