@@ -10,7 +10,11 @@ arm being 1 initial + n recurrent inferences at batch B:
 * ``after``: the MLP programs (``polyzero.search.kernels.mlp.run_program`` of this
   tree) in one compiled loop, as the fused search runs them (the network alone);
 * ``before``: the same loop over ``run_program`` of another revision's kernel
-  (``--before REV``, loaded from git), the same programs;
+  (``--before REV``, loaded from git, with that revision's ``kernels.panels``), the
+  same programs;
+* ``chained``: ``after``'s loop with each recurrent inference's state taken from the
+  last one's output (a sequential copy), as XLA's loop chains them, instead of the
+  gather of random parents' states: the network alone, like for like with ``xla``;
 * ``onnx``: the per-simulation loop over ONNX Runtime (``compiled:onnx``), the path
   ``net.inference = auto`` took above ``search.fused.FUSED_MAX_BATCH`` trees before;
 * ``xla``: mctx's network work alone, root_fn + n recurrent_fn in one jitted fori_loop.
@@ -54,20 +58,33 @@ from search_throughput_jobs import PolyzeroMuZero, net_alone_fn  # noqa: E402
 CLOCK = time.process_time
 
 
-def kernel_at(rev: str, tmp: str):
-    """``polyzero/search/kernels/mlp.py`` of git revision `rev` as a module of its own
-    (the kernel imports numpy, numba, math and, from 2026-11-29, this tree's
-    ``kernels.panels``)."""
-    src = subprocess.run(
-        ["git", "show", f"{rev}:polyzero/search/kernels/mlp.py"], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout
-    path = os.path.join(tmp, f"mlp_{rev}.py")
+PANELS_IMPORT = "from polyzero.search.kernels.panels import"
+
+
+def _git_show(rev: str, path: str) -> str:
+    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+
+
+def _module_from(src: str, name: str, tmp: str):
+    path = os.path.join(tmp, f"{name}.py")
     with open(path, "w") as fh:
         fh.write(src)
-    spec = importlib.util.spec_from_file_location(f"mlp_{rev}", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def kernel_at(rev: str, tmp: str):
+    """``polyzero/search/kernels/mlp.py`` of git revision `rev` as a module of its own
+    (the kernel imports numpy, numba, math and, from 2026-11-29, ``kernels.panels``:
+    that revision's panels then, loaded beside it, not this tree's)."""
+    src = _git_show(rev, "polyzero/search/kernels/mlp.py")
+    if PANELS_IMPORT in src:
+        _module_from(_git_show(rev, "polyzero/search/kernels/panels.py"), f"panels_{rev}", tmp)
+        src = src.replace(PANELS_IMPORT, f"from panels_{rev} import")
+    return _module_from(src, f"mlp_{rev}", tmp)
 
 
 @nb.njit
@@ -95,9 +112,10 @@ def _net_loop(run, init, rec, obs, store, idx, acts, num_simulations):
         run(rec[0], rec[1], rec[2], rows)
 
 
-def program_arm(kernel, batch: int, num_simulations: int):
+def program_arm(kernel, batch: int, num_simulations: int, chained: bool = False):
     """The network alone through the programs that `kernel` (a kernels.mlp module) writes
-    and runs: fn(obs)."""
+    and runs: fn(obs). Each recurrent inference gathers random parents' states from a
+    store of 8 B states, or with `chained` copies the last one's new states in order."""
     run = kernel.run_program
     initial, recurrent = tinynet.programs(kernel=kernel)
     rng = np.random.default_rng(tinynet.SEED + 1)
@@ -106,6 +124,9 @@ def program_arm(kernel, batch: int, num_simulations: int):
     acts = rng.integers(0, tinynet.A, (8, batch))
     init = (initial.ops, initial.weights, initial.scratch(batch))
     rec = (recurrent.ops, recurrent.weights, recurrent.scratch(batch))
+    if chained:  # the recurrent program's own output block (a view of its scratch), row r from row r
+        store = kernel.output(rec[2], batch, recurrent.outs, kernel.HIDDEN_OUT)
+        idx = np.tile(np.arange(batch), (8, 1))
 
     def fn(obs):
         _net_loop(run, init, rec, obs, store, idx, acts, num_simulations)
@@ -163,6 +184,7 @@ def outputs_agree(before, batch: int) -> float:
 
 def row(args, before, batch: int, n: int) -> dict:
     arms = {"after": program_arm(mlp, batch, n), "before": program_arm(before, batch, n)}
+    arms["chained"] = program_arm(mlp, batch, n, chained=True)
     if batch > 64:
         arms["onnx"] = net_alone_fn(tinynet.TinyNetNumpy("compiled:onnx"), n, batch)
     arms["xla"] = xla_arm(batch, n)
@@ -223,18 +245,22 @@ def render(results) -> str:
         + (", layers of 16k outputs on packed panels at every B)" if m.get("panels") else ")"),
         "",
         "Median CPU ms (process time) per 1 initial + n recurrent inferences at batch B (blocks of back-to-back calls, "
-        "the arms round-robin, many rounds). after / before: the kernels of the fused search; "
+        "the arms round-robin, many rounds). after / before: the kernels of the fused search, each recurrent "
+        "inference gathering random parents' states from a store as the search does; chained: after's "
+        "programs, each state the last inference's output copied in order (as XLA's loop chains them); "
         "onnx: the per-simulation loop over ONNX Runtime (B > 64); xla: mctx's root_fn + n "
         "recurrent_fn in one jitted fori_loop. Ratio columns: arm / xla (target: after <= 1).",
         "",
-        "| B | sims | after ms | before ms | onnx ms | xla ms | after / xla | before / xla | onnx / xla "
-        "| after / before | calls per arm | load avg (1 min, start-end) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| B | sims | after ms | before ms | chained ms | onnx ms | xla ms | after / xla | before / xla "
+        "| chained / xla | onnx / xla | after / before | calls per arm | load avg (1 min, start-end) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results["rows"]:
         v = r["vs_xla"]
-        ms = [f"{r[k]['median_s'] * 1e3:.3f}" if k in r else "-" for k in ("after", "before", "onnx", "xla")]
-        ratios = [f"**{v['after']:.2f}**", f"{v['before']:.2f}", f"{v['onnx']:.2f}" if "onnx" in v else "-"]
+        arms = ("after", "before", "chained", "onnx", "xla")
+        ms = [f"{r[k]['median_s'] * 1e3:.3f}" if k in r else "-" for k in arms]
+        ratios = [f"**{v['after']:.2f}**", f"{v['before']:.2f}"]
+        ratios += [f"{v[k]:.2f}" if k in v else "-" for k in ("chained", "onnx")]
         load = f"{r['loadavg'][0][0]:.1f}-{r['loadavg'][1][0]:.1f}"
         cells = [r["B"], r["num_simulations"], *ms, *ratios, f"{r['after_vs_before']:.2f}", r["after"]["n"], load]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")

@@ -36,17 +36,19 @@ _VEC = ir.VectorType(_F32, 8)
 _I32 = ir.IntType(32)
 
 
-def pack_panels(wt: np.ndarray) -> np.ndarray:
-    """W^T [n_out, n_in] (n_out a multiple of PANEL) as panels [n_out / PANEL, n_in, PANEL]."""
+def pack_panels(wt: np.ndarray, width: int = PANEL) -> np.ndarray:
+    """W^T [n_out, n_in] (n_out a multiple of width) as panels [n_out / width, n_in, width]."""
     n_out, n_in = wt.shape
-    return np.ascontiguousarray(wt.reshape(n_out // PANEL, PANEL, n_in).transpose(0, 2, 1))
+    return np.ascontiguousarray(wt.reshape(n_out // width, width, n_in).transpose(0, 2, 1))
 
 
-def _tile(rows_in_tile: int):
+def make_tile(rows_in_tile: int, vectors: int = 2):
     """The intrinsic tile(x, panels, k, bias, out, r0, o0, relu, accumulate): out[r0 : r0 +
-    rows_in_tile, o0 : o0 + 16] = act(x[rows, :k] @ W[:k, o0 : o0 + 16] + bias (+ out's
-    values there first, with accumulate)); panels: the layer's packed W, flat, with
-    x.shape[1] inputs per panel."""
+    rows_in_tile, o0 : o0 + w] = act(x[rows, :k] @ W[:k, o0 : o0 + w] + bias (+ out's
+    values there first, with accumulate)), w = 8 * vectors outputs (PANEL here; other
+    widths for benchmarks/panel_tiles.py); panels: the layer's W packed in panels of w,
+    flat, with x.shape[1] inputs per panel."""
+    width = 8 * vectors
 
     @intrinsic
     def tile(typingctx, x, panels, k, bias, out, r0, o0, relu, accumulate):
@@ -76,26 +78,29 @@ def _tile(rows_in_tile: int):
             ]
             start = builder.icmp_signed("!=", acc_, c(0))
             sums = [
-                [cgutils.alloca_once_value(builder, builder.select(start, vload(row, 8 * h), zero)) for h in range(2)]
+                [
+                    cgutils.alloca_once_value(builder, builder.select(start, vload(row, 8 * h), zero))
+                    for h in range(vectors)
+                ]
                 for row in out_rows
             ]
-            panel = builder.gep(wa.data, [builder.mul(o0_, ldx)])  # panel o0 / 16 holds ldx rows of 16
+            panel = builder.gep(wa.data, [builder.mul(o0_, ldx)])  # panel o0 / w holds ldx rows of w
             x_rows = [builder.gep(xa.data, [builder.mul(builder.add(r0_, c(m)), ldx)]) for m in range(rows_in_tile)]
             undef = ir.Constant(_VEC, ir.Undefined)
             splat = ir.Constant(ir.VectorType(_I32, 8), [0] * 8)
             with cgutils.for_range(builder, k_) as loop:
-                w_row = builder.gep(panel, [builder.mul(loop.index, c(PANEL))])
-                w = (vload(w_row, 0), vload(w_row, 8))
+                w_row = builder.gep(panel, [builder.mul(loop.index, c(width))])
+                w = [vload(w_row, 8 * h) for h in range(vectors)]
                 for m in range(rows_in_tile):
                     xi = builder.load(builder.gep(x_rows[m], [loop.index]))
                     xv = builder.shuffle_vector(builder.insert_element(undef, xi, ir.Constant(_I32, 0)), undef, splat)
-                    for h in range(2):
+                    for h in range(vectors):
                         builder.store(builder.call(fma, [xv, w[h], builder.load(sums[m][h])]), sums[m][h])
             bias_ptr = builder.gep(ba.data, [o0_])
-            b = (vload(bias_ptr, 0), vload(bias_ptr, 8))
+            b = [vload(bias_ptr, 8 * h) for h in range(vectors)]
             is_relu = builder.icmp_signed("!=", relu_, c(0))
             for m, row in enumerate(out_rows):
-                for h in range(2):
+                for h in range(vectors):
                     v = builder.fadd(builder.load(sums[m][h]), b[h])
                     # unordered ">": a NaN stays NaN, as under max(v, 0), np.maximum and torch.relu
                     v = builder.select(is_relu, builder.select(builder.fcmp_unordered(">", v, zero), v, zero), v)
@@ -110,8 +115,8 @@ def _tile(rows_in_tile: int):
     return tile
 
 
-_tile_rows = _tile(_MR)
-_tile_row = _tile(1)
+_tile_rows = make_tile(_MR)
+_tile_row = make_tile(1)
 
 
 @nb.njit(cache=True, nogil=True)
