@@ -86,7 +86,8 @@ def muzero_row(args, net, jparams, b: int, n: int, inputs: tuple, visit_check: l
         jobs.append(mctx_job(pz, jparams, b, n, inputs, row, visit_check))
     pz.net_s, pz.calls, pz.net_shares = 0.0, 0, []
     t_wall = time.perf_counter()
-    ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500)
+    clock = time.process_time if args.cpu_time else time.perf_counter
+    ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500, clock=clock)
     row["probe_ms"] = statistics.median(probe)
     row["probe_min_max_ms"] = [min(probe), max(probe)]
     for name in ts:
@@ -329,6 +330,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--library", choices=search_throughput_alone.LIBRARIES, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    ap.add_argument("--cpu-time", action="store_true", help="time calls by process CPU time, XLA on the caller")
     ap.add_argument("--no-mctx", action="store_true")
     ap.add_argument("--no-alphazero", action="store_true")
     ap.add_argument(
@@ -360,6 +362,11 @@ def main(argv=None):
     meta = run_meta(args, argv, net_err)
     jparams = None if args.no_mctx else mctx_params(meta)
     have_mctx = jparams is not None
+    meta["clock"] = "process_time" if args.cpu_time else "perf_counter"
+    if args.cpu_time and have_mctx:  # XLA's async dispatch would run the calls on a worker thread
+        import jax
+
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
     print(json.dumps(meta), flush=True)
 
     if args.mode == "alone":
@@ -426,7 +433,8 @@ def render_markdown(results) -> str:
         "",
         "Mode: interleaved (both libraries in this one process, blocked round-robin; "
         "`--mode alone` times each in its own process). "
-        "Median ms per policy call (root forward + search), interleaved in the same run; "
+        f"Median ms per policy call (root forward + search; clock: {m.get('clock', 'perf_counter')}), "
+        "interleaved in the same run; "
         "speed-up = mctx / polyzero. 'outside net' = share of polyzero's time not spent "
         "in the network (inner: network calls timed inside the search; alone: 1 - "
         "net-alone / polyzero). Depth: mean node depth / max depth.",
