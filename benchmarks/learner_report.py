@@ -56,6 +56,27 @@ def render_update_ab(rows) -> list[str]:
     )
 
 
+def render_sog_step_ab(r) -> list[str]:
+    """SoG's whole step against an earlier revision's (`--sog-step-ab`)."""
+    if not r:
+        return []
+    same = ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in r["identical"].items())
+    return [
+        "",
+        f"Student of Games' whole step (sample, update, loss terms read back) at git revision {r['revision']} "
+        f"against now, interleaved on the same draws, {r['rounds']} rounds (medians of CPU ms); the same "
+        f"loss terms every round, before and now: {same}:",
+        "",
+        "| step | batch | before ms | now ms | floor ms | before / floor | now / floor | now vs before |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *(
+            f"| {label} | {r['batch']} | {r[b]:.2f} | {r[n]:.2f} | {r['floor']:.2f} | {r[b] / r['floor']:.2f} "
+            f"| {r[n] / r['floor']:.2f} | {r[b] / r[n]:.2f}x |"
+            for label, b, n in (("default", "before", "now"), ("train.fused_step", "before_fused", "fused"))
+        ),
+    ]
+
+
 def render(result) -> str:
     lines = [
         "# Learner training steps per second beside the floor and AlphaZero",
@@ -124,4 +145,5 @@ def render(result) -> str:
             for r in result["loss_ab"]
         ]
     lines += render_update_ab(result.get("update_ab"))
+    lines += render_sog_step_ab(result.get("sog_step_ab"))
     return "\n".join(lines) + "\n"
