@@ -337,15 +337,19 @@ def sog_step_ab(batch: int, rounds: int, before: str) -> dict:
     }
     for learner, _ in learners.values():
         learner.net.load_state_dict(now.net.state_dict())
-    draws = {id(w): np.random.default_rng(0) for w in (window, rows_window)}  # the same calls on each
+    draws = {id(w): np.random.default_rng(0) for w in (window, rows_window)}  # the same calls on each, in turn
     floor_net = model.build_network().train()
     first = [w.sample(cfg.train.batch_size, np.random.default_rng(1)) for w in (window, rows_window)]
     fixed = {k: torch.from_numpy(v) for k, v in first[0].items()}  # the floor's batch, drawn from both windows
     times = {k: [] for k in (*learners, "floor")}
     identical = {"default": True, "fused": True}
-    for _ in range(rounds + 2):  # two warm-up rounds
+    pairs = [("before", "now"), ("before_fused", "fused")]
+    for r in range(rounds + 2):  # two warm-up rounds
         out = {}
-        for key, (learner, source) in learners.items():
+        # each pair back to back, which of the two goes first alternating by round (the
+        # one after the other finds the shared window's arrays in cache)
+        for key in (k for pair in pairs for k in (pair if r % 2 else pair[::-1])):
+            learner, source = learners[key]
             c0 = time.process_time()
             out[key] = learner.update(source.sample(cfg.train.batch_size, draws[id(source)]))
             times[key].append(time.process_time() - c0)
@@ -376,11 +380,13 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--sog-step-ab", default="", metavar="REV", help="also SoG's whole step (sampling included) against REV's"
     )
+    ap.add_argument("--sog-step-ab-rounds", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
     args = ap.parse_args(argv)
     if args.quick:
         args.batch_size, args.steps, args.warmup = args.batch_size or 16, 2, 1
+        args.sog_step_ab_rounds = 2
     torch.set_num_threads(args.cpu_threads)
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
     wanted = args.arms.split(",")
@@ -413,7 +419,7 @@ def main(argv=None) -> None:
     update_rows = update_ab(
         [a for a in args.update_ab.split(",") if a], args.batch_size, args.steps, args.update_ab_before
     )
-    step_ab = sog_step_ab(args.batch_size, args.steps, args.sog_step_ab) if args.sog_step_ab else None
+    step_ab = sog_step_ab(args.batch_size, args.sog_step_ab_rounds, args.sog_step_ab) if args.sog_step_ab else None
     profiles = [
         profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
         for name in args.profile.split(",")
