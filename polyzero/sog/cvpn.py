@@ -393,10 +393,11 @@ def cvpn_loss(
     """Huber loss on the value targets present, cross-entropy on the policy targets
     present ("Query collection": Huber for values, cross entropy for policies).
 
-    Each operator here costs 5-20 us on a CPU, a fifth of an update at batch 32, so the
-    acting player's logits are one gather (an advanced index and its backward cost
-    twice as much), the illegal moves' mask is made once, and a weight of 1 multiplies
-    nothing; the same numbers and gradients bit for bit (tests/test_sog_training.py)."""
+    Each operator here costs 4-23 us on a CPU (these terms are an eighth of an update at
+    batch 32), so the acting player's logits are one gather (backward: a scatter_add,
+    where an advanced index's is an index_put with accumulation), the illegal mask is
+    made once, and a weight of 1 multiplies nothing: the same numbers and gradients bit
+    for bit (tests/test_cvpn_loss_exact.py)."""
     values, logits = net(batch["x"])
     vmask = batch["value_mask"]
     huber = F.huber_loss(values, batch["value"], reduction="none", delta=1.0)
