@@ -56,6 +56,27 @@ def render_update_ab(rows) -> list[str]:
     )
 
 
+def render_sog_step_ab(r) -> list[str]:
+    """SoG's whole step against an earlier revision's (`--sog-step-ab`)."""
+    if not r:
+        return []
+    same = ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in r["identical"].items())
+    return [
+        "",
+        f"Student of Games' whole step (sample, update, loss terms read back) at git revision {r['revision']} "
+        f"against now, interleaved on the same draws, {r['rounds']} rounds (medians of CPU ms); the same "
+        f"loss terms every round, before and now: {same}:",
+        "",
+        "| step | batch | before ms | now ms | floor ms | before / floor | now / floor | now vs before |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *(
+            f"| {label} | {r['batch']} | {r[b]:.2f} | {r[n]:.2f} | {r['floor']:.2f} | {r[b] / r['floor']:.2f} "
+            f"| {r[n] / r['floor']:.2f} | {r[b] / r[n]:.2f}x |"
+            for label, b, n in (("default", "before", "now"), ("train.fused_step", "before_fused", "fused"))
+        ),
+    ]
+
+
 def render(result) -> str:
     lines = [
         "# Learner training steps per second beside the floor and AlphaZero",
@@ -68,12 +89,14 @@ def render(result) -> str:
         "- each step: sample a minibatch, one update, loss terms read back; the floor: the same network "
         "passes alone (h once, g and f K times; one f for AlphaZero and the CVPN), forward and backward, "
         "on one batch, timed in the same rounds; medians of "
-        f"{result['steps']} rounds after {result['warmup']} warm-up rounds, of wall-clock time and (last two "
-        "columns) of the process's CPU time, which a shared machine's load does not stretch",
+        f"{result['steps']} rounds after {result['warmup']} warm-up rounds, of wall-clock time and (last three "
+        "columns) of the process's CPU time, which a shared machine's load does not stretch; "
+        "a machine shared with other sessions",
         "",
         "| arm | game | batch | device | steps / s | floor steps / s | learner / floor "
-        "| vs AlphaZero at the same trunk | CPU ms: learner / floor | learner / floor in CPU time |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| vs AlphaZero at the same trunk | CPU ms: learner / floor | learner / floor in CPU time "
+        "| vs AlphaZero at the same trunk, CPU time |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     rows = result["rows"]
     for r in rows:
@@ -84,9 +107,11 @@ def render(result) -> str:
             if "cpu_step_ms" in r and r["device"] == "cpu"
             else ("-", "-")
         )
+        # steps per CPU second against the baseline's: the ratio a shared machine's load does not move
+        cpu_vs = f"{base['cpu_step_ms'] / r['cpu_step_ms']:.2f}x" if base and cpu[0] != "-" else "-"
         lines.append(
             f"| {r['arm']} | {r['game']} | {r['batch_size']} | {r['device']} | {r['steps_per_s']:.2f} | "
-            f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} | {cpu[0]} | {cpu[1]} |"
+            f"{r['floor_steps_per_s']:.2f} | {r['learner_over_floor']:.2f} | {vs} | {cpu[0]} | {cpu[1]} | {cpu_vs} |"
         )
     for p in result.get("profiles", []):
         lines += [
@@ -124,4 +149,5 @@ def render(result) -> str:
             for r in result["loss_ab"]
         ]
     lines += render_update_ab(result.get("update_ab"))
+    lines += render_sog_step_ab(result.get("sog_step_ab"))
     return "\n".join(lines) + "\n"

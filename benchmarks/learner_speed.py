@@ -306,6 +306,64 @@ def update_ab(names: list[str], batch: int, rounds: int, before: str = "") -> li
     return rows
 
 
+def sog_step_ab(batch: int, rounds: int, before: str) -> dict:
+    """Student of Games' whole step (sample, update, loss terms read back) as at git
+    revision `before` against now, beside the floor, interleaved on the same draws:
+    before, the window gathering each example's rows (`DENSE_ROWS_BYTES` 0), the CVPN
+    loss as it was (the oracle of tests/test_cvpn_loss_exact.py) and `before`'s Learner;
+    now, the window's dense rows, today's loss and Learner; each with the default step
+    and with train.fused_step. Medians of the process's CPU time (ms), and whether
+    before and now returned the same loss terms every round."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from polyzero.sog import selfplay
+    from test_cvpn_loss_exact import ReferenceModel
+
+    arm = next(a for a in ARMS if a.name == "sog_cvpn")
+    model, cfg, window = setup(arm, batch)
+    saved, selfplay.DENSE_ROWS_BYTES = selfplay.DENSE_ROWS_BYTES, 0
+    try:
+        rows_window = setup(arm, batch)[2]
+    finally:
+        selfplay.DENSE_ROWS_BYTES = saved
+    then, cpu, old_model = learner_before(before), torch.device("cpu"), ReferenceModel(model.encoding, cfg)
+    fused_cfg = dataclasses.replace(cfg.train, fused_step=True)
+    torch.manual_seed(0)
+    now = Learner(model, cfg.train, cpu)
+    learners = {
+        "before": (then(old_model, cfg.train, cpu), rows_window),
+        "now": (now, window),
+        "before_fused": (then(old_model, fused_cfg, cpu), rows_window),
+        "fused": (Learner(model, fused_cfg, cpu), window),
+    }
+    for learner, _ in learners.values():
+        learner.net.load_state_dict(now.net.state_dict())
+    draws = {id(w): np.random.default_rng(0) for w in (window, rows_window)}  # the same calls on each, in turn
+    floor_net = model.build_network().train()
+    first = [w.sample(cfg.train.batch_size, np.random.default_rng(1)) for w in (window, rows_window)]
+    fixed = {k: torch.from_numpy(v) for k, v in first[0].items()}  # the floor's batch, drawn from both windows
+    times = {k: [] for k in (*learners, "floor")}
+    identical = {"default": True, "fused": True}
+    pairs = [("before", "now"), ("before_fused", "fused")]
+    for r in range(rounds + 2):  # two warm-up rounds
+        out = {}
+        # each pair back to back, which of the two goes first alternating by round (the
+        # one after the other finds the shared window's arrays in cache)
+        for key in (k for pair in pairs for k in (pair if r % 2 else pair[::-1])):
+            learner, source = learners[key]
+            c0 = time.process_time()
+            out[key] = learner.update(source.sample(cfg.train.batch_size, draws[id(source)]))
+            times[key].append(time.process_time() - c0)
+        c0 = time.process_time()
+        floor_net.zero_grad(set_to_none=True)
+        floor_pass(model, floor_net, fixed)
+        times["floor"].append(time.process_time() - c0)
+        identical["default"] &= out["before"] == out["now"]
+        identical["fused"] &= out["before_fused"] == out["fused"]
+    ms = {k: statistics.median(v[2:]) * 1e3 for k, v in times.items()}
+    print(f"SoG step A/B B={cfg.train.batch_size}: " + ", ".join(f"{k} {v:.2f} ms" for k, v in ms.items()), identical)
+    return {"batch": cfg.train.batch_size, "revision": before, "rounds": rounds, "identical": identical, **ms}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arms", default=",".join(a.name for a in ARMS))
@@ -319,11 +377,16 @@ def main(argv=None) -> None:
     ap.add_argument("--profile-updates", type=int, default=4)
     ap.add_argument("--update-ab", default="", metavar="ARMS", help="also these arms' whole update, old code vs new")
     ap.add_argument("--update-ab-before", default="", metavar="REV", help="and against this git revision's Learner")
+    ap.add_argument(
+        "--sog-step-ab", default="", metavar="REV", help="also SoG's whole step (sampling included) against REV's"
+    )
+    ap.add_argument("--sog-step-ab-rounds", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
     args = ap.parse_args(argv)
     if args.quick:
         args.batch_size, args.steps, args.warmup = args.batch_size or 16, 2, 1
+        args.sog_step_ab_rounds = 2
     torch.set_num_threads(args.cpu_threads)
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
     wanted = args.arms.split(",")
@@ -356,6 +419,7 @@ def main(argv=None) -> None:
     update_rows = update_ab(
         [a for a in args.update_ab.split(",") if a], args.batch_size, args.steps, args.update_ab_before
     )
+    step_ab = sog_step_ab(args.batch_size, args.sog_step_ab_rounds, args.sog_step_ab) if args.sog_step_ab else None
     profiles = [
         profile_arm(next(a for a in ARMS if a.name == name), args.batch_size, args.profile_updates)
         for name in args.profile.split(",")
@@ -375,6 +439,7 @@ def main(argv=None) -> None:
         "loss_ab": loss_rows,
         "update_ab": update_rows,
         "profiles": profiles,
+        "sog_step_ab": step_ab,
     }
     write_results(args.out, result, render(result))
     print(render(result))

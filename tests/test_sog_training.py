@@ -11,6 +11,7 @@ import torch
 from polyzero.config import build_config
 from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree, public_state_at
+from polyzero.sog import selfplay
 from polyzero.sog.cvpn import BeliefEncoding, Example, NetworkValueFunction, build_cvpn
 from polyzero.sog.gtcfr import SoGSettings
 from polyzero.sog.selfplay import QueryBuffer, SlidingWindow, make_example, solve_indexed, solve_query, value_targets
@@ -580,14 +581,18 @@ def test_sog_probe_measures_network_and_targets_against_exact_values(tmp_path, c
     assert main(["sog-probe", str(tmp_path), "--points", "1"]) == 2  # not a run directory
 
 
-def test_sliding_window_minibatch_rows_are_the_stored_examples_rows():
-    """The policy and legal rows written into a minibatch all at once land at their own
-    examples' slots: each sampled example's dense rows equal the stored example's where
-    it has a policy target, and are empty elsewhere (examples with none, some, all)."""
+@pytest.mark.parametrize("dense", [True, False])
+def test_sliding_window_minibatch_rows_are_the_stored_examples_rows(dense, monkeypatch):
+    """The policy and legal rows written into a minibatch all at once (from the rows, or
+    from the dense arrays a small game's window keeps) land at their own examples'
+    slots: each sampled example's dense rows equal the stored example's where it has a
+    policy target, and are empty elsewhere (examples with none, some, all)."""
+    monkeypatch.setattr(selfplay, "DENSE_ROWS_BYTES", selfplay.DENSE_ROWS_BYTES if dense else 0)
     enc = BeliefEncoding(load_game("leduc_poker"))
     s, a = enc.max_slots, enc.num_actions
     rng = np.random.default_rng(0)
     window = SlidingWindow(enc, capacity=64, max_updates=1000)
+    assert (window.dense is not None) == dense
     stored = []
     for n in range(64):
         legal = rng.random((s, a)) < 0.6
@@ -611,3 +616,46 @@ def test_sliding_window_minibatch_rows_are_the_stored_examples_rows():
             kept = example.policy_mask[:, None] > 0
             assert np.array_equal(batch["policy"][b], np.where(kept, example.policy, 0))
             assert np.array_equal(batch["legal"][b], np.where(kept, example.legal, False))
+
+
+def test_sliding_window_dense_rows_give_the_rows_minibatches_and_checkpoints(monkeypatch):
+    """A window keeping dense policy and legal arrays samples the same minibatches as one
+    keeping rows only (same draws, symmetries included), writes the same checkpoint
+    arrays, and rebuilds its dense arrays from them (a resumed run samples alike)."""
+    game = load_game("connect_four")
+    enc = BeliefEncoding(game)
+    s, a = enc.max_slots, enc.num_actions
+    windows, default = {}, selfplay.DENSE_ROWS_BYTES
+    for dense in (False, True):  # the default threshold left in place for `resumed` below
+        monkeypatch.setattr(selfplay, "DENSE_ROWS_BYTES", default if dense else 0)
+        windows[dense] = SlidingWindow(enc, capacity=48, max_updates=3, symmetries=enc.input_symmetries())
+    assert windows[True].dense is not None and windows[False].dense is None
+    rng = np.random.default_rng(1)
+    for n in range(60):  # the first 12 overwritten: their slots' dense rows rewritten
+        legal = rng.random((s, a)) < 0.6
+        example = Example(
+            x=rng.random(enc.input_size, dtype=np.float32),
+            value=rng.random((2, s), dtype=np.float32),
+            value_mask=np.ones((2, s), np.float32),
+            policy=(rng.random((s, a)) * legal).astype(np.float32),
+            policy_mask=(rng.random(s) < 0.7).astype(np.float32),
+            legal=legal,
+            player=n % 2,
+        )
+        for window in windows.values():
+            window.add(example)
+    draws = {dense: np.random.default_rng(2) for dense in windows}
+    for _ in range(10):
+        got = {dense: w.sample(8, draws[dense]) for dense, w in windows.items()}
+        assert list(got[True]) == list(got[False])
+        for key in got[True]:
+            assert np.array_equal(got[True][key], got[False][key]) and got[True][key].dtype == got[False][key].dtype
+    saved = {dense: w.to_arrays() for dense, w in windows.items()}
+    assert saved[True].keys() == saved[False].keys()
+    assert all(np.array_equal(saved[True][k], saved[False][k]) for k in saved[True])
+    resumed = SlidingWindow(enc, capacity=48, max_updates=3, symmetries=enc.input_symmetries())
+    resumed.load_arrays(saved[True])
+    assert all(np.array_equal(resumed.dense[k], windows[True].dense[k]) for k in ("policy", "legal"))
+    draws = np.random.default_rng(3), np.random.default_rng(3)
+    after, rows_only = resumed.sample(8, draws[0]), windows[False].sample(8, draws[1])
+    assert all(np.array_equal(after[k], rows_only[k]) for k in after)
