@@ -15,10 +15,11 @@ np.dot + the bias-and-ReLU pass on the shared 2-core EPYC (Zen 3, AVX2), process
 time, interleaved: 256 x 128 -> 128 115 us against 135, 256 x 72 -> 128 57 against
 67, 256 x 128 -> 64 57 against 68, 64 x 128 -> 128 31 against 44 (row tiles outer,
 MR = 4; 6 x 16, the BLIS / OpenBLAS Haswell shape, 5 x 16, 8 x 8, panels outer and
-row blocks no faster: benchmarks/panel_tiles.py, where MR = 4 runs the B = 256 layers
-at 0.7-0.97 of the core's FMA peak). Below 64 rows against ``mlp``'s
-register tiles and the pass: 128 -> 128 at 16 rows 7.1 us against 10.3, 72 -> 128 4.2
-against 6.8, at one row 1.04 against 1.08 and 0.51 against 0.84.
+row blocks: none faster across the layers, benchmarks/panel_tiles.py, where MR = 4
+runs the B = 256 layers at 0.71-0.88 of the core's FMA peak under a load of 4).
+Below 64 rows against ``mlp``'s register tiles and the pass: 128 -> 128 at 16 rows
+7.1 us against 10.3, 72 -> 128 4.2 against 6.8, at one row 1.04 against 1.08 and 0.51
+against 0.84.
 """
 
 from __future__ import annotations
