@@ -364,6 +364,20 @@ def sog_step_ab(batch: int, rounds: int, before: str) -> dict:
     return {"batch": cfg.train.batch_size, "revision": before, "rounds": rounds, "identical": identical, **ms}
 
 
+def check_ab_args(ap: argparse.ArgumentParser, args) -> None:
+    """Refuse, before any timing, a revision git does not know or no A/B rounds (the
+    A/B's run after the main table: a bad REV there lost the whole run's results)."""
+    repo = Path(__file__).resolve().parents[1]
+    for rev in dict.fromkeys(r for r in (args.update_ab_before, args.sog_step_ab) if r):
+        found = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, capture_output=True
+        )
+        if found.returncode:
+            ap.error(f"no git revision {rev!r} in this repository")
+    if args.sog_step_ab_rounds < 1:
+        ap.error(f"--sog-step-ab-rounds must be at least 1, not {args.sog_step_ab_rounds}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arms", default=",".join(a.name for a in ARMS))
@@ -384,6 +398,7 @@ def main(argv=None) -> None:
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
     args = ap.parse_args(argv)
+    check_ab_args(ap, args)
     if args.quick:
         args.batch_size, args.steps, args.warmup = args.batch_size or 16, 2, 1
         args.sog_step_ab_rounds = 2

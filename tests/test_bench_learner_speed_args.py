@@ -1,0 +1,34 @@
+"""benchmarks/learner_speed.py refuses a bad A/B revision or round count before it
+times anything (the A/B's run last: a bad REV there used to lose the whole run)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import learner_speed  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--sog-step-ab", "no-such-revision"], "no git revision 'no-such-revision'"),
+        (["--update-ab-before", "no-such-revision"], "no git revision 'no-such-revision'"),
+        (["--sog-step-ab", "HEAD", "--sog-step-ab-rounds", "0"], "--sog-step-ab-rounds must be at least 1"),
+    ],
+)
+def test_bad_ab_arguments_exit_2_before_timing(args, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(learner_speed, "setup", lambda *a, **k: pytest.fail("set up an arm before checking"))
+    out = tmp_path / "r.json"
+    with pytest.raises(SystemExit) as exit_:
+        learner_speed.main(["--arms", "sog_cvpn", "--devices", "cpu", "--out", str(out), *args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_known_revision_passes_the_check():
+    ap = learner_speed.argparse.ArgumentParser()
+    args = learner_speed.argparse.Namespace(update_ab_before="HEAD", sog_step_ab="HEAD", sog_step_ab_rounds=1)
+    learner_speed.check_ab_args(ap, args)  # no SystemExit
