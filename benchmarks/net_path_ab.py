@@ -293,6 +293,10 @@ def main(argv=None):
     ap.add_argument("--search-sims", type=int, default=16)
     ap.add_argument("--out", default="benchmarks/results/net_path_ab.json")
     args = ap.parse_args(argv)
+    try:  # before anything is set up or timed
+        _git_show(args.before, "polyzero/search/kernels/mlp.py")
+    except subprocess.CalledProcessError:
+        ap.error(f"no kernels/mlp.py at git revision {args.before!r}")
     set_threads(1)
     _cpu_sync()
     meta = {

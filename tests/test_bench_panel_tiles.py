@@ -1,6 +1,7 @@
 """benchmarks/panel_tiles.py and net_path_ab.py's baseline kernel: every tile shape and
 loop order the benchmark times computes the layer (rows left over included), and the
-A/B's "before" kernel runs its own revision's panels, not this tree's."""
+A/B's "before" kernel runs its own revision's panels, not this tree's; a revision git
+does not have is refused in one line (exit 2) before anything is timed."""
 
 import sys
 import tempfile
@@ -36,3 +37,12 @@ def test_the_ab_baseline_runs_its_own_panels():
         before = net_path_ab.kernel_at("HEAD", tmp)
     assert before.panel_product.py_func.__module__ == "panels_HEAD"
     assert before.panel_product is not bench.panels.panel_product
+
+
+def test_the_ab_refuses_an_unknown_revision(capsys):
+    import net_path_ab
+
+    with pytest.raises(SystemExit) as exit_:
+        net_path_ab.main(["--before", "no-such-revision", "--out", "/nonexistent/never-written.json"])
+    assert exit_.value.code == 2
+    assert "no kernels/mlp.py at git revision 'no-such-revision'" in capsys.readouterr().err
