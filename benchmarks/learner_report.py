@@ -63,7 +63,8 @@ def render_sog_step_ab(r) -> list[str]:
     same = ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in r["identical"].items())
     return [
         "",
-        f"Student of Games' whole step (sample, update, loss terms read back) at git revision {r['revision']} "
+        "Student of Games' whole step (sample, update, loss terms read back), before: the window's rows "
+        f"gathered per example, the CVPN loss before 2026-11-29 and git revision {r['revision']}'s Learner; "
         f"against now, interleaved on the same draws, {r['rounds']} rounds (medians of CPU ms); the same "
         f"loss terms every round, before and now: {same}:",
         "",
