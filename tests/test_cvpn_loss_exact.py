@@ -98,3 +98,16 @@ def test_learner_updates_with_the_cvpn_loss_equal_the_reference_updates():
         assert learner.update(batch) == reference.update(batch)
     for (name, got), want in zip(learner.net.state_dict().items(), reference.net.state_dict().values()):
         assert torch.equal(got, want), name
+
+
+def test_the_cpu_read_back_gives_the_stacked_read_backs_floats():
+    """Learner._read_back: the CPU's one `item` per term and a GPU's one stacked read-back
+    (run here on CPU tensors) give the same floats, for 0-d and one-element terms."""
+    from types import SimpleNamespace
+
+    torch.manual_seed(0)
+    terms = [torch.randn(()), torch.randn(1), torch.randn(()) * 1e-30, torch.randn((), requires_grad=True) * 3]
+    on_cpu = Learner._read_back(SimpleNamespace(device=torch.device("cpu")), terms)
+    stacked = Learner._read_back(SimpleNamespace(device=torch.device("cuda")), terms)
+    assert on_cpu == stacked and all(type(v) is float for v in on_cpu)
+    assert on_cpu == [float(t.detach().reshape(())) for t in terms]
