@@ -97,7 +97,7 @@ def solve_query(
 
 # A window whose dense policy and legal arrays ([capacity, S, A], 5 bytes an entry) fit
 # in this many bytes keeps them beside the rows (Connect Four's 65,536 x 1 x 7: 2.3 MB;
-# never Scotland Yard's London board, 199 x 798 an example).
+# Scotland Yard's London board, 199 x 798 an example, only in a window of <= 84).
 DENSE_ROWS_BYTES = 64 * 2**20
 
 
