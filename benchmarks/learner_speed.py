@@ -392,10 +392,7 @@ def main(argv=None) -> None:
     ap.add_argument("--update-ab", default="", metavar="ARMS", help="also these arms' whole update, old code vs new")
     ap.add_argument("--update-ab-before", default="", metavar="REV", help="and against this git revision's Learner")
     ap.add_argument(
-        "--sog-step-ab",
-        default="",
-        metavar="REV",
-        help="also SoG's whole step (sampling included) against the rows window, the old loss and REV's Learner",
+        "--sog-step-ab", default="", metavar="REV", help="also SoG's step vs the rows window, old loss, REV's Learner"
     )
     ap.add_argument("--sog-step-ab-rounds", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")

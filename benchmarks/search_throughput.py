@@ -429,8 +429,7 @@ def render_markdown(results) -> str:
         f"PyTorch '{m['net_mode']}' path, max |err| vs NumPy reference "
         f"{m['net_max_abs_err_vs_numpy']:.1e}",
         f"- search: {m['search_params']} (mctx: muzero_policy, dirichlet_fraction=0)",
-        f"- load average (1, 5, 15 min) start/end: {m['loadavg_start']} / {m.get('loadavg_end')} "
-        "(above the CPU count: other jobs shared the machine)",
+        f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')} (over the CPU count: shared)",
         "",
         "Mode: interleaved (both libraries in this one process, blocked round-robin; "
         "`--mode alone` times each in its own process). "
