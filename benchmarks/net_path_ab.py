@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -81,10 +82,11 @@ def kernel_at(rev: str, tmp: str):
     (the kernel imports numpy, numba, math and, from 2026-11-29, ``kernels.panels``:
     that revision's panels then, loaded beside it, not this tree's)."""
     src = _git_show(rev, "polyzero/search/kernels/mlp.py")
+    tag = re.sub(r"\W", "_", rev)  # HEAD~1, origin/main: module names of identifier characters
     if PANELS_IMPORT in src:
-        _module_from(_git_show(rev, "polyzero/search/kernels/panels.py"), f"panels_{rev}", tmp)
-        src = src.replace(PANELS_IMPORT, f"from panels_{rev} import")
-    return _module_from(src, f"mlp_{rev}", tmp)
+        _module_from(_git_show(rev, "polyzero/search/kernels/panels.py"), f"panels_{tag}", tmp)
+        src = src.replace(PANELS_IMPORT, f"from panels_{tag} import")
+    return _module_from(src, f"mlp_{tag}", tmp)
 
 
 @nb.njit

@@ -30,12 +30,13 @@ def test_every_variant_gives_the_layer(rows):
         np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
-def test_the_ab_baseline_runs_its_own_panels():
+@pytest.mark.parametrize("rev, module", [("HEAD", "panels_HEAD"), ("HEAD~0", "panels_HEAD_0")])
+def test_the_ab_baseline_runs_its_own_panels(rev, module):
     import net_path_ab
 
     with tempfile.TemporaryDirectory() as tmp:
-        before = net_path_ab.kernel_at("HEAD", tmp)
-    assert before.panel_product.py_func.__module__ == "panels_HEAD"
+        before = net_path_ab.kernel_at(rev, tmp)
+    assert before.panel_product.py_func.__module__ == module
     assert before.panel_product is not bench.panels.panel_product
 
 
