@@ -45,6 +45,26 @@ def prior_coefficients(r, size):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def _child_q_bounds(children, visits, value, reward, discount, legal, tree_lo, tree_hi, r, b, node, out, in_flight):
+    """:func:`scores_into`'s first pass: each legal child's Q into out, and the
+    normalisation's (lo, span)."""
+    lo = hi = value[b, node]
+    for a in range(children.shape[2]):
+        c = children[b, node, a]
+        if c >= 0 and legal[b, node, a]:
+            q = edge_q(reward, discount, value, b, c)
+            out[a] = q
+            if r.norm == 2 and (not in_flight or visits[b, c] > 0):
+                lo = min(lo, q)
+                hi = max(hi, q)
+    if r.norm == 0:
+        lo, hi = r.vmin, r.vmax
+    elif r.norm == 1:
+        lo, hi = tree_lo, tree_hi
+    return lo, max(hi - lo, EPS)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def scores_into(
     children,
     visits,
@@ -85,20 +105,9 @@ def scores_into(
     benchmarks/results/profile_fused_tree.json).
     """
     parent_value = value[b, node]
-    lo, hi = parent_value, parent_value
-    for a in range(children.shape[2]):
-        c = children[b, node, a]
-        if c >= 0 and legal[b, node, a]:
-            q = edge_q(reward, discount, value, b, c)
-            out[a] = q
-            if r.norm == 2 and (not in_flight or visits[b, c] > 0):
-                lo = min(lo, q)
-                hi = max(hi, q)
-    if r.norm == 0:
-        lo, hi = r.vmin, r.vmax
-    elif r.norm == 1:
-        lo, hi = tree_lo, tree_hi
-    span = max(hi - lo, EPS)
+    lo, span = _child_q_bounds(
+        children, visits, value, reward, discount, legal, tree_lo, tree_hi, r, b, node, out, in_flight
+    )
     n_parent = visits[b, node] + (virtual[b, node] if in_flight else 0)
     coef = coefs[n_parent] if n_parent < coefs.shape[0] else prior_coefficient(r, n_parent)
     unvisited = r.unvisited
