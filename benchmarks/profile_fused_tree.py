@@ -10,6 +10,12 @@ checked equal to the fused search's, and the fused call is timed beside it
 (interleaved, medians) so that the phases' sum can be set against it.
 
   python benchmarks/profile_fused_tree.py --batch 256 --sims 64 --kinds puct,gumbel
+
+With ``--ab OLD_TREE`` it compares another checkout of polyzero (e.g. ``git archive``
+of an older commit, this script copied in) with this one: child processes alternate
+between the two trees, and each phase's before/after ratio is taken per pair of
+neighbouring runs, also divided by the network's (code neither side changed, so its
+ratio is the machine's drift between the two runs).
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numba as nb
@@ -150,6 +158,48 @@ def profile(net, kind: str, batch: int, sims: int, rounds: int) -> dict:
     }
 
 
+def ab(args) -> dict:
+    """--ab: alternate child runs of OLD_TREE and this tree; per-pair ratios (after / before)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"before": os.path.abspath(args.ab), "after": here}
+    runs = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.pairs):
+            for side, root in trees.items():
+                out = os.path.join(tmp, f"{side}{i}.json")
+                argv = ["--batch", str(args.batch), "--sims", str(args.sims), "--kinds", args.kinds]
+                argv += ["--rounds", str(args.rounds), "--out", out]
+                env = {**os.environ, "PYTHONPATH": root}
+                script = os.path.join(root, "benchmarks", "profile_fused_tree.py")
+                subprocess.run([sys.executable, script, *argv], env=env, check=True, stdout=subprocess.DEVNULL)
+                with open(out) as fh:
+                    runs[side].append(json.load(fh))
+    result = {}
+    for key in (k for k in runs["after"][0] if " B=" in k):
+        pairs = list(zip(runs["before"], runs["after"]))
+        phases = {}
+        for name in PHASES + ("fused call",):
+            ratios = [_phase(a[key], name) / _phase(b[key], name) for b, a in pairs]
+            drift = [_phase(a[key], "network") / _phase(b[key], "network") for b, a in pairs]
+            phases[name] = {
+                "before_us_median": statistics.median(_phase(b[key], name) for b, _ in pairs),
+                "after_us_median": statistics.median(_phase(a[key], name) for _, a in pairs),
+                "after_over_before_median": round(statistics.median(ratios), 3),
+                "over_network_ratio_median": round(statistics.median(r / d for r, d in zip(ratios, drift)), 3),
+            }
+            print(
+                f"{key} {name:24s} after/before {phases[name]['after_over_before_median']:.3f}"
+                f"  (/ network's {phases[name]['over_network_ratio_median']:.3f})"
+            )
+        result[key] = phases
+    return result
+
+
+def _phase(row, name):
+    """A phase's us per simulation, or the fused call's ms."""
+    return row["fused_call_ms_median"] if name == "fused call" else row["us_per_simulation"][name]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, default=256)
@@ -157,7 +207,19 @@ def main(argv=None):
     ap.add_argument("--kinds", default="puct,gumbel")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--out", default=None, help="JSON results file")
+    ap.add_argument("--ab", metavar="OLD_TREE", help="compare OLD_TREE's phases with this tree's")
+    ap.add_argument("--pairs", type=int, default=5, help="--ab: before/after pairs of runs")
     args = ap.parse_args(argv)
+    if args.ab:
+        load0 = os.getloadavg()
+        out = {"argv": sys.argv[1:], "machine": machine_info(), "shared_machine": True, "load_start": load0}
+        out.update(ab(args))
+        out["load_end"] = os.getloadavg()
+        print("load", load0, "->", out["load_end"])
+        if args.out:
+            with open(args.out, "w") as fh:
+                json.dump(out, fh, indent=1)
+        return
     set_threads(1)
     os.environ[kernels.PARALLEL_TREES_ENV] = "never"
     net = tinynet.TinyNetNumpy("compiled:auto")
