@@ -101,8 +101,8 @@ def scores_into(
 
     Two passes over the children: the first reads each child's Q once (into out) and
     takes norm 2's bounds, the second scores and keeps the best (the arithmetic of each
-    score as written above, so the same bits as three passes; 1.3x faster at B = 256,
-    benchmarks/results/profile_fused_tree.json).
+    score as written above, so the same bits as three passes: the fused search's selection
+    at B = 256 0.84-0.93 of the time, benchmarks/results/profile_fused_tree_ab.json).
     """
     parent_value = value[b, node]
     lo, span = _child_q_bounds(
