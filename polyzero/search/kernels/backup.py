@@ -111,6 +111,7 @@ def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
             # array arguments at every call, the store and this loop made the kernel ~40% slower).
             g = value[b, n]
             node = n
+            lo, hi = q_min[b], q_max[b]  # the path's Q seen in registers, stored once
             while node != 0:
                 p = parent[b, node]
                 g = reward[b, node] + discount[b, node] * g
@@ -123,11 +124,12 @@ def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
                     value[b, p] = _expected_outcome_value(children, reward, discount, value, prior, b, p)
                     g = value[b, p]
                 q = edge_q(reward, discount, value, b, node)
-                if q < q_min[b]:
-                    q_min[b] = q
-                if q > q_max[b]:
-                    q_max[b] = q
+                if q < lo:
+                    lo = q
+                if q > hi:
+                    hi = q
                 node = p
+            q_min[b], q_max[b] = lo, hi
 
 
 @nb.njit(cache=True, nogil=True)

@@ -32,7 +32,7 @@ from ..params import GUMBEL_INTERIOR_RULE, NDMZ_RULE, Rules
 from ..tree import CHANCE, IDENTITY, PENDING, TERMINAL
 from .gumbel import gumbel_interior_action, gumbel_root_action, sigma_bounds
 from .leaves import COLLISION, NEW_LEAF, NO_LEAF, TERMINAL_LEAF, Leaves
-from .scores import best_action, ndmz_action
+from .scores import ndmz_action, prior_coefficients, scores_into
 
 
 @nb.njit(cache=True, nogil=True)
@@ -67,6 +67,7 @@ def _select_range(lo, hi, t, r, root, lv, k):
     q_buf, n_buf, s_buf = np.empty(num_actions), np.empty(num_actions), np.empty(num_actions)
     slots = lv.node.shape[1]
     in_flight = k > 1
+    coefs = prior_coefficients(r, children.shape[1] + 1)  # N <= nodes, virtual visits aside
     for b in range(lo, hi):
         glo, ghi = sigma_bounds(r.gumbel_norm, t.q_min, t.q_max, b, r.vmin, r.vmax)
         tree_lo, tree_hi = t.q_min[b], t.q_max[b]
@@ -102,8 +103,8 @@ def _select_range(lo, hi, t, r, root, lv, k):
                 elif r.rule == NDMZ_RULE:
                     a = ndmz_action(children, visits, value, reward, discount, prior, legal, b, node, r.c_puct)
                 else:
-                    a = best_action(children, visits, virtual, value, reward, discount, prior, legal, tree_lo,
-                                    tree_hi, r, b, node, s_buf, in_flight)
+                    a = scores_into(children, visits, virtual, value, reward, discount, prior, legal, tree_lo,
+                                    tree_hi, r, b, node, s_buf, coefs, in_flight)
                 # fmt: on
                 child = children[b, node, a]
                 if child < 0:
