@@ -2,6 +2,7 @@
 intra-op threads on a loaded 2-core machine slow everything down many times)."""
 
 import os
+import subprocess
 import sys
 
 import torch
@@ -194,6 +195,47 @@ E2E_TESTS = {
         "test_sigterm_writes_a_checkpoint",
     },
 }
+
+
+# ------------------------------------------------------------------ checks in the background
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# mypy on the whole package takes minutes without its cache (a fresh clone) on one core and
+# needs nothing of the tests: when test_lint's mypy test is collected, it starts with the
+# session on the second core, and the test waits for the same command's result.
+BACKGROUND_CHECKS = {"test_lint.py::test_mypy_finds_nothing": ("mypy",)}
+_background: dict = {}
+
+
+def check_process(*args: str) -> subprocess.Popen:
+    """`python -m <args>` at the repository's root, with this checkout first on the path."""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", *args]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def check_result(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """The result of `check_process(*args)`: the run started with the session, else a new one."""
+    proc = _background.pop(args, None) or check_process(*args)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def pytest_collection_finish(session):
+    chosen = {item.nodeid.rsplit("/", 1)[-1] for item in session.items}
+    for test, args in BACKGROUND_CHECKS.items():
+        if test in chosen and args not in _background:
+            _background[args] = check_process(*args)
+
+
+def pytest_sessionfinish(session):
+    for proc in _background.values():  # a check whose test did not run (-x, Ctrl-C)
+        proc.kill()
+        proc.communicate()
 
 
 def pytest_collection_modifyitems(config, items):
