@@ -63,6 +63,13 @@ def trained(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def trained_score(trained):
+    """`score_against_untrained(*trained)`, played once for the session: the tests that
+    read it (test_train, test_ray) ask about the same 200 games."""
+    return score_against_untrained(*trained)
+
+
+@pytest.fixture(scope="session")
 def trained_muzero(tmp_path_factory):
     """MuZero's tic-tac-toe preset after 150 learning steps, and its untrained weights.
     150, not 100: against its untrained network at equal search, seed 0 scored 0.640
