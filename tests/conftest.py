@@ -2,8 +2,8 @@
 intra-op threads on a loaded 2-core machine slow everything down many times)."""
 
 import os
-import subprocess
 import sys
+from pathlib import Path
 
 import torch
 
@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests import their helpers (ttt
 
 
 import pytest  # noqa: E402
+
+from background import Background  # noqa: E402
 
 # The shipped tic-tac-toe preset (200 learning steps, under a minute), one torch thread.
 LEARN = ["eval.every=0", "eval.final_games=0", "threads=1", "seed=3"]
@@ -51,15 +53,49 @@ def score_against_untrained(trainer, untrained, games=200, seed=11):
     return play_match(trainer.game, trainer.agent_player(simulations=sims), baseline, games, seed=seed)
 
 
-@pytest.fixture(scope="session")
-def trained(tmp_path_factory):
+# The session's tic-tac-toe trainings, by fixture: algorithm and overrides on LEARN. Each
+# trains in a process of its own from the session's start (tests/background.py) and the
+# fixture resumes the finished run: the same weights as training in this process (an
+# exact resume, test_train), and the same run directory.
+TRAININGS = {
+    # MuZero's preset after 150 learning steps, not 100: against its untrained network at
+    # equal search, seed 0 scored 0.640 [0.571, 0.703] after 100 steps on 2026-11-28
+    # (eager and ONNX Runtime alike; the test asks for 0.65) and 0.858 [0.802, 0.899] after 150.
+    "trained_muzero": ("muzero", ["train.steps=150"]),
     # Seed 4, not LEARN's 3: since the network sees the board from the mover's side
     # (net.perspective = mover), the raw policy's share of minimax-optimal moves after
     # 200 steps sits near 0.9: 0.87, 0.93, 0.89, 0.91 for seeds 3-6 (0.93 for seed 3
     # with the raw perspective), and seed 4 gives 0.89 rather than 0.93 on another CPU
     # of the same VM type (2026-11-26; floating point differs by CPU). The untrained
     # network's share is 0.37. A sturdier learner is open work (docs/alphazero.md).
-    return train_tic_tac_toe(tmp_path_factory.mktemp("ttt") / "run", overrides=["seed=4"])
+    "trained": ("alphazero", ["seed=4"]),
+}
+_TRAIN = "import sys; sys.path.insert(0, 'tests'); import conftest; conftest.train_for_fixture(*sys.argv[1:])"
+
+
+def train_for_fixture(name: str, scratch: str) -> None:
+    """The training of fixture `name` (TRAININGS), in `scratch`/run, with the untrained
+    weights it started from in `scratch`/untrained.pt."""
+    algo, overrides = TRAININGS[name]
+    _, untrained = train_tic_tac_toe(Path(scratch) / "run", algo, overrides)
+    torch.save(untrained, Path(scratch) / "untrained.pt")
+
+
+def trained_run(name: str):
+    """(trainer, untrained weights) of fixture `name`'s training, once it has finished."""
+    from polyzero.train.driver import Trainer
+
+    res = BACKGROUND.result(name, ("-c", _TRAIN, name, "{scratch}"), timeout=1800)
+    assert res.returncode == 0, f"the {name} training failed:\n{res.stderr[-3000:]}"
+    scratch = BACKGROUND.jobs[name].scratch
+    trainer = Trainer.resume(scratch / "run", [], progress=False)
+    return trainer, torch.load(scratch / "untrained.pt", weights_only=True)
+
+
+@pytest.fixture(scope="session")
+def trained():
+    """AlphaZero's tic-tac-toe preset after its 200 learning steps, and its untrained weights."""
+    return trained_run("trained")
 
 
 @pytest.fixture(scope="session")
@@ -70,12 +106,9 @@ def trained_score(trained):
 
 
 @pytest.fixture(scope="session")
-def trained_muzero(tmp_path_factory):
-    """MuZero's tic-tac-toe preset after 150 learning steps, and its untrained weights.
-    150, not 100: against its untrained network at equal search, seed 0 scored 0.640
-    [0.571, 0.703] after 100 steps on 2026-11-28 (eager and ONNX Runtime alike; the
-    test asks for 0.65) and 0.858 [0.802, 0.899] after 150."""
-    return train_tic_tac_toe(tmp_path_factory.mktemp("ttt-mz") / "run", algo="muzero", overrides=["train.steps=150"])
+def trained_muzero():
+    """MuZero's tic-tac-toe preset after 150 learning steps, and its untrained weights."""
+    return trained_run("trained_muzero")
 
 
 # The small training settings the trainer tests share (tic-tac-toe, seconds a run).
@@ -204,45 +237,30 @@ E2E_TESTS = {
 }
 
 
-# ------------------------------------------------------------------ checks in the background
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# mypy on the whole package takes minutes without its cache (a fresh clone) on one core and
-# needs nothing of the tests: when test_lint's mypy test is collected, it starts with the
-# session on the second core, and the test waits for the same command's result.
-BACKGROUND_CHECKS = {"test_lint.py::test_mypy_finds_nothing": ("mypy",)}
-_background: dict = {}
-
-
-def check_process(*args: str) -> subprocess.Popen:
-    """`python -m <args>` at the repository's root, with this checkout first on the path."""
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", *args]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def check_result(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """The result of `check_process(*args)`: the run started with the session, else a new one."""
-    proc = _background.pop(args, None) or check_process(*args)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+# ------------------------------------------------------------------ jobs in the background
+# mypy on the whole package takes minutes without its cache (a fresh clone) and the two
+# trainings about a minute each; they need nothing of the tests, so when collected tests
+# need them they run from the session's start, one at a time, on the second core
+# (tests/background.py), in the order the tests (alphabetical files) ask for them.
+BACKGROUND = Background()
+MYPY = ("-m", "mypy")
 
 
 def pytest_collection_finish(session):
-    chosen = {item.nodeid.rsplit("/", 1)[-1] for item in session.items}
-    for test, args in BACKGROUND_CHECKS.items():
-        if test in chosen and args not in _background:
-            _background[args] = check_process(*args)
+    items = session.items
+    jobs = {}
+    if any(item.nodeid.endswith("test_lint.py::test_mypy_finds_nothing") for item in items):
+        jobs["mypy"] = MYPY
+    fixtures = set().union(*(getattr(item, "fixturenames", ()) for item in items))
+    for name in TRAININGS:
+        if name in fixtures:
+            jobs[name] = ("-c", _TRAIN, name, "{scratch}")
+    if jobs:
+        BACKGROUND.start(jobs)
 
 
 def pytest_sessionfinish(session):
-    for proc in _background.values():  # a check whose test did not run (-x, Ctrl-C)
-        proc.kill()
-        proc.communicate()
+    BACKGROUND.stop()  # also what a test stopped early (-x, Ctrl-C) never asked for
 
 
 def pytest_collection_modifyitems(config, items):

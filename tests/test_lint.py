@@ -4,7 +4,20 @@ ruff checks the whole repository and finds it formatted as `ruff format` writes 
 mypy checks the whole package (modules with errors from before it was brought in are
 listed in pyproject's [[tool.mypy.overrides]])."""
 
-from conftest import check_result
+import subprocess
+
+from background import Job
+from conftest import BACKGROUND, MYPY
+
+
+def check_result(*args: str) -> subprocess.CompletedProcess:
+    """`python -m ARGS` at the repository's root, this checkout first on the path."""
+    job = Job(("-m", *args))
+    try:
+        job.start()
+        return job.result(timeout=900)
+    finally:
+        job.stop()
 
 
 def test_ruff_finds_nothing():
@@ -32,5 +45,5 @@ def test_ruff_format_would_catch_a_hand_wrapped_call(tmp_path):
 
 
 def test_mypy_finds_nothing():
-    res = check_result("mypy")  # started with the session (conftest.BACKGROUND_CHECKS)
+    res = BACKGROUND.result("mypy", MYPY, timeout=900)  # started with the session (conftest)
     assert res.returncode == 0, res.stdout + res.stderr
