@@ -2,8 +2,9 @@
 the package, the session's tic-tac-toe trainings), run one at a time in processes of their
 own from the session's start, on the core the suite's mostly single-threaded process
 leaves idle (at the lowest priority: they take no CPU time a test wants). A test asks for
-a job's result and waits for it; a job not yet started when asked for starts then. Each
-job is the same command the test would otherwise run itself."""
+a job's result and waits for it, the job back at the test's priority; a job not yet
+started when asked for starts then. Each job is the same command the test would
+otherwise run itself."""
 
 from __future__ import annotations
 
@@ -24,6 +25,15 @@ def _lowest_priority() -> None:
     os.nice(19)
 
 
+def _to_our_priority(pid: int) -> None:
+    """Back to this process's priority (raising a priority needs the right to, which root
+    has; without it the job keeps the lowest)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, 0))
+    except OSError:
+        pass
+
+
 class Job:
     """One command (`python ARGV...` at the repository's root, this checkout first on the
     path), its output in files of a scratch folder (no pipe to fill while nobody reads)."""
@@ -41,6 +51,7 @@ class Job:
 
     def result(self, timeout: float) -> subprocess.CompletedProcess:
         assert self.proc is not None
+        _to_our_priority(self.proc.pid)  # a test waits on it now: it is the work to do
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

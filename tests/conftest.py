@@ -71,6 +71,7 @@ TRAININGS = {
     "trained": ("alphazero", ["seed=4"]),
 }
 _TRAIN = "import sys; sys.path.insert(0, 'tests'); import conftest; conftest.train_for_fixture(*sys.argv[1:])"
+_TRAIN_RUN = "import sys; sys.path.insert(0, 'tests'); import conftest; conftest.train_run(*sys.argv[1:])"
 
 
 def train_for_fixture(name: str, scratch: str) -> None:
@@ -79,6 +80,30 @@ def train_for_fixture(name: str, scratch: str) -> None:
     algo, overrides = TRAININGS[name]
     _, untrained = train_tic_tac_toe(Path(scratch) / "run", algo, overrides)
     torch.save(untrained, Path(scratch) / "untrained.pt")
+
+
+def train_run(game: str, algo: str, scratch: str, *overrides: str) -> None:
+    """A run of `algo` on `game` with `overrides`, trained in `scratch`/run as in a test's process."""
+    from polyzero.config import build_config
+    from polyzero.train.driver import trainer_classes
+
+    cfg = build_config(game, algo, overrides=list(overrides))
+    trainer_classes(algo)[0].create(cfg, Path(scratch) / "run", progress=False).run()
+
+
+def background_run(test: str):
+    """The finished run BACKGROUND_RUNS[test] trained for that test, resumed here."""
+    from polyzero.train.driver import trainer_classes
+
+    game, algo, overrides = BACKGROUND_RUNS[test]
+    res = BACKGROUND.result(test, _run_argv(test), timeout=1800)
+    assert res.returncode == 0, f"the training for {test} failed:\n{res.stderr[-3000:]}"
+    return trainer_classes(algo)[0].resume(BACKGROUND.jobs[test].scratch / "run", [], progress=False)
+
+
+def _run_argv(test: str) -> tuple[str, ...]:
+    game, algo, overrides = BACKGROUND_RUNS[test]
+    return ("-c", _TRAIN_RUN, game, algo, "{scratch}", *overrides)
 
 
 def trained_run(name: str):
@@ -238,23 +263,60 @@ E2E_TESTS = {
 
 
 # ------------------------------------------------------------------ jobs in the background
-# mypy on the whole package takes minutes without its cache (a fresh clone) and the two
-# trainings about a minute each; they need nothing of the tests, so when collected tests
-# need them they run from the session's start, one at a time, on the second core
-# (tests/background.py), in the order the tests (alphabetical files) ask for them.
+# mypy on the whole package takes minutes without its cache (a fresh clone), the two
+# tic-tac-toe trainings about a minute each, the learning tests' runs (BACKGROUND_RUNS) more;
+# they need nothing of the tests, so when collected tests need them they run from the
+# session's start, one at a time, on the second core (tests/background.py), in the
+# order the tests ask for them.
 BACKGROUND = Background()
 MYPY = ("-m", "mypy")
+# Trainings a single test needs whole, by the test's name (the job's name): game,
+# algorithm, overrides; the test resumes the finished run (`background_run`).
+BACKGROUND_RUNS = {
+    "test_short_ndmz_run_raises_the_search_agents_exact_score_against_random": (
+        "nannon",
+        "ndmz",
+        (
+            "net.width=128",
+            "search.num_simulations=50",
+            "selfplay.concurrent_games=128",
+            "train.positions_per_step=256",
+            "train.minibatches_per_step=16",
+            "train.steps=90",
+            "train.replay_size=32768",
+            "train.checkpoint_every=1000",
+            "eval.every=0",
+            "eval.final_games=0",
+            "threads=1",
+            "seed=0",
+        ),
+    ),
+    "test_kuhn_depth_one_learning_cuts_value_error_and_exploitability": (
+        "kuhn_poker",
+        "sog",
+        ("sog.max_depth=1", "eval.every=0", "seed=0"),
+    ),
+}
+
+
+def _jobs_of(item) -> dict[str, tuple[str, ...]]:
+    """The background jobs a collected test needs, by name."""
+    jobs = {}
+    if item.nodeid.endswith("test_lint.py::test_mypy_finds_nothing"):
+        jobs["mypy"] = MYPY
+    for name in TRAININGS.keys() & set(getattr(item, "fixturenames", ())):
+        jobs[name] = ("-c", _TRAIN, name, "{scratch}")
+    test = getattr(item, "originalname", item.name)
+    if test in BACKGROUND_RUNS:
+        jobs[test] = _run_argv(test)
+    return jobs
 
 
 def pytest_collection_finish(session):
-    items = session.items
-    jobs = {}
-    if any(item.nodeid.endswith("test_lint.py::test_mypy_finds_nothing") for item in items):
-        jobs["mypy"] = MYPY
-    fixtures = set().union(*(getattr(item, "fixturenames", ()) for item in items))
-    for name in TRAININGS:
-        if name in fixtures:
-            jobs[name] = ("-c", _TRAIN, name, "{scratch}")
+    jobs: dict[str, tuple[str, ...]] = {}
+    for item in session.items:  # in the order the tests will ask for them
+        for name, argv in _jobs_of(item).items():
+            jobs.setdefault(name, argv)
     if jobs:
         BACKGROUND.start(jobs)
 
