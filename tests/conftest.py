@@ -3,6 +3,7 @@ intra-op threads on a loaded 2-core machine slow everything down many times)."""
 
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -12,6 +13,8 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests import their helpers (ttt
 
 
 import pytest  # noqa: E402
+
+from background import Background  # noqa: E402
 
 # The shipped tic-tac-toe preset (200 learning steps, under a minute), one torch thread.
 LEARN = ["eval.every=0", "eval.final_games=0", "threads=1", "seed=3"]
@@ -50,24 +53,87 @@ def score_against_untrained(trainer, untrained, games=200, seed=11):
     return play_match(trainer.game, trainer.agent_player(simulations=sims), baseline, games, seed=seed)
 
 
-@pytest.fixture(scope="session")
-def trained(tmp_path_factory):
+# The session's tic-tac-toe trainings, by fixture: algorithm and overrides on LEARN. Each
+# trains in a process of its own from the session's start (tests/background.py) and the
+# fixture resumes the finished run: the same weights as training in this process (an
+# exact resume, test_train), and the same run directory.
+TRAININGS = {
+    # MuZero's preset after 150 learning steps, not 100: against its untrained network at
+    # equal search, seed 0 scored 0.640 [0.571, 0.703] after 100 steps on 2026-11-28
+    # (eager and ONNX Runtime alike; the test asks for 0.65) and 0.858 [0.802, 0.899] after 150.
+    "trained_muzero": ("muzero", ["train.steps=150"]),
     # Seed 4, not LEARN's 3: since the network sees the board from the mover's side
     # (net.perspective = mover), the raw policy's share of minimax-optimal moves after
     # 200 steps sits near 0.9: 0.87, 0.93, 0.89, 0.91 for seeds 3-6 (0.93 for seed 3
     # with the raw perspective), and seed 4 gives 0.89 rather than 0.93 on another CPU
     # of the same VM type (2026-11-26; floating point differs by CPU). The untrained
     # network's share is 0.37. A sturdier learner is open work (docs/alphazero.md).
-    return train_tic_tac_toe(tmp_path_factory.mktemp("ttt") / "run", overrides=["seed=4"])
+    "trained": ("alphazero", ["seed=4"]),
+}
+_TRAIN = "import sys; sys.path.insert(0, 'tests'); import conftest; conftest.train_for_fixture(*sys.argv[1:])"
+_TRAIN_RUN = "import sys; sys.path.insert(0, 'tests'); import conftest; conftest.train_run(*sys.argv[1:])"
+
+
+def train_for_fixture(name: str, scratch: str) -> None:
+    """The training of fixture `name` (TRAININGS), in `scratch`/run, with the untrained
+    weights it started from in `scratch`/untrained.pt."""
+    algo, overrides = TRAININGS[name]
+    _, untrained = train_tic_tac_toe(Path(scratch) / "run", algo, overrides)
+    torch.save(untrained, Path(scratch) / "untrained.pt")
+
+
+def train_run(game: str, algo: str, scratch: str, *overrides: str) -> None:
+    """A run of `algo` on `game` with `overrides`, trained in `scratch`/run as in a test's process."""
+    from polyzero.config import build_config
+    from polyzero.train.driver import trainer_classes
+
+    cfg = build_config(game, algo, overrides=list(overrides))
+    trainer_classes(algo)[0].create(cfg, Path(scratch) / "run", progress=False).run()
+
+
+def background_run(test: str):
+    """The finished run BACKGROUND_RUNS[test] trained for that test, resumed here."""
+    from polyzero.train.driver import trainer_classes
+
+    game, algo, overrides = BACKGROUND_RUNS[test]
+    res = BACKGROUND.result(test, _run_argv(test), timeout=1800)
+    assert res.returncode == 0, f"the training for {test} failed:\n{res.stderr[-3000:]}"
+    return trainer_classes(algo)[0].resume(BACKGROUND.jobs[test].scratch / "run", [], progress=False)
+
+
+def _run_argv(test: str) -> tuple[str, ...]:
+    game, algo, overrides = BACKGROUND_RUNS[test]
+    return ("-c", _TRAIN_RUN, game, algo, "{scratch}", *overrides)
+
+
+def trained_run(name: str):
+    """(trainer, untrained weights) of fixture `name`'s training, once it has finished."""
+    from polyzero.train.driver import Trainer
+
+    res = BACKGROUND.result(name, ("-c", _TRAIN, name, "{scratch}"), timeout=1800)
+    assert res.returncode == 0, f"the {name} training failed:\n{res.stderr[-3000:]}"
+    scratch = BACKGROUND.jobs[name].scratch
+    trainer = Trainer.resume(scratch / "run", [], progress=False)
+    return trainer, torch.load(scratch / "untrained.pt", weights_only=True)
 
 
 @pytest.fixture(scope="session")
-def trained_muzero(tmp_path_factory):
-    """MuZero's tic-tac-toe preset after 150 learning steps, and its untrained weights.
-    150, not 100: against its untrained network at equal search, seed 0 scored 0.640
-    [0.571, 0.703] after 100 steps on 2026-11-28 (eager and ONNX Runtime alike; the
-    test asks for 0.65) and 0.858 [0.802, 0.899] after 150."""
-    return train_tic_tac_toe(tmp_path_factory.mktemp("ttt-mz") / "run", algo="muzero", overrides=["train.steps=150"])
+def trained():
+    """AlphaZero's tic-tac-toe preset after its 200 learning steps, and its untrained weights."""
+    return trained_run("trained")
+
+
+@pytest.fixture(scope="session")
+def trained_score(trained):
+    """`score_against_untrained(*trained)`, played once for the session: the tests that
+    read it (test_train, test_ray) ask about the same 200 games."""
+    return score_against_untrained(*trained)
+
+
+@pytest.fixture(scope="session")
+def trained_muzero():
+    """MuZero's tic-tac-toe preset after 150 learning steps, and its untrained weights."""
+    return trained_run("trained_muzero")
 
 
 # The small training settings the trainer tests share (tic-tac-toe, seconds a run).
@@ -194,6 +260,69 @@ E2E_TESTS = {
         "test_sigterm_writes_a_checkpoint",
     },
 }
+
+
+# ------------------------------------------------------------------ jobs in the background
+# mypy on the whole package takes minutes without its cache (a fresh clone), the two
+# tic-tac-toe trainings about a minute each, the learning tests' runs (BACKGROUND_RUNS) more;
+# they need nothing of the tests, so when collected tests need them they run from the
+# session's start, one at a time, on the second core (tests/background.py), in the
+# order the tests ask for them.
+BACKGROUND = Background()
+MYPY = ("-m", "mypy")
+# Trainings a single test needs whole, by the test's name (the job's name): game,
+# algorithm, overrides; the test resumes the finished run (`background_run`).
+BACKGROUND_RUNS = {
+    "test_short_ndmz_run_raises_the_search_agents_exact_score_against_random": (
+        "nannon",
+        "ndmz",
+        (
+            "net.width=128",
+            "search.num_simulations=50",
+            "selfplay.concurrent_games=128",
+            "train.positions_per_step=256",
+            "train.minibatches_per_step=16",
+            "train.steps=90",
+            "train.replay_size=32768",
+            "train.checkpoint_every=1000",
+            "eval.every=0",
+            "eval.final_games=0",
+            "threads=1",
+            "seed=0",
+        ),
+    ),
+    "test_kuhn_depth_one_learning_cuts_value_error_and_exploitability": (
+        "kuhn_poker",
+        "sog",
+        ("sog.max_depth=1", "eval.every=0", "seed=0"),
+    ),
+}
+
+
+def _jobs_of(item) -> dict[str, tuple[str, ...]]:
+    """The background jobs a collected test needs, by name."""
+    jobs = {}
+    if item.nodeid.endswith("test_lint.py::test_mypy_finds_nothing"):
+        jobs["mypy"] = MYPY
+    for name in TRAININGS.keys() & set(getattr(item, "fixturenames", ())):
+        jobs[name] = ("-c", _TRAIN, name, "{scratch}")
+    test = getattr(item, "originalname", item.name)
+    if test in BACKGROUND_RUNS:
+        jobs[test] = _run_argv(test)
+    return jobs
+
+
+def pytest_collection_finish(session):
+    jobs: dict[str, tuple[str, ...]] = {}
+    for item in session.items:  # in the order the tests will ask for them
+        for name, argv in _jobs_of(item).items():
+            jobs.setdefault(name, argv)
+    if jobs:
+        BACKGROUND.start(jobs)
+
+
+def pytest_sessionfinish(session):
+    BACKGROUND.stop()  # also what a test stopped early (-x, Ctrl-C) never asked for
 
 
 def pytest_collection_modifyitems(config, items):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import assert_same_final_weights
+from conftest import BACKGROUND_RUNS, assert_same_final_weights, background_run
 from polyzero.algos import make_algorithm
 from polyzero.algos.base import Trajectory
 from polyzero.algos.ndmz import trajectory_steps
@@ -435,6 +435,9 @@ def test_ndmz_on_other_games_of_chance(tmp_path, game, extra):
         assert TERMINAL not in ident and not trainer.replay.data["done"][:n].any()
 
 
+TEST_NDMZ_LEARNS = "test_short_ndmz_run_raises_the_search_agents_exact_score_against_random"
+
+
 def test_short_ndmz_run_raises_the_search_agents_exact_score_against_random(tmp_path):
     """The issue's learning test: a short NDMZ run on 6-3-6 Nannon raises the search
     agent's exact expected score against random play (every decision tabulated at
@@ -446,27 +449,13 @@ def test_short_ndmz_run_raises_the_search_agents_exact_score_against_random(tmp_
     from polyzero.games.nannon_solver import shared_solution
     from polyzero.train.driver import agent_player
 
-    cfg = build_config(
-        "nannon",
-        "ndmz",
-        overrides=[
-            "net.width=128",
-            "search.num_simulations=50",
-            "selfplay.concurrent_games=128",
-            "train.positions_per_step=256",
-            "train.minibatches_per_step=16",
-            "train.steps=90",
-            "train.replay_size=32768",
-            "train.checkpoint_every=1000",
-            "eval.every=0",
-            "eval.final_games=0",
-            "threads=1",
-            "seed=0",
-        ],
-    )
-    trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
-    untrained = trainer.learner.weights()
-    trainer.run()
+    # The run trains from the session's start (conftest.BACKGROUND_RUNS: these settings);
+    # its untrained network is the one a new run of the same settings starts from.
+    game, algo, overrides = BACKGROUND_RUNS[TEST_NDMZ_LEARNS]
+    cfg = build_config(game, algo, overrides=list(overrides))
+    untrained = Trainer.create(cfg, tmp_path / "run", progress=False).learner.weights()
+    trainer = background_run(TEST_NDMZ_LEARNS)
+    assert trainer.step == 90 and trainer.cfg.to_dict() == cfg.to_dict()
     sol = shared_solution(trainer.game)
 
     def score(weights):

@@ -36,9 +36,9 @@ def local_ray():
     ray.shutdown()
 
 
-def test_ray_run_learns_like_in_process(local_ray, trained, tmp_path):
+def test_ray_run_learns_like_in_process(local_ray, trained, trained_score, tmp_path):
     ray_trainer, ray_untrained = train_tic_tac_toe(tmp_path / "ray", workers=2)
-    local = score_against_untrained(*trained)
+    local = trained_score
     distributed = score_against_untrained(ray_trainer, ray_untrained)
     print(f"in-process {local}; ray {distributed}")
     assert local.score >= 0.65 and distributed.score >= 0.65

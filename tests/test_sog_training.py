@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import BACKGROUND_RUNS, background_run
 from polyzero.config import build_config
 from polyzero.games import load_game
 from polyzero.games.public_states import PublicTree, public_state_at
@@ -432,12 +433,15 @@ def test_kuhn_depth_one_learning_cuts_value_error_and_exploitability(tmp_path):
     from polyzero.sog.trainer import SoGTrainer
     from polyzero.sog.value_error import equilibrium_beliefs, value_error
 
-    cfg = build_config("kuhn_poker", "sog", None, ["sog.max_depth=1", "eval.every=0", "seed=0"])
-    trainer = SoGTrainer.create(cfg, tmp_path / "run", progress=False)
-    beliefs = equilibrium_beliefs(trainer.game, 1000)
-    before = value_error(trainer.value_function(), beliefs)
-    untrained = player_exploitability(trainer.game, lambda s: trainer.agent_player(300, seed=s), 1).mean
-    trainer.run()
+    # The run trains from the session's start (conftest.BACKGROUND_RUNS: these settings);
+    # its untrained network is the one a new run of the same settings starts from.
+    game, algo, overrides = BACKGROUND_RUNS["test_kuhn_depth_one_learning_cuts_value_error_and_exploitability"]
+    start = SoGTrainer.create(build_config(game, algo, None, list(overrides)), tmp_path / "run", progress=False)
+    beliefs = equilibrium_beliefs(start.game, 1000)
+    before = value_error(start.value_function(), beliefs)
+    untrained = player_exploitability(start.game, lambda s: start.agent_player(300, seed=s), 1).mean
+    trainer = background_run("test_kuhn_depth_one_learning_cuts_value_error_and_exploitability")
+    assert trainer.step == trainer.cfg.train.steps == 150 and trainer.cfg.to_dict() == start.cfg.to_dict()
     after = value_error(trainer.value_function(), beliefs)
     trained = player_exploitability(trainer.game, lambda s: trainer.agent_player(300, seed=s), 3)
     print(f"value MAE {before:.4f} -> {after:.4f}; exploitability {untrained:.1f} -> {trained.values} mbb/h")
