@@ -4,8 +4,8 @@
 parents' hidden states into the network's input, the network, the store of the new
 states and expansion + backup in one compiled loop, where no timer reaches. Here the
 same search is replayed with each phase as its own compiled call (the same kernels:
-``select_leaves``, ``run_program``, ``expand_and_backup``, and a gather and store
-written as ``simulate_fused``'s), timed by CPU time; the replay's root visits are
+``select_leaves``, ``run_program``, ``expand_and_backup``, ``gather_inputs`` and
+``store_outputs``, which ``simulate_fused`` inlines), timed by CPU time; the replay's root visits are
 checked equal to the fused search's, and the fused call is timed beside it
 (interleaved, medians) so that the phases' sum can be set against it.
 
@@ -38,13 +38,7 @@ from common import machine_info  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search import fused, kernels  # noqa: E402
 from polyzero.search.kernels.mlp import (  # noqa: E402
-    HIDDEN_OUT,
-    LOGITS_OUT,
-    NO_OUTPUT,
-    REWARD_OUT,
-    VALUE_OUT,
     input_block,
-    output,
     run_program,
 )
 from search_throughput_gumbel import GUMBEL_PARAMS  # noqa: E402
@@ -56,34 +50,15 @@ PHASES = ("selection", "gather (input block)", "network", "store (outputs)", "ex
 @nb.njit(cache=True, nogil=True)
 def _gather(ops, scratch, hidden, node, action):
     """simulate_fused's gather: the parents' states and the actions' one-hots into block 0."""
-    batch, h = hidden.shape[1], hidden.shape[2]
-    x = input_block(ops, scratch, batch)
-    for b in range(batch):
-        p = node[b, 0]
-        for j in range(h):
-            x[b, j] = hidden[p, b, j]
-        for j in range(h, x.shape[1]):
-            x[b, j] = 0.0
-        x[b, h + action[b, 0]] = 1.0
+    batch = hidden.shape[1]
+    fused.gather_inputs(input_block(ops, scratch, batch), hidden, node, action, batch)
 
 
 @nb.njit(cache=True, nogil=True)
-def _store(scratch, outs, hidden, new_node, logits, value, reward):
+def _store(scratch, outs, hidden, new_node, expansion):
     """simulate_fused's store: the new states into the hidden store, the rest into the expansion."""
-    batch, h = hidden.shape[1], hidden.shape[2]
-    new_hidden = output(scratch, batch, outs, HIDDEN_OUT)
-    new_logits = output(scratch, batch, outs, LOGITS_OUT)
-    new_value = output(scratch, batch, outs, VALUE_OUT)
-    has_reward = outs[REWARD_OUT, 0] != NO_OUTPUT
-    new_reward = output(scratch, batch, outs, REWARD_OUT if has_reward else VALUE_OUT)
-    for b in range(batch):
-        n = new_node[b, 0]
-        for j in range(h):
-            hidden[n, b, j] = new_hidden[b, j]
-        for j in range(logits.shape[1]):
-            logits[b, j] = new_logits[b, j]
-        value[b] = new_value[b, 0]
-        reward[b] = new_reward[b, 0] if has_reward else 0.0
+    batch = hidden.shape[1]
+    fused.store_outputs(fused.program_outputs(scratch, batch, outs), hidden, new_node, expansion, batch)
 
 
 class PhaseReplay:
@@ -95,7 +70,6 @@ class PhaseReplay:
 
     def __call__(self, t, rules, root, leaves, num_simulations, gumbel, hidden, ops, weights, scratch, outs, expansion):
         forced, gumbel_logits, considered, _ = root
-        logits, _, value, reward, _, _ = expansion
         node, action, new_node = leaves[0], leaves[1], leaves[3]
         clock, acc = time.process_time, self.acc
         for sim in range(num_simulations):
@@ -106,7 +80,7 @@ class PhaseReplay:
             t2 = clock()
             run_program(ops, weights, scratch, hidden.shape[1])
             t3 = clock()
-            _store(scratch, outs, hidden, new_node, logits, value, reward)
+            _store(scratch, outs, hidden, new_node, expansion)
             t4 = clock()
             kernels.expand_and_backup(t, rules, leaves, expansion, 1, False)
             t5 = clock()

@@ -56,34 +56,60 @@ def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops,
     lv = Leaves(*leaves)
     forced, gumbel_logits, considered, _ = root
     batch = t.children.shape[0]
-    h = hidden.shape[2]
-    logits, _, value, reward, _, _ = expansion
-    num_actions = logits.shape[1]
     x = input_block(ops, scratch, batch)
-    new_hidden = output(scratch, batch, outs, HIDDEN_OUT)
-    new_logits = output(scratch, batch, outs, LOGITS_OUT)
-    new_value = output(scratch, batch, outs, VALUE_OUT)
-    has_reward = outs[REWARD_OUT, 0] != NO_OUTPUT
-    new_reward = output(scratch, batch, outs, REWARD_OUT if has_reward else VALUE_OUT)
+    new = program_outputs(scratch, batch, outs)
     for sim in range(num_simulations):
         _select_range(0, batch, t, r, (forced, gumbel_logits, considered, sim if gumbel else 0), lv, 1)
-        for b in range(batch):  # g's input: the parent's state and the action's one-hot
-            p = lv.node[b, 0]
-            for j in range(h):
-                x[b, j] = hidden[p, b, j]
-            for j in range(h, x.shape[1]):  # the one-hot and block 0's padding
-                x[b, j] = 0.0
-            x[b, h + lv.action[b, 0]] = 1.0
+        gather_inputs(x, hidden, lv.node, lv.action, batch)
         run_program(ops, weights, scratch, batch)
-        for b in range(batch):
-            n = lv.new_node[b, 0]
-            for j in range(h):
-                hidden[n, b, j] = new_hidden[b, j]
-            for j in range(num_actions):
-                logits[b, j] = new_logits[b, j]
-            value[b] = new_value[b, 0]
-            reward[b] = new_reward[b, 0] if has_reward else 0.0
+        store_outputs(new, hidden, lv.new_node, expansion, batch)
         _backup_range(0, batch, t, r, lv, expansion, 1, False)
+
+
+# The loop's two steps around the network, inlined into it (inline="always": the same
+# compiled loop as written in place) and called alone by benchmarks/profile_fused_tree.py.
+@nb.njit(cache=True, nogil=True, inline="always")
+def program_outputs(scratch, batch, outs):
+    """The program's output blocks (hidden, logits, value, reward) and whether it has a
+    reward output (the reward block is the value's when it has none, and not read)."""
+    has_reward = outs[REWARD_OUT, 0] != NO_OUTPUT
+    return (
+        output(scratch, batch, outs, HIDDEN_OUT),
+        output(scratch, batch, outs, LOGITS_OUT),
+        output(scratch, batch, outs, VALUE_OUT),
+        output(scratch, batch, outs, REWARD_OUT if has_reward else VALUE_OUT),
+        has_reward,
+    )
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def gather_inputs(x, hidden, node, action, batch):
+    """g's input rows: each tree's parent state (node[b, 0]) and its action's one-hot."""
+    h = hidden.shape[2]
+    for b in range(batch):
+        p = node[b, 0]
+        for j in range(h):
+            x[b, j] = hidden[p, b, j]
+        for j in range(h, x.shape[1]):  # the one-hot and block 0's padding
+            x[b, j] = 0.0
+        x[b, h + action[b, 0]] = 1.0
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def store_outputs(new, hidden, new_node, expansion, batch):
+    """The new states into the hidden store (node new_node[b, 0]), logits, value and
+    reward into the expansion's buffers."""
+    new_hidden, new_logits, new_value, new_reward, has_reward = new
+    logits, _, value, reward, _, _ = expansion
+    h = hidden.shape[2]
+    for b in range(batch):
+        n = new_node[b, 0]
+        for j in range(h):
+            hidden[n, b, j] = new_hidden[b, j]
+        for j in range(logits.shape[1]):
+            logits[b, j] = new_logits[b, j]
+        value[b] = new_value[b, 0]
+        reward[b] = new_reward[b, 0] if has_reward else 0.0
 
 
 def run_fused(
