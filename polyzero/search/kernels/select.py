@@ -34,6 +34,8 @@ from .gumbel import gumbel_interior_action, gumbel_root_action, sigma_bounds
 from .leaves import COLLISION, NEW_LEAF, NO_LEAF, TERMINAL_LEAF, Leaves
 from .scores import ndmz_action, prior_coefficients, scores_into
 
+DESCENT_ROWS = 16  # prior-coefficient table rows per descent (a descent scores ~depth nodes)
+
 
 @nb.njit(cache=True, nogil=True)
 def select_leaves(t, rules, root, leaves, k):
@@ -67,7 +69,10 @@ def _select_range(lo, hi, t, r, root, lv, k):
     q_buf, n_buf, s_buf = np.empty(num_actions), np.empty(num_actions), np.empty(num_actions)
     slots = lv.node.shape[1]
     in_flight = k > 1
-    coefs = prior_coefficients(r, children.shape[1] + 1)  # N <= nodes, virtual visits aside
+    # N = 0..size-1's prior coefficients; no longer than about the nodes this call scores
+    # (DESCENT_ROWS a descent), so that one tree of many simulations does not build a table
+    # of every N each simulation; a node past it computes its own (the same bits).
+    coefs = prior_coefficients(r, min(children.shape[1] + 1, DESCENT_ROWS * (hi - lo) * k))
     for b in range(lo, hi):
         glo, ghi = sigma_bounds(r.gumbel_norm, t.q_min, t.q_max, b, r.vmin, r.vmax)
         tree_lo, tree_hi = t.q_min[b], t.q_max[b]
