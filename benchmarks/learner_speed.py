@@ -47,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine_info, write_results  # noqa: E402
 from learner_arms import ARMS, Arm, floor_pass, setup  # noqa: E402
+from learner_drift import drift, render_drift  # noqa: E402
+from learner_phases import phase_times, render_phases, render_sample_ab, sample_ab  # noqa: E402
 from learner_report import render  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
@@ -389,6 +391,11 @@ def main(argv=None) -> None:
     ap.add_argument("--loss-ab", type=int, default=0, metavar="ROUNDS", help="also the loss alone, old code vs new")
     ap.add_argument("--profile", default="", metavar="ARMS", help="also profile these arms' updates (torch.profiler)")
     ap.add_argument("--profile-updates", type=int, default=4)
+    ap.add_argument("--phases", default="", metavar="ARMS", help="also these arms' step phase by phase (CPU time)")
+    ap.add_argument("--phases-rounds", type=int, default=300)
+    ap.add_argument("--drift", default="", metavar="ARMS", help="also train.fused_step's drift from the default step")
+    ap.add_argument("--drift-steps", type=int, default=2000)
+    ap.add_argument("--sample-ab", default="", metavar="ARMS", help="also the symmetry gather, loop vs one gather")
     ap.add_argument("--update-ab", default="", metavar="ARMS", help="also these arms' whole update, old code vs new")
     ap.add_argument("--update-ab-before", default="", metavar="REV", help="and against this git revision's Learner")
     ap.add_argument(
@@ -401,7 +408,7 @@ def main(argv=None) -> None:
     check_ab_args(ap, args)
     if args.quick:
         args.batch_size, args.steps, args.warmup = args.batch_size or 16, 2, 1
-        args.sog_step_ab_rounds = 2
+        args.sog_step_ab_rounds, args.phases_rounds, args.drift_steps = 2, 2, 2
     torch.set_num_threads(args.cpu_threads)
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
     wanted = args.arms.split(",")
@@ -440,6 +447,22 @@ def main(argv=None) -> None:
         for name in args.profile.split(",")
         if name
     ]
+    phases = [  # NAME:torch: with the buffer's steps as torch's passes
+        phase_times(
+            next(a for a in ARMS if a.name == name.split(":")[0]),
+            args.batch_size,
+            args.phases_rounds,
+            kernels=not name.endswith(":torch"),
+        )
+        for name in args.phases.split(",")
+        if name
+    ]
+    drifts = [
+        drift(next(a for a in ARMS if a.name == n), args.batch_size, args.drift_steps)
+        for n in args.drift.split(",")
+        if n
+    ]
+    samples = sample_ab([a for a in args.sample_ab.split(",") if a], args.batch_size, args.sog_step_ab_rounds)
     result = {
         "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
         "machine": machine_info(),
@@ -455,9 +478,13 @@ def main(argv=None) -> None:
         "update_ab": update_rows,
         "profiles": profiles,
         "sog_step_ab": step_ab,
+        "phases": phases,
+        "drift": drifts,
+        "sample_ab": samples,
     }
-    write_results(args.out, result, render(result))
-    print(render(result))
+    report = render(result) + "\n".join(render_phases(phases) + render_drift(drifts) + render_sample_ab(samples)) + "\n"
+    write_results(args.out, result, report)
+    print(report)
 
 
 if __name__ == "__main__":

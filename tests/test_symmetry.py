@@ -132,3 +132,46 @@ def test_muzero_replay_draws_unrolls_under_symmetries_when_asked():
         seen[on] = batch["target_policy"][:, 0].argmax(-1)
     assert set(seen[False]) == {0}
     assert set(seen[True]) == {0, 6}  # the mirror moves the mass to column 6
+
+
+def _apply_symmetries_loop(batch, pick, symmetries, obs_keys, policy_keys, action_keys):
+    """The oracle: each symmetry's rows moved in turn (apply_symmetries before 2026-11-29)."""
+    size = symmetries[0].obs_index.size
+    flats = [batch[key].reshape(len(batch[key]), -1, size) for key in obs_keys]
+    for k, sym in enumerate(symmetries, start=1):
+        rows = np.flatnonzero(pick == k)
+        for flat in flats:
+            flat[rows] = flat[rows][..., sym.obs_index]
+        for key in policy_keys:
+            batch[key][rows] = batch[key][rows][..., sym.action_index]
+        seen_as = np.argsort(sym.action_index)
+        for key in action_keys:
+            batch[key][rows] = seen_as[batch[key][rows]]
+    return batch
+
+
+@pytest.mark.parametrize("name", ["connect_four", "tic_tac_toe", "go(board_size=5)"])
+def test_one_gather_per_array_moves_every_example_as_the_loop_over_symmetries(name):
+    game = load_game(name)
+    enc = ObservationEncoder(game)
+    symmetries = board_symmetries(game, enc.shape)
+    rng = np.random.default_rng(3)
+    a = game.num_distinct_actions()
+    for b in (1, 32, 129):
+        batch = {
+            "obs": rng.standard_normal((b, *enc.shape)).astype(np.float32),
+            "next_obs": rng.standard_normal((b, 3, *enc.shape)).astype(np.float32),  # several per example
+            "x": rng.standard_normal((b, int(np.prod(enc.shape)))),  # flat, float64
+            "policy": rng.random((b, a)).astype(np.float32),
+            "target_policy": rng.random((b, 4, a)).astype(np.float32),
+            "legal": rng.random((b, 2, a)) < 0.5,
+            "actions": rng.integers(0, a, (b, 5)),
+        }
+        pick = rng.integers(0, len(symmetries) + 1, size=b)
+        keys = {"obs_keys": ("obs", "next_obs", "x"), "policy_keys": ("policy", "target_policy", "legal")}
+        copies, arrays = {k: v.copy() for k, v in batch.items()}, dict(batch)
+        want = _apply_symmetries_loop(copies, pick, symmetries, **keys, action_keys=("actions",))
+        got = apply_symmetries(batch, pick, symmetries, **keys, action_keys=("actions",))
+        for key, value in want.items():
+            assert got[key] is arrays[key]  # in place
+            assert np.array_equal(got[key], value), key
