@@ -62,3 +62,40 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
         for name, value in reference.state[data].items():
             assert torch.equal(mine.state[flat.data][name], value), name
     assert len(calls) == (5 if kernel else 0)
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_the_sums_kernel_gives_torch_sums_bits_at_one_thread(one_thread):
+    """ATen's cascade sum, piece by piece: short pieces (scalar row sums), the vector
+    width and either side of it, the cascade's level step (16 rows of 4 vectors) and
+    past it, the CVPN's 65,536-element layers."""
+    sizes = [1, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 511, 512, 513, 1792, 4097, 33_280, 65_536, 70_001]
+    bounds, start = [], 0
+    for n in sizes:
+        bounds.append((start, start + n))
+        start += -(-n // 16) * 16
+    bounds = np.asarray(bounds, np.int64)
+    rng = np.random.default_rng(5)
+    assert flat_kernels.sums_match_torch(bounds, start)
+    for scale in (1e-6, 1.0, 1e4):
+        x = torch.from_numpy((rng.standard_normal(start) * scale).astype(np.float32))
+        want = torch.stack([x[a:b].sum() for a, b in bounds])
+        got = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES)
+        assert torch.equal(want.view(torch.int32), torch.from_numpy(got).view(torch.int32))
+
+
+def test_the_l2_value_with_the_sums_kernel_is_the_l2_nodes_bit_for_bit(one_thread):
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(torch.nn.Linear(130, 256), torch.nn.Linear(256, 256), torch.nn.Linear(256, 7))
+    want = 1e-4 * sum((p.detach() * p.detach()).sum() for p in net.parameters())  # the L2 node's value
+    flat = FlatParameters(list(net.parameters()))
+    assert flat_kernels.sums_match_torch(flat.bounds_array, len(flat.data))
+    assert flat.l2_value(1e-4).item() == want.item()
+    assert flat.preload_l2(1e-4).item() == want.item()

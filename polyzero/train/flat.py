@@ -57,6 +57,7 @@ class FlatParameters:
         self.scratch = torch.empty_like(self.data)
         self.scratch_views = self.views(self.scratch)
         self.on_cpu32 = self.data.device.type == "cpu" and self.data.dtype == torch.float32
+        self.bounds_array = np.asarray(self.bounds, np.int64).reshape(-1, 2)
 
     @staticmethod
     def fits(params: list[torch.Tensor]) -> bool:
@@ -110,6 +111,10 @@ class FlatParameters:
         """c times the per-tensor sums of the squares in `scratch`, added in order. On the
         CPU in float32 the sums are added as NumPy float32 scalars (the same IEEE
         additions, without an operator each)."""
+        if self.on_cpu32 and flat_kernels.sums_match_torch(self.bounds_array, len(self.data)):
+            sums = flat_kernels.torch_sums(self.scratch.numpy(), self.bounds_array, flat_kernels.LANES)
+            total = functools.reduce(operator.add, sums)  # NumPy float32 scalars, in order
+            return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
         sums = [square.sum() for square in self.scratch_views]
         if not self.on_cpu32:
             return scaled_sum(c, sums)

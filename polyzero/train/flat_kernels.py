@@ -1,36 +1,40 @@
-"""Adam's default step on the parameters' buffer in one pass (Numba), the numbers of
-torch's seven foreach passes bit for bit; and the L2 term's gradient and squares in
-one pass instead of two.
+"""The learner's default step on the parameters' buffer in fewer passes (Numba), torch's
+numbers bit for bit: Adam's seven passes as three, the L2 term's two as one, and the
+L2 value's per-tensor sums in one call instead of an operator each.
 
 torch's foreach Adam (torch/optim/adam.py, `_multi_tensor_adam`; Kingma & Ba 2015,
 Algorithm 1 with the bias corrections folded into the step size and the denominator)
 updates each element by seven elementwise operators, each rounding to float32:
 
-    m  <- lerp(m, g, 1 - beta1)           lerp_vec: fma(w, g - m, m) where w < 0.5
+    m  <- lerp(m, g, 1 - beta1)           torch's vector lerp: fma(w, g - m, m) for w < 0.5
     v  <- v * beta2
-    v  <- v + (1 - beta2) * g * g         addcmul: ((s g) g) + v
-    d  <- sqrt(v)
+    v  <- v + (1 - beta2) * g * g         torch's addcmul: fma((1 - beta2) g, g, v)
+    d  <- sqrt(v)                         MKL's root (within an ulp of the correctly rounded one)
     d  <- d / sqrt(1 - beta2^t)
     d  <- d + eps
-    theta <- theta + (-lr / (1 - beta1^t)) * m / d     addcdiv: ((a m) / d) + theta
+    theta <- theta + ((-lr / (1 - beta1^t)) m) / d     torch's addcdiv
 
-Each pass streams the buffer's 4-5 arrays through the cache; on the small networks
-(94-182 thousand parameters) the seven passes were a sixth of an update. The kernel
-below does the same operations on each element in one pass: the same IEEE-754
-roundings in the same order (sqrt, +, -, *, / are correctly rounded; the lerp's fma
-is LLVM's `llvm.fma`, one rounding as the vector kernel's), so the same bits.
+Each pass streams the buffer's arrays through the cache; on the small networks (94-182
+thousand parameters) the seven were a sixth of an update. `adam_moments` does the first
+three on each element in one pass, torch's own sqrt the fourth (its rounding is MKL's,
+not reproduced), `adam_apply` the last three: the same roundings in the same order (+,
+-, *, / correctly rounded; the fmas as LLVM's `llvm.fma`, one rounding), so the same
+bits. Which operations torch's kernels compute (an FMA or not, a division by a scalar
+as a division) was found by comparing candidates element by element (the addcmul's
+FMA and a plain product-and-add differ on a few random elements), so it is
+checked, not assumed: `matches_torch(n)` runs both on random buffers of the length at
+hand, several steps, and the Learner uses the kernels only where every element agreed
+(else torch's passes). The L2 term writes 2c theta into the gradient buffer and
+theta * theta into a scratch buffer in one pass (`l2_pass`; one product each).
 
-Whether torch's kernels on this machine compute exactly these operations (an FMA
-contracted or not, a division by a scalar as a division) is checked, not assumed:
-`matches_torch(n)` runs both on random buffers of the length at hand, several steps,
-and the Learner uses the kernel only where every element agreed (else torch's passes:
-`flat.adam_step` falls back). tests/test_flat_params.py and tests/test_learner_exact.py
-compare whole updates bit for bit.
-
-The L2 term (`FlatParameters.preload_l2`) writes 2c theta into the gradient buffer and
-theta * theta into a scratch buffer for its value's per-tensor sums: two products per
-element, each one rounding, read from one pass over theta (`l2_pass`), checked with
-the Adam kernel.
+The L2 value is c times the per-tensor sums of squares added in order, each sum as
+torch.sum computes it: ATen's cascade sum (SumKernel.cpp: 4 interleaved accumulators
+of vectors, a cascade of 4 levels, the scalar tail, the lanes in order), reproduced by
+`torch_sums` for all pieces in one call where `sums_match_torch` found it equal on this
+machine at this thread count (torch splits a sum of 32,768 elements or more between
+threads, in another order: there the Learner keeps torch's sums).
+tests/test_flat_kernels.py, tests/test_flat_params.py and tests/test_learner_exact.py
+compare kernels, L2 values and whole updates bit for bit.
 """
 
 from __future__ import annotations
@@ -95,6 +99,85 @@ def l2_pass(theta, grad, squares, c2):
         squares[i] = t * t
 
 
+@nb.njit(cache=True, nogil=True)
+def _bits(x):
+    n = 0
+    while x > 0:
+        x >>= 1
+        n += 1
+    return n
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_sum(x, start, width, count):
+    """ATen's `row_sum` (SumKernel.cpp) over `count` blocks of `width` lanes from
+    x[start]: the blocks read as rows of 4 (ilp), each of the 4 accumulated in a cascade
+    of 4 levels of `level_step` rows (`multi_row_sum`), the blocks left over added to
+    the first, then the 4 added in order; lane by lane (a vector's lanes never mix)."""
+    size = count // 4
+    level_power = max(4, (1 if size <= 2 else _bits(size - 1)) // 4)
+    level_step = 1 << level_power
+    level_mask = level_step - 1
+    acc = np.zeros((4, 4, width), np.float32)
+    i = 0
+    while i + level_step <= size:
+        for _ in range(level_step):
+            for k in range(4):
+                base = start + (4 * i + k) * width
+                for lane in range(width):
+                    acc[0, k, lane] += x[base + lane]
+            i += 1
+        for j in range(1, 4):
+            for k in range(4):
+                for lane in range(width):
+                    acc[j, k, lane] += acc[j - 1, k, lane]
+                    acc[j - 1, k, lane] = 0
+            if i & (level_mask << (j * level_power)):
+                break
+    while i < size:
+        for k in range(4):
+            base = start + (4 * i + k) * width
+            for lane in range(width):
+                acc[0, k, lane] += x[base + lane]
+        i += 1
+    for j in range(1, 4):
+        for k in range(4):
+            for lane in range(width):
+                acc[0, k, lane] += acc[j, k, lane]
+    for b in range(4 * size, count):
+        for lane in range(width):
+            acc[0, 0, lane] += x[start + b * width + lane]
+    for k in range(1, 4):
+        for lane in range(width):
+            acc[0, 0, lane] += acc[0, k, lane]
+    return acc[0, 0]
+
+
+@nb.njit(cache=True, nogil=True)
+def torch_sums(x, bounds, lanes):
+    """torch.sum of each piece x[a:b] (bounds [k, 2]) as ATen's serial `cascade_sum`
+    computes a contiguous float32 reduction: pieces of at least `lanes` elements (the
+    vector width) as `vectorized_inner_sum` (vectors summed lane-wise by `row_sum`, the
+    scalar tail first, then the lanes in order), shorter ones by `row_sum` on scalars;
+    the output, zero-filled, plus the sum."""
+    out = np.zeros(bounds.shape[0], np.float32)
+    for p in range(bounds.shape[0]):
+        a, b = bounds[p, 0], bounds[p, 1]
+        n = b - a
+        if n >= lanes:
+            vectors = n // lanes
+            acc = _row_sum(x, a, lanes, vectors)
+            total = np.float32(0)
+            for k in range(a + vectors * lanes, b):
+                total += x[k]
+            for lane in range(lanes):
+                total += acc[lane]
+        else:
+            total = _row_sum(x, a, 1, n)[0]
+        out[p] = np.float32(0) + total
+    return out
+
+
 def scalars(lr: float, beta1: float, beta2: float, eps: float, count: float) -> tuple:
     """The float32 scalars the seven passes take at step `count` (computed in double as
     torch's `_multi_tensor_adam` does, then cast to float32 as its kernels do)."""
@@ -120,7 +203,27 @@ def torch_passes(theta, grad, m, v, scratch, lr, beta1, beta2, eps, count) -> No
     theta.addcdiv_(m, denom, value=step_size)
 
 
-_CHECKED: dict[tuple, bool] = {}
+_CHECKED: dict = {}
+# ATen's vector width for float32 (Vectorized<float>::size()) at this CPU capability.
+LANES = 16 if "AVX512" in torch.backends.cpu.get_cpu_capability() else 8
+
+
+def sums_match_torch(bounds: np.ndarray, size: int) -> bool:
+    """Whether `torch_sums` gives torch.sum's bits for pieces `bounds` of a float32
+    buffer of `size` elements at this torch thread count (torch splits a reduction of
+    32,768 elements or more between threads, in another order): random squares of
+    several scales, every piece compared. Checked once per (pieces, threads)."""
+    key = ("sums", bounds.tobytes(), size, torch.get_num_threads())
+    if key not in _CHECKED:
+        rng = np.random.default_rng(size)
+        ok = True
+        for scale in (1e-4, 1.0, 3e3):
+            x = torch.from_numpy((rng.standard_normal(size) * scale).astype(np.float32) ** 2)
+            want = torch.stack([x[a:b].sum() for a, b in bounds]).numpy()
+            got = torch_sums(x.numpy(), bounds, LANES)
+            ok &= np.array_equal(want.view(np.int32), got.view(np.int32))
+        _CHECKED[key] = bool(ok)
+    return _CHECKED[key]
 
 
 def matches_torch(n: int, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> bool:
