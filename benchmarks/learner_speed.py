@@ -378,6 +378,11 @@ def check_ab_args(ap: argparse.ArgumentParser, args) -> None:
             ap.error(f"no git revision {rev!r} in this repository")
     if args.sog_step_ab_rounds < 1:
         ap.error(f"--sog-step-ab-rounds must be at least 1, not {args.sog_step_ab_rounds}")
+    known = {a.name for a in ARMS}
+    for flag in ("phases", "drift", "sample_ab"):
+        for name in (n for n in getattr(args, flag, "").split(",") if n):
+            if name.removesuffix(":torch") not in known:
+                ap.error(f"--{flag.replace('_', '-')}: no arm {name!r}")
 
 
 def main(argv=None) -> None:
