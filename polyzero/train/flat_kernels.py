@@ -113,44 +113,44 @@ def _row_sum(x, start, width, count):
     """ATen's `row_sum` (SumKernel.cpp) over `count` blocks of `width` lanes from
     x[start]: the blocks read as rows of 4 (ilp), each of the 4 accumulated in a cascade
     of 4 levels of `level_step` rows (`multi_row_sum`), the blocks left over added to
-    the first, then the 4 added in order; lane by lane (a vector's lanes never mix)."""
+    the first, then the 4 added in order; lane by lane (a vector's lanes never mix).
+    A row is 4 * width contiguous floats, so accumulator j of a row (block j // width,
+    lane j % width) takes x[start + row * 4 * width + j]: one short contiguous loop."""
     size = count // 4
     level_power = max(4, (1 if size <= 2 else _bits(size - 1)) // 4)
     level_step = 1 << level_power
     level_mask = level_step - 1
-    acc = np.zeros((4, 4, width), np.float32)
+    row = 4 * width
+    acc = np.zeros((4, row), np.float32)
     i = 0
+    first = acc[0]
     while i + level_step <= size:
         for _ in range(level_step):
-            for k in range(4):
-                base = start + (4 * i + k) * width
-                for lane in range(width):
-                    acc[0, k, lane] += x[base + lane]
+            xs = x[start + i * row : start + (i + 1) * row]  # a slice: the loop vectorises
+            for j in range(row):
+                first[j] += xs[j]
             i += 1
-        for j in range(1, 4):
-            for k in range(4):
-                for lane in range(width):
-                    acc[j, k, lane] += acc[j - 1, k, lane]
-                    acc[j - 1, k, lane] = 0
-            if i & (level_mask << (j * level_power)):
+        for level in range(1, 4):
+            for j in range(row):
+                acc[level, j] += acc[level - 1, j]
+                acc[level - 1, j] = 0
+            if i & (level_mask << (level * level_power)):
                 break
     while i < size:
-        for k in range(4):
-            base = start + (4 * i + k) * width
-            for lane in range(width):
-                acc[0, k, lane] += x[base + lane]
+        xs = x[start + i * row : start + (i + 1) * row]
+        for j in range(row):
+            first[j] += xs[j]
         i += 1
-    for j in range(1, 4):
-        for k in range(4):
-            for lane in range(width):
-                acc[0, k, lane] += acc[j, k, lane]
-    for b in range(4 * size, count):
+    for level in range(1, 4):
+        for j in range(row):
+            acc[0, j] += acc[level, j]
+    for block in range(4 * size, count):
         for lane in range(width):
-            acc[0, 0, lane] += x[start + b * width + lane]
+            acc[0, lane] += x[start + block * width + lane]
     for k in range(1, 4):
         for lane in range(width):
-            acc[0, 0, lane] += acc[0, k, lane]
-    return acc[0, 0]
+            acc[0, lane] += acc[0, k * width + lane]
+    return acc[0, :width]
 
 
 @nb.njit(cache=True, nogil=True)
