@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from learner_arms import ARMS, Arm, floor_pass, setup
+from learner_arms import Arm, floor_pass, setup
 from polyzero.train import flat_kernels, learner as learner_module
 from polyzero.train.learner import Learner
 
@@ -177,62 +175,3 @@ def render_phases(rows: list[dict]) -> list[str]:
             f"{mean['net forward'] + mean['loss head'] + mean['backward'] - r['floor_mean_ms']:.3f} |",
         ]
     return lines
-
-
-def sample_ab(names: list[str], batch: int, rounds: int) -> list[dict]:
-    """The minibatch gather with board symmetries, apply_symmetries as a loop over the
-    symmetries (before 2026-11-29; the oracle of tests/test_symmetry.py) against one
-    gather per array, interleaved (the first of each pair alternating by round) on two
-    copies of the same replay drawn by the same generator seeds: medians of the
-    process's CPU time (ms), and whether every minibatch was the same."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from polyzero.games import symmetry
-    from test_symmetry import _apply_symmetries_loop
-
-    rows = []
-    gather = symmetry.apply_symmetries
-    ways = {"loop": _apply_symmetries_loop, "gather": gather}
-    for name in names:
-        arm = next(a for a in ARMS if a.name == name)
-        cfg, samplers = None, {}
-        for way in ways:
-            _, cfg, samplers[way] = setup(arm, batch)
-        rngs = {way: np.random.default_rng(0) for way in ways}
-        times: dict[str, list[float]] = {way: [] for way in ways}
-        same = True
-        try:
-            for r in range(rounds + 2):  # two warm-up rounds
-                out = {}
-                for way in list(ways) if r % 2 else list(ways)[::-1]:
-                    symmetry.apply_symmetries = ways[way]
-                    c0 = time.process_time()
-                    out[way] = samplers[way].sample(cfg.train.batch_size, rngs[way])
-                    if r >= 2:
-                        times[way].append(time.process_time() - c0)
-                same &= out["loop"].keys() == out["gather"].keys()
-                same &= all(np.array_equal(v, out["gather"][k]) for k, v in out["loop"].items())
-        finally:
-            symmetry.apply_symmetries = gather
-        ms = {f"{way}_ms": statistics.median(t) * 1e3 for way, t in times.items()}
-        rows.append({"arm": name, "batch": cfg.train.batch_size, "rounds": rounds, "same": bool(same), **ms})
-        print(f"sample A/B {name} B={cfg.train.batch_size}: {ms}, same minibatches: {same}", flush=True)
-    return rows
-
-
-def render_sample_ab(rows: list[dict]) -> list[str]:
-    if not rows:
-        return []
-    return [
-        "",
-        "The minibatch gather with the board symmetry (`--sample-ab`): apply_symmetries as a loop over the "
-        "symmetries (before) against one gather per array (now), interleaved on copies of the same replay and "
-        "the same draws (medians of CPU ms):",
-        "",
-        "| arm | batch | rounds | before ms | now ms | now vs before | the same minibatches |",
-        "|---|---:|---:|---:|---:|---:|---|",
-        *(
-            f"| {r['arm']} | {r['batch']} | {r['rounds']} | {r['loop_ms']:.3f} | {r['gather_ms']:.3f} "
-            f"| {r['loop_ms'] / r['gather_ms']:.2f}x | {'yes' if r['same'] else 'NO'} |"
-            for r in rows
-        ),
-    ]

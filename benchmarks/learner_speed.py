@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine_info, write_results  # noqa: E402
 from learner_arms import ARMS, Arm, floor_pass, setup  # noqa: E402
 from learner_drift import drift, render_drift  # noqa: E402
-from learner_phases import phase_times, render_phases, render_sample_ab, sample_ab  # noqa: E402
+from learner_phases import phase_times, render_phases  # noqa: E402
 from learner_report import render  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
@@ -379,7 +379,7 @@ def check_ab_args(ap: argparse.ArgumentParser, args) -> None:
     if args.sog_step_ab_rounds < 1:
         ap.error(f"--sog-step-ab-rounds must be at least 1, not {args.sog_step_ab_rounds}")
     known = {a.name for a in ARMS}
-    for flag in ("phases", "drift", "sample_ab"):
+    for flag in ("phases", "drift"):
         for name in (n for n in getattr(args, flag, "").split(",") if n):
             if name.removesuffix(":torch") not in known:
                 ap.error(f"--{flag.replace('_', '-')}: no arm {name!r}")
@@ -400,7 +400,6 @@ def main(argv=None) -> None:
     ap.add_argument("--phases-rounds", type=int, default=300)
     ap.add_argument("--drift", default="", metavar="ARMS", help="also train.fused_step's drift from the default step")
     ap.add_argument("--drift-steps", type=int, default=2000)
-    ap.add_argument("--sample-ab", default="", metavar="ARMS", help="also the symmetry gather, loop vs one gather")
     ap.add_argument("--update-ab", default="", metavar="ARMS", help="also these arms' whole update, old code vs new")
     ap.add_argument("--update-ab-before", default="", metavar="REV", help="and against this git revision's Learner")
     ap.add_argument(
@@ -467,7 +466,6 @@ def main(argv=None) -> None:
         for n in args.drift.split(",")
         if n
     ]
-    samples = sample_ab([a for a in args.sample_ab.split(",") if a], args.batch_size, args.sog_step_ab_rounds)
     result = {
         "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
         "machine": machine_info(),
@@ -485,9 +483,8 @@ def main(argv=None) -> None:
         "sog_step_ab": step_ab,
         "phases": phases,
         "drift": drifts,
-        "sample_ab": samples,
     }
-    report = render(result) + "\n".join(render_phases(phases) + render_drift(drifts) + render_sample_ab(samples)) + "\n"
+    report = render(result) + "\n".join(render_phases(phases) + render_drift(drifts)) + "\n"
     write_results(args.out, result, report)
     print(report)
 

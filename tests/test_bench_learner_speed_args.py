@@ -18,7 +18,6 @@ import learner_speed  # noqa: E402
         (["--sog-step-ab", "HEAD", "--sog-step-ab-rounds", "0"], "--sog-step-ab-rounds must be at least 1"),
         (["--phases", "sog_cvpn,no_arm:torch"], "--phases: no arm 'no_arm:torch'"),
         (["--drift", "nope"], "--drift: no arm 'nope'"),
-        (["--sample-ab", "nope"], "--sample-ab: no arm 'nope'"),
     ],
 )
 def test_bad_ab_arguments_exit_2_before_timing(args, message, tmp_path, capsys, monkeypatch):

@@ -4,7 +4,7 @@ A symmetry maps a position to one whose value is the same and whose policy is th
 same up to a permutation of the actions: Connect Four's left-right mirror, the
 eight rotations and reflections of tic-tac-toe's and go's square boards. Each is
 stored as two gather indices, so a batch of examples is transformed with one
-NumPy gather per array: obs'.flat = obs.flat[obs_index], policy' = policy[action_index].
+NumPy take per symmetry: obs'.flat = obs.flat[obs_index], policy' = policy[action_index].
 AlphaGo Zero augmented its data this way; AlphaZero did not (docs/alphazero.md).
 """
 
@@ -106,43 +106,20 @@ def apply_symmetries(
     (each array of `obs_keys` holds one or more per example: [B, ..., *obs_shape]),
     the last axis of each policy array (AlphaZero's policy, MuZero's K + 1 unrolled
     policies) and each array of actions taken (MuZero's unrolled actions: the move a is
-    seen as the move whose policy entry a's lands on).
-
-    One gather per array, every example's own index taken from a table whose row 0 is
-    the identity: the same values as moving each symmetry's rows in turn (a gather
-    copies), in two NumPy operations per array instead of three per array and symmetry
-    (Connect Four's CVPN minibatch, tests/test_symmetry.py)."""
+    seen as the move whose policy entry a's lands on)."""
     if not symmetries:
         return batch
-    obs_table, action_table, seen_as_table = gather_tables(symmetries)
-    b, size, actions = len(pick), obs_table.shape[1], action_table.shape[1]
-    obs_index = obs_table[pick][:, None, :]
-    for key in obs_keys:
-        flat = batch[key].reshape(b, -1, size)
-        flat[...] = np.take_along_axis(flat, obs_index, axis=-1)
-    action_index = action_table[pick]
-    for key in policy_keys:
-        arr = batch[key]
-        arr[...] = np.take_along_axis(arr, action_index.reshape(b, *[1] * (arr.ndim - 2), actions), axis=-1)
-    for key in action_keys:
-        arr = batch[key]
-        arr[...] = seen_as_table[pick.reshape(b, *[1] * (arr.ndim - 1)), arr]
+    size = symmetries[0].obs_index.size
+    flats = [batch[key].reshape(len(batch[key]), -1, size) for key in obs_keys]
+    for k, sym in enumerate(symmetries, start=1):
+        rows = np.flatnonzero(pick == k)
+        if not len(rows):
+            continue
+        for flat in flats:
+            flat[rows] = flat[rows][..., sym.obs_index]
+        for key in policy_keys:
+            batch[key][rows] = batch[key][rows][..., sym.action_index]
+        seen_as = np.argsort(sym.action_index)
+        for key in action_keys:
+            batch[key][rows] = seen_as[batch[key][rows]]
     return batch
-
-
-_TABLES: dict[tuple[int, ...], tuple] = {}
-
-
-def gather_tables(symmetries: list[Symmetry]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[1 + len(symmetries), n] tables of the observation index, the action index and its
-    inverse (the move a is seen as), row 0 the identity; made once per list (the cache
-    holds the symmetries it was keyed by, so their ids stay theirs)."""
-    key = tuple(id(s) for s in symmetries)
-    hit = _TABLES.get(key)
-    if hit is None:
-        if len(_TABLES) >= 16:
-            _TABLES.clear()
-        obs = np.stack([np.arange(symmetries[0].obs_index.size), *(s.obs_index for s in symmetries)])
-        action = np.stack([np.arange(symmetries[0].action_index.size), *(s.action_index for s in symmetries)])
-        hit = _TABLES[key] = (list(symmetries), obs, action, np.argsort(action, axis=1))
-    return hit[1], hit[2], hit[3]
