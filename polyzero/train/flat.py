@@ -92,29 +92,34 @@ class FlatParameters:
         # doubling is exact) wherever c theta is a normal float32: one pass instead of
         # two (tests/test_flat_params.py). Where |c theta| < 2^-126 (weights of ~1e-34
         # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
-        if self.on_cpu32 and flat_kernels.matches_torch(len(self.data)):
-            flat_kernels.l2_pass(self.data.numpy(), self.grad.numpy(), self.scratch.numpy(), np.float32(2 * c))
+        if self.kernels():
+            flat_kernels.l2_grad(self.data.numpy(), self.grad.numpy(), np.float32(2 * c))
             torch.autograd.graph.increment_version(self.grad)  # written through NumPy
         else:
             torch.mul(self.data, 2 * c, out=self.grad)
-            torch.mul(self.data, self.data, out=self.scratch)
         self._relink()
-        return self._summed_squares(c)
+        return self.l2_value(c)
+
+    def kernels(self) -> bool:
+        """Whether train/flat_kernels.py's L2 kernels give torch's bits here (a float32
+        CPU buffer, checked once per buffer layout and torch thread count)."""
+        return (
+            self.on_cpu32
+            and flat_kernels.matches_torch(len(self.data))
+            and flat_kernels.sums_match_torch(self.bounds_array, len(self.data))
+        )
 
     def l2_value(self, c: float) -> torch.Tensor:
         """c ||theta||^2 as the L2 node computed it: c times the per-tensor sums of
-        squares added in order."""
-        torch.mul(self.data, self.data, out=self.scratch)
-        return self._summed_squares(c)
-
-    def _summed_squares(self, c: float) -> torch.Tensor:
-        """c times the per-tensor sums of the squares in `scratch`, added in order. On the
-        CPU in float32 the sums are added as NumPy float32 scalars (the same IEEE
-        additions, without an operator each)."""
-        if self.on_cpu32 and flat_kernels.sums_match_torch(self.bounds_array, len(self.data)):
-            sums = flat_kernels.torch_sums(self.scratch.numpy(), self.bounds_array, flat_kernels.LANES)
+        squares added in order. On the CPU in float32 the sums are added as NumPy
+        float32 scalars (the same IEEE additions, without an operator each); with the
+        kernels the squares are summed as they are made (no scratch buffer written and
+        read back: torch.mul's squares, torch.sum's order)."""
+        if self.kernels():
+            sums = flat_kernels.torch_sums(self.data.numpy(), self.bounds_array, flat_kernels.LANES, True)
             total = functools.reduce(operator.add, sums)  # NumPy float32 scalars, in order
             return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
+        torch.mul(self.data, self.data, out=self.scratch)
         sums = [square.sum() for square in self.scratch_views]
         if not self.on_cpu32:
             return scaled_sum(c, sums)

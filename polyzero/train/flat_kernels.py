@@ -24,13 +24,14 @@ as a division) was found by comparing candidates element by element (the addcmul
 FMA and a plain product-and-add differ on a few random elements), so it is
 checked, not assumed: `matches_torch(n)` runs both on random buffers of the length at
 hand, several steps, and the Learner uses the kernels only where every element agreed
-(else torch's passes). The L2 term writes 2c theta into the gradient buffer and
-theta * theta into a scratch buffer in one pass (`l2_pass`; one product each).
+(else torch's passes). The L2 term's gradient 2c theta is one product per element
+(`l2_grad`).
 
 The L2 value is c times the per-tensor sums of squares added in order, each sum as
 torch.sum computes it: ATen's cascade sum (SumKernel.cpp: 4 interleaved accumulators
 of vectors, a cascade of 4 levels, the scalar tail, the lanes in order), reproduced by
-`torch_sums` for all pieces in one call where `sums_match_torch` found it equal on this
+`torch_sums` for all pieces in one call, squaring each element as it is read (torch.mul's
+product: no scratch buffer written and read back), where `sums_match_torch` found it equal on this
 machine at this thread count (torch splits a sum of 32,768 elements or more between
 threads, in another order: there the Learner keeps torch's sums).
 tests/test_flat_kernels.py, tests/test_flat_params.py and tests/test_learner_exact.py
@@ -91,12 +92,10 @@ def adam_passes(theta: torch.Tensor, grad, m, v, scratch, w1, beta2, s2, bias2_s
 
 
 @nb.njit(cache=True, nogil=True)
-def l2_pass(theta, grad, squares, c2):
-    """grad = theta * c2 (c2 = float32(2c)) and squares = theta * theta, in one pass."""
+def l2_grad(theta, grad, c2):
+    """grad = theta * c2 (c2 = float32(2c)), as torch.mul(theta, 2c, out=grad)."""
     for i in range(theta.shape[0]):
-        t = theta[i]
-        grad[i] = t * c2
-        squares[i] = t * t
+        grad[i] = theta[i] * c2
 
 
 @nb.njit(cache=True, nogil=True)
@@ -109,7 +108,7 @@ def _bits(x):
 
 
 @nb.njit(cache=True, nogil=True)
-def _row_sum(x, start, width, count):
+def _row_sum(x, start, width, count, square):
     """ATen's `row_sum` (SumKernel.cpp) over `count` blocks of `width` lanes from
     x[start]: the blocks read as rows of 4 (ilp), each of the 4 accumulated in a cascade
     of 4 levels of `level_step` rows (`multi_row_sum`), the blocks left over added to
@@ -128,7 +127,7 @@ def _row_sum(x, start, width, count):
         for _ in range(level_step):
             xs = x[start + i * row : start + (i + 1) * row]  # a slice: the loop vectorises
             for j in range(row):
-                first[j] += xs[j]
+                first[j] += xs[j] * xs[j] if square else xs[j]
             i += 1
         for level in range(1, 4):
             for j in range(row):
@@ -139,14 +138,15 @@ def _row_sum(x, start, width, count):
     while i < size:
         xs = x[start + i * row : start + (i + 1) * row]
         for j in range(row):
-            first[j] += xs[j]
+            first[j] += xs[j] * xs[j] if square else xs[j]
         i += 1
     for level in range(1, 4):
         for j in range(row):
             acc[0, j] += acc[level, j]
     for block in range(4 * size, count):
         for lane in range(width):
-            acc[0, lane] += x[start + block * width + lane]
+            v = x[start + block * width + lane]
+            acc[0, lane] += v * v if square else v
     for k in range(1, 4):
         for lane in range(width):
             acc[0, lane] += acc[0, k * width + lane]
@@ -154,8 +154,9 @@ def _row_sum(x, start, width, count):
 
 
 @nb.njit(cache=True, nogil=True)
-def torch_sums(x, bounds, lanes):
-    """torch.sum of each piece x[a:b] (bounds [k, 2]) as ATen's serial `cascade_sum`
+def torch_sums(x, bounds, lanes, square):
+    """torch.sum of each piece x[a:b] (bounds [k, 2]), of its squares with `square` (each
+    rounded to float32 as torch.mul's, then summed), as ATen's serial `cascade_sum`
     computes a contiguous float32 reduction: pieces of at least `lanes` elements (the
     vector width) as `vectorized_inner_sum` (vectors summed lane-wise by `row_sum`, the
     scalar tail first, then the lanes in order), shorter ones by `row_sum` on scalars;
@@ -166,14 +167,14 @@ def torch_sums(x, bounds, lanes):
         n = b - a
         if n >= lanes:
             vectors = n // lanes
-            acc = _row_sum(x, a, lanes, vectors)
+            acc = _row_sum(x, a, lanes, vectors, square)
             total = np.float32(0)
             for k in range(a + vectors * lanes, b):
-                total += x[k]
+                total += x[k] * x[k] if square else x[k]
             for lane in range(lanes):
                 total += acc[lane]
         else:
-            total = _row_sum(x, a, 1, n)[0]
+            total = _row_sum(x, a, 1, n, square)[0]
         out[p] = np.float32(0) + total
     return out
 
@@ -212,16 +213,18 @@ def sums_match_torch(bounds: np.ndarray, size: int) -> bool:
     """Whether `torch_sums` gives torch.sum's bits for pieces `bounds` of a float32
     buffer of `size` elements at this torch thread count (torch splits a reduction of
     32,768 elements or more between threads, in another order): random squares of
-    several scales, every piece compared. Checked once per (pieces, threads)."""
+    several scales, their sums and their squares' sums, every piece compared. Checked
+    once per (pieces, threads)."""
     key = ("sums", bounds.tobytes(), size, torch.get_num_threads())
     if key not in _CHECKED:
         rng = np.random.default_rng(size)
         ok = True
         for scale in (1e-4, 1.0, 3e3):
-            x = torch.from_numpy((rng.standard_normal(size) * scale).astype(np.float32) ** 2)
-            want = torch.stack([x[a:b].sum() for a, b in bounds]).numpy()
-            got = torch_sums(x.numpy(), bounds, LANES)
-            ok &= np.array_equal(want.view(np.int32), got.view(np.int32))
+            x = torch.from_numpy((rng.standard_normal(size) * scale).astype(np.float32))
+            for square in (False, True):
+                want = torch.stack([(x[a:b] * x[a:b] if square else x[a:b]).sum() for a, b in bounds]).numpy()
+                got = torch_sums(x.numpy(), bounds, LANES, square)
+                ok &= np.array_equal(want.view(np.int32), got.view(np.int32))
         _CHECKED[key] = bool(ok)
     return _CHECKED[key]
 
@@ -248,9 +251,8 @@ def matches_torch(n: int, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0
             ok &= all(torch.equal(w.view(torch.int32), g.view(torch.int32)) for w, g in zip(want, got))
             theta, m, v = (a.numpy() for a in got)
         c = 1e-4
-        want = [torch.mul(torch.from_numpy(theta), 2 * c), torch.mul(torch.from_numpy(theta), torch.from_numpy(theta))]
-        got = [np.empty_like(theta), np.empty_like(theta)]
-        l2_pass(theta, *got, np.float32(2 * c))
-        ok &= all(np.array_equal(w.numpy().view(np.int32), g.view(np.int32)) for w, g in zip(want, got))
+        want, got = torch.mul(torch.from_numpy(theta), 2 * c), np.empty_like(theta)
+        l2_grad(theta, got, np.float32(2 * c))
+        ok &= np.array_equal(want.numpy().view(np.int32), got.view(np.int32))
         _CHECKED[key] = ok
     return _CHECKED[key]
