@@ -19,7 +19,8 @@ import time
 import numpy as np
 import torch
 
-from learner_arms import Arm, floor_pass, setup
+from learner_arms import ARMS, Arm, floor_pass, setup
+from learner_drift import drift
 from polyzero.train import flat_kernels, learner as learner_module
 from polyzero.train.learner import Learner
 
@@ -175,3 +176,23 @@ def render_phases(rows: list[dict]) -> list[str]:
             f"{mean['net forward'] + mean['loss head'] + mean['backward'] - r['floor_mean_ms']:.3f} |",
         ]
     return lines
+
+
+def phases_and_drifts(args) -> tuple[list[dict], list[dict]]:
+    """`--phases` (NAME:torch: with the buffer's steps as torch's passes) and `--drift`."""
+    phases = [
+        phase_times(
+            next(a for a in ARMS if a.name == name.split(":")[0]),
+            args.batch_size,
+            args.phases_rounds,
+            kernels=not name.endswith(":torch"),
+        )
+        for name in args.phases.split(",")
+        if name
+    ]
+    drifts = [
+        drift(next(a for a in ARMS if a.name == n), args.batch_size, args.drift_steps)
+        for n in args.drift.split(",")
+        if n
+    ]
+    return phases, drifts

@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine_info, write_results  # noqa: E402
 from learner_arms import ARMS, Arm, floor_pass, setup  # noqa: E402
-from learner_drift import drift, render_drift  # noqa: E402
-from learner_phases import phase_times, render_phases  # noqa: E402
+from learner_drift import render_drift  # noqa: E402
+from learner_phases import phases_and_drifts, render_phases  # noqa: E402
 from learner_report import render  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
@@ -385,7 +385,7 @@ def check_ab_args(ap: argparse.ArgumentParser, args) -> None:
                 ap.error(f"--{flag.replace('_', '-')}: no arm {name!r}")
 
 
-def main(argv=None) -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arms", default=",".join(a.name for a in ARMS))
     ap.add_argument("--devices", default="cpu,cuda", help="cuda is skipped where there is none")
@@ -408,6 +408,11 @@ def main(argv=None) -> None:
     ap.add_argument("--sog-step-ab-rounds", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
+    return ap
+
+
+def main(argv=None) -> None:
+    ap = parser()
     args = ap.parse_args(argv)
     check_ab_args(ap, args)
     if args.quick:
@@ -451,21 +456,7 @@ def main(argv=None) -> None:
         for name in args.profile.split(",")
         if name
     ]
-    phases = [  # NAME:torch: with the buffer's steps as torch's passes
-        phase_times(
-            next(a for a in ARMS if a.name == name.split(":")[0]),
-            args.batch_size,
-            args.phases_rounds,
-            kernels=not name.endswith(":torch"),
-        )
-        for name in args.phases.split(",")
-        if name
-    ]
-    drifts = [
-        drift(next(a for a in ARMS if a.name == n), args.batch_size, args.drift_steps)
-        for n in args.drift.split(",")
-        if n
-    ]
+    phases, drifts = phases_and_drifts(args)
     result = {
         "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
         "machine": machine_info(),

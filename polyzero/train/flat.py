@@ -233,16 +233,15 @@ def adam_step(optimizer: torch.optim.Optimizer, flat: FlatParameters) -> bool:
     steps.add_(_ONE, alpha=1.0)  # as torch._foreach_add_(steps, tensor(1.0), alpha=1.0)
     count = steps.item()
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-    settings = (group["lr"], *group["betas"], group["eps"])
+    lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
     data = flat.data
-    if data.device.type == "cpu" and data.dtype == torch.float32 and flat_kernels.matches_torch(len(data), *settings):
-        flat_kernels.adam_passes(
-            data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, *flat_kernels.scalars(*settings, count)
-        )
+    if flat.on_cpu32 and flat_kernels.matches_torch(len(data), lr, beta1, beta2, eps):
+        scalars = flat_kernels.scalars(lr, beta1, beta2, eps, count)
+        flat_kernels.adam_passes(data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, *scalars)
         for t in (data, exp_avg, exp_avg_sq):  # written through NumPy: autograd's version counters as torch's ops
             torch.autograd.graph.increment_version(t)
     else:
-        flat_kernels.torch_passes(data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, *settings, count)
+        flat_kernels.torch_passes(data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, lr, beta1, beta2, eps, count)
     return True
 
 

@@ -247,12 +247,13 @@ def matches_torch(n: int, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0
             want = [torch.from_numpy(a.copy()) for a in (theta, m, v)]
             torch_passes(want[0], torch.from_numpy(grad), want[1], want[2], torch.empty(n), lr, *betas, eps, count)
             got = [torch.from_numpy(a.copy()) for a in (theta, m, v)]
-            adam_passes(got[0], torch.from_numpy(grad), *got[1:], torch.empty(n), *scalars(lr, *betas, eps, count))
+            g32 = torch.from_numpy(grad)
+            adam_passes(got[0], g32, got[1], got[2], torch.empty(n), *scalars(lr, beta1, beta2, eps, count))
             ok &= all(torch.equal(w.view(torch.int32), g.view(torch.int32)) for w, g in zip(want, got))
             theta, m, v = (a.numpy() for a in got)
         c = 1e-4
-        want, got = torch.mul(torch.from_numpy(theta), 2 * c), np.empty_like(theta)
-        l2_grad(theta, got, np.float32(2 * c))
-        ok &= np.array_equal(want.numpy().view(np.int32), got.view(np.int32))
+        expected, written = torch.mul(torch.from_numpy(theta), 2 * c), np.empty_like(theta)
+        l2_grad(theta, written, np.float32(2 * c))
+        ok &= np.array_equal(expected.numpy().view(np.int32), written.view(np.int32))
         _CHECKED[key] = ok
     return _CHECKED[key]
