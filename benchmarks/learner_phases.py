@@ -112,7 +112,7 @@ def phase_times(arm: Arm, batch: int, rounds: int, warmup: int = 5, kernels: boo
     torch.manual_seed(0)
     learner = Learner(algo, cfg.train, torch.device("cpu"))
     if learner.flat is not None:
-        flat_kernels._CHECKED[len(learner.flat.data)] = kernels
+        flat_kernels._CHECKED[flat_kernels.adam_key(len(learner.flat.data))] = kernels
     floor_net = algo.build_network().train()
     rng = np.random.default_rng(0)
     fixed = {k: torch.from_numpy(v) for k, v in sampler.sample(cfg.train.batch_size, rng).items() if k != "index"}
@@ -138,7 +138,7 @@ def phase_times(arm: Arm, batch: int, rounds: int, warmup: int = 5, kernels: boo
     step = [sum(x.get(p, 0.0) for p in STEP_PHASES) * 1e3 for x in per_round]
     floor = [sum(x.get(p, 0.0) for p in FLOOR_PHASES) * 1e3 for x in per_round]
     if learner.flat is not None:
-        del flat_kernels._CHECKED[len(learner.flat.data)]
+        del flat_kernels._CHECKED[flat_kernels.adam_key(len(learner.flat.data))]
     return {
         "arm": arm.name + ("" if kernels else " (torch's passes)"),
         "batch": cfg.train.batch_size,

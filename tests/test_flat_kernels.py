@@ -47,7 +47,7 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
     data, grad = flat.data.clone(), flat.grad.clone()
     reference = torch.optim.Adam([data], lr=3e-3, foreach=True)
     data.grad = grad
-    monkeypatch.setitem(flat_kernels._CHECKED, len(flat.data), kernel)
+    monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
     calls, original = [], flat_kernels.adam_passes
     monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
     x = torch.randn(64, 13)

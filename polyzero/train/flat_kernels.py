@@ -229,12 +229,18 @@ def sums_match_torch(bounds: np.ndarray, size: int) -> bool:
     return _CHECKED[key]
 
 
+def adam_key(n: int) -> tuple[int, int]:
+    """`matches_torch`'s record for a buffer of n: per torch thread count (torch splits a
+    long elementwise pass between threads)."""
+    return n, torch.get_num_threads()
+
+
 def matches_torch(n: int, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> bool:
     """Whether the kernels give torch's bits for a float32 buffer of n elements on this
     machine: random parameters, gradients (some 0) and moments, Adam's steps 1, 2, 3 and
     1000 and the L2 pass, every element compared. Checked once per length (with the first settings asked
     about: the operations checked do not depend on the scalars' values) and remembered."""
-    key = n
+    key = adam_key(n)
     betas = (beta1, beta2)
     if key not in _CHECKED:
         rng = np.random.default_rng(n)
