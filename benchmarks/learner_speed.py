@@ -47,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine_info, write_results  # noqa: E402
 from learner_arms import ARMS, Arm, floor_pass, setup  # noqa: E402
+from learner_drift import render_drift  # noqa: E402
+from learner_phases import phases_and_drifts, render_phases  # noqa: E402
 from learner_report import render  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
@@ -376,9 +378,14 @@ def check_ab_args(ap: argparse.ArgumentParser, args) -> None:
             ap.error(f"no git revision {rev!r} in this repository")
     if args.sog_step_ab_rounds < 1:
         ap.error(f"--sog-step-ab-rounds must be at least 1, not {args.sog_step_ab_rounds}")
+    known = {a.name for a in ARMS}
+    for flag in ("phases", "drift"):
+        for name in (n for n in getattr(args, flag, "").split(",") if n):
+            if name.removesuffix(":torch") not in known:
+                ap.error(f"--{flag.replace('_', '-')}: no arm {name!r}")
 
 
-def main(argv=None) -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arms", default=",".join(a.name for a in ARMS))
     ap.add_argument("--devices", default="cpu,cuda", help="cuda is skipped where there is none")
@@ -389,6 +396,10 @@ def main(argv=None) -> None:
     ap.add_argument("--loss-ab", type=int, default=0, metavar="ROUNDS", help="also the loss alone, old code vs new")
     ap.add_argument("--profile", default="", metavar="ARMS", help="also profile these arms' updates (torch.profiler)")
     ap.add_argument("--profile-updates", type=int, default=4)
+    ap.add_argument("--phases", default="", metavar="ARMS", help="also these arms' step phase by phase (CPU time)")
+    ap.add_argument("--phases-rounds", type=int, default=300)
+    ap.add_argument("--drift", default="", metavar="ARMS", help="also train.fused_step's drift from the default step")
+    ap.add_argument("--drift-steps", type=int, default=2000)
     ap.add_argument("--update-ab", default="", metavar="ARMS", help="also these arms' whole update, old code vs new")
     ap.add_argument("--update-ab-before", default="", metavar="REV", help="and against this git revision's Learner")
     ap.add_argument(
@@ -397,11 +408,16 @@ def main(argv=None) -> None:
     ap.add_argument("--sog-step-ab-rounds", type=int, default=400)
     ap.add_argument("--quick", action="store_true", help="smoke run: small batches, two rounds")
     ap.add_argument("--out", default="benchmarks/results/learner_speed_floor.json")
+    return ap
+
+
+def main(argv=None) -> None:
+    ap = parser()
     args = ap.parse_args(argv)
     check_ab_args(ap, args)
     if args.quick:
         args.batch_size, args.steps, args.warmup = args.batch_size or 16, 2, 1
-        args.sog_step_ab_rounds = 2
+        args.sog_step_ab_rounds, args.phases_rounds, args.drift_steps = 2, 2, 2
     torch.set_num_threads(args.cpu_threads)
     devices = [d for d in args.devices.split(",") if d != "cuda" or torch.cuda.is_available()]
     wanted = args.arms.split(",")
@@ -440,6 +456,7 @@ def main(argv=None) -> None:
         for name in args.profile.split(",")
         if name
     ]
+    phases, drifts = phases_and_drifts(args)
     result = {
         "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
         "machine": machine_info(),
@@ -455,9 +472,12 @@ def main(argv=None) -> None:
         "update_ab": update_rows,
         "profiles": profiles,
         "sog_step_ab": step_ab,
+        "phases": phases,
+        "drift": drifts,
     }
-    write_results(args.out, result, render(result))
-    print(render(result))
+    report = render(result) + "\n".join(render_phases(phases) + render_drift(drifts)) + "\n"
+    write_results(args.out, result, report)
+    print(report)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import operator
 import numpy as np
 import torch
 
+from . import flat_kernels
+
 # Optimizer slots that are one number for every parameter (Adam's step count); the
 # others (moments, momentum) hold one number per element.
 SHARED_SLOTS = ("step",)
@@ -54,6 +56,8 @@ class FlatParameters:
         # views made once: slicing 14 views cost as much as the squares (0.14 ms).
         self.scratch = torch.empty_like(self.data)
         self.scratch_views = self.views(self.scratch)
+        self.on_cpu32 = self.data.device.type == "cpu" and self.data.dtype == torch.float32
+        self.bounds_array = np.asarray(self.bounds, np.int64).reshape(-1, 2)
 
     @staticmethod
     def fits(params: list[torch.Tensor]) -> bool:
@@ -88,17 +92,36 @@ class FlatParameters:
         # doubling is exact) wherever c theta is a normal float32: one pass instead of
         # two (tests/test_flat_params.py). Where |c theta| < 2^-126 (weights of ~1e-34
         # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
-        torch.mul(self.data, 2 * c, out=self.grad)
+        if self.kernels():
+            flat_kernels.l2_grad(self.data.numpy(), self.grad.numpy(), np.float32(2 * c))
+            torch.autograd.graph.increment_version(self.grad)  # written through NumPy
+        else:
+            torch.mul(self.data, 2 * c, out=self.grad)
         self._relink()
         return self.l2_value(c)
+
+    def kernels(self) -> bool:
+        """Whether train/flat_kernels.py's L2 kernels give torch's bits here (a float32
+        CPU buffer, checked once per buffer layout and torch thread count)."""
+        return (
+            self.on_cpu32
+            and flat_kernels.matches_torch(len(self.data))
+            and flat_kernels.sums_match_torch(self.bounds_array, len(self.data))
+        )
 
     def l2_value(self, c: float) -> torch.Tensor:
         """c ||theta||^2 as the L2 node computed it: c times the per-tensor sums of
         squares added in order. On the CPU in float32 the sums are added as NumPy
-        float32 scalars (the same IEEE additions, without an operator each)."""
+        float32 scalars (the same IEEE additions, without an operator each); with the
+        kernels the squares are summed as they are made (no scratch buffer written and
+        read back: torch.mul's squares, torch.sum's order)."""
+        if self.kernels():
+            sums = flat_kernels.torch_sums(self.data.numpy(), self.bounds_array, flat_kernels.LANES, True)
+            total = functools.reduce(operator.add, sums)  # NumPy float32 scalars, in order
+            return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
         torch.mul(self.data, self.data, out=self.scratch)
         sums = [square.sum() for square in self.scratch_views]
-        if self.data.device.type != "cpu" or self.data.dtype != torch.float32:
+        if not self.on_cpu32:
             return scaled_sum(c, sums)
         total = functools.reduce(operator.add, map(np.float32, torch.stack(sums).tolist()))
         return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
@@ -198,27 +221,27 @@ def adam_step(optimizer: torch.optim.Optimizer, flat: FlatParameters) -> bool:
     (torch/optim/adam.py, `_multi_tensor_adam` without capturable or amsgrad: the same
     numbers bit for bit, tests/test_learner_exact.py), without the optimizer's per-call
     bookkeeping, which on one tensor cost as much as the arithmetic (a 94-thousand
-    parameter network: 0.48 ms against 0.26 ms). False, having done nothing, where the
-    settings or the state are not those (the first step makes the state: torch's step)."""
+    parameter network: 0.48 ms against 0.26 ms); on a float32 CPU buffer in one pass
+    (train/flat_kernels.py) where that pass was found to give torch's bits on this machine.
+    False, having done nothing, where the settings or the state are not those (the first
+    step makes the state: torch's step)."""
     group = lean_adam_group(optimizer, fused=False)
     state = optimizer.state.get(flat.data)
     if group is None or not state:
         return False
-    beta1, beta2 = group["betas"]
     steps = state["step"]
     steps.add_(_ONE, alpha=1.0)  # as torch._foreach_add_(steps, tensor(1.0), alpha=1.0)
     count = steps.item()
-    bias_correction1 = 1 - beta1**count
-    bias_correction2 = 1 - beta2**count
-    step_size = (group["lr"] / bias_correction1) * -1
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-    exp_avg.lerp_(flat.grad, 1 - beta1)
-    exp_avg_sq.mul_(beta2)
-    exp_avg_sq.addcmul_(flat.grad, flat.grad, value=1 - beta2)
-    denom = torch.sqrt(exp_avg_sq, out=flat.scratch)  # the same kernel, no allocation
-    denom.div_(bias_correction2**0.5)
-    denom.add_(group["eps"])
-    flat.data.addcdiv_(exp_avg, denom, value=step_size)
+    lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+    data = flat.data
+    if flat.on_cpu32 and flat_kernels.matches_torch(len(data), lr, beta1, beta2, eps):
+        scalars = flat_kernels.scalars(lr, beta1, beta2, eps, count)
+        flat_kernels.adam_passes(data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, *scalars)
+        for t in (data, exp_avg, exp_avg_sq):  # written through NumPy: autograd's version counters as torch's ops
+            torch.autograd.graph.increment_version(t)
+    else:
+        flat_kernels.torch_passes(data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, lr, beta1, beta2, eps, count)
     return True
 
 

@@ -86,7 +86,9 @@ class Learner:
         """One gradient step on a minibatch; returns the loss terms."""
         if not all(m.training for m in self._net_modules):  # Module.train walks them all (0.06 ms)
             self.net.train()
-        tensors = {k: torch.from_numpy(v).to(self.device) for k, v in batch.items() if k != "index"}
+        tensors = {k: torch.from_numpy(v) for k, v in batch.items() if k != "index"}
+        if self.device.type != "cpu":  # on the CPU `to` returns the tensor itself: a call saved per key
+            tensors = {k: v.to(self.device) for k, v in tensors.items()}
         loss, parts = self._loss(self.net, tensors)
         priority = parts.pop("priority", None)
         # train.fused_step with Adam on the buffer: the L2 gradient is added inside the

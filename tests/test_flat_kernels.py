@@ -1,0 +1,102 @@
+"""Adam's step in one pass (polyzero/train/flat_kernels.py) gives torch's seven foreach
+passes' numbers bit for bit; where it would not, the Learner keeps torch's passes."""
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.train import flat_kernels
+from polyzero.train.flat import FlatParameters, adam_step
+
+
+def _state(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    theta = (rng.standard_normal(n) * 0.2).astype(np.float32)
+    grad = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 1, n)).astype(np.float32)
+    grad[rng.random(n) < 0.05] = 0.0
+    m = (rng.standard_normal(n) * 1e-2).astype(np.float32)
+    v = (rng.random(n) * 1e-4).astype(np.float32)
+    v[rng.random(n) < 0.05] = 0.0
+    return theta, grad, m, v
+
+
+@pytest.mark.parametrize("n", [16, 4096, 169_232])  # lengths of a padded buffer (multiples of 16)
+@pytest.mark.parametrize("settings", [(1e-3, 0.9, 0.999, 1e-8), (0.02, 0.8, 0.99, 1e-6)])
+def test_the_one_pass_kernel_gives_the_seven_passes_bits(n, settings):
+    assert flat_kernels.matches_torch(n, *settings)  # on this machine: the Learner uses the kernel
+    for seed in range(3):
+        theta, grad, m, v = _state(n, seed)
+        want = [torch.from_numpy(a.copy()) for a in (theta, m, v)]
+        got = [torch.from_numpy(a.copy()) for a in (theta, m, v)]
+        g = torch.from_numpy(grad)
+        for count in (1.0, 2.0, 7.0, 5000.0):
+            flat_kernels.torch_passes(want[0], g, *want[1:], torch.empty(n), *settings, count)
+            flat_kernels.adam_passes(got[0], g, *got[1:], torch.empty(n), *flat_kernels.scalars(*settings, count))
+            for w, x in zip(want, got):
+                assert torch.equal(w.view(torch.int32), x.view(torch.int32))
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_without(kernel, monkeypatch):
+    """The buffer's step against `torch.optim.Adam(foreach=True)` over the same buffer,
+    the kernel in use and (as where the check failed) torch's passes."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(13, 40), torch.nn.ReLU(), torch.nn.Linear(40, 5))
+    flat = FlatParameters(list(net.parameters()))
+    mine = torch.optim.Adam([flat.data], lr=3e-3, foreach=True)
+    data, grad = flat.data.clone(), flat.grad.clone()
+    reference = torch.optim.Adam([data], lr=3e-3, foreach=True)
+    data.grad = grad
+    monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
+    calls, original = [], flat_kernels.adam_passes
+    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
+    x = torch.randn(64, 13)
+    for step in range(6):
+        flat.zero_grad()
+        net(x).square().sum().backward()
+        grad.copy_(flat.grad)
+        if step == 0 or not adam_step(mine, flat):
+            mine.step()
+        reference.step()
+        assert torch.equal(flat.data, data)
+        for name, value in reference.state[data].items():
+            assert torch.equal(mine.state[flat.data][name], value), name
+    assert len(calls) == (5 if kernel else 0)
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_the_sums_kernel_gives_torch_sums_bits_at_one_thread(one_thread):
+    """ATen's cascade sum, piece by piece: short pieces (scalar row sums), the vector
+    width and either side of it, the cascade's level step (16 rows of 4 vectors) and
+    past it, the CVPN's 65,536-element layers."""
+    sizes = [1, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 511, 512, 513, 1792, 4097, 33_280, 65_536, 70_001]
+    bounds, start = [], 0
+    for n in sizes:
+        bounds.append((start, start + n))
+        start += -(-n // 16) * 16
+    bounds = np.asarray(bounds, np.int64)
+    rng = np.random.default_rng(5)
+    assert flat_kernels.sums_match_torch(bounds, start)
+    for scale in (1e-6, 1.0, 1e4):
+        x = torch.from_numpy((rng.standard_normal(start) * scale).astype(np.float32))
+        for square in (False, True):
+            want = torch.stack([(x[a:b] * x[a:b] if square else x[a:b]).sum() for a, b in bounds])
+            got = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES, square)
+            assert torch.equal(want.view(torch.int32), torch.from_numpy(got).view(torch.int32))
+
+
+def test_the_l2_value_with_the_sums_kernel_is_the_l2_nodes_bit_for_bit(one_thread):
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(torch.nn.Linear(130, 256), torch.nn.Linear(256, 256), torch.nn.Linear(256, 7))
+    want = 1e-4 * sum((p.detach() * p.detach()).sum() for p in net.parameters())  # the L2 node's value
+    flat = FlatParameters(list(net.parameters()))
+    assert flat.kernels()
+    assert flat.l2_value(1e-4).item() == want.item()
+    assert flat.preload_l2(1e-4).item() == want.item()
