@@ -9,7 +9,7 @@ written by ``polyzero.nets.fused``), :func:`simulate_fused` runs all S simulatio
 new states, expansion and backup) inside one Numba function, as mctx compiles its whole
 loop with XLA (mctx ``search``: a ``fori_loop`` over simulate, expand, backward).
 
-It calls the same selection and backup code as the loop (``_select_range``,
+It calls the same selection and backup code as the loop (``select_trees``,
 ``_backup_range``), so with the same network outputs it builds the same trees;
 ``tests/test_fused_search.py`` checks that, and the network against PyTorch.
 """
@@ -32,7 +32,9 @@ from .kernels.mlp import (
     output,
     run_program,
 )
-from .kernels.select import _select_range
+from .kernels.packed import NO_REFCOUNTS, tree_arrays
+from .kernels.scores import prior_coefficients
+from .kernels.select import select_trees
 from .params import Rules
 
 # The largest batch `auto` fuses: the fused search beat the loop over ONNX Runtime at
@@ -52,18 +54,47 @@ def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops,
     reward are written here. With `gumbel` the root's Sequential Halving reads simulation
     `sim`'s row of ``root``'s considered actions.
     """
+    num_actions = t.children.shape[2]
+    bufs = (np.empty(num_actions), np.empty(num_actions), np.empty(num_actions))
+    coefs = prior_coefficients(Rules(*rules), t.children.shape[1] + 1)  # every N the search reaches
+    arrays = tree_arrays(t)
+    _simulate(
+        arrays,
+        rules,
+        root,
+        leaves,
+        num_simulations,
+        gumbel,
+        hidden,
+        ops,
+        weights,
+        scratch,
+        outs,
+        expansion,
+        coefs,
+        bufs,
+    )
+
+
+@nb.njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _simulate(
+    arrays, rules, root, leaves, num_simulations, gumbel, hidden, ops, weights, scratch, outs, expansion, coefs, bufs
+):
+    """:func:`simulate_fused`'s loop over the tree's arrays (:func:`.kernels.packed.tree_arrays`),
+    with the selection's table and buffers; compiled without reference counting
+    (:data:`.kernels.packed.NO_REFCOUNTS`), as the kernels it calls."""
     r = Rules(*rules)
     lv = Leaves(*leaves)
     forced, gumbel_logits, considered, _ = root
-    batch = t.children.shape[0]
+    batch = arrays[0].shape[0]
     x = input_block(ops, scratch, batch)
     new = program_outputs(scratch, batch, outs)
     for sim in range(num_simulations):
-        _select_range(0, batch, t, r, (forced, gumbel_logits, considered, sim if gumbel else 0), lv, 1)
+        select_trees(0, batch, arrays, r, (forced, gumbel_logits, considered, sim if gumbel else 0), lv, 1, coefs, bufs)
         gather_inputs(x, hidden, lv.node, lv.action, batch)
         run_program(ops, weights, scratch, batch)
         store_outputs(new, hidden, lv.new_node, expansion, batch)
-        _backup_range(0, batch, t, r, lv, expansion, 1, False)
+        _backup_range(0, batch, arrays, r, lv, expansion, 1, False)
 
 
 # The loop's two steps around the network, inlined into it (inline="always": the same
