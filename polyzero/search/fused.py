@@ -33,6 +33,7 @@ from .kernels.mlp import (
     run_program,
 )
 from .kernels.packed import NO_REFCOUNTS, tree_arrays
+from .kernels.prefetch import prefetch
 from .kernels.scores import prior_coefficients
 from .kernels.select import select_trees
 from .params import Rules
@@ -42,6 +43,10 @@ from .params import Rules
 # program's large layers through BLAS; benchmarks/results/net_path_ab.md); larger
 # batches keep the loop, unmeasured.
 FUSED_MAX_BATCH = 512
+# The gather asks for the parent state of the tree this many rows ahead while it copies
+# one: the fused search at B = 256 / 64 simulations 0.93-0.985 of its time (three
+# in-process A/Bs, load 2.5-2.9; docs/journal/2026-11-29-tree-work-v2.md).
+GATHER_AHEAD = 8
 
 
 @nb.njit(cache=True, nogil=True)
@@ -118,6 +123,9 @@ def gather_inputs(x, hidden, node, action, batch):
     """g's input rows: each tree's parent state (node[b, 0]) and its action's one-hot."""
     h = hidden.shape[2]
     for b in range(batch):
+        if b + GATHER_AHEAD < batch:  # each parent's row is in a random place of the store
+            for j in range(0, h, 16):  # (16 floats: a cache line)
+                prefetch(hidden, (node[b + GATHER_AHEAD, 0], b + GATHER_AHEAD, j))
         p = node[b, 0]
         for j in range(h):
             x[b, j] = hidden[p, b, j]
