@@ -65,6 +65,7 @@ from sog_leduc_report import (  # noqa: E402
     plot_curves,
     report_lines,
     search_sims,
+    value_error_table,
 )
 
 
@@ -157,6 +158,28 @@ def phase_eval(args, work: Path) -> None:
     for name, spec, _, seeds, point in cells:  # a cell is complete when every seed asked for is
         if seeds and all(_seed_path(work, name, seed).exists() for seed in range(seeds)):
             _write_cell(work, name, spec, point)
+    if args.value_error:
+        value_errors(args, work, picks)
+
+
+def value_errors(args, work: Path, picks: list[dict]) -> None:
+    """The CVPN of each chosen checkpoint against an equilibrium's exact values at every
+    public state below the root (`polyzero sog-probe`'s first part: mean absolute error of
+    the information states' expected returns, in chips, all and by depth), cached in
+    WORK/eval/value_error/stepNNNNNN.json."""
+    todo = [p for p in picks if not (work / "eval" / "value_error" / f"step{p['step']:06d}.json").exists()]
+    if not todo:
+        return
+    from polyzero.cli.sog_probe import MAX_PUBLIC_STATES
+    from polyzero.games import load_game
+    from polyzero.sog.probe import exact_beliefs, network_error
+    from polyzero.sog.trainer import load_cvpn
+
+    beliefs = exact_beliefs(load_game(args.game), args.value_error, MAX_PUBLIC_STATES)
+    for point in todo:
+        rec = {**point, "iterations": args.value_error, **network_error(load_cvpn(point["path"])[0], beliefs)}
+        write_json_atomic(work / "eval" / "value_error" / f"step{point['step']:06d}.json", rec)
+        print(f"[eval] value error at step {point['step']}: {rec['all']:.4f} [{rec['all_weighted']:.4f}]", flush=True)
 
 
 def _write_cell(work: Path, name: str, spec: str, point: dict) -> None:
@@ -233,6 +256,18 @@ def sog_rows(args, seeds: list[int], base: Path | None = None) -> tuple[list[dic
     return anchors, sog
 
 
+def value_error_rows(args, seeds: list[int], base: Path | None) -> list[dict]:
+    """Per mark that every training seed has: the CVPN's value error by seed (all states,
+    unweighted and weighted), with a baseline arm its value errors and the paired differences."""
+
+    def read(seed: int, where: Path | None) -> dict:
+        files = (work_dir(args, seed, where) / "eval" / "value_error").glob("*.json")
+        return {rec.get("mark", rec["step"]): rec for rec in (json.loads(p.read_text()) for p in files)}
+
+    ours, theirs = [read(s, None) for s in seeds], [read(s, base) for s in seeds] if base else None
+    return value_error_table(ours, theirs)
+
+
 def phase_report(args, work: Path) -> dict:
     seeds = args.train_seeds or [args.seed]
     anchors, sog = sog_rows(args, seeds)
@@ -244,6 +279,7 @@ def phase_report(args, work: Path) -> dict:
         base_merged = across_seeds(base_sog, seeds)
         baseline = {"work": str(args.baseline_work), "across_training_seeds": base_merged}
         baseline["paired"] = paired(sog, base_sog, seeds)
+    errors = value_error_rows(args, seeds, args.baseline_work)
     if args.game == "leduc_poker":
         target = leduc_targets(sog, anchors)
     elif len(seeds) == 1:
@@ -263,6 +299,7 @@ def phase_report(args, work: Path) -> dict:
         "sog": sog,
         "across_training_seeds": merged,
         "baseline": baseline,
+        "value_error": errors,
         "targets": target,
     }
     RESULTS.mkdir(exist_ok=True)
@@ -299,6 +336,13 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0, help="training seed (seed S > 0 works in WORK-seedS)")
     p.add_argument("--marks", type=float, nargs="*", default=None, help="eval: checkpoints nearest these minutes")
     p.add_argument("--mark-steps", type=int, nargs="*", default=None, help="eval: checkpoints nearest these steps")
+    p.add_argument(
+        "--value-error",
+        type=int,
+        default=0,
+        metavar="ITERATIONS",
+        help="eval: also the CVPN's error against an equilibrium's values (CFR+ of this many iterations)",
+    )
     p.add_argument("--train-seeds", type=int, nargs="*", default=None, help="report: training seeds merged")
     p.add_argument(
         "--baseline-work",

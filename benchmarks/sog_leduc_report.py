@@ -79,6 +79,30 @@ def paired(sog: list[dict], base: list[dict], seeds: list[int]) -> list[dict]:
     return out
 
 
+def value_error_table(ours: list[dict], theirs: list[dict] | None) -> list[dict]:
+    """`ours` (and `theirs`, a baseline arm): per training seed, mark -> the CVPN's value error
+    record. Per mark every seed has: the errors by seed, their mean and 95% t-interval
+    (all information states; also weighted), and the paired differences from the baseline."""
+    out = []
+    for mark in sorted(set.intersection(*(set(by_mark) for by_mark in ours)) if ours else []):
+        recs = [by_mark[mark] for by_mark in ours]
+        row = {"mark": mark, "steps": [r["step"] for r in recs], "minutes": [r["minutes"] for r in recs]}
+        for key in ("all", "all_weighted"):
+            values = [r[key] for r in recs]
+            mean, lo, hi = interval(values)
+            row[key] = {"values": values, "mean": mean, "ci95": [lo, hi]}
+        if theirs and all(mark in by_mark for by_mark in theirs):
+            base = [by_mark[mark] for by_mark in theirs]
+            for key in ("all", "all_weighted"):
+                values = [r[key] for r in base]
+                diffs = [a - b for a, b in zip(row[key]["values"], values)]
+                mean, lo, hi = interval(diffs)
+                row[f"baseline_{key}"] = {"values": values, "mean": float(sum(values) / len(values))}
+                row[f"difference_{key}"] = {"values": diffs, "mean": mean, "ci95": [lo, hi]}
+        out.append(row)
+    return out
+
+
 def leduc_targets(sog: list[dict], anchors: list[dict]) -> dict:
     """Leduc: the issue's targets (SoG(100, 1) below IS-MCTS's best within 2 hours, below 200 within 6)."""
     best_ismcts = min((r["mean"] for r in anchors), default=None)
@@ -131,6 +155,8 @@ def report_lines(args, result: dict, unit: str) -> list[str]:
         base = result["baseline"]
         lines += across_lines(base["across_training_seeds"], f, f"The baseline arm (`{base['work']}`), the same way")
         lines += paired_lines(base["paired"], f)
+    if result.get("value_error"):
+        lines += value_error_lines(result["value_error"])
     if evaluated_on:  # seeds evaluated in parallel (--jobs), possibly on another machine
         lines += ["", "Seeds evaluated on: " + "; ".join(evaluated_on) + "."]
     if result["targets"]:
@@ -178,6 +204,33 @@ def paired_lines(rows: list[dict], f: str) -> list[str]:
             f"| `SoG({search_sims(r)}, 1)` | {r['mark']:g} {r['mark_unit']} | {diffs} | {r['mean']:+{f}} | "
             f"[{lo:+{f}}, {hi:+{f}}] | {mins} | {base} |"
         )
+    return lines
+
+
+def value_error_lines(rows: list[dict]) -> list[str]:
+    """The CVPN's value error (chips) per mark: by training seed, mean [95% t], and against the baseline."""
+    lines = [
+        "",
+        "The CVPN against an equilibrium's exact values (mean absolute error of the information states' "
+        "expected returns in chips, all [weighted]; per training seed, mean and 95% t-interval; "
+        "the baseline arm's mean and this arm minus it, paired by seed):",
+        "",
+        "| mark | by seed | mean | 95% interval | weighted mean | baseline mean | minus baseline | 95% interval |",
+        "|---:|---|---:|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        a, w = r["all"], r["all_weighted"]
+        by_seed = ", ".join(f"{v:.3f}" for v in a["values"])
+        line = f"| {r['mark']:g} | {by_seed} | {a['mean']:.3f} | [{a['ci95'][0]:.3f}, {a['ci95'][1]:.3f}] | "
+        line += f"{w['mean']:.3f} |"
+        if "difference_all" in r:
+            d = r["difference_all"]
+            line += (
+                f" {r['baseline_all']['mean']:.3f} | {d['mean']:+.3f} | [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] |"
+            )
+        else:
+            line += " | | |"
+        lines.append(line)
     return lines
 
 

@@ -125,3 +125,59 @@ def test_report_pairs_an_arm_with_its_baseline_seed_by_seed(tmp_path, monkeypatc
     assert (
         "mark (steps)" in text and "minus the baseline" in text and "| 200 steps | -60.000, -50.000, -20.000 |" in text
     )
+
+
+def test_value_errors_pair_by_seed_and_mark(tmp_path, monkeypatch):
+    monkeypatch.setattr(sog_leduc, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    errors = {"upd": (1.0, 1.2, 0.9), "pre": (1.4, 1.5, 1.0)}
+    for arm, by_seed in errors.items():
+        for seed, err in enumerate(by_seed):
+            w = sog_leduc.work_dir(type("A", (), {"work": tmp_path / arm})(), seed)
+            _cell(w, "step000050-sog100", "sog:100,1,net=x", [300.0], step=50, minutes=5.0, mark=50.0)
+            (w / "eval" / "value_error").mkdir(parents=True)
+            rec = {"step": 50, "minutes": 5.0, "mark": 50.0, "all": err, "all_weighted": err / 2}
+            (w / "eval" / "value_error" / "step000050.json").write_text(json.dumps(rec))
+    argv = ["report", "--work", str(tmp_path / "upd"), "--train-seeds", "0", "1", "2", "--out", "t"]
+    sog_leduc.main(argv + ["--baseline-work", str(tmp_path / "pre")])
+    (row,) = json.loads((tmp_path / "results" / "t.json").read_text())["value_error"]
+    assert row["mark"] == 50.0 and row["all"]["values"] == pytest.approx([1.0, 1.2, 0.9])
+    assert row["difference_all"]["values"] == pytest.approx([-0.4, -0.3, -0.1])
+    assert row["difference_all_weighted"]["mean"] == pytest.approx(-0.8 / 6)
+    lo, hi = row["difference_all"]["ci95"]
+    assert lo < -0.8 / 3 < hi
+    assert "| 50 | 1.000, 1.200, 0.900 | 1.033 |" in (tmp_path / "results" / "t.md").read_text()
+
+
+def test_eval_value_error_measures_each_chosen_checkpoint_once(tmp_path, monkeypatch):
+    import polyzero.sog.probe as probe
+    import polyzero.sog.trainer as trainer
+
+    calls = []
+    monkeypatch.setattr(probe, "exact_beliefs", lambda game, iterations, most: calls.append(iterations) or "B")
+    monkeypatch.setattr(trainer, "load_cvpn", lambda path: (path, None))
+    monkeypatch.setattr(probe, "network_error", lambda fn, beliefs: {"all": len(fn), "all_weighted": 0.5})
+    for step in (0, 50, 100):
+        path = tmp_path / "w" / "run" / "checkpoints" / f"step_{step:06d}"
+        path.mkdir(parents=True)
+        (path / "state.json").write_text(json.dumps({"step": step, "train_time": 6.0 * step}))
+    fake = {"value": 1.0, "unit": "u", "seconds": 1.0, "machine": "m"}
+    monkeypatch.setattr(sog_leduc, "seed_value", lambda game, spec, seed: {"spec": spec, "seed": seed, **fake})
+    argv = [
+        "eval",
+        "--work",
+        str(tmp_path / "w"),
+        "--ismcts",
+        "--seeds",
+        "1",
+        "--final-sims",
+        "0",
+        "--value-error",
+        "7",
+    ]
+    for _ in range(2):
+        sog_leduc.main(argv + ["--mark-steps", "50", "100"])
+    done = sorted(p.name for p in (tmp_path / "w" / "eval" / "value_error").iterdir())
+    assert done == ["step000050.json", "step000100.json"] and calls == [7]  # the equilibrium solved once
+    rec = json.loads((tmp_path / "w" / "eval" / "value_error" / "step000100.json").read_text())
+    assert rec["mark"] == 100.0 and rec["iterations"] == 7 and rec["all"] == len(rec["path"])
