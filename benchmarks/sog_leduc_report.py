@@ -215,21 +215,21 @@ def value_error_lines(rows: list[dict]) -> list[str]:
         "expected returns in chips, all [weighted]; per training seed, mean and 95% t-interval; "
         "the baseline arm's mean and this arm minus it, paired by seed):",
         "",
-        "| mark | by seed | mean | 95% interval | weighted mean | baseline mean | minus baseline | 95% interval |",
-        "|---:|---|---:|---|---:|---:|---:|---|",
+        "| mark | by seed | mean | 95% interval | weighted mean | baseline mean | minus baseline | 95% interval "
+        "| weighted: baseline mean | minus baseline | 95% interval |",
+        "|---:|---|---:|---|---:|---:|---:|---|---:|---:|---|",
     ]
     for r in rows:
         a, w = r["all"], r["all_weighted"]
         by_seed = ", ".join(f"{v:.3f}" for v in a["values"])
         line = f"| {r['mark']:g} | {by_seed} | {a['mean']:.3f} | [{a['ci95'][0]:.3f}, {a['ci95'][1]:.3f}] | "
         line += f"{w['mean']:.3f} |"
-        if "difference_all" in r:
-            d = r["difference_all"]
-            line += (
-                f" {r['baseline_all']['mean']:.3f} | {d['mean']:+.3f} | [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] |"
-            )
-        else:
-            line += " | | |"
+        for key in ("all", "all_weighted"):
+            if f"difference_{key}" in r:
+                d, base = r[f"difference_{key}"], r[f"baseline_{key}"]["mean"]
+                line += f" {base:.3f} | {d['mean']:+.3f} | [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] |"
+            else:
+                line += " | | |"
         lines.append(line)
     return lines
 
