@@ -1,5 +1,7 @@
-"""Adam's step in one pass (polyzero/train/flat_kernels.py) gives torch's seven foreach
-passes' numbers bit for bit; where it would not, the Learner keeps torch's passes."""
+"""Adam's step in three passes (polyzero/train/flat_kernels.py: two Numba kernels around
+torch's sqrt) gives torch's seven foreach passes' numbers bit for bit, at one and two
+torch threads and on both branches of torch's lerp; the L2 value's sums kernel gives
+torch.sum's; where a kernel would not, the Learner keeps torch's passes."""
 
 import numpy as np
 import pytest
