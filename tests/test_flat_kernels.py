@@ -115,3 +115,12 @@ def test_the_l2_value_with_the_sums_kernel_is_the_l2_nodes_bit_for_bit(threads):
     assert flat.kernels() or threads > 1
     assert flat.l2_value(1e-4).item() == want.item()
     assert flat.preload_l2(1e-4).item() == want.item()
+
+
+@pytest.mark.parametrize("beta1", [0.9, 0.5, 0.5000000001, 0.4999999999, 0.3])
+def test_the_adam_record_is_keyed_by_the_lerp_branch_torch_takes(beta1):
+    """torch takes lerp's weight as float32 and its small-weight formula where |w| < 0.5:
+    0.5000000001 gives w = 0.4999999999 in double but 0.5 in float32, the other branch."""
+    small = abs(np.float32(1 - beta1)) < np.float32(0.5)
+    assert flat_kernels.adam_key(16, beta1)[2] == small
+    assert flat_kernels.adam_key(16, beta1) != flat_kernels.adam_key(16, 0.3 if small else 0.9)

@@ -236,7 +236,7 @@ def adam_key(n: int, beta1: float = 0.9) -> tuple[int, int, bool]:
     """`matches_torch`'s record for a buffer of n: per torch thread count (torch splits a
     long elementwise pass between threads) and per branch of torch's lerp (its weight
     1 - beta1 below 0.5 or not: two formulas, scalar and vector paths differing)."""
-    return n, torch.get_num_threads(), abs(1 - beta1) < 0.5
+    return n, torch.get_num_threads(), bool(abs(np.float32(1 - beta1)) < 0.5)  # the weight as torch takes it
 
 
 def matches_torch(n: int, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> bool:
