@@ -124,3 +124,29 @@ def test_the_adam_record_is_keyed_by_the_lerp_branch_torch_takes(beta1):
     small = abs(np.float32(1 - beta1)) < np.float32(0.5)
     assert flat_kernels.adam_key(16, beta1)[2] == small
     assert flat_kernels.adam_key(16, beta1) != flat_kernels.adam_key(16, 0.3 if small else 0.9)
+
+
+def test_a_float64_buffer_keeps_torchs_passes_and_torchs_numbers(monkeypatch):
+    """The kernels are float32-only: a float64 buffer steps with torch's passes (the
+    kernels never called) and still equals `torch.optim.Adam(foreach=True)`; its L2 value
+    is the L2 node's."""
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Linear(9, 24), torch.nn.Tanh(), torch.nn.Linear(24, 3)).double()
+    want_l2 = 1e-4 * sum((p.detach() * p.detach()).sum() for p in net.parameters())
+    flat = FlatParameters(list(net.parameters()))
+    assert not flat.on_cpu32 and not flat.kernels()
+    assert flat.l2_value(1e-4).item() == want_l2.item()
+    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: pytest.fail("a float32 kernel on a float64 buffer"))
+    mine = torch.optim.Adam([flat.data], lr=3e-3, foreach=True)
+    data, grad = flat.data.clone(), flat.grad.clone()
+    reference = torch.optim.Adam([data], lr=3e-3, foreach=True)
+    data.grad = grad
+    x = torch.randn(32, 9, dtype=torch.float64)
+    for step in range(4):
+        flat.zero_grad()
+        net(x).square().sum().backward()
+        grad.copy_(flat.grad)
+        if step == 0 or not adam_step(mine, flat):
+            mine.step()
+        reference.step()
+        assert torch.equal(flat.data, data)
