@@ -9,7 +9,7 @@ written by ``polyzero.nets.fused``), :func:`simulate_fused` runs all S simulatio
 new states, expansion and backup) inside one Numba function, as mctx compiles its whole
 loop with XLA (mctx ``search``: a ``fori_loop`` over simulate, expand, backward).
 
-It calls the same selection and backup code as the loop (``_select_range``,
+It calls the same selection and backup code as the loop (``select_trees``,
 ``_backup_range``), so with the same network outputs it builds the same trees;
 ``tests/test_fused_search.py`` checks that, and the network against PyTorch.
 """
@@ -32,7 +32,10 @@ from .kernels.mlp import (
     output,
     run_program,
 )
-from .kernels.select import _select_range
+from .kernels.packed import NO_REFCOUNTS, tree_arrays
+from .kernels.prefetch import prefetch
+from .kernels.scores import prior_coefficients
+from .kernels.select import select_trees
 from .params import Rules
 
 # The largest batch `auto` fuses: the fused search beat the loop over ONNX Runtime at
@@ -40,6 +43,10 @@ from .params import Rules
 # program's large layers through BLAS; benchmarks/results/net_path_ab.md); larger
 # batches keep the loop, unmeasured.
 FUSED_MAX_BATCH = 512
+# The gather asks for the parent state of the tree this many rows ahead while it copies
+# one: the fused search at B = 256 / 64 simulations 0.93-0.985 of its time (three
+# in-process A/Bs, load 2.5-2.9; docs/journal/2026-11-29-tree-work-v2.md).
+GATHER_AHEAD = 8
 
 
 @nb.njit(cache=True, nogil=True)
@@ -52,18 +59,47 @@ def simulate_fused(t, rules, root, leaves, num_simulations, gumbel, hidden, ops,
     reward are written here. With `gumbel` the root's Sequential Halving reads simulation
     `sim`'s row of ``root``'s considered actions.
     """
+    num_actions = t.children.shape[2]
+    bufs = (np.empty(num_actions), np.empty(num_actions), np.empty(num_actions))
+    coefs = prior_coefficients(Rules(*rules), t.children.shape[1] + 1)  # every N the search reaches
+    arrays = tree_arrays(t)
+    _simulate(
+        arrays,
+        rules,
+        root,
+        leaves,
+        num_simulations,
+        gumbel,
+        hidden,
+        ops,
+        weights,
+        scratch,
+        outs,
+        expansion,
+        coefs,
+        bufs,
+    )
+
+
+@nb.njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _simulate(
+    arrays, rules, root, leaves, num_simulations, gumbel, hidden, ops, weights, scratch, outs, expansion, coefs, bufs
+):
+    """:func:`simulate_fused`'s loop over the tree's arrays (:func:`.kernels.packed.tree_arrays`),
+    with the selection's table and buffers; compiled without reference counting
+    (:data:`.kernels.packed.NO_REFCOUNTS`), as the kernels it calls."""
     r = Rules(*rules)
     lv = Leaves(*leaves)
     forced, gumbel_logits, considered, _ = root
-    batch = t.children.shape[0]
+    batch = arrays[0].shape[0]
     x = input_block(ops, scratch, batch)
     new = program_outputs(scratch, batch, outs)
     for sim in range(num_simulations):
-        _select_range(0, batch, t, r, (forced, gumbel_logits, considered, sim if gumbel else 0), lv, 1)
+        select_trees(0, batch, arrays, r, (forced, gumbel_logits, considered, sim if gumbel else 0), lv, 1, coefs, bufs)
         gather_inputs(x, hidden, lv.node, lv.action, batch)
         run_program(ops, weights, scratch, batch)
         store_outputs(new, hidden, lv.new_node, expansion, batch)
-        _backup_range(0, batch, t, r, lv, expansion, 1, False)
+        _backup_range(0, batch, arrays, r, lv, expansion, 1, False)
 
 
 # The loop's two steps around the network, inlined into it (inline="always": the same
@@ -87,6 +123,9 @@ def gather_inputs(x, hidden, node, action, batch):
     """g's input rows: each tree's parent state (node[b, 0]) and its action's one-hot."""
     h = hidden.shape[2]
     for b in range(batch):
+        if b + GATHER_AHEAD < batch:  # each parent's row is in a random place of the store
+            for j in range(0, h, 16):  # (16 floats: a cache line)
+                prefetch(hidden, (node[b + GATHER_AHEAD, 0], b + GATHER_AHEAD, j))
         p = node[b, 0]
         for j in range(h):
             x[b, j] = hidden[p, b, j]

@@ -17,6 +17,7 @@ import numba as nb
 from ..params import NDMZ_RULE, Rules
 from ..tree import CHANCE, IDENTITY, TERMINAL
 from .leaves import COLLISION, NEW_LEAF, Leaves
+from .packed import NO_REFCOUNTS, tree_arrays
 from .scores import edge_q
 
 
@@ -36,7 +37,7 @@ def expand_and_backup(t, rules, leaves, expansion, k, compact):
     a terminal node carries the value of its closest choice ancestor (the model
     gives it), which every visit backs up again.
     """
-    _backup_range(0, t.children.shape[0], t, Rules(*rules), Leaves(*leaves), expansion, k, compact)
+    _backup_range(0, t.children.shape[0], tree_arrays(t), Rules(*rules), Leaves(*leaves), expansion, k, compact)
 
 
 @nb.njit(cache=True, nogil=True, parallel=True)
@@ -46,30 +47,20 @@ def expand_and_backup_parallel(num_chunks, t, rules, leaves, expansion, k, compa
     r = Rules(*rules)
     lv = Leaves(*leaves)
     batch = t.children.shape[0]
+    arrays = tree_arrays(t)
     for c in nb.prange(num_chunks):
-        _backup_range(c * batch // num_chunks, (c + 1) * batch // num_chunks, t, r, lv, expansion, 1, False)
+        _backup_range(c * batch // num_chunks, (c + 1) * batch // num_chunks, arrays, r, lv, expansion, 1, False)
 
 
-@nb.njit(cache=True, nogil=True)
-def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
-    """Expansion and backup for trees lo..hi-1; the arrays are read out of the tree's
-    structure once here (see :mod:`polyzero.search.kernels.scores`)."""
-    children, parent, action, depth, visits, virtual, value, raw_value, reward, discount, prior, legal, kinds = (
-        t.children,
-        t.parent,
-        t.action,
-        t.depth,
-        t.visits,
-        t.virtual,
-        t.value,
-        t.raw_value,
-        t.reward,
-        t.discount,
-        t.prior,
-        t.legal,
-        t.kind,
-    )
-    q_min, q_max = t.q_min, t.q_max
+@nb.njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _backup_range(lo, hi, arrays, r, lv, expansion, k, compact):
+    """Expansion and backup for trees lo..hi-1 of the tree's arrays
+    (:func:`.packed.tree_arrays`), compiled without reference counting
+    (:data:`.packed.NO_REFCOUNTS`)."""
+    children, parent, action, depth, visits, virtual, value, raw_value, reward, discount, prior, legal, kinds = arrays[
+        :13
+    ]
+    num_nodes, q_min, q_max = arrays[13:]
     new_logits, new_legal, new_value, new_reward, new_discount, new_kind = expansion
     ndmz = r.rule == NDMZ_RULE
     expectation = r.chance_backup == 1
@@ -82,7 +73,7 @@ def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
                 p, a, n, e = n, lv.action[b, j], lv.new_node[b, j], row if compact else b
                 row += 1
                 if children[b, p, a] != n:  # k = 1: not linked yet
-                    t.num_nodes[b] = n + 1
+                    num_nodes[b] = n + 1
                     children[b, p, a] = n
                     parent[b, n], action[b, n], depth[b, n] = p, a, depth[b, p] + 1
                 node_kind = new_kind[e]
@@ -94,7 +85,8 @@ def _backup_range(lo, hi, t, r, lv, expansion, k, compact):
                 visits[b, n] = 1 if backs_up else 0
                 if node_kind != TERMINAL:
                     _softmax_into(new_logits[e], new_legal[e], prior[b, n])
-                    legal[b, n, :] = new_legal[e]
+                    for x in range(legal.shape[2]):  # (a slice's copy needs reference counting)
+                        legal[b, n, x] = new_legal[e, x]
             elif kind == COLLISION:
                 backs_up = False
             else:  # TERMINAL_LEAF: seen again

@@ -12,6 +12,8 @@ it once per call (benchmarks/kernel_packing.py measures the kernels against the
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 from numba.core import types
 from numba.experimental import structref
@@ -35,6 +37,39 @@ structref.define_proxy(TreeRef, TreeRefType, list(TreeArrays._fields))
 @nb.njit(cache=True, nogil=True)
 def _pack(arrays):
     return TreeRef(*arrays)
+
+
+# Numba's option to compile a function without reference counting (private, so spelled
+# here once: its typed stubs do not list it). The tree kernels that allocate nothing take
+# it: with counting, each inlined helper that took arrays (the scoring at every node)
+# counted references to them up and down, atomic operations that took about a third of
+# the selection's time at B = 256 (docs/journal/2026-11-29-tree-work-v2.md). Such a
+# function cannot allocate, slice-copy or read a structure: it takes `tree_arrays`.
+NO_REFCOUNTS: dict[str, Any] = {"_nrt": False}
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def tree_arrays(t):
+    """The structure's arrays as a tuple, in TreeArrays' order: what the kernels compiled
+    without reference counting take (they cannot read the structure, which needs it)."""
+    return (
+        t.children,
+        t.parent,
+        t.action,
+        t.depth,
+        t.visits,
+        t.virtual,
+        t.value,
+        t.raw_value,
+        t.reward,
+        t.discount,
+        t.prior,
+        t.legal,
+        t.kind,
+        t.num_nodes,
+        t.q_min,
+        t.q_max,
+    )
 
 
 def pack(tree: Tree) -> TreeRef:

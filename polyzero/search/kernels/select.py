@@ -32,6 +32,7 @@ from ..params import GUMBEL_INTERIOR_RULE, NDMZ_RULE, Rules
 from ..tree import CHANCE, IDENTITY, PENDING, TERMINAL
 from .gumbel import gumbel_interior_action, gumbel_root_action, sigma_bounds
 from .leaves import COLLISION, NEW_LEAF, NO_LEAF, TERMINAL_LEAF, Leaves
+from .packed import NO_REFCOUNTS, tree_arrays
 from .scores import ndmz_action, prior_coefficients, scores_into
 
 DESCENT_ROWS = 16  # prior-coefficient table rows per descent (a descent scores ~depth nodes)
@@ -59,23 +60,36 @@ def select_leaves_parallel(num_chunks, t, rules, root, leaves, k):
 
 @nb.njit(cache=True, nogil=True)
 def _select_range(lo, hi, t, r, root, lv, k):
-    """Selection for trees lo..hi-1. The arrays are read out of the structure once here:
-    the per-node helpers take them as arguments (read from the structure at every node,
-    they cost the selection ~40% at B = 16; benchmarks/kernel_packing.py)."""
-    children, visits, virtual, value, raw_value = t.children, t.visits, t.virtual, t.value, t.raw_value
-    reward, discount, prior, legal, kinds = t.reward, t.discount, t.prior, t.legal, t.kind
-    forced, gumbel_logits, considered, sim = root
-    num_actions = children.shape[2]
-    q_buf, n_buf, s_buf = np.empty(num_actions), np.empty(num_actions), np.empty(num_actions)
-    slots = lv.node.shape[1]
-    in_flight = k > 1
+    """Selection for trees lo..hi-1: :func:`select_trees` with its buffers and table."""
+    num_actions = t.children.shape[2]
+    bufs = (np.empty(num_actions), np.empty(num_actions), np.empty(num_actions))
     # N = 0..size-1's prior coefficients; no longer than about the nodes this call scores
     # (DESCENT_ROWS a descent), so that one tree of many simulations does not build a table
     # of every N each simulation; a node past it computes its own (the same bits).
-    coefs = prior_coefficients(r, min(children.shape[1] + 1, DESCENT_ROWS * (hi - lo) * k))
+    coefs = prior_coefficients(r, min(t.children.shape[1] + 1, DESCENT_ROWS * (hi - lo) * k))
+    select_trees(lo, hi, tree_arrays(t), r, root, lv, k, coefs, bufs)
+
+
+@nb.njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def select_trees(lo, hi, arrays, r, root, lv, k, coefs, bufs):
+    """Selection for trees lo..hi-1 of the tree's arrays (:func:`.packed.tree_arrays`),
+    given the prior-coefficient table `coefs` (:func:`.scores.prior_coefficients`, any
+    length) and three float64 [A] scratch rows `bufs`.
+
+    Compiled without reference counting (:data:`.packed.NO_REFCOUNTS`: with it, the
+    scoring inlined at every node counted references to its arrays up and down, a third
+    of the selection's time at B = 256). The per-node helpers take the arrays one by one
+    (read from the structure at every node, they cost the selection ~40% at B = 16;
+    benchmarks/kernel_packing.py)."""
+    children = arrays[0]  # (TreeArrays' order)
+    visits, virtual, value, raw_value, reward, discount, prior, legal, kinds, num_nodes, q_min, q_max = arrays[4:]
+    forced, gumbel_logits, considered, sim = root
+    q_buf, n_buf, s_buf = bufs
+    slots = lv.node.shape[1]
+    in_flight = k > 1
     for b in range(lo, hi):
-        glo, ghi = sigma_bounds(r.gumbel_norm, t.q_min, t.q_max, b, r.vmin, r.vmax)
-        tree_lo, tree_hi = t.q_min[b], t.q_max[b]
+        glo, ghi = sigma_bounds(r.gumbel_norm, q_min, q_max, b, r.vmin, r.vmax)
+        tree_lo, tree_hi = q_min[b], q_max[b]
         wanted = 1 if k == 1 else min(k, lv.remaining[b])
         taken = 0
         used = 0
@@ -117,9 +131,9 @@ def _select_range(lo, hi, t, r, root, lv, k):
                 node = child
                 depth += 1
             lv.kind[b, used], lv.node[b, used], lv.action[b, used] = leaf, node, a
-            lv.new_node[b, used] = t.num_nodes[b]
+            lv.new_node[b, used] = num_nodes[b]
             if in_flight:
-                _in_flight(t, lv, b, leaf, node, a)
+                _in_flight(arrays, lv, b, leaf, node, a)
             if leaf != COLLISION:
                 taken += 1
             used += 1
@@ -130,10 +144,10 @@ def _select_range(lo, hi, t, r, root, lv, k):
             lv.remaining[b] -= taken
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def _in_flight(t, lv, b, leaf, node, a):
     """Leaf batching: create a new leaf's node as PENDING and list it for the model, and
-    put a virtual loss on the descent's path."""
+    put a virtual loss on the descent's path (`t`: the tree's arrays)."""
     if leaf == NEW_LEAF:
         n = _add_pending(t, b, node, a)
         m = lv.flat_count[0]
@@ -145,23 +159,26 @@ def _in_flight(t, lv, b, leaf, node, a):
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _add_pending(t, b, parent, a):
-    """Create the child of `parent` along `a` as PENDING (leaf batching); its index."""
-    n = t.num_nodes[b]
-    t.num_nodes[b] = n + 1
-    t.children[b, parent, a] = n
-    t.parent[b, n] = parent
-    t.action[b, n] = a
-    t.depth[b, n] = t.depth[b, parent] + 1
-    t.kind[b, n] = PENDING
+    """Create the child of `parent` along `a` as PENDING (leaf batching); its index.
+    `t`: the tree's arrays (:func:`.packed.tree_arrays`)."""
+    children, parents, action, depth, kinds, num_nodes = t[0], t[1], t[2], t[3], t[12], t[13]
+    n = num_nodes[b]
+    num_nodes[b] = n + 1
+    children[b, parent, a] = n
+    parents[b, n] = parent
+    action[b, n] = a
+    depth[b, n] = depth[b, parent] + 1
+    kinds[b, n] = PENDING
     return n
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _add_virtual(t, b, node):
     """One descent in flight from the root to `node`."""
+    parent, virtual = t[1], t[5]
     while node >= 0:
-        t.virtual[b, node] += 1
-        node = t.parent[b, node]
+        virtual[b, node] += 1
+        node = parent[b, node]
 
 
 @nb.njit(cache=True, nogil=True)
