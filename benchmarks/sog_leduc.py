@@ -26,6 +26,10 @@ Several training seeds: train and eval each with --seed S (seed S > 0 works in
 WORK-seedS) and --marks M... (the checkpoint nearest each mark, in minutes of
 training), then `report --train-seeds 0 1 2` adds the mean over training seeds of
 each seed's mean at every mark that all of them have, with a 95% t-interval.
+Two arms (e.g. the preset and a --set change, each in its own --work) compare by
+learning steps: train each with --budget-steps N, evaluate with --mark-steps, and
+`report --baseline-work OTHER_WORK` adds the other arm's means and, per mark, the
+paired difference of the seeds' means (this arm minus the other; same training seeds).
 
 Targets (the issue): SoG(100, 1) below IS-MCTS's best (465 mbb/h in the paper)
 within 2 hours of training and below 200 mbb/h within 6 hours.
@@ -44,7 +48,6 @@ from common import (  # noqa: E402
     RESULTS,
     ROOT,
     git_commit,
-    interval,
     machine_line,
     results_name,
     run_jobs,
@@ -54,6 +57,16 @@ from common import (  # noqa: E402
     write_markdown,
 )
 from polyzero.sog.probe import spread_checkpoints as spread  # noqa: E402
+from sog_leduc_report import (  # noqa: E402
+    across_seeds,
+    fig3_shape,
+    leduc_targets,
+    paired,
+    plot_curves,
+    report_lines,
+    search_sims,
+    value_error_table,
+)
 
 
 def sog_trainer(args, work: Path):
@@ -72,7 +85,19 @@ def sog_trainer(args, work: Path):
 
 
 def phase_train(args, work: Path) -> None:
-    train_in_chunks(sog_trainer(args, work), args.budget_min, args.chunk_steps, "train")
+    """Train to --budget-min minutes (or --budget-steps learning steps); WORK/train_log.jsonl
+    gets a line per call: the step and training time reached, this process's CPU seconds
+    and the load average, so that arms trained on a shared machine compare by CPU time too."""
+    import os
+
+    cpu0 = time.process_time()
+    trainer = sog_trainer(args, work)
+    steps = getattr(args, "budget_steps", None)
+    train_in_chunks(trainer, args.budget_min, args.chunk_steps, "train", steps=steps)
+    line = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "step": trainer.step}
+    line |= {"train_time": trainer.train_time, "cpu_s": time.process_time() - cpu0, "loadavg": os.getloadavg()}
+    with open(work / "train_log.jsonl", "a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 def checkpoints(work: Path) -> list[dict]:
@@ -86,23 +111,25 @@ def checkpoints(work: Path) -> list[dict]:
 def chosen(args, work: Path) -> list[dict]:
     """The untrained network and `--points` checkpoints spread evenly over the training time,
     or with --marks the checkpoint nearest each mark (minutes of training; a mark keeps
-    training seeds' points together in the report)."""
+    training seeds' points together in the report), or with --mark-steps the checkpoint
+    nearest each of those learning steps only (the untrained one if 0 is among them)."""
     points = checkpoints(work)
-    marks = getattr(args, "marks", None)
-    if not marks or not points:
+    marks, steps = getattr(args, "marks", None), getattr(args, "mark_steps", None)
+    if not (marks or steps) or not points:
         return spread(points, args.points)
-    picks = [{**points[0], "mark": 0.0}]
-    for mark in marks:
-        best = min(points, key=lambda p: abs(p["minutes"] - mark))
+    picks = [] if steps else [{**points[0], "mark": 0.0}]
+    key, unit = ("step", "steps") if steps else ("minutes", "min")
+    for mark in steps or marks:
+        best = min(points, key=lambda p: abs(p[key] - mark))
         if all(best["step"] != p["step"] for p in picks):
-            picks.append({**best, "mark": float(mark)})
+            picks.append({**best, "mark": float(mark), "mark_unit": unit})
     return picks
 
 
-def work_dir(args, seed: int) -> Path:
-    """Training seed `seed`'s directory: --work (default runs/bench/sog_GAME) for seed 0,
-    WORK-seedS beside it for seed S."""
-    base = args.work or ROOT / "runs" / "bench" / f"sog_{args.short}"
+def work_dir(args, seed: int, base: Path | None = None) -> Path:
+    """Training seed `seed`'s directory: --work (default runs/bench/sog_GAME; or `base`) for
+    seed 0, WORK-seedS beside it for seed S."""
+    base = base or args.work or ROOT / "runs" / "bench" / f"sog_{args.short}"
     return base if seed == 0 else base.with_name(f"{base.name}-seed{seed}")
 
 
@@ -111,7 +138,7 @@ def phase_eval(args, work: Path) -> None:
     cells = [(f"ismcts-{sims}", f"ismcts:{sims}", sims, args.anchor_seeds, {}) for sims in args.ismcts]
     for i, point in enumerate(picks):
         final = i == len(picks) - 1
-        for s in args.sims + ([args.final_sims] if final else []):
+        for s in args.sims + ([args.final_sims] if final and args.final_sims else []):
             seeds = args.seeds if s != args.final_sims else args.final_seeds
             cells.append((f"step{point['step']:06d}-sog{s}", f"sog:{s},1,net={point['path']}", s, seeds, point))
     if args.reverse:
@@ -131,6 +158,28 @@ def phase_eval(args, work: Path) -> None:
     for name, spec, _, seeds, point in cells:  # a cell is complete when every seed asked for is
         if seeds and all(_seed_path(work, name, seed).exists() for seed in range(seeds)):
             _write_cell(work, name, spec, point)
+    if args.value_error:
+        value_errors(args, work, picks)
+
+
+def value_errors(args, work: Path, picks: list[dict]) -> None:
+    """The CVPN of each chosen checkpoint against an equilibrium's exact values at every
+    public state below the root (`polyzero sog-probe`'s first part: mean absolute error of
+    the information states' expected returns, in chips, all and by depth), cached in
+    WORK/eval/value_error/stepNNNNNN.json."""
+    todo = [p for p in picks if not (work / "eval" / "value_error" / f"step{p['step']:06d}.json").exists()]
+    if not todo:
+        return
+    from polyzero.cli.sog_probe import MAX_PUBLIC_STATES
+    from polyzero.games import load_game
+    from polyzero.sog.probe import exact_beliefs, network_error
+    from polyzero.sog.trainer import load_cvpn
+
+    beliefs = exact_beliefs(load_game(args.game), args.value_error, MAX_PUBLIC_STATES)
+    for point in todo:
+        rec = {**point, "iterations": args.value_error, **network_error(load_cvpn(point["path"])[0], beliefs)}
+        write_json_atomic(work / "eval" / "value_error" / f"step{point['step']:06d}.json", rec)
+        print(f"[eval] value error at step {point['step']}: {rec['all']:.4f} [{rec['all_weighted']:.4f}]", flush=True)
 
 
 def _write_cell(work: Path, name: str, spec: str, point: dict) -> None:
@@ -184,11 +233,6 @@ def _save_seed(work: Path, name: str, seed: int, rec: dict) -> None:
     print(f"[eval] {name} seed {seed}: {rec['value']:.4g} {rec['unit']} ({rec['seconds']:.0f} s)", flush=True)
 
 
-def search_sims(row: dict) -> int:
-    """s of a row's SoG(s, 1) or IS-MCTS(s) spec."""
-    return int(row["spec"].split(":")[1].split(",")[0])
-
-
 def eval_rows(work: Path, training_seed: int) -> list[dict]:
     """A training seed's evaluated cells (WORK/eval/*.json) with min / mean / max over search seeds."""
     import numpy as np
@@ -201,47 +245,41 @@ def eval_rows(work: Path, training_seed: int) -> list[dict]:
     return rows
 
 
-def across_seeds(sog: list[dict], seeds: list[int]) -> list[dict]:
-    """Per SoG(s, 1) and --marks mark, where every training seed has the point: the mean
-    over training seeds of each seed's mean, its 95% t-interval, and min / max of the seeds' means."""
-    import numpy as np
-
-    groups: dict[tuple, list[dict]] = {}
-    for r in sog:
-        if "mark" in r:
-            groups.setdefault((search_sims(r), r["mark"]), []).append(r)
-    out = []
-    for (sims, mark), rs in sorted(groups.items()):
-        if sorted(r["training_seed"] for r in rs) != sorted(seeds):
-            continue
-        means = [r["mean"] for r in rs]
-        mean, lo, hi = interval(means)
-        out.append(
-            {
-                "spec": f"sog:{sims},1",
-                "step": mark,  # fig3_shape's order of points
-                "mark": mark,
-                "minutes": float(np.mean([r["minutes"] for r in rs])),
-                "values": means,
-                "mean": mean,
-                "ci95": [lo, hi],
-                "min": min(means),
-                "max": max(means),
-                "search_seeds": [len(r["values"]) for r in rs],
-            }
-        )
-    return out
-
-
-def phase_report(args, work: Path) -> dict:
-    seeds = args.train_seeds or [args.seed]
-    rows = [r for seed in seeds for r in eval_rows(work_dir(args, seed), seed)]
+def sog_rows(args, seeds: list[int], base: Path | None = None) -> tuple[list[dict], list[dict]]:
+    """(IS-MCTS anchors, SoG cells) of these training seeds' work directories."""
+    rows = [r for seed in seeds for r in eval_rows(work_dir(args, seed, base), seed)]
     anchors = [r for r in rows if r["spec"].startswith("ismcts")]
     sog = sorted(
         (r for r in rows if r["spec"].startswith("sog")),
         key=lambda r: (r["training_seed"], r["step"], search_sims(r)),
     )
+    return anchors, sog
+
+
+def value_error_rows(args, seeds: list[int], base: Path | None) -> list[dict]:
+    """Per mark that every training seed has: the CVPN's value error by seed (all states,
+    unweighted and weighted), with a baseline arm its value errors and the paired differences."""
+
+    def read(seed: int, where: Path | None) -> dict:
+        files = (work_dir(args, seed, where) / "eval" / "value_error").glob("*.json")
+        return {rec.get("mark", rec["step"]): rec for rec in (json.loads(p.read_text()) for p in files)}
+
+    ours, theirs = [read(s, None) for s in seeds], [read(s, base) for s in seeds] if base else None
+    return value_error_table(ours, theirs)
+
+
+def phase_report(args, work: Path) -> dict:
+    seeds = args.train_seeds or [args.seed]
+    anchors, sog = sog_rows(args, seeds)
+    rows = anchors + sog
     merged = across_seeds(sog, seeds) if len(seeds) > 1 else []
+    baseline = None
+    if args.baseline_work:  # another arm's training seeds: its means, and this arm's paired differences
+        base_sog = sog_rows(args, seeds, args.baseline_work)[1]
+        base_merged = across_seeds(base_sog, seeds)
+        baseline = {"work": str(args.baseline_work), "across_training_seeds": base_merged}
+        baseline["paired"] = paired(sog, base_sog, seeds)
+    errors = value_error_rows(args, seeds, args.baseline_work)
     if args.game == "leduc_poker":
         target = leduc_targets(sog, anchors)
     elif len(seeds) == 1:
@@ -260,154 +298,17 @@ def phase_report(args, work: Path) -> dict:
         "anchors": anchors,
         "sog": sog,
         "across_training_seeds": merged,
+        "baseline": baseline,
+        "value_error": errors,
         "targets": target,
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=2))
     unit = rows[0]["unit"] if rows else "mbb/h"
     write_markdown(args.out, report_lines(args, result, unit))
-    plot_curves(merged + sog, anchors, unit, RESULTS / f"{args.out}.png", args.game, len(seeds))
+    base_curves = baseline["across_training_seeds"] if baseline else []
+    plot_curves(merged + sog, anchors, unit, RESULTS / f"{args.out}.png", args.game, len(seeds), base_curves)
     return result
-
-
-def leduc_targets(sog: list[dict], anchors: list[dict]) -> dict:
-    """Leduc: the issue's targets (SoG(100, 1) below IS-MCTS's best within 2 hours, below 200 within 6)."""
-    best_ismcts = min((r["mean"] for r in anchors), default=None)
-    sog100 = [r for r in sog if r["spec"].startswith("sog:100,")]
-    bar = min(best_ismcts, 465.0) if best_ismcts is not None else 465.0
-
-    def first_below(level: float, minutes: float):
-        hits = [r["minutes"] for r in sog100 if r["minutes"] <= minutes and r["mean"] < level]
-        return round(min(hits), 1) if hits else None
-
-    return {
-        "best_ismcts_mean": best_ismcts,
-        "paper_best_ismcts": 465.0,
-        "sog100_below_ismcts_within_2h": first_below(bar, 120) is not None,
-        "sog100_first_below_ismcts_at_min": first_below(bar, 120),
-        "sog100_below_200_within_6h": first_below(200.0, 360) is not None,
-        "sog100_first_below_200_at_min": first_below(200.0, 360),
-    }
-
-
-def report_lines(args, result: dict, unit: str) -> list[str]:
-    """The Markdown report: each cell (per training seed), then the means across training seeds."""
-    f = ".1f" if unit == "mbb/h" else ".3f"
-    rows = result["anchors"] + result["sog"]
-    evaluated_on = sorted({m for r in rows for m in r.get("machines", [])})
-    lines = [
-        f"# Benchmark `{args.out}`: Student of Games on {args.game}",
-        "",
-        f"Machine: {result['machine']}. Command: `{result['command']}` (commit {result['git'][:10]}). "
-        f"Training seed(s) {result['seed']}.",
-        "",
-        f"Exploitability in {unit} (min / mean / max over search seeds); minutes = training time of the checkpoint.",
-        "",
-        "| player | training seed | step | minutes | seeds | min | mean | max |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in result["anchors"]:
-        lines.append(
-            f"| `{r['spec']}` | | | | {len(r['values'])} | {r['min']:{f}} | {r['mean']:{f}} | {r['max']:{f}} |"
-        )
-    for r in result["sog"]:
-        label = r["spec"].split(",net=")[0] + (" (untrained)" if r["step"] == 0 else "")
-        lines.append(
-            f"| `{label}` | {r['training_seed']} | {r['step']} | {r['minutes']:.1f} | {len(r['values'])} | "
-            f"{r['min']:{f}} | {r['mean']:{f}} | {r['max']:{f}} |"
-        )
-    if result["across_training_seeds"]:
-        lines += [
-            "",
-            "Across training seeds (each seed's mean over its search seeds; mean, 95% t-interval, min / max):",
-            "",
-            "| player | mark (min) | mean minutes | training seeds | search seeds each | mean | 95% interval "
-            "| min | max |",
-            "|---|---:|---:|---:|---|---:|---|---:|---:|",
-        ]
-        for r in result["across_training_seeds"]:
-            lo, hi = r["ci95"]
-            lines.append(
-                f"| `SoG({search_sims(r)}, 1)` | {r['mark']:g} | {r['minutes']:.1f} | {len(r['values'])} | "
-                f"{r['search_seeds']} | {r['mean']:{f}} | [{lo:{f}}, {hi:{f}}] | {r['min']:{f}} | {r['max']:{f}} |"
-            )
-    if evaluated_on:  # seeds evaluated in parallel (--jobs), possibly on another machine
-        lines += ["", "Seeds evaluated on: " + "; ".join(evaluated_on) + "."]
-    if result["targets"]:
-        lines += ["", f"Targets: {json.dumps(result['targets'])}"]
-    return lines
-
-
-def fig3_shape(sog: list[dict], anchors: list[dict]) -> dict:
-    """The shape of the paper's Fig. 3 (B on the glasses map): exploitability falls with
-    training (each SoG(s, 1) at the last checkpoint below the untrained network), and
-    with search size (at the last checkpoint, every larger s below every smaller
-    one), with trained SoG(100, 1) below IS-MCTS at each of its simulation counts."""
-    if not sog:
-        return {}
-    first, last = min(r["step"] for r in sog), max(r["step"] for r in sog)
-    at = {(r["step"], search_sims(r)): r["mean"] for r in sog}
-    training = {
-        s: {"untrained": at[(first, s)], "final": at[(last, s)], "falls": at[(last, s)] < at[(first, s)]}
-        for (step, s) in at
-        if step == last and (first, s) in at
-    }
-    final = sorted((s, m) for (step, s), m in at.items() if step == last)
-    search = {"final_by_sims": final, "falls": all(a[1] > b[1] for a, b in zip(final, final[1:]))}
-    sog100 = at.get((last, 100))
-    ismcts = {
-        r["spec"]: {"mean": r["mean"], "sog100_below": sog100 is not None and sog100 < r["mean"]} for r in anchors
-    }
-    return {"falls_with_training": training, "falls_with_search": search, "vs_ismcts": ismcts}
-
-
-def plot_curves(sog: list[dict], anchors: list[dict], unit: str, path: Path, game: str, seeds: int = 1) -> None:
-    """Mean exploitability (min-max band) against training minutes per SoG(s, 1); IS-MCTS as lines.
-    With several training seeds (rows of `across_seeds` first, then each seed's rows):
-    the means across seeds, the band their seeds' means, each seed's means thin."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    merged = [r for r in sog if "training_seed" not in r] if seeds > 1 else sog
-    colors = {}
-    for sims in sorted({search_sims(r) for r in sog}):
-        rows = sorted((r for r in merged if search_sims(r) == sims), key=lambda r: r["minutes"])
-        x = [r["minutes"] for r in rows]
-        (line,) = ax.plot(x, [r["mean"] for r in rows], marker="o", label=f"SoG({sims}, 1)")
-        colors[sims] = line.get_color()
-        ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], alpha=0.2, color=colors[sims])
-    for r in sog if seeds > 1 else []:  # each training seed's curve, thin
-        if "training_seed" in r:
-            same = [q for q in sog if q.get("training_seed") == r["training_seed"] and search_sims(q) == search_sims(r)]
-            same.sort(key=lambda q: q["minutes"])
-            if r is same[0]:
-                ax.plot(
-                    [q["minutes"] for q in same],
-                    [q["mean"] for q in same],
-                    marker=".",
-                    linewidth=0.7,
-                    alpha=0.6,
-                    color=colors[search_sims(r)],
-                )
-    for r in anchors:
-        ax.axhline(r["mean"], linestyle="--", linewidth=1, color="gray")
-        ax.annotate(r["spec"], (0, r["mean"]), fontsize=7, color="gray", va="bottom")
-    ax.set_yscale("log")
-    ax.set_xlabel("training time (minutes)")
-    ax.set_ylabel(f"exploitability ({unit})")
-    band = (
-        f"mean over {seeds} training seeds (band: their means' min-max), each seed thin"
-        if seeds > 1
-        else "mean over seeds, min-max band"
-    )
-    ax.set_title(f"Student of Games on {game}\n{band}", fontsize=10)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv=None) -> None:
@@ -417,10 +318,11 @@ def main(argv=None) -> None:
     p.add_argument("--work", type=Path, default=None, help="default runs/bench/sog_GAME")
     p.add_argument("--out", type=results_name, default=None, help="results name (default sog_leduc for leduc_poker)")
     p.add_argument("--budget-min", type=float, default=120.0, help="training time (minutes)")
+    p.add_argument("--budget-steps", type=int, default=None, help="train to this learning step instead")
     p.add_argument("--chunk-steps", type=int, default=10, help="learning steps between kept checkpoints")
     p.add_argument("--points", type=int, default=5, help="trained checkpoints evaluated")
     p.add_argument("--sims", type=int, nargs="+", default=[33, 100], help="SoG(s, 1) at every point")
-    p.add_argument("--final-sims", type=int, default=1000, help="SoG(s, 1) at the final point")
+    p.add_argument("--final-sims", type=int, default=1000, help="SoG(s, 1) at the final point (0: none)")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--final-seeds", type=int, default=3)
     p.add_argument(
@@ -433,7 +335,21 @@ def main(argv=None) -> None:
     p.add_argument("--anchor-seeds", type=int, default=3)
     p.add_argument("--seed", type=int, default=0, help="training seed (seed S > 0 works in WORK-seedS)")
     p.add_argument("--marks", type=float, nargs="*", default=None, help="eval: checkpoints nearest these minutes")
+    p.add_argument("--mark-steps", type=int, nargs="*", default=None, help="eval: checkpoints nearest these steps")
+    p.add_argument(
+        "--value-error",
+        type=int,
+        default=0,
+        metavar="ITERATIONS",
+        help="eval: also the CVPN's error against an equilibrium's values (CFR+ of this many iterations)",
+    )
     p.add_argument("--train-seeds", type=int, nargs="*", default=None, help="report: training seeds merged")
+    p.add_argument(
+        "--baseline-work",
+        type=Path,
+        default=None,
+        help="report: another arm's --work; its means and the paired differences (this arm minus it) per mark",
+    )
     p.add_argument("--jobs", type=int, default=1, help="processes evaluating seeds in parallel")
     p.add_argument(
         "--reverse",
