@@ -56,15 +56,22 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(13, 40), torch.nn.ReLU(), torch.nn.Linear(40, 5))
     flat = FlatParameters(list(net.parameters()))
+    monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
+    calls, original = [], flat_kernels.adam_passes
+    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
+    _steps_equal_foreach_adam(net, flat, torch.randn(64, 13), 6)
+    assert len(calls) == (5 if kernel else 0)
+
+
+def _steps_equal_foreach_adam(net, flat: FlatParameters, x: torch.Tensor, steps: int) -> None:
+    """`steps` updates of `net` (its parameters in `flat`) by `adam_step` (torch's step
+    first: it makes the state), each equal, weights and state, to
+    `torch.optim.Adam(foreach=True)`'s over a copy of the buffer."""
     mine = torch.optim.Adam([flat.data], lr=3e-3, foreach=True)
     data, grad = flat.data.clone(), flat.grad.clone()
     reference = torch.optim.Adam([data], lr=3e-3, foreach=True)
     data.grad = grad
-    monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
-    calls, original = [], flat_kernels.adam_passes
-    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
-    x = torch.randn(64, 13)
-    for step in range(6):
+    for step in range(steps):
         flat.zero_grad()
         net(x).square().sum().backward()
         grad.copy_(flat.grad)
@@ -74,7 +81,6 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
         assert torch.equal(flat.data, data)
         for name, value in reference.state[data].items():
             assert torch.equal(mine.state[flat.data][name], value), name
-    assert len(calls) == (5 if kernel else 0)
 
 
 @pytest.fixture
@@ -137,16 +143,4 @@ def test_a_float64_buffer_keeps_torchs_passes_and_torchs_numbers(monkeypatch):
     assert not flat.on_cpu32 and not flat.kernels()
     assert flat.l2_value(1e-4).item() == want_l2.item()
     monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: pytest.fail("a float32 kernel on a float64 buffer"))
-    mine = torch.optim.Adam([flat.data], lr=3e-3, foreach=True)
-    data, grad = flat.data.clone(), flat.grad.clone()
-    reference = torch.optim.Adam([data], lr=3e-3, foreach=True)
-    data.grad = grad
-    x = torch.randn(32, 9, dtype=torch.float64)
-    for step in range(4):
-        flat.zero_grad()
-        net(x).square().sum().backward()
-        grad.copy_(flat.grad)
-        if step == 0 or not adam_step(mine, flat):
-            mine.step()
-        reference.step()
-        assert torch.equal(flat.data, data)
+    _steps_equal_foreach_adam(net, flat, torch.randn(32, 9, dtype=torch.float64), 4)
