@@ -111,8 +111,14 @@ def phase_times(arm: Arm, batch: int, rounds: int, warmup: int = 5, kernels: boo
     algo, cfg, sampler = setup(arm, batch)
     torch.manual_seed(0)
     learner = Learner(algo, cfg.train, torch.device("cpu"))
-    if learner.flat is not None:
-        flat_kernels._CHECKED[flat_kernels.adam_key(len(learner.flat.data))] = kernels
+    # the record the Learner's Adam and L2 kernels consult, set to decline them (or use them)
+    key = (
+        flat_kernels.adam_key(len(learner.flat.data), learner.optimizer.param_groups[0]["betas"][0])
+        if learner.flat
+        else None
+    )
+    if key is not None:
+        flat_kernels._CHECKED[key] = kernels
     floor_net = algo.build_network().train()
     rng = np.random.default_rng(0)
     fixed = {k: torch.from_numpy(v) for k, v in sampler.sample(cfg.train.batch_size, rng).items() if k != "index"}
@@ -137,8 +143,8 @@ def phase_times(arm: Arm, batch: int, rounds: int, warmup: int = 5, kernels: boo
     mean = {p: statistics.fmean(x.get(p, 0.0) for x in per_round) * 1e3 for p in phases}
     step = [sum(x.get(p, 0.0) for p in STEP_PHASES) * 1e3 for x in per_round]
     floor = [sum(x.get(p, 0.0) for p in FLOOR_PHASES) * 1e3 for x in per_round]
-    if learner.flat is not None:
-        del flat_kernels._CHECKED[flat_kernels.adam_key(len(learner.flat.data))]
+    if key is not None:
+        del flat_kernels._CHECKED[key]
     return {
         "arm": arm.name + ("" if kernels else " (torch's passes)"),
         "batch": cfg.train.batch_size,

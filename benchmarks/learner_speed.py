@@ -376,8 +376,9 @@ def check_ab_args(ap: argparse.ArgumentParser, args) -> None:
         )
         if found.returncode:
             ap.error(f"no git revision {rev!r} in this repository")
-    if args.sog_step_ab_rounds < 1:
-        ap.error(f"--sog-step-ab-rounds must be at least 1, not {args.sog_step_ab_rounds}")
+    for flag in ("sog_step_ab_rounds", "phases_rounds", "drift_steps"):
+        if getattr(args, flag) < 1:  # none: a median of nothing (a traceback after the main table) or an empty table
+            ap.error(f"--{flag.replace('_', '-')} must be at least 1, not {getattr(args, flag)}")
     known = {a.name for a in ARMS}
     for flag in ("phases", "drift"):
         for name in (n for n in getattr(args, flag, "").split(",") if n):

@@ -18,6 +18,8 @@ import learner_speed  # noqa: E402
         (["--sog-step-ab", "HEAD", "--sog-step-ab-rounds", "0"], "--sog-step-ab-rounds must be at least 1"),
         (["--phases", "sog_cvpn,no_arm:torch"], "--phases: no arm 'no_arm:torch'"),
         (["--drift", "nope"], "--drift: no arm 'nope'"),
+        (["--phases", "sog_cvpn", "--phases-rounds", "0"], "--phases-rounds must be at least 1, not 0"),
+        (["--drift", "sog_cvpn", "--drift-steps", "-3"], "--drift-steps must be at least 1, not -3"),
     ],
 )
 def test_bad_ab_arguments_exit_2_before_timing(args, message, tmp_path, capsys, monkeypatch):
@@ -33,6 +35,12 @@ def test_bad_ab_arguments_exit_2_before_timing(args, message, tmp_path, capsys, 
 def test_a_known_revision_passes_the_check():
     ap = learner_speed.argparse.ArgumentParser()
     args = learner_speed.argparse.Namespace(
-        update_ab_before="HEAD", sog_step_ab="HEAD", sog_step_ab_rounds=1, phases="sog_cvpn:torch", drift="ndmz"
+        update_ab_before="HEAD",
+        sog_step_ab="HEAD",
+        sog_step_ab_rounds=1,
+        phases="sog_cvpn:torch",
+        drift="ndmz",
+        phases_rounds=1,
+        drift_steps=1,
     )
     learner_speed.check_ab_args(ap, args)  # no SystemExit

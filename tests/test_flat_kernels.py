@@ -1,5 +1,7 @@
-"""Adam's step in one pass (polyzero/train/flat_kernels.py) gives torch's seven foreach
-passes' numbers bit for bit; where it would not, the Learner keeps torch's passes."""
+"""Adam's step in three passes (polyzero/train/flat_kernels.py: two Numba kernels around
+torch's sqrt) gives torch's seven foreach passes' numbers bit for bit, at one and two
+torch threads and on both branches of torch's lerp; the L2 value's sums kernel gives
+torch.sum's; where a kernel would not, the Learner keeps torch's passes."""
 
 import numpy as np
 import pytest
@@ -20,9 +22,20 @@ def _state(n: int, seed: int):
     return theta, grad, m, v
 
 
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    """torch's thread count for the test (torch splits a pass of 32,768 elements or more
+    between threads), restored after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("n", [16, 4096, 169_232])  # lengths of a padded buffer (multiples of 16)
-@pytest.mark.parametrize("settings", [(1e-3, 0.9, 0.999, 1e-8), (0.02, 0.8, 0.99, 1e-6)])
-def test_the_one_pass_kernel_gives_the_seven_passes_bits(n, settings):
+# beta1 = 0.3: torch's lerp takes its other branch (weight 0.7 >= 0.5), checked apart
+@pytest.mark.parametrize("settings", [(1e-3, 0.9, 0.999, 1e-8), (0.02, 0.8, 0.99, 1e-6), (1e-3, 0.3, 0.999, 1e-8)])
+def test_the_one_pass_kernel_gives_the_seven_passes_bits(n, settings, threads):
     assert flat_kernels.matches_torch(n, *settings)  # on this machine: the Learner uses the kernel
     for seed in range(3):
         theta, grad, m, v = _state(n, seed)
@@ -43,15 +56,22 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(13, 40), torch.nn.ReLU(), torch.nn.Linear(40, 5))
     flat = FlatParameters(list(net.parameters()))
+    monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
+    calls, original = [], flat_kernels.adam_passes
+    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
+    _steps_equal_foreach_adam(net, flat, torch.randn(64, 13), 6)
+    assert len(calls) == (5 if kernel else 0)
+
+
+def _steps_equal_foreach_adam(net, flat: FlatParameters, x: torch.Tensor, steps: int) -> None:
+    """`steps` updates of `net` (its parameters in `flat`) by `adam_step` (torch's step
+    first: it makes the state), each equal, weights and state, to
+    `torch.optim.Adam(foreach=True)`'s over a copy of the buffer."""
     mine = torch.optim.Adam([flat.data], lr=3e-3, foreach=True)
     data, grad = flat.data.clone(), flat.grad.clone()
     reference = torch.optim.Adam([data], lr=3e-3, foreach=True)
     data.grad = grad
-    monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
-    calls, original = [], flat_kernels.adam_passes
-    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
-    x = torch.randn(64, 13)
-    for step in range(6):
+    for step in range(steps):
         flat.zero_grad()
         net(x).square().sum().backward()
         grad.copy_(flat.grad)
@@ -61,7 +81,6 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
         assert torch.equal(flat.data, data)
         for name, value in reference.state[data].items():
             assert torch.equal(mine.state[flat.data][name], value), name
-    assert len(calls) == (5 if kernel else 0)
 
 
 @pytest.fixture
@@ -92,11 +111,36 @@ def test_the_sums_kernel_gives_torch_sums_bits_at_one_thread(one_thread):
             assert torch.equal(want.view(torch.int32), torch.from_numpy(got).view(torch.int32))
 
 
-def test_the_l2_value_with_the_sums_kernel_is_the_l2_nodes_bit_for_bit(one_thread):
+def test_the_l2_value_with_the_sums_kernel_is_the_l2_nodes_bit_for_bit(threads):
+    """At one thread with the sums kernel; at two, where torch splits the 65,536-element
+    layer's sum between threads, with whichever sums the check chose."""
     torch.manual_seed(3)
     net = torch.nn.Sequential(torch.nn.Linear(130, 256), torch.nn.Linear(256, 256), torch.nn.Linear(256, 7))
     want = 1e-4 * sum((p.detach() * p.detach()).sum() for p in net.parameters())  # the L2 node's value
     flat = FlatParameters(list(net.parameters()))
-    assert flat.kernels()
+    assert flat.kernels() or threads > 1
     assert flat.l2_value(1e-4).item() == want.item()
     assert flat.preload_l2(1e-4).item() == want.item()
+
+
+@pytest.mark.parametrize("beta1", [0.9, 0.5, 0.5000000001, 0.4999999999, 0.3])
+def test_the_adam_record_is_keyed_by_the_lerp_branch_torch_takes(beta1):
+    """torch takes lerp's weight as float32 and its small-weight formula where |w| < 0.5:
+    0.5000000001 gives w = 0.4999999999 in double but 0.5 in float32, the other branch."""
+    small = abs(np.float32(1 - beta1)) < np.float32(0.5)
+    assert flat_kernels.adam_key(16, beta1)[2] == small
+    assert flat_kernels.adam_key(16, beta1) != flat_kernels.adam_key(16, 0.3 if small else 0.9)
+
+
+def test_a_float64_buffer_keeps_torchs_passes_and_torchs_numbers(monkeypatch):
+    """The kernels are float32-only: a float64 buffer steps with torch's passes (the
+    kernels never called) and still equals `torch.optim.Adam(foreach=True)`; its L2 value
+    is the L2 node's."""
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Linear(9, 24), torch.nn.Tanh(), torch.nn.Linear(24, 3)).double()
+    want_l2 = 1e-4 * sum((p.detach() * p.detach()).sum() for p in net.parameters())
+    flat = FlatParameters(list(net.parameters()))
+    assert not flat.on_cpu32 and not flat.kernels()
+    assert flat.l2_value(1e-4).item() == want_l2.item()
+    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: pytest.fail("a float32 kernel on a float64 buffer"))
+    _steps_equal_foreach_adam(net, flat, torch.randn(32, 9, dtype=torch.float64), 4)

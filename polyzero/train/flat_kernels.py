@@ -64,12 +64,15 @@ def _fma(typingctx, a, b, c):
 
 @nb.njit(cache=True, nogil=True)
 def adam_moments(grad, m, v, w1, beta2, s2):
-    """The moments' three passes in one: m = lerp(m, g, w1) (torch's vector lerp: one
-    fma), v = v * beta2, then v + (s2 g) g (torch's addcmul: the add fused with the
-    last product). The scalars are float32, as torch's kernels take them."""
+    """The moments' three passes in one: m = lerp(m, g, w1) (torch's vector lerp, ATen's
+    `lerp_vec`: one fma, fma(w1, g - m, m) for |w1| < 0.5, else fma(w1 - 1, g - m, g)),
+    v = v * beta2, then v + (s2 g) g (torch's addcmul: the add fused with the last
+    product). The scalars are float32, as torch's kernels take them."""
+    small = abs(w1) < 0.5
+    coeff = w1 if small else w1 - np.float32(1.0)
     for i in range(grad.shape[0]):
         g = grad[i]
-        m[i] = _fma(w1, g - m[i], m[i])
+        m[i] = _fma(coeff, g - m[i], m[i] if small else g)
         v[i] = _fma(s2 * g, g, v[i] * beta2)
 
 
@@ -229,18 +232,20 @@ def sums_match_torch(bounds: np.ndarray, size: int) -> bool:
     return _CHECKED[key]
 
 
-def adam_key(n: int) -> tuple[int, int]:
+def adam_key(n: int, beta1: float = 0.9) -> tuple[int, int, bool]:
     """`matches_torch`'s record for a buffer of n: per torch thread count (torch splits a
-    long elementwise pass between threads)."""
-    return n, torch.get_num_threads()
+    long elementwise pass between threads) and per branch of torch's lerp (its weight
+    1 - beta1 below 0.5 or not: two formulas, scalar and vector paths differing)."""
+    return n, torch.get_num_threads(), bool(abs(np.float32(1 - beta1)) < 0.5)  # the weight as torch takes it
 
 
 def matches_torch(n: int, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> bool:
     """Whether the kernels give torch's bits for a float32 buffer of n elements on this
     machine: random parameters, gradients (some 0) and moments, Adam's steps 1, 2, 3 and
-    1000 and the L2 pass, every element compared. Checked once per length (with the first settings asked
-    about: the operations checked do not depend on the scalars' values) and remembered."""
-    key = adam_key(n)
+    1000 and the L2 pass, every element compared. Checked once per `adam_key` (with the
+    first settings asked about: apart from the lerp's branch, which the key holds, the
+    operations checked do not depend on the scalars' values) and remembered."""
+    key = adam_key(n, beta1)
     betas = (beta1, beta2)
     if key not in _CHECKED:
         rng = np.random.default_rng(n)
