@@ -21,8 +21,14 @@ from pathlib import Path
 from numba.core import caching, config
 
 _KERNELS = Path(__file__).resolve().parent
-# Every module with cached kernels that call one another: this package and the fused search.
-SOURCES = (*sorted(_KERNELS.glob("*.py")), _KERNELS.parent / "fused.py")
+# Every module with cached kernels: this package and the fused search, whose kernels call
+# one another, and the learner's (train/flat_kernels.py, self-contained: listed so that no
+# cached kernel of the package is left out of the record).
+SOURCES = (
+    *sorted(_KERNELS.glob("*.py")),
+    _KERNELS.parent / "fused.py",
+    _KERNELS.parents[1] / "train" / "flat_kernels.py",
+)
 RECORD = "polyzero_kernel_sources.sha256"
 
 
