@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -358,6 +359,15 @@ def main(argv=None) -> None:
     )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
+    at_least = {"chunk_steps": 1, "points": 1, "seeds": 1, "final_seeds": 1, "jobs": 1, "final_sims": 0}
+    at_least |= {"value_error": 0, "budget_steps": 1, "budget_min": 0}
+    for key, low in at_least.items():
+        value = getattr(args, key)
+        if value is not None and not (math.isfinite(value) and value >= low):
+            p.error(f"--{key.replace('_', '-')} must be at least {low} (got {value})")
+    for key in ("sims", "mark_steps"):
+        if any(v < (1 if key == "sims" else 0) for v in getattr(args, key) or []):
+            p.error(f"--{key.replace('_', '-')}: {'positive' if key == 'sims' else 'non-negative'} integers only")
     name = args.game.split("(")[0]
     args.short = {"scotland_yard": "glasses"}.get(name, name.replace("_poker", ""))
     args.out = args.out or f"sog_{args.short}"

@@ -181,3 +181,14 @@ def test_eval_value_error_measures_each_chosen_checkpoint_once(tmp_path, monkeyp
     assert done == ["step000050.json", "step000100.json"] and calls == [7]  # the equilibrium solved once
     rec = json.loads((tmp_path / "w" / "eval" / "value_error" / "step000100.json").read_text())
     assert rec["mark"] == 100.0 and rec["iterations"] == 7 and rec["all"] == len(rec["path"])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--budget-steps", "0"], ["--seeds", "-1"], ["--budget-min", "nan"], ["--sims", "0"], ["--mark-steps", "-5"]],
+)
+def test_bad_numbers_are_refused_before_any_work(tmp_path, bad, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        sog_leduc.main(["train", "--work", str(tmp_path / "w"), *bad])
+    assert exit_info.value.code == 2 and bad[0] in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
