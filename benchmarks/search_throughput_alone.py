@@ -11,6 +11,11 @@ as in the interleaved mode):
 
 and writes its medians and the root visit counts of one fixed batch, which the parent
 compares across the two (the same check as the interleaved mode's).
+
+With ``--cpu-time`` each child times its calls by its process's CPU time, which other
+jobs on a shared host do not inflate as they do the wall clock; the mctx child then
+runs XLA on one intra-op thread and on the caller (no async dispatch), so that its
+CPU time is its work, as polyzero's one thread is.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 import tinynet
-from common import summarize, time_interleaved
+from common import ONE_THREAD, summarize, time_interleaved
 
 LIBRARIES = ("polyzero", "mctx")
 
@@ -50,6 +56,9 @@ def child(args) -> None:
                 import jax
                 import jax.numpy as jnp
 
+                if args.cpu_time:  # async dispatch would run the calls on a worker thread
+                    jax.config.update("jax_cpu_enable_async_dispatch", False)
+
                 params = jax.tree_util.tree_map(jnp.asarray, tinynet.make_params())
                 keys = list(jax.random.split(jax.random.PRNGKey(42), 4))
                 no_mask = jnp.zeros((b, tinynet.A), bool)
@@ -58,7 +67,8 @@ def child(args) -> None:
                 visits = np.asarray(mc(*call_args[0])[1])
                 loop(*call_args[0])
                 jobs = [("mctx", mc, call_args), ("mctx_net_loop", loop, call_args)]
-            ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500)
+            clock = time.process_time if args.cpu_time else time.perf_counter
+            ts, probe = time_interleaved(jobs, args.min_calls, args.min_total_s, max_rounds=500, clock=clock)
             row = {
                 "B": b,
                 "num_simulations": n,
@@ -102,12 +112,15 @@ def run(args, meta: dict, libraries=LIBRARIES) -> dict:
         str(args.min_calls),
         "--net-mode",
         args.net_mode,
-    ]
+    ] + (["--cpu-time"] if args.cpu_time else [])
+    env = dict(os.environ)
+    if args.cpu_time:
+        env.setdefault("XLA_FLAGS", ONE_THREAD["XLA_FLAGS"])
     children = {}
     with tempfile.TemporaryDirectory() as tmp:
         for lib in libraries:
             out = os.path.join(tmp, f"{lib}.json")
-            subprocess.run([sys.executable, script, "--library", lib, "--child-out", out, *common], check=True)
+            subprocess.run([sys.executable, script, "--library", lib, "--child-out", out, *common], check=True, env=env)
             with open(out) as fh:
                 children[lib] = json.load(fh)
     rows, checks = [], []
@@ -140,10 +153,21 @@ def run(args, meta: dict, libraries=LIBRARIES) -> dict:
             )
         rows.append(row)
     return {
-        "meta": {**meta, "mode": "alone", "children_loadavg": {k: v["loadavg"] for k, v in children.items()}},
+        "meta": {
+            **meta,
+            "mode": "alone",
+            "children_loadavg": {k: v["loadavg"] for k, v in children.items()},
+            "children_xla_flags": env.get("XLA_FLAGS"),
+        },
         "rows": rows,
         "visit_check": checks,
     }
+
+
+def _clock_words(meta: dict) -> str:
+    if meta.get("clock") == "process_time":
+        return f"process CPU time; the mctx child's XLA_FLAGS: {meta.get('children_xla_flags')}"
+    return "wall clock"
 
 
 def render(results) -> str:
@@ -160,7 +184,7 @@ def render(results) -> str:
         "(last column) reads ~2.5 ms on the quiet 2-core machine: higher values mean other jobs "
         "shared its cores during the run",
         "",
-        "Median ms per policy call, each library in its own process (mode: alone); net alone: "
+        f"Median ms per policy call ({_clock_words(m)}), each library in its own process (mode: alone); net alone: "
         "polyzero's 1 + n network calls at batch B without a tree (path fused: in one compiled "
         "loop, as the fused search runs them); XLA loop: mctx's root_fn + n recurrent_fn in one "
         "jitted fori_loop. Path: how polyzero searched (fused: polyzero.search.fused, every "
