@@ -107,8 +107,16 @@ def test_the_sums_kernel_gives_torch_sums_bits_at_one_thread(one_thread):
         x = torch.from_numpy((rng.standard_normal(start) * scale).astype(np.float32))
         for square in (False, True):
             want = torch.stack([(x[a:b] * x[a:b] if square else x[a:b]).sum() for a, b in bounds])
-            got = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES, square)
+            got = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES, square, flat_kernels.NO_GRAD, 0.0)
             assert torch.equal(want.view(torch.int32), torch.from_numpy(got).view(torch.int32))
+            # the same sums with the L2 gradient written in the same pass: l2_grad's bits everywhere
+            grad, c2 = np.full(start + 5, np.nan, np.float32), np.float32(2e-4)
+            padded = np.concatenate([x.numpy(), rng.standard_normal(5).astype(np.float32)])
+            fused = flat_kernels.torch_sums(padded, bounds, flat_kernels.LANES, square, grad, c2)
+            assert np.array_equal(fused.view(np.int32), got.view(np.int32))
+            expected = np.empty_like(padded)
+            flat_kernels.l2_grad(padded, expected, c2)
+            assert np.array_equal(grad.view(np.int32), expected.view(np.int32))
 
 
 def test_the_l2_value_with_the_sums_kernel_is_the_l2_nodes_bit_for_bit(threads):

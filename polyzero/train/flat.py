@@ -92,11 +92,14 @@ class FlatParameters:
         # doubling is exact) wherever c theta is a normal float32: one pass instead of
         # two (tests/test_flat_params.py). Where |c theta| < 2^-126 (weights of ~1e-34
         # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
-        if self.kernels():
-            flat_kernels.l2_grad(self.data.numpy(), self.grad.numpy(), np.float32(2 * c))
+        if self.kernels():  # the gradient written as the value's sums read the parameters: one pass
+            sums = flat_kernels.torch_sums(
+                self.data.numpy(), self.bounds_array, flat_kernels.LANES, True, self.grad.numpy(), np.float32(2 * c)
+            )
             torch.autograd.graph.increment_version(self.grad)  # written through NumPy
-        else:
-            torch.mul(self.data, 2 * c, out=self.grad)
+            self._relink()
+            return _scaled_value(c, sums)
+        torch.mul(self.data, 2 * c, out=self.grad)
         self._relink()
         return self.l2_value(c)
 
@@ -116,15 +119,16 @@ class FlatParameters:
         kernels the squares are summed as they are made (no scratch buffer written and
         read back: torch.mul's squares, torch.sum's order)."""
         if self.kernels():
-            sums = flat_kernels.torch_sums(self.data.numpy(), self.bounds_array, flat_kernels.LANES, True)
-            total = functools.reduce(operator.add, sums)  # NumPy float32 scalars, in order
-            return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
+            no_grad = flat_kernels.NO_GRAD
+            sums = flat_kernels.torch_sums(
+                self.data.numpy(), self.bounds_array, flat_kernels.LANES, True, no_grad, np.float32(0)
+            )
+            return _scaled_value(c, sums)
         torch.mul(self.data, self.data, out=self.scratch)
         sums = [square.sum() for square in self.scratch_views]
         if not self.on_cpu32:
             return scaled_sum(c, sums)
-        total = functools.reduce(operator.add, map(np.float32, torch.stack(sums).tolist()))
-        return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
+        return _scaled_value(c, list(map(np.float32, torch.stack(sums).tolist())))
 
     def l2_value_to_rounding(self, c: float) -> torch.Tensor:
         """c ||theta||^2 as one dot product over the buffer (its padding is 0): the L2
@@ -170,6 +174,13 @@ class FlatParameters:
                 slots[name] = self._join([s[name] for s in per_param]) if elementwise else value
         groups = [{**g, "params": [0]} for g in state["param_groups"]]
         return {"state": {0: slots} if slots else {}, "param_groups": groups}
+
+
+def _scaled_value(c: float, sums) -> torch.Tensor:
+    """c times float32 sums added in order, as a float32 tensor (the L2 node's value on
+    the CPU: NumPy float32 scalars make the same IEEE additions without an operator each)."""
+    total = functools.reduce(operator.add, sums)
+    return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
 
 
 def scaled_sum(c: float, sums) -> torch.Tensor:
