@@ -58,6 +58,7 @@ class FlatParameters:
         self.scratch_views = self.views(self.scratch)
         self.on_cpu32 = self.data.device.type == "cpu" and self.data.dtype == torch.float32
         self.bounds_array = np.asarray(self.bounds, np.int64).reshape(-1, 2)
+        self._kernels: tuple[int, bool] = (0, False)  # (torch threads, `kernels()` at that count)
 
     @staticmethod
     def fits(params: list[torch.Tensor]) -> bool:
@@ -93,24 +94,28 @@ class FlatParameters:
         # two (tests/test_flat_params.py). Where |c theta| < 2^-126 (weights of ~1e-34
         # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
         if self.kernels():  # the gradient written as the value's sums read the parameters: one pass
-            sums = flat_kernels.torch_sums(
-                self.data.numpy(), self.bounds_array, flat_kernels.LANES, True, self.grad.numpy(), np.float32(2 * c)
-            )
+            grad = self.grad.numpy()
+            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.LANES, grad, 2 * c, c)
             torch.autograd.graph.increment_version(self.grad)  # written through NumPy
             self._relink()
-            return _scaled_value(c, sums)
+            return torch.tensor(value, dtype=torch.float32)
         torch.mul(self.data, 2 * c, out=self.grad)
         self._relink()
         return self.l2_value(c)
 
     def kernels(self) -> bool:
         """Whether train/flat_kernels.py's L2 kernels give torch's bits here (a float32
-        CPU buffer, checked once per buffer layout and torch thread count)."""
-        return (
-            self.on_cpu32
-            and flat_kernels.matches_torch(len(self.data))
-            and flat_kernels.sums_match_torch(self.bounds_array, len(self.data))
-        )
+        CPU buffer, checked once per buffer layout and torch thread count; the answer
+        kept per thread count: asking the checks' records cost 0.05 ms a step in training)."""
+        threads = torch.get_num_threads()
+        if self._kernels[0] != threads:
+            ok = (
+                self.on_cpu32
+                and flat_kernels.matches_torch(len(self.data))
+                and flat_kernels.sums_match_torch(self.bounds_array, len(self.data))
+            )
+            self._kernels = (threads, ok)
+        return self._kernels[1]
 
     def l2_value(self, c: float) -> torch.Tensor:
         """c ||theta||^2 as the L2 node computed it: c times the per-tensor sums of
@@ -120,10 +125,8 @@ class FlatParameters:
         read back: torch.mul's squares, torch.sum's order)."""
         if self.kernels():
             no_grad = flat_kernels.NO_GRAD
-            sums = flat_kernels.torch_sums(
-                self.data.numpy(), self.bounds_array, flat_kernels.LANES, True, no_grad, np.float32(0)
-            )
-            return _scaled_value(c, sums)
+            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.LANES, no_grad, 0.0, c)
+            return torch.tensor(value, dtype=torch.float32)
         torch.mul(self.data, self.data, out=self.scratch)
         sums = [square.sum() for square in self.scratch_views]
         if not self.on_cpu32:
@@ -178,7 +181,8 @@ class FlatParameters:
 
 def _scaled_value(c: float, sums) -> torch.Tensor:
     """c times float32 sums added in order, as a float32 tensor (the L2 node's value on
-    the CPU: NumPy float32 scalars make the same IEEE additions without an operator each)."""
+    the CPU: NumPy float32 scalars make the same IEEE additions without an operator each;
+    flat_kernels.l2_pass the same in its pass)."""
     total = functools.reduce(operator.add, sums)
     return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
 

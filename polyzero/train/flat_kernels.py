@@ -211,6 +211,18 @@ def torch_sums(x, bounds, lanes, square, grad, c2):
 NO_GRAD = np.zeros(0, np.float32)  # `torch_sums`' grad where none is written
 
 
+@nb.njit(cache=True, nogil=True)
+def l2_pass(x, bounds, lanes, grad, c2, c):
+    """The L2 node's value c ||theta||^2 (float32(c) times the pieces' sums of squares
+    added in order, each step a float32 addition as NumPy's float32 scalars make it),
+    with grad = x * float32(c2) written in the same pass where `grad` is not empty."""
+    sums = torch_sums(x, bounds, lanes, True, grad, np.float32(c2))
+    total = sums[0]
+    for p in range(1, sums.shape[0]):
+        total += sums[p]
+    return np.float32(c) * total
+
+
 def scalars(lr: float, beta1: float, beta2: float, eps: float, count: float) -> tuple:
     """The float32 scalars the seven passes take at step `count` (computed in double as
     torch's `_multi_tensor_adam` does, then cast to float32 as its kernels do)."""
