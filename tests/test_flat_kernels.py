@@ -57,8 +57,8 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
     net = torch.nn.Sequential(torch.nn.Linear(13, 40), torch.nn.ReLU(), torch.nn.Linear(40, 5))
     flat = FlatParameters(list(net.parameters()))
     monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
-    calls, original = [], flat_kernels.adam_passes
-    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
+    calls, original = [], flat_kernels.adam_arrays
+    monkeypatch.setattr(flat_kernels, "adam_arrays", lambda *a: calls.append(1) or original(*a))
     _steps_equal_foreach_adam(net, flat, torch.randn(64, 13), 6)
     assert len(calls) == (5 if kernel else 0)
 

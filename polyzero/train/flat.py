@@ -59,6 +59,8 @@ class FlatParameters:
         self.on_cpu32 = self.data.device.type == "cpu" and self.data.dtype == torch.float32
         self.bounds_array = np.asarray(self.bounds, np.int64).reshape(-1, 2)
         self._kernels: tuple[int, bool] = (0, False)  # (torch threads, `kernels()` at that count)
+        self._adam_kernels: tuple = (None, False)  # (`adam_key`, `adam_kernels()` there)
+        self._adam_views: tuple | None = None  # (exp_avg, exp_avg_sq, their and the buffers' arrays)
 
     @staticmethod
     def fits(params: list[torch.Tensor]) -> bool:
@@ -116,6 +118,24 @@ class FlatParameters:
             )
             self._kernels = (threads, ok)
         return self._kernels[1]
+
+    def adam_kernels(self, lr: float, beta1: float, beta2: float, eps: float) -> bool:
+        """Whether flat_kernels' Adam passes give torch's bits here (`matches_torch`, asked
+        once per thread count and lerp branch, the answer kept)."""
+        key = flat_kernels.adam_key(len(self.data), beta1)
+        if self._adam_kernels[0] != key:
+            ok = self.on_cpu32 and flat_kernels.matches_torch(len(self.data), lr, beta1, beta2, eps)
+            self._adam_kernels = (key, ok)
+        return self._adam_kernels[1]
+
+    def adam_views(self, exp_avg: torch.Tensor, exp_avg_sq: torch.Tensor) -> tuple:
+        """The NumPy views `flat_kernels.adam_arrays` takes, kept while the moments are the
+        same tensors (a checkpoint's load replaces them)."""
+        held = self._adam_views
+        if held is None or held[0] is not exp_avg or held[1] is not exp_avg_sq:
+            arrays = tuple(t.numpy() for t in (self.data, self.grad, exp_avg, exp_avg_sq, self.scratch))
+            self._adam_views = held = (exp_avg, exp_avg_sq, arrays)
+        return held[2]
 
     def l2_value(self, c: float) -> torch.Tensor:
         """c ||theta||^2 as the L2 node computed it: c times the per-tensor sums of
@@ -250,9 +270,9 @@ def adam_step(optimizer: torch.optim.Optimizer, flat: FlatParameters) -> bool:
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
     lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
     data = flat.data
-    if flat.on_cpu32 and flat_kernels.matches_torch(len(data), lr, beta1, beta2, eps):
+    if flat.adam_kernels(lr, beta1, beta2, eps):
         scalars = flat_kernels.scalars(lr, beta1, beta2, eps, count)
-        flat_kernels.adam_passes(data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, *scalars)
+        flat_kernels.adam_arrays(flat.adam_views(exp_avg, exp_avg_sq), exp_avg_sq, flat.scratch, *scalars)
         for t in (data, exp_avg, exp_avg_sq):  # written through NumPy: autograd's version counters as torch's ops
             torch.autograd.graph.increment_version(t)
     else:

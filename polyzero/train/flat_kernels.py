@@ -89,9 +89,17 @@ def adam_passes(theta: torch.Tensor, grad, m, v, scratch, w1, beta2, s2, bias2_s
     """Adam's step in three passes: the moments (Numba), torch's square root (its own
     kernel: MKL's on this build, within an ulp of the correctly rounded root and not
     always equal to it, so it is not reproduced), the rest (Numba)."""
-    adam_moments(grad.numpy(), m.numpy(), v.numpy(), w1, beta2, s2)
+    arrays = tuple(t.numpy() for t in (theta, grad, m, v, scratch))
+    adam_arrays(arrays, v, scratch, w1, beta2, s2, bias2_sqrt, eps, step_size)
+
+
+def adam_arrays(arrays: tuple, v: torch.Tensor, scratch: torch.Tensor, w1, beta2, s2, bias2_sqrt, eps, step_size):
+    """`adam_passes` on the tensors' NumPy views (theta, grad, m, v, scratch), made once
+    by a caller that steps the same tensors again (each `numpy()` is a call)."""
+    theta, grad, m, v_array, root = arrays
+    adam_moments(grad, m, v_array, w1, beta2, s2)
     torch.sqrt(v, out=scratch)
-    adam_apply(theta.numpy(), m.numpy(), scratch.numpy(), bias2_sqrt, eps, step_size)
+    adam_apply(theta, m, root, bias2_sqrt, eps, step_size)
 
 
 @nb.njit(cache=True, nogil=True)
