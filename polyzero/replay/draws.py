@@ -16,7 +16,9 @@ one 64-bit output, which the C function called here keeps in the state as NumPy'
 does); `choice` without replacement and with shuffling is Floyd's algorithm over a
 hash set followed by a shuffle of the k drawn, or, where n > 10,000 and k > n // 50,
 a shuffle of the last k of arange(n); `integers(0, n, k)` is k bounded draws in
-[0, n - 1]. The fast path is taken only for a PCG64 generator (`bit_state`).
+[0, n - 1]. The fast path is taken only for a PCG64 generator (`bit_state`). The
+kernels hold the GIL (no `nogil`), as NumPy's calls hold the generator's lock: no other
+Python thread draws from the generator or writes the replay's arrays meanwhile.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def _next_uint32(typingctx, function, state):
     return sig, codegen
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True)
 def bounded(state, rng):
     """A draw in [0, rng] (0 <= rng < 2^32): NumPy's `random_bounded_uint64(state, 0,
     rng, 0, False)`, Lemire's rejection on 32-bit outputs."""
@@ -64,7 +66,7 @@ def bounded(state, rng):
     return np.int64(m >> np.uint64(32))
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True)
 def choice(state, pop, size):
     """`Generator.choice(pop, size, replace=False)` (shuffle=True), 0 < size <= pop < 2^32."""
     if pop > 10000 and size > pop // 50:  # the tail shuffle
@@ -98,7 +100,7 @@ def choice(state, pop, size):
     return out
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True)
 def integers(state, high, size):
     """`Generator.integers(0, high, size)` (int64), 0 < high <= 2^32."""
     out = np.empty(size, np.int64)
@@ -130,7 +132,7 @@ class StateOf:
         return self.state
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True)
 def window_draws(state, alive, size, uses, max_updates, picks):
     """SlidingWindow's draws in one call: `size` distinct slots of `alive`
     (`rng.choice(alive, size, replace=False)`, sorted), each slot's use counted, whether
@@ -145,7 +147,7 @@ def window_draws(state, alive, size, uses, max_updates, picks):
     return index, pick, used_up
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True)
 def uniform_draws(state, filled, size, picks):
     """ReplayBuffer's draws: `rng.integers(0, filled, size)`, then each example's symmetry."""
     index = integers(state, filled, size)

@@ -21,7 +21,7 @@ import numpy as np
 from ..games.symmetry import Symmetry, apply_symmetries
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True)
 def _gather_bytes(sources, outs, table_of, tables, index, pick):
     """outs[a][i] = sources[a][index[i]] for every array a (rows as bytes), the row's
     bytes permuted by tables[table_of[a]][pick[i] - 1] where the array has a table and
