@@ -95,7 +95,7 @@ class FlatParameters:
         # doubling is exact) wherever c theta is a normal float32: one pass instead of
         # two (tests/test_flat_params.py). Where |c theta| < 2^-126 (weights of ~1e-34
         # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
-        if self.kernels():  # the gradient written as the value's sums read the parameters: one pass
+        if self.kernels():  # the gradient and the value in one compiled call
             grad = self.grad.numpy()
             value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.LANES, grad, 2 * c, c)
             torch.autograd.graph.increment_version(self.grad)  # written through NumPy

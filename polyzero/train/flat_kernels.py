@@ -119,16 +119,13 @@ def _bits(x):
 
 
 @nb.njit(cache=True, nogil=True)
-def _row_sum(x, start, width, count, square, grad, c2):
+def _row_sum(x, start, width, count, square):
     """ATen's `row_sum` (SumKernel.cpp) over `count` blocks of `width` lanes from
     x[start]: the blocks read as rows of 4 (ilp), each of the 4 accumulated in a cascade
     of 4 levels of `level_step` rows (`multi_row_sum`), the blocks left over added to
     the first, then the 4 added in order; lane by lane (a vector's lanes never mix).
     A row is 4 * width contiguous floats, so accumulator j of a row (block j // width,
-    lane j % width) takes x[start + row * 4 * width + j]: one short contiguous loop.
-    Where `grad` is not empty, each element read is also written to grad as x * c2
-    (`l2_grad`'s product, in the same pass)."""
-    write = grad.shape[0] > 0
+    lane j % width) takes x[start + row * 4 * width + j]: one short contiguous loop."""
     size = count // 4
     level_power = max(4, (1 if size <= 2 else _bits(size - 1)) // 4)
     level_step = 1 << level_power
@@ -139,7 +136,9 @@ def _row_sum(x, start, width, count, square, grad, c2):
     first = acc[0]
     while i + level_step <= size:
         for _ in range(level_step):
-            _add_row(x, start + i * row, row, first, square, grad, c2, write)
+            xs = x[start + i * row : start + (i + 1) * row]  # a slice: the loop vectorises
+            for j in range(row):
+                first[j] += xs[j] * xs[j] if square else xs[j]
             i += 1
         for level in range(1, 4):
             for j in range(row):
@@ -148,13 +147,17 @@ def _row_sum(x, start, width, count, square, grad, c2):
             if i & (level_mask << (level * level_power)):
                 break
     while i < size:
-        _add_row(x, start + i * row, row, first, square, grad, c2, write)
+        xs = x[start + i * row : start + (i + 1) * row]
+        for j in range(row):
+            first[j] += xs[j] * xs[j] if square else xs[j]
         i += 1
     for level in range(1, 4):
         for j in range(row):
             acc[0, j] += acc[level, j]
     for block in range(4 * size, count):
-        _add_row(x, start + block * width, width, first, square, grad, c2, write)
+        for lane in range(width):
+            v = x[start + block * width + lane]
+            acc[0, lane] += v * v if square else v
     for k in range(1, 4):
         for lane in range(width):
             acc[0, lane] += acc[0, k * width + lane]
@@ -162,69 +165,44 @@ def _row_sum(x, start, width, count, square, grad, c2):
 
 
 @nb.njit(cache=True, nogil=True)
-def _add_row(x, at, n, acc, square, grad, c2, write):
-    """acc[j] += x[at + j] (squared with `square`) for j < n; with `write` also
-    grad[at + j] = x[at + j] * c2."""
-    xs = x[at : at + n]  # a slice: the loop vectorises
-    if write:
-        gs = grad[at : at + n]
-        for j in range(n):
-            v = xs[j]
-            acc[j] += v * v if square else v
-            gs[j] = v * c2
-    else:
-        for j in range(n):
-            acc[j] += xs[j] * xs[j] if square else xs[j]
-
-
-@nb.njit(cache=True, nogil=True)
-def torch_sums(x, bounds, lanes, square, grad, c2):
+def torch_sums(x, bounds, lanes, square):
     """torch.sum of each piece x[a:b] (bounds [k, 2]), of its squares with `square` (each
     rounded to float32 as torch.mul's, then summed), as ATen's serial `cascade_sum`
     computes a contiguous float32 reduction: pieces of at least `lanes` elements (the
     vector width) as `vectorized_inner_sum` (vectors summed lane-wise by `row_sum`, the
     scalar tail first, then the lanes in order), shorter ones by `row_sum` on scalars;
-    the output, zero-filled, plus the sum. Where `grad` is not empty (x's length) it
-    gets x * c2 on every element, the pieces' as they are read and the rest after:
-    the L2 term's gradient and value in one pass over the parameters."""
+    the output, zero-filled, plus the sum."""
     out = np.zeros(bounds.shape[0], np.float32)
-    write = grad.shape[0] > 0
     for p in range(bounds.shape[0]):
         a, b = bounds[p, 0], bounds[p, 1]
         n = b - a
         if n >= lanes:
             vectors = n // lanes
-            acc = _row_sum(x, a, lanes, vectors, square, grad, c2)
+            acc = _row_sum(x, a, lanes, vectors, square)
             total = np.float32(0)
             for k in range(a + vectors * lanes, b):
                 total += x[k] * x[k] if square else x[k]
-                if write:
-                    grad[k] = x[k] * c2
             for lane in range(lanes):
                 total += acc[lane]
         else:
-            total = _row_sum(x, a, 1, n, square, grad, c2)[0]
+            total = _row_sum(x, a, 1, n, square)[0]
         out[p] = np.float32(0) + total
-    if write:  # the elements outside the pieces (the buffer's padding)
-        end = 0
-        for p in range(bounds.shape[0] + 1):
-            begin = bounds[p, 0] if p < bounds.shape[0] else x.shape[0]
-            for k in range(end, begin):
-                grad[k] = x[k] * c2
-            if p < bounds.shape[0]:
-                end = bounds[p, 1]
     return out
 
 
-NO_GRAD = np.zeros(0, np.float32)  # `torch_sums`' grad where none is written
+NO_GRAD = np.zeros(0, np.float32)  # `l2_pass`' grad where none is written
 
 
 @nb.njit(cache=True, nogil=True)
 def l2_pass(x, bounds, lanes, grad, c2, c):
     """The L2 node's value c ||theta||^2 (float32(c) times the pieces' sums of squares
     added in order, each step a float32 addition as NumPy's float32 scalars make it),
-    with grad = x * float32(c2) written in the same pass where `grad` is not empty."""
-    sums = torch_sums(x, bounds, lanes, True, grad, np.float32(c2))
+    after grad = x * float32(c2) (`l2_grad`) where `grad` is not empty: one call. (The
+    gradient written inside the sums' loop, one pass instead of two, kept the loop from
+    vectorising: 0.19 against 0.07 ms on the CVPN's buffer.)"""
+    if grad.shape[0] > 0:
+        l2_grad(x, grad, np.float32(c2))
+    sums = torch_sums(x, bounds, lanes, True)
     total = sums[0]
     for p in range(1, sums.shape[0]):
         total += sums[p]
@@ -275,7 +253,7 @@ def sums_match_torch(bounds: np.ndarray, size: int) -> bool:
             x = torch.from_numpy((rng.standard_normal(size) * scale).astype(np.float32))
             for square in (False, True):
                 want = torch.stack([(x[a:b] * x[a:b] if square else x[a:b]).sum() for a, b in bounds]).numpy()
-                got = torch_sums(x.numpy(), bounds, LANES, square, NO_GRAD, np.float32(0))
+                got = torch_sums(x.numpy(), bounds, LANES, square)
                 ok &= np.array_equal(want.view(np.int32), got.view(np.int32))
         _CHECKED[key] = bool(ok)
     return _CHECKED[key]
