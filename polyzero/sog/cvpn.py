@@ -401,9 +401,10 @@ def cvpn_loss(
     values, logits = net(batch["x"])
     vmask, target = batch["value_mask"], batch["value"]
     # F.huber_loss's own kernel without the wrapper's broadcast_tensors (two views and
-    # their backward nodes) where the shapes already agree
+    # their backward nodes) where the shapes already agree; reduction 0 is "none" (the
+    # enum F passes: the stub's str is wrong)
     huber = (
-        torch._C._nn.huber_loss(values, target, 0, 1.0)  # reduction 0: "none"
+        torch._C._nn.huber_loss(values, target, 0, 1.0)  # type: ignore[arg-type]
         if values.shape == target.shape
         else F.huber_loss(values, target, reduction="none", delta=1.0)
     )
