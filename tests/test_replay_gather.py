@@ -62,10 +62,12 @@ def test_a_replay_with_the_gather_samples_what_augment_gave():
     ]
     for replay in replays:
         replay.add(data)
-    draws = [np.random.default_rng(3), np.random.default_rng(3)]
-    for _ in range(4):
-        got, want = (r.sample(32, d) for r, d in zip(replays, draws))
-        assert all(got[k].tobytes() == want[k].tobytes() for k in want)
+    for bits in (np.random.PCG64, np.random.MT19937):  # the compiled draws, and NumPy's for another generator
+        draws = [np.random.Generator(bits(3)), np.random.Generator(bits(3))]
+        for _ in range(4):
+            got, want = (r.sample(32, d) for r, d in zip(replays, draws))
+            assert all(got[k].tobytes() == want[k].tobytes() for k in want)
+        assert draws[0].random() == draws[1].random()  # the same state after
 
 
 @pytest.mark.parametrize("size, draw", [(20, 7), (9000, 32), (65536, 32), (65536, 128), (70000, 2000)])

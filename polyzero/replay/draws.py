@@ -112,7 +112,7 @@ def integers(state, high, size):
 def bit_state(rng: np.random.Generator) -> np.ndarray | None:
     """The addresses of `rng`'s PCG64 `next_uint32` and of its state, the compiled draws'
     `state` argument; None for another bit generator (its draws stay NumPy's)."""
-    bits = rng.bit_generator
+    bits = getattr(rng, "bit_generator", None)  # a legacy RandomState has none
     if type(bits) is not np.random.PCG64:
         return None
     c = bits.ctypes
