@@ -44,3 +44,18 @@ def test_a_known_revision_passes_the_check():
         drift_steps=1,
     )
     learner_speed.check_ab_args(ap, args)  # no SystemExit
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--before", "no-such-revision"], ["--before", "HEAD", "--rounds", "0"], ["--before", "HEAD", "--steps", "0"]],
+)
+def test_the_tree_ab_refuses_a_bad_revision_or_count_before_any_run(args, tmp_path, capsys, monkeypatch):
+    import learner_speed_trees
+
+    monkeypatch.setattr(learner_speed_trees, "extract", lambda *a: pytest.fail("extracted a tree before checking"))
+    out = tmp_path / "r.json"
+    with pytest.raises(SystemExit) as exit_:
+        learner_speed_trees.main([*args, "--out", str(out)])
+    assert exit_.value.code == 2 and "need a git revision" in capsys.readouterr().err
+    assert not out.exists()

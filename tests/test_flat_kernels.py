@@ -57,8 +57,8 @@ def test_adam_step_on_the_buffer_is_torchs_foreach_adam_with_the_kernel_or_witho
     net = torch.nn.Sequential(torch.nn.Linear(13, 40), torch.nn.ReLU(), torch.nn.Linear(40, 5))
     flat = FlatParameters(list(net.parameters()))
     monkeypatch.setitem(flat_kernels._CHECKED, flat_kernels.adam_key(len(flat.data)), kernel)
-    calls, original = [], flat_kernels.adam_passes
-    monkeypatch.setattr(flat_kernels, "adam_passes", lambda *a: calls.append(1) or original(*a))
+    calls, original = [], flat_kernels.adam_arrays
+    monkeypatch.setattr(flat_kernels, "adam_arrays", lambda *a: calls.append(1) or original(*a))
     _steps_equal_foreach_adam(net, flat, torch.randn(64, 13), 6)
     assert len(calls) == (5 if kernel else 0)
 
@@ -109,6 +109,16 @@ def test_the_sums_kernel_gives_torch_sums_bits_at_one_thread(one_thread):
             want = torch.stack([(x[a:b] * x[a:b] if square else x[a:b]).sum() for a, b in bounds])
             got = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES, square)
             assert torch.equal(want.view(torch.int32), torch.from_numpy(got).view(torch.int32))
+        # l2_pass: the gradient as l2_grad writes it and c times the squares' sums added in order
+        grad, expected = np.full(start, np.nan, np.float32), np.empty(start, np.float32)
+        value = flat_kernels.l2_pass(x.numpy(), bounds, flat_kernels.LANES, grad, 2e-4, 1e-4)
+        flat_kernels.l2_grad(x.numpy(), expected, np.float32(2e-4))
+        assert np.array_equal(grad.view(np.int32), expected.view(np.int32))
+        sums = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES, True)
+        total = sums[0]
+        for piece in sums[1:]:
+            total = total + piece  # NumPy float32 scalars
+        assert np.float32(value) == np.float32(1e-4) * total
 
 
 def test_the_l2_value_with_the_sums_kernel_is_the_l2_nodes_bit_for_bit(threads):

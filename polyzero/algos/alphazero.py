@@ -13,7 +13,6 @@ KL(pi', p) up to a constant (Eq. 12), or -log p(A_{n+1}) with
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,10 +21,11 @@ import torch.nn.functional as F
 
 from ..config import RunConfig
 from ..games import GameRequirements, ObservationEncoder
-from ..games.symmetry import augment, board_symmetries
+from ..games.symmetry import board_symmetries
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
 from ..replay import ReplayBuffer
+from ..replay.gather import SymmetricGather
 from ..search.mcts import SearchHooks, SearchResult, search
 from ..search.params import SearchParams
 from .base import Trajectory
@@ -100,7 +100,7 @@ class AlphaZero:
         """Uniform replay of (s, pi, z) positions (Go-Exploit Table 4's |B|), each sampled
         example under a random board symmetry with `train.symmetries`."""
         symmetries = board_symmetries(self.game, self.encoder.shape) if self.cfg.train.symmetries else []
-        transform = functools.partial(augment, symmetries=symmetries) if symmetries else None
+        transform = SymmetricGather(symmetries) if symmetries else None  # `augment`'s arrays, one pass each
         return ReplayBuffer(self.cfg.train.replay_size, self.example_specs(), transform)
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
@@ -116,6 +116,11 @@ class AlphaZero:
     def loss(self, net: torch.nn.Module, batch: dict[str, torch.Tensor]):
         """(z - v)^2 - pi^T log p (the L2 term c ||theta||^2 is added by the learner)."""
         logits, value = net(batch["obs"])
-        value_loss = F.mse_loss(value, batch["outcome"])
+        outcome = batch["outcome"]
+        # F.mse_loss's kernel without the wrapper's broadcast_tensors where the shapes agree
+        # (the same numbers; two views and their backward nodes fewer)
+        value_loss = (
+            torch._C._nn.mse_loss(value, outcome, 1) if value.shape == outcome.shape else F.mse_loss(value, outcome)
+        )  # reduction 1: "mean"
         policy_loss = -(batch["policy"] * F.log_softmax(logits, dim=-1)).sum(-1).mean()
         return value_loss + policy_loss, {"loss/value": value_loss, "loss/policy": policy_loss}

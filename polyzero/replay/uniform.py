@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .draws import StateOf, uniform_draws
+from .gather import SymmetricGather
 from .schema import stored_name
 
 
@@ -15,7 +17,8 @@ class ReplayBuffer:
     """Ring buffer of examples; the oldest are overwritten once full."""
 
     def __init__(self, capacity: int, specs: dict[str, tuple[tuple[int, ...], type]], transform=None):
-        """`transform(batch, rng)`, when given, changes each sampled batch (augmentation)."""
+        """`transform(batch, rng)`, when given, changes each sampled batch (augmentation;
+        a `SymmetricGather` gathers and transforms in one pass per array, the same arrays)."""
         self.capacity = capacity
         self.transform = transform
         self.data: dict[str, np.ndarray] = {
@@ -24,6 +27,8 @@ class ReplayBuffer:
         self.size = 0
         self.next = 0  # slot the next example goes to
         self.total_added = 0
+        self._plain = SymmetricGather([])  # the gather without symmetries
+        self._state_of = StateOf()
 
     def __len__(self) -> int:
         return self.size
@@ -47,6 +52,11 @@ class ReplayBuffer:
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
+        gather = self._plain if self.transform is None else self.transform
+        state = self._state_of(rng) if isinstance(gather, SymmetricGather) else None
+        if state is not None:  # drawn and gathered in two compiled calls (replay/draws.py, gather.py)
+            idx, pick = uniform_draws(state, self.size, n, gather.picks)
+            return gather.gather(self.data, idx, pick)
         idx = rng.integers(0, self.size, size=n)
         batch = {k: v[idx] for k, v in self.data.items()}
         return self.transform(batch, rng) if self.transform is not None else batch

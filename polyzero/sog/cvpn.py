@@ -399,11 +399,19 @@ def cvpn_loss(
     made once, and a weight of 1 multiplies nothing: the same numbers and gradients bit
     for bit (tests/test_cvpn_loss_exact.py)."""
     values, logits = net(batch["x"])
-    vmask = batch["value_mask"]
-    huber = F.huber_loss(values, batch["value"], reduction="none", delta=1.0)
+    vmask, target = batch["value_mask"], batch["value"]
+    # F.huber_loss's own kernel without the wrapper's broadcast_tensors (two views and
+    # their backward nodes) where the shapes already agree; reduction 0 is "none" (the
+    # enum F passes: the stub's str is wrong)
+    huber = (
+        torch._C._nn.huber_loss(values, target, 0, 1.0)  # type: ignore[arg-type]
+        if values.shape == target.shape
+        else F.huber_loss(values, target, reduction="none", delta=1.0)
+    )
     value_loss = (huber * vmask).sum() / vmask.sum().clamp(min=1.0)
     b, _, s, a = logits.shape
-    acting = batch["player"].long().view(b, 1, 1, 1).expand(b, 1, s, a)
+    player = batch["player"]
+    acting = (player if player.dtype == torch.int64 else player.long()).view(b, 1, 1, 1).expand(b, 1, s, a)
     own = logits.gather(1, acting).view(b, s, a)
     illegal = ~batch["legal"]
     log_p = torch.log_softmax(own.masked_fill(illegal, -1e9), dim=-1)

@@ -30,6 +30,8 @@ import pyspiel
 from polyzero.games.chance import sample_chance
 from polyzero.games.public_states import public_observation_function
 from polyzero.games.symmetry import augment
+from polyzero.replay.draws import StateOf, window_draws
+from polyzero.replay.gather import SymmetricGather
 
 from .cvpn import BeliefEncoding, Example, NetworkValueFunction
 from .gtcfr import GTCFR, SoGSettings
@@ -133,6 +135,8 @@ class SlidingWindow:
         self.dense = None
         if capacity * s * a * 5 <= DENSE_ROWS_BYTES:
             self.dense = {"policy": np.zeros((capacity, s, a), np.float32), "legal": np.zeros((capacity, s, a), bool)}
+        self._gather = SymmetricGather(self.symmetries, obs_keys=("x",), policy_keys=("policy", "legal"))
+        self._state_of = StateOf()
         self.uses = np.full(capacity, max_updates, np.int64)  # empty slots count as used up
         self.next = 0
         self.added = 0
@@ -165,12 +169,20 @@ class SlidingWindow:
         alive = self.alive()
         if len(alive) < batch_size:
             return None
+        state = self._state_of(rng) if self.dense is not None else None
+        if state is not None:  # NumPy's draws and gathers in two compiled calls (replay/draws.py, gather.py)
+            index, pick, used_up = window_draws(
+                state, alive, batch_size, self.uses, self.max_updates, self._gather.picks
+            )
+            if used_up:
+                self._alive = None
+            return self._gather.gather({**self.data, **self.dense}, index, pick)
         index = np.sort(rng.choice(alive, batch_size, replace=False))
         self.uses[index] += 1
         if (self.uses[index] >= self.max_updates).any():
             self._alive = None
         batch = {name: array[index] for name, array in self.data.items()}
-        if self.dense is not None:
+        if self.dense is not None:  # a generator other than PCG64
             batch["policy"], batch["legal"] = self.dense["policy"][index], self.dense["legal"][index]
         else:
             batch["policy"], batch["legal"] = self._gather_rows(index)

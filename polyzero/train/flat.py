@@ -58,6 +58,9 @@ class FlatParameters:
         self.scratch_views = self.views(self.scratch)
         self.on_cpu32 = self.data.device.type == "cpu" and self.data.dtype == torch.float32
         self.bounds_array = np.asarray(self.bounds, np.int64).reshape(-1, 2)
+        self._kernels: tuple[int, bool] = (0, False)  # (torch threads, `kernels()` at that count)
+        self._adam_kernels: tuple = (None, False)  # (`adam_key`, `adam_kernels()` there)
+        self._adam_views: tuple | None = None  # (exp_avg, exp_avg_sq, their and the buffers' arrays)
 
     @staticmethod
     def fits(params: list[torch.Tensor]) -> bool:
@@ -92,22 +95,47 @@ class FlatParameters:
         # doubling is exact) wherever c theta is a normal float32: one pass instead of
         # two (tests/test_flat_params.py). Where |c theta| < 2^-126 (weights of ~1e-34
         # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
-        if self.kernels():
-            flat_kernels.l2_grad(self.data.numpy(), self.grad.numpy(), np.float32(2 * c))
+        if self.kernels():  # the gradient and the value in one compiled call
+            grad = self.grad.numpy()
+            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.LANES, grad, 2 * c, c)
             torch.autograd.graph.increment_version(self.grad)  # written through NumPy
-        else:
-            torch.mul(self.data, 2 * c, out=self.grad)
+            self._relink()
+            return torch.tensor(value, dtype=torch.float32)
+        torch.mul(self.data, 2 * c, out=self.grad)
         self._relink()
         return self.l2_value(c)
 
     def kernels(self) -> bool:
         """Whether train/flat_kernels.py's L2 kernels give torch's bits here (a float32
-        CPU buffer, checked once per buffer layout and torch thread count)."""
-        return (
-            self.on_cpu32
-            and flat_kernels.matches_torch(len(self.data))
-            and flat_kernels.sums_match_torch(self.bounds_array, len(self.data))
-        )
+        CPU buffer, checked once per buffer layout and torch thread count; the answer
+        kept per thread count: asking the checks' records cost 0.05 ms a step in training)."""
+        threads = torch.get_num_threads()
+        if self._kernels[0] != threads:
+            ok = (
+                self.on_cpu32
+                and flat_kernels.matches_torch(len(self.data))
+                and flat_kernels.sums_match_torch(self.bounds_array, len(self.data))
+            )
+            self._kernels = (threads, ok)
+        return self._kernels[1]
+
+    def adam_kernels(self, lr: float, beta1: float, beta2: float, eps: float) -> bool:
+        """Whether flat_kernels' Adam passes give torch's bits here (`matches_torch`, asked
+        once per thread count and lerp branch, the answer kept)."""
+        key = flat_kernels.adam_key(len(self.data), beta1)
+        if self._adam_kernels[0] != key:
+            ok = self.on_cpu32 and flat_kernels.matches_torch(len(self.data), lr, beta1, beta2, eps)
+            self._adam_kernels = (key, ok)
+        return self._adam_kernels[1]
+
+    def adam_views(self, exp_avg: torch.Tensor, exp_avg_sq: torch.Tensor) -> tuple:
+        """The NumPy views `flat_kernels.adam_arrays` takes, kept while the moments are the
+        same tensors (a checkpoint's load replaces them)."""
+        held = self._adam_views
+        if held is None or held[0] is not exp_avg or held[1] is not exp_avg_sq:
+            arrays = tuple(t.numpy() for t in (self.data, self.grad, exp_avg, exp_avg_sq, self.scratch))
+            self._adam_views = held = (exp_avg, exp_avg_sq, arrays)
+        return held[2]
 
     def l2_value(self, c: float) -> torch.Tensor:
         """c ||theta||^2 as the L2 node computed it: c times the per-tensor sums of
@@ -116,15 +144,14 @@ class FlatParameters:
         kernels the squares are summed as they are made (no scratch buffer written and
         read back: torch.mul's squares, torch.sum's order)."""
         if self.kernels():
-            sums = flat_kernels.torch_sums(self.data.numpy(), self.bounds_array, flat_kernels.LANES, True)
-            total = functools.reduce(operator.add, sums)  # NumPy float32 scalars, in order
-            return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
+            no_grad = flat_kernels.NO_GRAD
+            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.LANES, no_grad, 0.0, c)
+            return torch.tensor(value, dtype=torch.float32)
         torch.mul(self.data, self.data, out=self.scratch)
         sums = [square.sum() for square in self.scratch_views]
         if not self.on_cpu32:
             return scaled_sum(c, sums)
-        total = functools.reduce(operator.add, map(np.float32, torch.stack(sums).tolist()))
-        return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
+        return _scaled_value(c, list(map(np.float32, torch.stack(sums).tolist())))
 
     def l2_value_to_rounding(self, c: float) -> torch.Tensor:
         """c ||theta||^2 as one dot product over the buffer (its padding is 0): the L2
@@ -170,6 +197,14 @@ class FlatParameters:
                 slots[name] = self._join([s[name] for s in per_param]) if elementwise else value
         groups = [{**g, "params": [0]} for g in state["param_groups"]]
         return {"state": {0: slots} if slots else {}, "param_groups": groups}
+
+
+def _scaled_value(c: float, sums) -> torch.Tensor:
+    """c times float32 sums added in order, as a float32 tensor (the L2 node's value on
+    the CPU: NumPy float32 scalars make the same IEEE additions without an operator each;
+    flat_kernels.l2_pass the same in its pass)."""
+    total = functools.reduce(operator.add, sums)
+    return torch.tensor(float(np.float32(c) * total), dtype=torch.float32)
 
 
 def scaled_sum(c: float, sums) -> torch.Tensor:
@@ -235,9 +270,9 @@ def adam_step(optimizer: torch.optim.Optimizer, flat: FlatParameters) -> bool:
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
     lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
     data = flat.data
-    if flat.on_cpu32 and flat_kernels.matches_torch(len(data), lr, beta1, beta2, eps):
+    if flat.adam_kernels(lr, beta1, beta2, eps):
         scalars = flat_kernels.scalars(lr, beta1, beta2, eps, count)
-        flat_kernels.adam_passes(data, flat.grad, exp_avg, exp_avg_sq, flat.scratch, *scalars)
+        flat_kernels.adam_arrays(flat.adam_views(exp_avg, exp_avg_sq), exp_avg_sq, flat.scratch, *scalars)
         for t in (data, exp_avg, exp_avg_sq):  # written through NumPy: autograd's version counters as torch's ops
             torch.autograd.graph.increment_version(t)
     else:

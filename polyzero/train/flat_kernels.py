@@ -89,9 +89,17 @@ def adam_passes(theta: torch.Tensor, grad, m, v, scratch, w1, beta2, s2, bias2_s
     """Adam's step in three passes: the moments (Numba), torch's square root (its own
     kernel: MKL's on this build, within an ulp of the correctly rounded root and not
     always equal to it, so it is not reproduced), the rest (Numba)."""
-    adam_moments(grad.numpy(), m.numpy(), v.numpy(), w1, beta2, s2)
+    arrays = tuple(t.numpy() for t in (theta, grad, m, v, scratch))
+    adam_arrays(arrays, v, scratch, w1, beta2, s2, bias2_sqrt, eps, step_size)
+
+
+def adam_arrays(arrays: tuple, v: torch.Tensor, scratch: torch.Tensor, w1, beta2, s2, bias2_sqrt, eps, step_size):
+    """`adam_passes` on the tensors' NumPy views (theta, grad, m, v, scratch), made once
+    by a caller that steps the same tensors again (each `numpy()` is a call)."""
+    theta, grad, m, v_array, root = arrays
+    adam_moments(grad, m, v_array, w1, beta2, s2)
     torch.sqrt(v, out=scratch)
-    adam_apply(theta.numpy(), m.numpy(), scratch.numpy(), bias2_sqrt, eps, step_size)
+    adam_apply(theta, m, root, bias2_sqrt, eps, step_size)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -180,6 +188,25 @@ def torch_sums(x, bounds, lanes, square):
             total = _row_sum(x, a, 1, n, square)[0]
         out[p] = np.float32(0) + total
     return out
+
+
+NO_GRAD = np.zeros(0, np.float32)  # `l2_pass`' grad where none is written
+
+
+@nb.njit(cache=True, nogil=True)
+def l2_pass(x, bounds, lanes, grad, c2, c):
+    """The L2 node's value c ||theta||^2 (float32(c) times the pieces' sums of squares
+    added in order, each step a float32 addition as NumPy's float32 scalars make it),
+    after grad = x * float32(c2) (`l2_grad`) where `grad` is not empty: one call. (The
+    gradient written inside the sums' loop, one pass instead of two, kept the loop from
+    vectorising: 0.19 against 0.07 ms on the CVPN's buffer.)"""
+    if grad.shape[0] > 0:
+        l2_grad(x, grad, np.float32(c2))
+    sums = torch_sums(x, bounds, lanes, True)
+    total = sums[0]
+    for p in range(1, sums.shape[0]):
+        total += sums[p]
+    return np.float32(c) * total
 
 
 def scalars(lr: float, beta1: float, beta2: float, eps: float, count: float) -> tuple:

@@ -95,8 +95,13 @@ class Learner:
         # fused kernel (its weight_decay) and the value is one dot product.
         fold_l2 = bool(self.flat and self.cfg.fused_step and lean_adam_group(self.optimizer, fused=True))
         l2 = self._l2_term(loss, fold_l2)
-        total = loss + l2
-        total.backward()
+        if l2.requires_grad:  # the L2 node: its gradient through the graph
+            total = loss + l2
+            total.backward()
+        else:  # a constant (its gradient preloaded, or the fused step's): d total / d loss is 1
+            loss.backward()
+            with torch.no_grad():
+                total = loss + l2  # the same sum, without an AddBackward node to run
         if self.cfg.lr_schedule != "constant":  # else the optimizer keeps its lr (SoG halves it itself)
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(self.cfg, self.updates)

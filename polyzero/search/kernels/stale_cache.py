@@ -22,12 +22,15 @@ from numba.core import caching, config
 
 _KERNELS = Path(__file__).resolve().parent
 # Every module with cached kernels: this package and the fused search, whose kernels call
-# one another, and the learner's (train/flat_kernels.py, self-contained: listed so that no
-# cached kernel of the package is left out of the record).
+# one another, and the learner's and the replays' (train/flat_kernels.py, replay/draws.py,
+# replay/gather.py, each self-contained: listed so that no cached kernel of the package is
+# left out of the record).
 SOURCES = (
     *sorted(_KERNELS.glob("*.py")),
     _KERNELS.parent / "fused.py",
     _KERNELS.parents[1] / "train" / "flat_kernels.py",
+    _KERNELS.parents[1] / "replay" / "draws.py",
+    _KERNELS.parents[1] / "replay" / "gather.py",
 )
 RECORD = "polyzero_kernel_sources.sha256"
 
