@@ -50,8 +50,11 @@ FUSED_MAX_BATCH = 512
 # one: the fused search at B = 256 / 64 simulations 0.93-0.985 of its time (three
 # in-process A/Bs, load 2.5-2.9; docs/journal/2026-11-29-tree-work-v2.md).
 GATHER_AHEAD = 8
-# The fewest trees a thread of the fused search takes (fused_chunks); below it the search
-# stays on one thread. TODO: measured.
+# The fewest trees a thread of the fused search takes (fused_chunks): 2 threads from
+# B = 64. Against 1 thread, interleaved, wall clock, on the busy shared 2-core machine
+# (load 3.3-4.6, benchmarks/results/fused_threads_ab*.md): B = 16 and 32 lost in most
+# cells (0.39-1.10x; libgomp's workers spin after the region), B = 64 gained with 64
+# simulations (1.25x, 1.32x) and lost with 16 (0.92x, 0.85x), B = 256 / 64 1.62x, 1.64x.
 FUSED_MIN_TREES_PER_CHUNK = 32
 
 
