@@ -40,14 +40,14 @@ def search_row(net, batch: int, sims: int, threads: int, rounds: int) -> dict:
     variants = (1, threads)
     visits = {}
     for chunks in variants:  # warm, and the root visits of each
-        fused.fused_chunks = lambda _b, c=chunks: c
+        fused.fused_chunks = lambda _b, _n, c=chunks: c
         visits[chunks] = search(obs[0]).root_visits
     wall = {c: [] for c in variants}
     cpu = {c: [] for c in variants}
     probes = []
     for r in range(rounds):
         for chunks in variants if r % 2 == 0 else variants[::-1]:
-            fused.fused_chunks = lambda _b, c=chunks: c
+            fused.fused_chunks = lambda _b, _n, c=chunks: c
             w0, c0 = time.perf_counter(), time.process_time()
             search(obs[r % 2])
             cpu[chunks].append(time.process_time() - c0)

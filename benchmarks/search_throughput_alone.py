@@ -72,7 +72,7 @@ def child(args) -> None:
             row = {
                 "B": b,
                 "num_simulations": n,
-                "path": _path(net, args.net_mode, b),
+                "path": _path(net, args.net_mode, b, n),
                 "probe_ms": statistics.median(probe),
                 "root_visits": visits.astype(int).tolist(),
             }
@@ -88,7 +88,7 @@ def child(args) -> None:
         json.dump({"library": args.library, "loadavg": os.getloadavg(), "rows": rows}, fh)
 
 
-def _path(net, net_mode: str, batch: int) -> str:
+def _path(net, net_mode: str, batch: int, num_simulations: int) -> str:
     """How polyzero searched at this batch: 'fused' (search.fused: simulations and network
     in one compiled call; 'fused, N threads': its trees in N ranges, one a thread) or the
     network path of `net_mode`; mctx's child: mctx."""
@@ -98,7 +98,7 @@ def _path(net, net_mode: str, batch: int) -> str:
         return net_mode
     from polyzero.search.fused import fused_chunks
 
-    chunks = fused_chunks(batch)
+    chunks = fused_chunks(batch, num_simulations)
     return "fused" if chunks == 1 else f"fused, {chunks} threads"
 
 

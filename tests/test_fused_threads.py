@@ -2,6 +2,8 @@
 the trees split into ranges, each range's simulations on its own thread, build bit for
 bit the trees one thread builds, however the batch is split."""
 
+import contextlib
+
 import numba
 import numpy as np
 import pytest
@@ -16,18 +18,26 @@ from polyzero.search.params import SearchParams
 from test_fused_search import SEARCHES, _models, _net
 
 
+@contextlib.contextmanager
+def numba_threads(n):
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 @pytest.fixture(autouse=True)
 def _threads():
     """Every thread numba has (other tests may have left it at one), so that the ranges
     run concurrently."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    yield
-    numba.set_num_threads(before)
+    with numba_threads(numba.config.NUMBA_NUM_THREADS):
+        yield
 
 
 def _search(monkeypatch, net, batch, seed, params, chunks):
-    monkeypatch.setattr(fused, "fused_chunks", lambda _batch: chunks)
+    monkeypatch.setattr(fused, "fused_chunks", lambda _batch, _sims: chunks)
     model = _models(net, batch, seed, fused=True)
     rng = np.random.default_rng(seed)
     if params.kind == "puct":
@@ -68,11 +78,20 @@ def test_ranges_start_on_row_tiles_and_cover_the_batch():
             assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
 
 
-def test_the_fused_search_splits_only_batches_of_enough_trees():
+def test_the_fused_search_splits_only_batches_of_enough_work(monkeypatch):
     m = fused.FUSED_MIN_TREES_PER_CHUNK
     assert tree_chunks(2 * m - 1, threads=2, load=0.0, cores=2, min_chunk=m) == 1
     assert tree_chunks(2 * m, threads=2, load=0.0, cores=2, min_chunk=m) == 2
     assert tree_chunks(2 * m, threads=1, load=0.0, cores=2, min_chunk=m) == 1  # the actor's threads decide
+    # Each thread at least FUSED_MIN_TREE_SIMS trees x simulations: short searches stay on one.
+    monkeypatch.setenv("POLYZERO_PARALLEL_TREES", "always")
+    sims = fused.FUSED_MIN_TREE_SIMS // m
+    with numba_threads(2):
+        two = numba.get_num_threads()  # 2, or 1 on a one-core machine
+        assert fused.fused_chunks(2 * m, sims) == two
+        assert fused.fused_chunks(2 * m, sims // 2) == 1
+        assert fused.fused_chunks(4 * m, sims // 2) == two
+        assert fused.fused_chunks(2 * m - 1, 10 * sims) == 1
     program = muzero_programs(_net(0))[1]
     # Each range's scratch holds its rows' blocks and starts on a cache line.
     assert fused.chunk_stride(program, 100, 2) >= 52 * program.width

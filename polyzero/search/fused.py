@@ -50,12 +50,17 @@ FUSED_MAX_BATCH = 512
 # one: the fused search at B = 256 / 64 simulations 0.93-0.985 of its time (three
 # in-process A/Bs, load 2.5-2.9; docs/journal/2026-11-29-tree-work-v2.md).
 GATHER_AHEAD = 8
-# The fewest trees a thread of the fused search takes (fused_chunks): 2 threads from
-# B = 64. Against 1 thread, interleaved, wall clock, on the busy shared 2-core machine
-# (load 3.3-4.6, benchmarks/results/fused_threads_ab*.md): B = 16 and 32 lost in most
-# cells (0.39-1.10x; libgomp's workers spin after the region), B = 64 gained with 64
-# simulations (1.25x, 1.32x) and lost with 16 (0.92x, 0.85x), B = 256 / 64 1.62x, 1.64x.
+# The least work a thread of the fused search takes (fused_chunks): 32 trees and 2048
+# trees x simulations (2 threads from B = 64 at 64 simulations, from B = 256 at 16). A
+# parallel region waits for its last thread; on a busy machine a woken worker waits for a
+# time slice, several ms, which only long searches amortise. Measured against 1 thread
+# on the shared 2-core machine (load 3.3-4.6; benchmarks/results/fused_threads_ab*.md,
+# interleaved, and search_throughput_alone_threads2*.md): B = 16 and 32 lost in most
+# cells (0.39-1.10x), B = 64 / 16 lost in all four runs (0.85-0.92x interleaved; 11.9 ms
+# against 3.6-8.5 alone), B = 64 / 64 gained interleaved (1.25x, 1.32x), B = 256 / 64
+# 1.62x, 1.64x.
 FUSED_MIN_TREES_PER_CHUNK = 32
+FUSED_MIN_TREE_SIMS = 2048
 
 
 @nb.njit(cache=True, nogil=True)
@@ -271,7 +276,7 @@ def run_fused(
         discount,
         kind,
     )
-    chunks = fused_chunks(batch)
+    chunks = fused_chunks(batch, num_simulations)
     if chunks == 1:
         scratch = program.scratch(batch)
         simulate_fused(
@@ -307,9 +312,10 @@ def run_fused(
     )
 
 
-def fused_chunks(batch: int) -> int:
+def fused_chunks(batch: int, num_simulations: int) -> int:
     """How many ranges (threads) the fused search splits `batch` trees into: as the tree
     kernels' :func:`.kernels.tree_chunks` (numba's thread count, the cores other processes
     leave free under POLYZERO_PARALLEL_TREES = auto), with ranges of at least
-    FUSED_MIN_TREES_PER_CHUNK trees."""
-    return tree_chunks(batch, min_chunk=FUSED_MIN_TREES_PER_CHUNK)
+    FUSED_MIN_TREES_PER_CHUNK trees and FUSED_MIN_TREE_SIMS trees x simulations."""
+    least = max(FUSED_MIN_TREES_PER_CHUNK, -(-FUSED_MIN_TREE_SIMS // max(num_simulations, 1)))
+    return tree_chunks(batch, min_chunk=least)
