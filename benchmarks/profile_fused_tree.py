@@ -51,14 +51,14 @@ PHASES = ("selection", "gather (input block)", "network", "store (outputs)", "ex
 def _gather(ops, scratch, hidden, node, action):
     """simulate_fused's gather: the parents' states and the actions' one-hots into block 0."""
     batch = hidden.shape[1]
-    fused.gather_inputs(input_block(ops, scratch, batch), hidden, node, action, batch)
+    fused.gather_inputs(input_block(ops, scratch, batch), hidden, node, action, 0, batch)
 
 
 @nb.njit(cache=True, nogil=True)
 def _store(scratch, outs, hidden, new_node, expansion):
     """simulate_fused's store: the new states into the hidden store, the rest into the expansion."""
     batch = hidden.shape[1]
-    fused.store_outputs(fused.program_outputs(scratch, batch, outs), hidden, new_node, expansion, batch)
+    fused.store_outputs(fused.program_outputs(scratch, batch, outs), hidden, new_node, expansion, 0, batch)
 
 
 class PhaseReplay:

@@ -65,6 +65,7 @@ from search_throughput_jobs import (  # noqa: E402
 )
 
 DEFAULT_OUT = "benchmarks/results/search_throughput.json"
+ENV_KEYS = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "XLA_FLAGS", "JAX_PLATFORMS", "POLYZERO_PARALLEL_TREES")
 
 
 # ------------------------------------------------------------------ MuZero mode
@@ -277,7 +278,7 @@ def run_meta(args, argv, net_err: float) -> dict:
         "net_parameters": tinynet.num_parameters(),
         "net_max_abs_err_vs_numpy": net_err,
         "loadavg_start": os.getloadavg(),
-        "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "XLA_FLAGS", "JAX_PLATFORMS")},
+        "env": {k: os.environ.get(k) for k in ENV_KEYS},
         "search_params": MUZERO_PARAMS,
     }
     meta["numba"] = numba.__version__

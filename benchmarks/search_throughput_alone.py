@@ -72,7 +72,7 @@ def child(args) -> None:
             row = {
                 "B": b,
                 "num_simulations": n,
-                "path": _path(net, args.net_mode, b),
+                "path": _path(net, args.net_mode, b, n),
                 "probe_ms": statistics.median(probe),
                 "root_visits": visits.astype(int).tolist(),
             }
@@ -88,12 +88,18 @@ def child(args) -> None:
         json.dump({"library": args.library, "loadavg": os.getloadavg(), "rows": rows}, fh)
 
 
-def _path(net, net_mode: str, batch: int) -> str:
+def _path(net, net_mode: str, batch: int, num_simulations: int) -> str:
     """How polyzero searched at this batch: 'fused' (search.fused: simulations and network
-    in one compiled call) or the network path of `net_mode`; mctx's child: mctx."""
+    in one compiled call; 'fused, N threads': its trees in N ranges, one a thread) or the
+    network path of `net_mode`; mctx's child: mctx."""
     if net is None:
         return "mctx"
-    return "fused" if net.program is not None and net._fused(batch) else net_mode
+    if net.program is None or not net._fused(batch):
+        return net_mode
+    from polyzero.search.fused import fused_chunks
+
+    chunks = fused_chunks(batch, num_simulations)
+    return "fused" if chunks == 1 else f"fused, {chunks} threads"
 
 
 def run(args, meta: dict, libraries=LIBRARIES) -> dict:
@@ -177,7 +183,9 @@ def render(results) -> str:
         "# Search throughput, each library alone in its own process: polyzero vs mctx",
         "",
         f"- machine: {mach.get('Model name', '?')}, {mach.get('CPU(s)', mach.get('cpu_count'))} CPUs; "
-        f"torch threads {m['torch_threads']}",
+        f"torch threads {m['torch_threads']}, tree-kernel threads {m.get('tree_kernel_threads', 1)} "
+        f"({m['env'].get('POLYZERO_PARALLEL_TREES') or 'auto'}); mctx's XLA: "
+        f"{m.get('children_xla_flags') or 'its default threads'}",
         f"- command: `{m['command']}`",
         f"- network: the anchor tiny MuZero MLP, polyzero's '{m['net_mode']}' path; search: {m['search_params']}",
         f"- load average start/end: {m['loadavg_start']} / {m.get('loadavg_end')}; the speed probe "

@@ -21,9 +21,9 @@ from polyzero.search.params import SearchParams
 OBS, A = (2, 5), 6
 
 
-def _net(seed=0, **spec) -> MuZeroNet:
+def _net(seed=0, width=24, **spec) -> MuZeroNet:
     torch.manual_seed(seed)
-    net_spec = NetSpec(kind="mlp", width=24, layers=2, value_hidden=12)
+    net_spec = NetSpec(kind="mlp", width=width, layers=2, value_hidden=12)
     return MuZeroNet(OBS, A, MuZeroSpec(net=net_spec, hidden_size=10, **spec)).eval()
 
 

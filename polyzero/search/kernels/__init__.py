@@ -43,20 +43,27 @@ PARALLEL_TREES_ENV = "POLYZERO_PARALLEL_TREES"
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def tree_chunks(batch: int, threads: int | None = None, load: float | None = None, cores: int | None = None) -> int:
+def tree_chunks(
+    batch: int,
+    threads: int | None = None,
+    load: float | None = None,
+    cores: int | None = None,
+    min_chunk: int = MIN_TREES_PER_CHUNK,
+) -> int:
     """How many ranges of trees the kernels split a batch of `batch` trees into; 1 means
     the serial kernels.
 
-    At most numba's thread count (`threads`), and no range under MIN_TREES_PER_CHUNK
-    trees. Under "auto" (POLYZERO_PARALLEL_TREES), also no more ranges than cores
-    left free: `cores` (this process's CPUs) less the 1-minute load average (`load`)
-    other than this search's own thread. A parallel kernel waits at every call for
+    At most numba's thread count (`threads`), and no range under `min_chunk` trees
+    (MIN_TREES_PER_CHUNK; the fused search, whose threads do more work a tree, its own).
+    Under "auto" (POLYZERO_PARALLEL_TREES), also no more ranges than cores left free:
+    `cores` (this process's CPUs) less the 1-minute load average (`load`) other than this
+    search's own thread. A parallel kernel waits at every call for
     all its threads; on an oversubscribed machine one of them is often not running,
     and the search at B = 256 was measured 15-20x slower with 2 threads than with 1
     (docs/benchmarks.md, "parallel tree kernels on an oversubscribed machine").
     """
     threads = nb.get_num_threads() if threads is None else threads
-    chunks = max(1, min(threads, batch // MIN_TREES_PER_CHUNK))
+    chunks = max(1, min(threads, batch // min_chunk))
     policy = os.environ.get(PARALLEL_TREES_ENV, "auto")
     if policy not in ("auto", "always", "never"):
         raise UsageError(f"{PARALLEL_TREES_ENV} must be auto, always or never, not {policy!r}")

@@ -110,13 +110,20 @@ def block(scratch, rows, start, width):
 # divisor, as IEEE says, instead of Numba's check and raise, a branch that kept LLVM
 # from vectorising every loop with a division (tanh's rational function, the
 # hidden-state scaling): 5x slower.
-@nb.njit(cache=True, nogil=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True)
 def run_program(ops, weights, scratch, rows):
     """Run the operations on `rows` rows, in place in `scratch`."""
+    run_rows(ops, weights, scratch, rows, rows >= BLAS_MIN_ROWS)
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def run_rows(ops, weights, scratch, rows, blas):
+    """:func:`run_program`, BLAS for the layers without panels only with `blas` (the
+    fused search takes none: ``search.fused._simulate`` says why)."""
     for k in range(ops.shape[0]):
         op, a, n = ops[k, 0], ops[k, 1], ops[k, 2]
         if op == DENSE:
-            _dense(weights, block(scratch, rows, a, n), block(scratch, rows, ops[k, 3], ops[k, 4]), ops[k, 5:])
+            _dense(weights, block(scratch, rows, a, n), block(scratch, rows, ops[k, 3], ops[k, 4]), ops[k, 5:], blas)
             continue
         x = block(scratch, rows, a, n)
         col, cols = ops[k, 3], ops[k, 4]
@@ -143,6 +150,9 @@ _DOT_MATH = {"reassoc", "contract"}
 # GMAC/s against the register tiles' 27 at 256 rows, level at 64, the tiles ahead below
 # (29 against 19 at 32 rows: BLAS packs both operands every call).
 BLAS_MIN_ROWS = 64
+# Rows of a register tile (_dense_tiles', panels' _MR): a row's sums differ with its place
+# in a tile or the tail, so the fused search's threads start their ranges on a multiple.
+ROW_TILE = 4
 # ... and BLAS this many outputs, or one (np.dot's gemv): the tiles ran a 128 -> 8 layer
 # at 256 rows in 10.2 us against sgemm's 12.9 (16 outputs: 20.3 and 22.1; 32: 39.7,
 # 38.5; 1: 3.7 against gemv's 2.8).
@@ -150,13 +160,13 @@ BLAS_MIN_OUTPUTS = 16
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_DOT_MATH, error_model="numpy")
-def _dense(weights, x, out, wba):
+def _dense(weights, x, out, wba, blas):
     """One layer for every row: out[r, o] = act(x[r] . W^T[o] + bias[o]), W^T stored
     [n_out, n_in]. The packed panels where the layer has them (wba[5] >= 0), which add
     the bias and apply a ReLU as they store (sparse input columns, wba[3] < n_in: their
-    W rows first, :func:`panels.add_sparse_rows`); else BLAS from BLAS_MIN_ROWS rows,
-    below them :func:`_dense_tiles`, then the bias and the activation in one vectorised
-    pass."""
+    W rows first, :func:`panels.add_sparse_rows`); else BLAS with `blas` (the caller's
+    choice: from BLAS_MIN_ROWS rows), without it :func:`_dense_tiles`, then the bias and
+    the activation in one vectorised pass."""
     rows, n_in = x.shape
     n_out = out.shape[1]
     w, b, act, k, tail, packed = wba[0], wba[1], wba[2], wba[3], wba[4], wba[5]
@@ -171,7 +181,7 @@ def _dense(weights, x, out, wba):
                 for o in range(n_out):  # + 0.0: see _bias_activate
                     out[r, o] = tanh32(out[r, o] + np.float32(0.0))
         return
-    if rows < BLAS_MIN_ROWS or 1 < n_out < BLAS_MIN_OUTPUTS:
+    if not blas or 1 < n_out < BLAS_MIN_OUTPUTS:
         _dense_tiles(x, wt, out)
     else:
         np.dot(x, wt.T, out)
