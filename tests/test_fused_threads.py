@@ -47,8 +47,9 @@ def _search(monkeypatch, net, batch, seed, params, chunks):
     return res, model
 
 
-# Batches: tiles only (7, 10, 30), BLAS for the layers without panels (64: ranges of 32
-# rows through BLAS as the whole batch; 100 and 130: ranges not a multiple of the split).
+# Batches below and from BLAS_MIN_ROWS (where run_program would call BLAS, which the
+# fused search never does: 64 in ranges of 32 rows; 100 and 130: ranges not a multiple
+# of the split, a tail of rows outside the row tiles).
 @pytest.mark.parametrize("batch", [7, 10, 30, BLAS_MIN_ROWS, 100, 130])
 @pytest.mark.parametrize("settings", SEARCHES, ids=["muzero", "alphazero", "gumbel", "full_gumbel"])
 def test_threads_build_the_one_thread_trees_bit_for_bit(monkeypatch, batch, settings):

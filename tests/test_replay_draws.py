@@ -49,8 +49,9 @@ def test_a_state_restored_from_a_checkpoint_draws_on_alike():
         state = bit_state(resumed)
         if compiled:
             index, pick = uniform_draws(state, 300, 32, 2)
-            uses = np.zeros(40, np.int64)
+            uses = np.zeros(120, np.int64)  # a use count per slot (the window's capacity)
             slots, pick2, _ = window_draws(state, np.arange(40) * 3, 9, uses, 5, 8)
+            assert uses.sum() == 9 and np.all(uses[slots] == 1)  # each drawn slot's use counted
         else:
             index, pick = resumed.integers(0, 300, size=32), resumed.integers(0, 2, size=32)
             slots, pick2 = np.sort(resumed.choice(np.arange(40) * 3, 9, replace=False)), resumed.integers(0, 8, size=9)

@@ -1,7 +1,8 @@
 """NumPy's `Generator.choice(n, k, replace=False)` and `Generator.integers(0, n, k)` in
 Numba, drawing from the generator's own PCG64 state: the same numbers and the same
-state afterwards, bit for bit (tests/test_replay_gather.py compares both on many
-draws), so a replay can draw and gather a minibatch in one compiled call.
+state afterwards, bit for bit (tests/test_replay_draws.py compares both, on both of
+`choice`'s paths, and tests/test_replay_gather.py the replays' samples), so a replay
+can draw and gather a minibatch in one compiled call.
 
 Why: inside training's loop (after each update's network passes) every NumPy call
 starts with cold caches, and the generator's methods cost 0.1-0.2 ms each there

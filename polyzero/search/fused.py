@@ -43,8 +43,9 @@ from .params import Rules
 
 # The largest batch `auto` fuses: the fused search beat the loop over ONNX Runtime at
 # every batch measured, 64-512 trees (0.65-0.77 of its time at 16 simulations, the
-# program's large layers through BLAS; benchmarks/results/net_path_ab.md); larger
-# batches keep the loop, unmeasured.
+# program's large layers then through BLAS; benchmarks/results/net_path_ab.md; its
+# register tiles since, 0.96-1.01 of BLAS's time at 64-256 rows, fused_threads_ab*.md);
+# larger batches keep the loop, unmeasured.
 FUSED_MAX_BATCH = 512
 # The gather asks for the parent state of the tree this many rows ahead while it copies
 # one: the fused search at B = 256 / 64 simulations 0.93-0.985 of its time (three
@@ -56,7 +57,7 @@ GATHER_AHEAD = 8
 # time slice, several ms, which only long searches amortise. Measured against 1 thread
 # on the shared 2-core machine (load 3.3-4.6; benchmarks/results/fused_threads_ab*.md,
 # interleaved, and search_throughput_alone_threads2*.md): B = 16 and 32 lost in most
-# cells (0.39-1.10x), B = 64 / 16 lost in all four runs (0.85-0.92x interleaved; 11.9 ms
+# cells (0.39-1.37x), B = 64 / 16 lost in all four runs (0.85-0.92x interleaved; 11.9 ms
 # against 3.6-8.5 alone), B = 64 / 64 gained interleaved (1.25x, 1.32x), B = 256 / 64
 # 1.62x, 1.64x.
 FUSED_MIN_TREES_PER_CHUNK = 32
