@@ -29,9 +29,14 @@ from selfplay_throughput import build_setting  # noqa: E402
 
 
 def arms(algo, tiles: list[int]) -> dict[str, Evaluator]:
-    """One evaluator per arm over the same network (no cache)."""
+    """One evaluator per arm over the same network (no cache), named by the tiles it runs."""
     net = algo.build_network().eval()
-    return {("direct" if m == 0 else f"F({m}x{m},3x3)"): Evaluator(net, "cpu", "onnx", 0, m) for m in tiles}
+    made = {}
+    for m in tiles:
+        ev = Evaluator(net, "cpu", "onnx", 0, m)
+        w = ev._winograd
+        made["direct" if w is None else f"F({w.m_h}x{w.m_w},3x3)"] = ev
+    return made
 
 
 def run(preset: str, tiles: list[int], batches: list[int], rounds: int, publications: int) -> dict:

@@ -108,13 +108,12 @@ def supports(net: nn.Module) -> bool:
     )
 
 
-def _folded(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> tuple[np.ndarray, np.ndarray]:
+def _folded(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
     """The convolution's weights [K, C, 3, 3] scaled by the batch norm's per-channel scale,
     and its shift (the network in eval mode), in float64."""
-    w = conv.weight.detach().cpu().double().numpy()
-    var = bn.running_var.detach().cpu().double().numpy()
-    scale = bn.weight.detach().cpu().double().numpy() / np.sqrt(var + bn.eps)
-    shift = bn.bias.detach().cpu().double().numpy() - bn.running_mean.detach().cpu().double().numpy() * scale
+    w = conv.weight.detach().cpu().double()
+    scale = bn.weight.detach().cpu().double() / torch.sqrt(bn.running_var.detach().cpu().double() + bn.eps)
+    shift = bn.bias.detach().cpu().double() - bn.running_mean.detach().cpu().double() * scale
     return w * scale[:, None, None, None], shift
 
 
@@ -127,6 +126,11 @@ class WinogradNet(nn.Module):
     `net`'s weights by :meth:`refresh`, in place, so an exported graph's initializers
     can be rewritten from them after every weight change."""
 
+    # What never changes: the rest (transformed filters, shifts, the heads' weights) is
+    # read live by the ONNX Runtime session (polyzero.nets.compiled), which a weight
+    # publication then leaves as it is.
+    constant_buffers = ("in_h", "in_w", "out_h", "out_w")
+
     def __init__(self, net: nn.Module, m: int = 4):
         super().__init__()
         if not supports(net):
@@ -136,8 +140,9 @@ class WinogradNet(nn.Module):
         _, h, w = net.obs_shape
         self.h, self.w = h, w
         self.m_h, self.m_w = axis_tile(h, m), axis_tile(w, m)
-        inp_h, out_h, self._g_h, self.tiles_h = _axis_matrices(h, self.m_h)
-        inp_w, out_w, self._g_w, self.tiles_w = _axis_matrices(w, self.m_w)
+        inp_h, out_h, g_h, self.tiles_h = _axis_matrices(h, self.m_h)
+        inp_w, out_w, g_w, self.tiles_w = _axis_matrices(w, self.m_w)
+        self._g_h, self._g_w = torch.from_numpy(g_h), torch.from_numpy(g_w)  # float64
         f32 = lambda x: torch.tensor(x, dtype=torch.float32)  # noqa: E731
         self.register_buffer("in_h", f32(inp_h))
         self.register_buffer("in_w", f32(inp_w))
@@ -161,9 +166,11 @@ class WinogradNet(nn.Module):
         """Recompute the transformed filters and shifts from the network's current weights."""
         for i, (conv, bn) in enumerate(self._convs()):
             w, shift = _folded(conv, bn)
-            u = np.einsum("au,kcuv,bv->abck", self._g_h, w, self._g_w)  # [a_h, a_w, C, K]
-            getattr(self, f"u{i}").copy_(torch.from_numpy(u[:, None].astype(np.float32)))
-            getattr(self, f"b{i}").copy_(torch.from_numpy(shift.astype(np.float32)))
+            # torch's products (on the threads set_threads chose), not NumPy's BLAS, whose
+            # own thread pool would spin on every core
+            u = torch.einsum("au,kcuv,bv->abck", self._g_h, w, self._g_w)  # [a_h, a_w, C, K]
+            getattr(self, f"u{i}").copy_(u[:, None])
+            getattr(self, f"b{i}").copy_(shift)
 
     def _conv(self, x: torch.Tensor, i: int) -> torch.Tensor:
         """Convolution i (with its batch norm) of x [H, W, N, C] -> [H, W, N, K]."""
