@@ -27,6 +27,8 @@ whatever the batch), which the network-output cache needs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
@@ -101,7 +103,7 @@ def supports(net: nn.Module) -> bool:
     trunk = getattr(net, "trunk", None)
     return (
         isinstance(trunk, ResidualTower)
-        and all(isinstance(b, ResidualBlock) for b in trunk.blocks)
+        and all(isinstance(b, ResidualBlock) for b in trunk.blocks.children())
         and hasattr(net, "policy_head")
         and hasattr(net, "value_head")
         and len(getattr(net, "obs_shape", ())) == 3
@@ -111,9 +113,11 @@ def supports(net: nn.Module) -> bool:
 def _folded(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
     """The convolution's weights [K, C, 3, 3] scaled by the batch norm's per-channel scale,
     and its shift (the network in eval mode), in float64."""
+    mean, var = bn.running_mean, bn.running_var
+    assert mean is not None and var is not None, "batch norm without running statistics"
     w = conv.weight.detach().cpu().double()
-    scale = bn.weight.detach().cpu().double() / torch.sqrt(bn.running_var.detach().cpu().double() + bn.eps)
-    shift = bn.bias.detach().cpu().double() - bn.running_mean.detach().cpu().double() * scale
+    scale = bn.weight.detach().cpu().double() / torch.sqrt(var.detach().cpu().double() + bn.eps)
+    shift = bn.bias.detach().cpu().double() - mean.detach().cpu().double() * scale
     return w * scale[:, None, None, None], shift
 
 
@@ -130,6 +134,11 @@ class WinogradNet(nn.Module):
     # read live by the ONNX Runtime session (polyzero.nets.compiled), which a weight
     # publication then leaves as it is.
     constant_buffers = ("in_h", "in_w", "out_h", "out_w")
+    in_h: torch.Tensor
+    in_w: torch.Tensor
+    out_h: torch.Tensor
+    out_w: torch.Tensor
+    net: Any  # a PolicyValueNet (trunk, policy_head, value_head)
 
     def __init__(self, net: nn.Module, m: int = 4):
         super().__init__()
@@ -137,7 +146,7 @@ class WinogradNet(nn.Module):
             raise ValueError("the Winograd path computes a residual tower of basic blocks only")
         self.net = net
         self.m = m
-        _, h, w = net.obs_shape
+        _, h, w = tuple(getattr(net, "obs_shape"))  # noqa: B009 (a module attribute mypy cannot see)
         self.h, self.w = h, w
         self.m_h, self.m_w = axis_tile(h, m), axis_tile(w, m)
         inp_h, out_h, g_h, self.tiles_h = _axis_matrices(h, self.m_h)
@@ -168,7 +177,11 @@ class WinogradNet(nn.Module):
             w, shift = _folded(conv, bn)
             # torch's products (on the threads set_threads chose), not NumPy's BLAS, whose
             # own thread pool would spin on every core
-            u = torch.einsum("au,kcuv,bv->abck", self._g_h, w, self._g_w)  # [a_h, a_w, C, K]
+            k, c = w.shape[:2]
+            # G g G^T as two 2-D products (many 3 x 3 ones cost ~30x more)
+            t = (w.reshape(-1, 3) @ self._g_w.T).reshape(k * c, 3, -1)  # [K * C, u, a_w]
+            u = self._g_h @ t.permute(1, 0, 2).reshape(3, -1)  # [a_h, K * C * a_w]
+            u = u.reshape(-1, k, c, self._g_w.shape[0]).permute(0, 3, 2, 1)  # [a_h, a_w, C, K]
             getattr(self, f"u{i}").copy_(u[:, None])
             getattr(self, f"b{i}").copy_(shift)
 
