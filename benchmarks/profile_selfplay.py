@@ -17,6 +17,8 @@ GFLOP/s of the tower's multiply-adds.
 
   python benchmarks/profile_selfplay.py --variants auto+net.cache=0,auto --ticks 40 \\
       --out benchmarks/results/selfplay_profile_c4.json
+  python benchmarks/profile_selfplay.py --variants auto,auto+net.winograd=4 --ticks 40 --refresh-every 8 \\
+      --out benchmarks/results/selfplay_profile_c4_refresh8.json          # in training's loop
   python benchmarks/profile_selfplay.py --ticks 2 --out /tmp/sp_profile.json        # smoke run
 """
 
@@ -36,15 +38,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine_info, write_results  # noqa: E402
 from polyzero.algos import simulator  # noqa: E402
-from polyzero.nets import compiled, eval_cache  # noqa: E402
+from polyzero.nets import compiled, eval_cache, inference  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.search import gumbel, kernels, mcts  # noqa: E402
 from polyzero.train import selfplay  # noqa: E402
-from selfplay_throughput import make_actor  # noqa: E402
+from selfplay_throughput import Refresher, make_actor  # noqa: E402
 
 # (owner, attribute) -> the timer it adds to; nested timers are subtracted in _stages
 TIMED = {
     (compiled.CompiledCall, "__call__"): "network",
+    (compiled.CompiledCall, "_build"): "build",  # inside the network call that follows a publication
+    (inference.Evaluator, "load_state_dict"): "publication",
     (eval_cache.EvaluationCache, "__call__"): "cache+network",
     (simulator.SimulatorModel, "_evaluate_rows"): "evaluate_rows",
     (simulator.SimulatorModel, "_step_rows"): "step_rows",
@@ -95,11 +99,12 @@ def _stages(t: dict[str, float]) -> dict[str, float]:
     """Exclusive seconds per stage from the nested timers (the roots' evaluation, inside
     `initial`, counts in the network, cache and encoding stages like the leaves')."""
     g = lambda k: t.get(k, 0.0)  # noqa: E731
-    network = g("network")
-    cached = g("cache+network") if "cache+network" in t else network
+    network = g("network") - g("build")
+    cached = g("cache+network") if "cache+network" in t else g("network")
     return {
+        "weight publications (load, filter transforms, new session)": g("publication") + g("build"),
         "network call (ONNX Runtime or the path chosen)": network,
-        "network-output cache (keys, lookups, copies)": cached - network,
+        "network-output cache (keys, lookups, copies)": cached - g("network"),
         "legal masks, observation encoding, output copies": g("evaluate_rows") - cached,
         "OpenSpiel stepping in the tree (clone, apply, outcomes)": g("step_rows") - g("evaluate_rows") + g("initial"),
         "tree kernels (numba)": g("kernels"),
@@ -109,10 +114,16 @@ def _stages(t: dict[str, float]) -> dict[str, float]:
     }
 
 
-def profile(variants: list[str], preset: str, games: int, ticks: int, warmup: int) -> dict:
+def _total(t: dict[str, float]) -> float:
+    """A move's seconds: the tick and the publication before it."""
+    return t.get("tick", 0.0) + t.get("publication", 0.0)
+
+
+def profile(variants: list[str], preset: str, games: int, ticks: int, warmup: int, refresh_every: int = 0) -> dict:
     timers = Timers()
     uninstall = timers.install()
     made = {v: make_actor(preset, games, v, "cpu", seed=0) for v in variants}
+    refreshers = {v: Refresher(m[1], refresh_every) for v, m in made.items()}
     acc = {v: {} for v in variants}
     rows = {v: [0, 0] for v in variants}  # rows asked for, network calls
     try:
@@ -120,6 +131,8 @@ def profile(variants: list[str], preset: str, games: int, ticks: int, warmup: in
             for v, (_, evaluate, actor) in made.items():
                 evaluate.record = r >= warmup
                 timers.current = acc[v] if r >= warmup else None
+                if r >= warmup:
+                    refreshers[v].before_tick()
                 actor.tick()
                 timers.current = None
     finally:
@@ -130,7 +143,7 @@ def profile(variants: list[str], preset: str, games: int, ticks: int, warmup: in
         rows[v] = [sum(spec[0][0][0] for _, spec in calls), len(calls)]
         cache = getattr(evaluate.evaluate, "cache", None)
         stages = _stages(acc[v])
-        total = acc[v]["tick"]
+        total = _total(acc[v])
         out[v] = {
             "seconds": total,
             "positions": ticks * games,
@@ -140,6 +153,7 @@ def profile(variants: list[str], preset: str, games: int, ticks: int, warmup: in
             "rows_asked": rows[v][0],
             "network_calls": rows[v][1],
             "cache_hit_share": cache.hits / (cache.hits + cache.misses) if cache is not None else None,
+            "publications": (refreshers[v].ticks - 1) // refresh_every if refresh_every else 0,
         }
     return {"variants": out, "evaluator": made[variants[0]][1].evaluate, "algo": made[variants[0]][0]}
 
@@ -215,7 +229,12 @@ def render(result: dict) -> str:
         f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs, shared with other "
         f"jobs; torch {m['torch']}, one torch thread; load average start/end {m['loadavg_start']} / {m['loadavg_end']}",
         f"- preset {m['preset']}, {m['games']} concurrent games, {m['ticks']} moves per variant after {m['warmup']} "
-        "warm-up moves, the variants one move each per round; untrained network",
+        "warm-up moves, the variants one move each per round; untrained network"
+        + (
+            f"; the weights published again every {m['refresh_every']} moves (as the trainer's learner does)"
+            if m.get("refresh_every")
+            else ""
+        ),
         "",
         "| stage | " + " | ".join(names) + " |",
         "|---|" + "---:|" * len(names),
@@ -262,19 +281,28 @@ def main(argv=None):
     ap.add_argument("--ticks", type=int, default=40, help="measured moves per variant")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--floor-repeats", type=int, default=30)
+    ap.add_argument(
+        "--refresh-every",
+        type=int,
+        default=0,
+        metavar="MOVES",
+        help="the weights published again every this many moves, as the trainer's learner does (0: never)",
+    )
     ap.add_argument("--out", default="benchmarks/results/selfplay_profile_c4.json")
     args = ap.parse_args(argv)
     if args.ticks < 1 or args.games < 1:
         ap.error("--ticks and --games must be positive")
+    if args.refresh_every < 0:
+        ap.error("--refresh-every must not be negative")
     set_threads(1)
     meta = {
         "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
         "machine": machine_info(),
         "torch": torch.__version__,
         "loadavg_start": os.getloadavg(),
-        **{k: getattr(args, k) for k in ("preset", "games", "ticks", "warmup", "floor_repeats")},
+        **{k: getattr(args, k) for k in ("preset", "games", "ticks", "warmup", "floor_repeats", "refresh_every")},
     }
-    prof = profile(args.variants.split(","), args.preset, args.games, args.ticks, args.warmup)
+    prof = profile(args.variants.split(","), args.preset, args.games, args.ticks, args.warmup, args.refresh_every)
     first = prof["variants"][args.variants.split(",")[0]]
     batch = max(1, round(first["rows_asked"] / max(first["network_calls"], 1)))
     result = {"meta": meta, "variants": prof["variants"]}

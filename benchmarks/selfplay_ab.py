@@ -49,8 +49,9 @@ def unpack(rev: str, into: Path) -> str:
     return commit
 
 
-def run_one(root: Path, args, out: Path) -> dict:
-    """One run of `root`'s own selfplay_throughput.py at the A/B's settings: its row."""
+def run_one(root: Path, args, out: Path, inference: str) -> dict:
+    """One run of `root`'s own selfplay_throughput.py at the A/B's settings (`inference`:
+    its --inference, a path with optional overrides after '+'): its row."""
     cmd = [
         sys.executable,
         str(root / "benchmarks" / "selfplay_throughput.py"),
@@ -63,7 +64,7 @@ def run_one(root: Path, args, out: Path) -> dict:
         "--devices",
         "cpu",
         "--inference",
-        args.inference,
+        inference,
         "--seconds",
         str(args.seconds),
         "--out",
@@ -98,7 +99,13 @@ def render(result: dict) -> str:
         f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs; shared with other "
         "jobs (the load averages say how busy)",
         f"- settings: preset {m['preset']}, {m['games']} concurrent games per actor, {m['actors']} actor processes "
-        f"(one torch thread each), net.inference {m['inference']}, {m['seconds']} s of self-play per run; "
+        f"(one torch thread each), net.inference {m['inference']}"
+        + (
+            f" (the candidate: {m['candidate_inference']})"
+            if m.get("candidate_inference", m["inference"]) != m["inference"]
+            else ""
+        )
+        + f", {m['seconds']} s of self-play per run; "
         "rounds ABBA (baseline, candidate, candidate, baseline, ...)"
         + (
             f"; the weights reloaded every {m['refresh_every']} moves where the code has that option (reloads column)"
@@ -135,6 +142,11 @@ def main(argv=None):
     ap.add_argument("--games", type=int, default=64)
     ap.add_argument("--actors", type=int, default=2)
     ap.add_argument("--inference", default="auto")
+    ap.add_argument(
+        "--candidate-inference",
+        default=None,
+        help="the candidate's --inference, when it differs (e.g. auto+net.winograd=6: a setting the baseline lacks)",
+    )
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument(
         "--refresh-every",
@@ -159,6 +171,7 @@ def main(argv=None):
         "baseline_rev": args.baseline,
         "candidate": git("rev-parse", "HEAD")[:10] + (" with uncommitted changes" if dirty else ""),
         **{k: getattr(args, k) for k in ("preset", "games", "actors", "inference", "seconds", "refresh_every")},
+        "candidate_inference": args.candidate_inference or args.inference,
     }
     runs = []
     with tempfile.TemporaryDirectory(prefix="selfplay_ab_") as tmp:
@@ -166,9 +179,10 @@ def main(argv=None):
         base.mkdir()
         meta["baseline"] = unpack(args.baseline, base)
         codes = {"baseline": base, "candidate": ROOT}
+        inference = {"baseline": args.inference, "candidate": meta["candidate_inference"]}
         for rnd in range(args.rounds):
             for code in ("baseline", "candidate", "candidate", "baseline"):
-                row = run_one(codes[code], args, Path(tmp) / "run.json")
+                row = run_one(codes[code], args, Path(tmp) / "run.json", inference[code])
                 runs.append({"round": rnd + 1, "code": code, **row})
                 print(f"round {rnd + 1} {code}: {row['positions_per_s']:.0f} positions/s", flush=True)
     per = {c: [r["positions_per_s"] for r in runs if r["code"] == c] for c in codes}

@@ -40,6 +40,9 @@ from .validation import (
     positive as _positive,
 )
 
+# net.winograd's output tiles m of F(m x m, 3 x 3) (0: the direct convolution)
+WINOGRAD_TILES = (0, 2, 3, 4, 6)
+
 
 @dataclass
 class NetConfig:
@@ -68,6 +71,10 @@ class NetConfig:
     # Rows of network outputs AlphaZero's evaluator keeps by input, read back when a
     # search meets the same position again (exact; polyzero.nets.eval_cache); 0: none.
     cache: int = 65536
+    # AlphaZero's residual towers of basic blocks under ONNX Runtime: the 3x3 convolutions
+    # as Winograd's F(m x m, 3 x 3) with this m (polyzero.nets.winograd; equal to the
+    # direct convolution up to float32 rounding); 0: the direct convolution.
+    winograd: int = 0
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
@@ -79,6 +86,10 @@ class NetConfig:
         _positive("net.bottleneck_channels", self.bottleneck_channels, allow_zero=True)
         _positive("net.broadcast_every", self.broadcast_every, allow_zero=True)
         _positive("net.cache", self.cache, allow_zero=True)
+        if self.winograd not in WINOGRAD_TILES:
+            raise UsageError(
+                f"net.winograd must be one of {', '.join(map(str, WINOGRAD_TILES))}, not {self.winograd!r}"
+            )
 
 
 @dataclass

@@ -96,7 +96,7 @@ def test_a_weight_change_clears_the_evaluators_cache():
     np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-5, atol=1e-6)
 
 
-def _selfplay(cache: int, inference: str):
+def _selfplay(cache: int, inference: str, winograd: int = 0):
     cfg = build_config(
         "connect_four",
         "alphazero",
@@ -106,6 +106,7 @@ def _selfplay(cache: int, inference: str):
             "selfplay.concurrent_games=6",
             f"net.inference={inference}",
             f"net.cache={cache}",
+            f"net.winograd={winograd}",
         ],
     )
     game = load_game(cfg.game)
@@ -117,10 +118,11 @@ def _selfplay(cache: int, inference: str):
     return evaluator, finished, actor
 
 
-def test_self_play_with_the_cache_is_self_play_without_it():
+@pytest.mark.parametrize("winograd", [0, 4])
+def test_self_play_with_the_cache_is_self_play_without_it(winograd):
     pytest.importorskip("onnxruntime")  # ONNX Runtime's rows do not depend on their batch
-    cached, with_cache, actor = _selfplay(4096, "onnx")
-    _, without, _ = _selfplay(0, "onnx")
+    cached, with_cache, actor = _selfplay(4096, "onnx", winograd)
+    _, without, _ = _selfplay(0, "onnx", winograd)
     assert cached.cache.hits > 0.2 * (cached.cache.hits + cached.cache.misses)
     assert [t.actions for t in with_cache] == [t.actions for t in without] and with_cache
     for a, b in zip(with_cache, without):

@@ -52,7 +52,7 @@ class AlphaZero:
 
     def make_evaluator(self, net: torch.nn.Module, device) -> Evaluator:
         """What `search` calls the network through (NumPy in, NumPy out)."""
-        return Evaluator(net, device, self.cfg.net.inference, self.cfg.net.cache)
+        return Evaluator(net, device, self.cfg.net.inference, self.cfg.net.cache, self.cfg.net.winograd)
 
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)

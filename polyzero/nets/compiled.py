@@ -21,7 +21,9 @@ Backends (measured by ``benchmarks/inference_paths.py``, docs/benchmarks.md):
 ``script``, ``onednn`` and ``onnx`` bake the weights in: after ``refresh()`` (the
 evaluator's ``load_state_dict``) they are rebuilt at the next call. ONNX Runtime's
 rebuild is a new session over the same exported graph with the new weights written
-into it (no re-export); ``script`` re-traces.
+into it (no re-export); ``script`` re-traces. A module that names its
+``constant_buffers`` (the Winograd tower, :mod:`polyzero.nets.winograd`) is exported
+with its other weights as inputs bound to their memory: one session, no rebuild.
 """
 
 from __future__ import annotations
@@ -212,21 +214,38 @@ class _OnnxGraph:
         import onnx
 
         graph = onnx.load_from_string(buf.getvalue())
-        names = {init.name for init in graph.graph.initializer}
+        state = _state(module)
+        constants = getattr(module, "constant_buffers", None)
+        # A module that names its constant buffers (polyzero.nets.winograd: the weights
+        # it uses are transformed already, so there is nothing left for ONNX Runtime to
+        # fold) takes every other weight as a graph input bound to the weight's own
+        # memory: a refresh then needs no new session.
+        self.live = constants is not None
+        fed = {n for n in state if n not in constants} if self.live else set()
+        if fed:  # (extend copies the messages: the graph's own are read back below)
+            kept = [init for init in graph.graph.initializer if init.name not in fed]
+            del graph.graph.initializer[:]
+            graph.graph.initializer.extend(kept)
         # Weights as graph inputs could be fed per call, which stops ONNX Runtime from
-        # folding them: they are initializers only.
+        # folding them: they are initializers only (but the live ones).
+        names = {init.name for init in graph.graph.initializer}
         real_inputs = [i for i in graph.graph.input if i.name not in names]
         del graph.graph.input[:]
         graph.graph.input.extend(real_inputs)
         self.graph = graph
-        state = _state(module)
+        self.fed = {i.name: state[i.name] for i in real_inputs if i.name in fed}
         # The initializers a refresh rewrites (ONNX Runtime folds and fuses initializers
         # before it applies SessionOptions.add_initializer's overrides, so the graph's
         # own copies are rewritten).
         self.weights = [(init, state[init.name]) for init in graph.graph.initializer if init.name in state]
+        self.sessions = 0  # ONNX Runtime sessions built
+        self._live_call: Callable | None = None
 
     def session(self) -> Callable:
-        """A session over the exported graph with the module's current weights."""
+        """A session over the exported graph with the module's current weights (live
+        weights: the one session, which reads them where they are)."""
+        if self._live_call is not None:
+            return self._live_call
         ort = self.ort
         for init, tensor in self.weights:
             init.raw_data = tensor.detach().cpu().numpy().astype(_NUMPY_OF_ONNX[init.data_type], copy=False).tobytes()
@@ -237,7 +256,31 @@ class _OnnxGraph:
         # Idle threads sleep instead of spinning: the cores are shared with the tree kernels.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         sess = ort.InferenceSession(self.graph.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        self.sessions += 1
         run, outputs, inputs = sess.run, self.outputs, self.inputs
+        if self.live:
+            # OrtValues over the weights' own (CPU, float32, contiguous) memory: no copy,
+            # and a load_state_dict, which copies in place, is seen at the next call.
+            arrays = {n: t.detach().numpy() for n, t in self.fed.items()}
+            if any(not a.flags.c_contiguous or a.dtype != np.float32 for a in arrays.values()):
+                raise ValueError("live weights must be contiguous float32 CPU tensors")
+            values = {n: ort.OrtValue.ortvalue_from_numpy(a) for n, a in arrays.items()}
+            run_values, from_numpy = sess.run_with_ort_values, ort.OrtValue.ortvalue_from_numpy
+
+            def live(arrs):
+                # One row runs as two: MLAS multiplies a single row by a weight that is
+                # not a constant along another path (another summation order), and the
+                # network-output cache needs a row's outputs not to depend on its batch.
+                one = arrs[0].shape[0] == 1
+                feed = dict(values)
+                for name, a in zip(inputs, arrs):
+                    feed[name] = from_numpy(np.concatenate([a, a]) if one else a)
+                outs = run_values(outputs, feed)
+                return tuple(v.numpy()[:1] if one else v.numpy() for v in outs)
+
+            live.keep = arrays  # the memory the OrtValues read
+            self._live_call = live
+            return live
 
         def call(arrays):
             return tuple(run(outputs, dict(zip(inputs, arrays))))

@@ -14,8 +14,9 @@ import scipy
 import torch
 from torch import nn
 
-from .compiled import CompiledCall
+from .compiled import CompiledCall, resolve_path
 from .eval_cache import EvaluationCache
+from .winograd import WinogradNet, supports as winograd_supports
 
 # The thread count this process chose (set_threads), None until one did.
 _chosen_threads: int | None = None
@@ -78,17 +79,33 @@ class Evaluator:
     """Calls a policy-value network on a float32 batch and returns NumPy arrays
     (logits [M, A], value [M]) through the `inference` path (`net.inference`), reading
     back the rows it evaluated before from a cache of `cache` rows (`net.cache`, 0:
-    none; :mod:`polyzero.nets.eval_cache`)."""
+    none; :mod:`polyzero.nets.eval_cache`). With `winograd` = m > 0 (`net.winograd`) a
+    residual tower of basic blocks run through ONNX Runtime computes its 3x3
+    convolutions as F(m x m, 3 x 3) (:mod:`polyzero.nets.winograd`); other networks and
+    paths ignore it."""
 
-    def __init__(self, net: nn.Module, device: torch.device | str = "cpu", inference: str = "auto", cache: int = 0):
+    def __init__(
+        self,
+        net: nn.Module,
+        device: torch.device | str = "cpu",
+        inference: str = "auto",
+        cache: int = 0,
+        winograd: int = 0,
+    ):
         self.device = torch.device(device)
         self.net = net.to(self.device).eval()
-        self._forward = CompiledCall(self.net, (np.float32,), inference, self.device)
+        module = self.net
+        self._winograd = None
+        if winograd and resolve_path(inference, self.device) == "onnx" and winograd_supports(net):
+            module = self._winograd = WinogradNet(self.net, winograd)
+        self._forward = CompiledCall(module, (np.float32,), inference, self.device)
         self.cache = EvaluationCache(cache) if cache else None
 
     def load_state_dict(self, state: dict) -> None:
         self.net.load_state_dict(state)
         self.net.eval()
+        if self._winograd is not None:
+            self._winograd.refresh()
         self._forward.refresh()
         if self.cache is not None:
             self.cache.clear()

@@ -23,6 +23,7 @@ APPLIED = frozenset(
         "threads",
         "net.inference",
         "net.cache",
+        "net.winograd",
         "search.num_simulations",
         "search.c_puct",
         "search.c1",
