@@ -4,9 +4,13 @@ NumPy buffers included), on both of `choice`'s paths (Floyd's hash set and the t
 shuffle), so that a checkpoint's `bit_generator.state` and a resumed run's draws are
 those of NumPy's calls."""
 
+import copy as copy_module
+import pickle
+
 import numpy as np
 import pytest
 
+from polyzero.replay import ReplayBuffer
 from polyzero.replay.draws import bit_state, choice, integers, uniform_draws, window_draws
 
 
@@ -66,3 +70,20 @@ def test_another_bit_generator_has_no_compiled_state():
     assert bit_state(np.random.Generator(np.random.MT19937(0))) is None
     assert bit_state(np.random.Generator(np.random.PCG64DXSM(0))) is None
     assert bit_state(np.random.RandomState(0)) is None
+
+
+def test_a_copied_replay_draws_from_the_copied_generator():
+    """A replay and its generator deep-copied (or pickled) together: the copy's compiled
+    draws move the copy's generator, not the original's (the held addresses are not copied)."""
+    specs = {"obs": ((3,), np.float32), "outcome": ((), np.float32)}
+    replay = ReplayBuffer(64, specs)
+    replay.add({"obs": np.arange(96, dtype=np.float32).reshape(32, 3), "outcome": np.arange(32, dtype=np.float32)})
+    rng = np.random.default_rng(4)
+    replay.sample(8, rng)  # the addresses of rng's state now held
+    copies = [copy_module.deepcopy((replay, rng)), pickle.loads(pickle.dumps((replay, rng)))]
+    before, got = rng.bit_generator.state, []
+    for other, other_rng in copies:
+        got.append(other.sample(8, other_rng))
+        assert rng.bit_generator.state == before
+    want = replay.sample(8, rng)
+    assert all(np.array_equal(g[k], want[k]) for g in got for k in want)

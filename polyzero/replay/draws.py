@@ -132,6 +132,11 @@ class StateOf:
             self.rng, self.state = rng, bit_state(rng)
         return self.state
 
+    def __getstate__(self) -> dict:
+        """Nothing held in a copy or a pickle: the addresses are this generator's in this
+        process, and a copied generator (the same object to its copied holder) has its own."""
+        return {"rng": None, "state": None}
+
 
 @nb.njit(cache=True)
 def window_draws(state, alive, size, uses, max_updates, picks):
