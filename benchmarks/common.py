@@ -399,6 +399,12 @@ def _lscpu(fields: tuple[str, ...]) -> dict:
     return info
 
 
+def command_line(argv=None) -> str:
+    """The benchmark's command as a user types it (`python benchmarks/X.py ARGS`), for its
+    results file; `argv` as main() got it (None: the process's own)."""
+    return " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:]))
+
+
 def machine_info() -> dict:
     """Python, the CPU count and lscpu's model and topology (the timing benchmarks)."""
     return {

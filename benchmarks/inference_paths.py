@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tinynet  # noqa: E402
-from common import machine_info, summarize, time_interleaved, write_results  # noqa: E402
+from common import command_line, machine_info, summarize, time_interleaved, write_results  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
@@ -249,7 +249,7 @@ def main(argv=None):
         paths.insert(0, "eager")
     batches = [int(b) for b in args.batch_sizes.split(",")]
     meta = {
-        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "command": command_line(argv),
         "machine": machine_info(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),

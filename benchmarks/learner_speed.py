@@ -45,7 +45,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, write_results  # noqa: E402
+from common import command_line, machine_info, write_results  # noqa: E402
 from learner_arms import ARMS, Arm, floor_pass, setup  # noqa: E402
 from learner_drift import render_drift  # noqa: E402
 from learner_phases import phases_and_drifts, render_phases  # noqa: E402
@@ -459,7 +459,7 @@ def main(argv=None) -> None:
     ]
     phases, drifts = phases_and_drifts(args)
     result = {
-        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "command": command_line(argv),
         "machine": machine_info(),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "torch": torch.__version__,

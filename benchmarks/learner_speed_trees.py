@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, write_results  # noqa: E402
+from common import command_line, machine_info, write_results  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -121,7 +121,7 @@ def main(argv=None) -> None:
                 )
     now = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     result = {
-        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "command": command_line(argv),
         "machine": machine_info(),
         "before": args.before,
         "now": now.stdout.strip() + (" with uncommitted changes" if _dirty() else ""),

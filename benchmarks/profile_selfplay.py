@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, write_results  # noqa: E402
+from common import command_line, machine_info, write_results  # noqa: E402
 from polyzero.algos import simulator  # noqa: E402
 from polyzero.nets import compiled, eval_cache, inference  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
@@ -296,7 +296,7 @@ def main(argv=None):
         ap.error("--refresh-every must not be negative")
     set_threads(1)
     meta = {
-        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "command": command_line(argv),
         "machine": machine_info(),
         "torch": torch.__version__,
         "loadavg_start": os.getloadavg(),

@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, write_results  # noqa: E402
+from common import command_line, machine_info, write_results  # noqa: E402
 from polyzero.nets.inference import Evaluator, set_threads  # noqa: E402
 from selfplay_throughput import build_setting  # noqa: E402
 
@@ -143,7 +143,7 @@ def main(argv=None):
         ap.error("--rounds, --publications and the batches must be positive")
     set_threads(1)
     meta = {
-        "command": " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+        "command": command_line(argv),
         "machine": machine_info(),
         "torch": torch.__version__,
         "loadavg_start": os.getloadavg(),
