@@ -206,7 +206,7 @@ def test_auto_is_the_default_and_runs_winograd_in_self_play_only():
     "game, overrides",
     [
         ("connect_four", ["selfplay.concurrent_games=16"]),  # batches too small to gain
-        ("tic_tac_toe", ["net.kind=resnet"]),  # a board too small to gain
+        ("tic_tac_toe", ["net.kind=resnet", "selfplay.concurrent_games=64"]),  # a board too small to gain
         ("connect_four", ["net.block=bottleneck"]),  # a tower this path does not compute
         ("connect_four", ["net.kind=mlp"]),
     ],
@@ -262,3 +262,10 @@ def test_a_run_saved_before_the_setting_keeps_the_direct_convolution():
     assert build_config(base=saved).net.winograd == 0
     saved["net"]["winograd"] = "auto"
     assert build_config(base=saved).net.winograd == "auto"
+
+
+def test_auto_counts_the_rows_a_shared_services_forward_takes():
+    pytest.importorskip("onnxruntime")
+    shared = ["selfplay.shared_inference=true", "selfplay.actors=2"]
+    assert _tiles(_algo("connect_four", *shared), selfplay=True) == (6, 4)
+    assert _tiles(_algo("connect_four", *shared, "selfplay.inference_max_batch=8"), selfplay=True) is None

@@ -55,7 +55,10 @@ class AlphaZero:
         """What `search` calls the network through (NumPy in, NumPy out); `selfplay`: for
         self-play's batched searches, whose default convolution (`net.winograd = "auto"`,
         polyzero.nets.winograd.chosen_tile) is not evaluation's and play's."""
-        games = self.cfg.selfplay.concurrent_games if selfplay else 0
+        sp = self.cfg.selfplay
+        games = sp.concurrent_games if selfplay else 0  # the rows of an actor's calls (more when shared)
+        if sp.shared_inference and sp.inference_max_batch:
+            games = min(games, sp.inference_max_batch)  # the service's forwards take no more
         tile = chosen_tile(self.cfg.net.winograd, net, games)
         return Evaluator(net, device, self.cfg.net.inference, self.cfg.net.cache, tile)
 

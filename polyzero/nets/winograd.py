@@ -111,13 +111,19 @@ def supports(net: nn.Module) -> bool:
 
 
 #: What `net.winograd = "auto"` runs in self-play: F(6 x 6, 3 x 3) (each axis the
-#: smallest tile covering it in as many tiles: F(6 x 4) on Connect Four's 6 x 7 board),
-#: where the board's shorter side has at least AUTO_MIN_SIDE cells and an actor searches
-#: at least AUTO_MIN_GAMES games at once; the direct convolution elsewhere. Measured, the
-#: network alone by board and batch: benchmarks/results/selfplay_winograd_boards.md.
+#: smallest tile covering it in as many tiles: F(6 x 4) on Connect Four's 6 x 7 board,
+#: F(5 x 5) on 5 x 5 and 9 x 9, F(4 x 4) on 7 x 7), where the board's shorter side has at
+#: least AUTO_MIN_SIDE cells and an actor searches at least AUTO_MIN_GAMES games at once;
+#: the direct convolution elsewhere. Measured, the network alone by board and batch
+#: (benchmarks/results/selfplay_winograd_boards.md, CPU time, one thread): F(6) breaks
+#: even at about 24 rows on the 5 x 5, 6 x 7, 7 x 7 and 9 x 9 boards (0.85-1.07x at 16,
+#: 1.07-1.19x at 32, 1.25-1.45x at 64), at 48 rows on tic-tac-toe's 3 x 3 (1.13x at 64
+#: only), and loses 3-4x at one row. Self-play's calls carry one row per game less the
+#: cache's hits (30% with the learner's reloads every 8 moves, 45% with fixed weights):
+#: 48 games are about 34 rows, 1.07-1.19x; 32 games about 22 rows, 0.85-1.15x.
 AUTO_TILE = 6
-AUTO_MIN_SIDE = 6
-AUTO_MIN_GAMES = 32
+AUTO_MIN_SIDE = 5
+AUTO_MIN_GAMES = 48
 
 
 def chosen_tile(setting: int | str, net: nn.Module, selfplay_games: int = 0) -> int:
