@@ -120,7 +120,7 @@ def supports(net: nn.Module) -> bool:
 #: 1.07-1.19x at 32, 1.25-1.45x at 64), at 48 rows on tic-tac-toe's 3 x 3 (1.13x at 64
 #: only), and loses 3-4x at one row. Self-play's calls carry one row per game less the
 #: cache's hits (30% with the learner's reloads every 8 moves, 45% with fixed weights):
-#: 48 games are about 34 rows, 1.07-1.19x; 32 games about 22 rows, 0.85-1.15x.
+#: 48 games are about 34 rows (1.07-1.19x at 32); 32 games about 22 (0.85-1.17x at 16-24).
 AUTO_TILE = 6
 AUTO_MIN_SIDE = 5
 AUTO_MIN_GAMES = 48
