@@ -121,6 +121,8 @@ def supports(net: nn.Module) -> bool:
 #: only), and loses 3-4x at one row. Self-play's calls carry one row per game less the
 #: cache's hits (30% with the learner's reloads every 8 moves, 45% with fixed weights):
 #: 48 games are about 34 rows (1.07-1.19x at 32); 32 games about 22 (0.85-1.17x at 16-24).
+#: Self-play end to end on Connect Four, reloads every 8 moves: 0.85x at 16 games, 1.02x
+#: at 32, 1.09x at 48, 1.19x at 64 (benchmarks/results/selfplay_throughput_c4_winograd_games.md).
 AUTO_TILE = 6
 AUTO_MIN_SIDE = 5
 AUTO_MIN_GAMES = 48
