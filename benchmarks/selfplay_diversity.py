@@ -58,7 +58,7 @@ def load_checkpoint(ckpt: Path):
 
 def probe(ckpt: Path, games: int, seed: int) -> dict:
     cfg, game, algo, net = load_checkpoint(ckpt)
-    actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(net, torch.device("cpu")), seed=seed)
+    actor = SelfPlayActor(algo, game, cfg, algo.make_evaluator(net, torch.device("cpu"), selfplay=True), seed=seed)
     if hasattr(algo, "acting_temperature"):
         actor.temperature = algo.acting_temperature(int(ckpt.name.split("_")[-1]))
     trajs = []

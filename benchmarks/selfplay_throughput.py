@@ -163,7 +163,7 @@ def build_setting(preset: str, games: int, inference: str, device: str, seed: in
         from polyzero.train.checkpoint import read_learner
 
         net.load_state_dict(read_learner(checkpoint)["net"])
-    return cfg, game, algo, Recording(algo.make_evaluator(net, torch.device(device)))
+    return cfg, game, algo, Recording(algo.make_evaluator(net, torch.device(device), selfplay=True))
 
 
 def make_actor(preset: str, games: int, inference: str, device: str, seed: int, checkpoint=None):

@@ -28,19 +28,31 @@ from polyzero.nets.inference import Evaluator, set_threads  # noqa: E402
 from selfplay_throughput import build_setting  # noqa: E402
 
 
+def arm_name(ev: Evaluator) -> str:
+    """The convolution an evaluator runs: "direct" or the tiles, e.g. "F(6x4,3x3)"."""
+    w = ev._winograd
+    return "direct" if w is None else f"F({w.m_h}x{w.m_w},3x3)"
+
+
 def arms(algo, tiles: list[int]) -> dict[str, Evaluator]:
-    """One evaluator per arm over the same network (no cache), named by the tiles it runs."""
+    """One evaluator per arm over the same network (no cache), named by the tiles it runs
+    (two m that give a board the same tiles are one arm)."""
     net = algo.build_network().eval()
-    made = {}
+    made: dict[str, Evaluator] = {}
     for m in tiles:
         ev = Evaluator(net, "cpu", "onnx", 0, m)
-        w = ev._winograd
-        made["direct" if w is None else f"F({w.m_h}x{w.m_w},3x3)"] = ev
+        made.setdefault(arm_name(ev), ev)
     return made
 
 
 def run(preset: str, tiles: list[int], batches: list[int], rounds: int, publications: int) -> dict:
     cfg, game, algo, _ = build_setting(preset, 64, "onnx", "cpu", 0)
+    return time_arms(algo, tiles, batches, rounds, publications)
+
+
+def time_arms(algo, tiles: list[int], batches: list[int], rounds: int, publications: int) -> dict:
+    """Each arm's CPU and wall time per call at each batch (medians), its publication's
+    cost and its largest difference from PyTorch eager, for `algo`'s untrained network."""
     made = arms(algo, tiles)
     net = next(iter(made.values())).net
     rng = np.random.default_rng(0)

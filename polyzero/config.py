@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import tomllib
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,8 @@ from .validation import (
     positive as _positive,
 )
 
-# net.winograd's output tiles m of F(m x m, 3 x 3) (0: the direct convolution)
+# net.winograd's output tiles m of F(m x m, 3 x 3) (0: the direct convolution), or
+# "auto": self-play's evaluators choose (polyzero.nets.winograd.chosen_tile)
 WINOGRAD_TILES = (0, 2, 3, 4, 6)
 
 
@@ -73,8 +75,10 @@ class NetConfig:
     cache: int = 65536
     # AlphaZero's residual towers of basic blocks under ONNX Runtime: the 3x3 convolutions
     # as Winograd's F(m x m, 3 x 3) with this m (polyzero.nets.winograd; equal to the
-    # direct convolution up to float32 rounding); 0: the direct convolution.
-    winograd: int = 0
+    # direct convolution up to float32 rounding); 0: the direct convolution everywhere.
+    # "auto": self-play's evaluators use the tile that pays at their batches (measured,
+    # polyzero.nets.winograd.chosen_tile), evaluation, play and engines the direct one.
+    winograd: int | str = "auto"
 
     def validate(self):
         _choice("net.kind", self.kind, ("resnet", "mlp"))
@@ -86,9 +90,9 @@ class NetConfig:
         _positive("net.bottleneck_channels", self.bottleneck_channels, allow_zero=True)
         _positive("net.broadcast_every", self.broadcast_every, allow_zero=True)
         _positive("net.cache", self.cache, allow_zero=True)
-        if self.winograd not in WINOGRAD_TILES:
+        if self.winograd != "auto" and self.winograd not in WINOGRAD_TILES:
             raise UsageError(
-                f"net.winograd must be one of {', '.join(map(str, WINOGRAD_TILES))}, not {self.winograd!r}"
+                f"net.winograd must be auto or one of {', '.join(map(str, WINOGRAD_TILES))}, not {self.winograd!r}"
             )
 
 
@@ -402,6 +406,15 @@ class RunConfig:
 # ---------------------------------------------------------------- loading
 def _check_type(key: str, value, annotation):
     origin = typing.get_origin(annotation)
+    if origin is types.UnionType:  # e.g. int | str: the first type the value is
+        kinds = typing.get_args(annotation)
+        for kind in kinds:
+            try:
+                return _check_type(key, value, kind)
+            except UsageError:
+                continue
+        names = " or ".join(k.__name__ for k in kinds)
+        raise UsageError(f"{key} must be of type {names}, not {type(value).__name__} ({value!r})")
     if origin is list:
         (item,) = typing.get_args(annotation)
         if not isinstance(value, list):
@@ -483,6 +496,7 @@ _SAVED_BEFORE = {
     ("muzero", "priority_value"): "network",
     ("muzero", "action_planes"): "cell",
     ("net", "board_tower"): False,
+    ("net", "winograd"): 0,
 }
 
 

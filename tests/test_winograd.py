@@ -16,7 +16,16 @@ from polyzero.errors import UsageError
 from polyzero.games import load_game
 from polyzero.nets.alphazero import NetSpec, PolicyValueNet
 from polyzero.nets.inference import Evaluator
-from polyzero.nets.winograd import WinogradNet, axis_tile, supports, transforms
+from polyzero.nets.winograd import (
+    AUTO_MIN_GAMES,
+    AUTO_MIN_SIDE,
+    AUTO_TILE,
+    WinogradNet,
+    axis_tile,
+    chosen_tile,
+    supports,
+    transforms,
+)
 from polyzero.train.selfplay import SelfPlayActor
 
 
@@ -170,3 +179,93 @@ def test_self_plays_searches_choose_as_with_the_direct_convolution(m):
 def test_an_unknown_tile_is_a_usage_error():
     with pytest.raises(UsageError, match="net.winograd"):
         build_config("connect_four", "alphazero", overrides=["net.winograd=5"])
+
+
+# ------------------------------------------------------------------ net.winograd = "auto"
+def _algo(game="connect_four", *overrides):
+    cfg = build_config(game, "alphazero", overrides=["net.inference=onnx", *overrides])
+    return make_algorithm(cfg, load_game(cfg.game))
+
+
+def _tiles(algo, selfplay):
+    w = algo.make_evaluator(algo.build_network(), "cpu", selfplay=selfplay)._winograd
+    return None if w is None else (w.m_h, w.m_w)
+
+
+def test_auto_is_the_default_and_runs_winograd_in_self_play_only():
+    """The quick start's settings (Connect Four, 3 x 64 tower, 64 games): self-play's
+    evaluator F(6 x 4), evaluation's and play's the direct convolution."""
+    pytest.importorskip("onnxruntime")
+    algo = _algo()
+    assert algo.cfg.net.winograd == "auto" and algo.cfg.selfplay.concurrent_games == 64
+    assert _tiles(algo, selfplay=True) == (6, 4)
+    assert _tiles(algo, selfplay=False) is None
+
+
+@pytest.mark.parametrize(
+    "game, overrides",
+    [
+        ("connect_four", ["selfplay.concurrent_games=16"]),  # batches too small to gain
+        ("tic_tac_toe", ["net.kind=resnet", "selfplay.concurrent_games=64"]),  # a board too small to gain
+        ("connect_four", ["net.block=bottleneck"]),  # a tower this path does not compute
+        ("connect_four", ["net.kind=mlp"]),
+    ],
+)
+def test_auto_keeps_the_direct_convolution_where_winograd_does_not_pay(game, overrides):
+    pytest.importorskip("onnxruntime")
+    algo = _algo(game, *overrides)
+    assert _tiles(algo, selfplay=True) is None and _tiles(algo, selfplay=False) is None
+
+
+@pytest.mark.parametrize("m, want", [(0, None), (4, (3, 4)), (6, (6, 4))])
+def test_an_explicit_tile_is_itself_everywhere(m, want):
+    pytest.importorskip("onnxruntime")
+    algo = _algo("connect_four", f"net.winograd={m}", "selfplay.concurrent_games=4")
+    assert _tiles(algo, selfplay=True) == want and _tiles(algo, selfplay=False) == want
+
+
+def test_the_rule_reads_the_board_and_the_games():
+    net = _net(obs_shape=(2, 6, 7))
+    assert chosen_tile("auto", net, 64) == AUTO_TILE and chosen_tile("auto", net, AUTO_MIN_GAMES) == AUTO_TILE
+    assert chosen_tile("auto", net, AUTO_MIN_GAMES - 1) == 0 and chosen_tile("auto", net, 0) == 0
+    small = AUTO_MIN_SIDE - 1
+    assert chosen_tile("auto", _net(obs_shape=(2, small, 9)), 64) == 0
+    assert chosen_tile("auto", _net(obs_shape=(2, AUTO_MIN_SIDE, 9)), 64) == AUTO_TILE
+    assert chosen_tile(3, net, 0) == 3 and chosen_tile(0, net, 64) == 0
+
+
+@pytest.mark.parametrize("value", ["5", "fast", "true", "6.0", "[6]"])
+def test_a_bad_setting_is_one_line_and_exit_code_2(value, capsys, tmp_path):
+    from polyzero.cli import main
+
+    with pytest.raises(UsageError, match="net.winograd"):
+        build_config("connect_four", "alphazero", overrides=[f"net.winograd={value}"])
+    run = tmp_path / "run"
+    assert main(["train", "connect_four", "--run-dir", str(run), "--set", f"net.winograd={value}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "net.winograd" in err and "\n" not in err and "Traceback" not in err and not run.exists()
+
+
+def test_auto_and_the_tiles_are_read_from_the_command_line_and_a_file(tmp_path):
+    assert build_config("connect_four", "alphazero", overrides=["net.winograd=auto"]).net.winograd == "auto"
+    assert build_config("connect_four", "alphazero", overrides=["net.winograd=6"]).net.winograd == 6
+    path = tmp_path / "c.toml"
+    path.write_text('[net]\nwinograd = "auto"\n')
+    assert build_config("connect_four", "alphazero", config_file=str(path)).net.winograd == "auto"
+
+
+def test_a_run_saved_before_the_setting_keeps_the_direct_convolution():
+    """A saved config without net.winograd ran with the direct convolution: resuming it
+    keeps that (the new default would change its self-play's rounding)."""
+    saved = build_config("connect_four", "alphazero").to_dict()
+    del saved["net"]["winograd"]
+    assert build_config(base=saved).net.winograd == 0
+    saved["net"]["winograd"] = "auto"
+    assert build_config(base=saved).net.winograd == "auto"
+
+
+def test_auto_counts_the_rows_a_shared_services_forward_takes():
+    pytest.importorskip("onnxruntime")
+    shared = ["selfplay.shared_inference=true", "selfplay.actors=2"]
+    assert _tiles(_algo("connect_four", *shared), selfplay=True) == (6, 4)
+    assert _tiles(_algo("connect_four", *shared, "selfplay.inference_max_batch=8"), selfplay=True) is None

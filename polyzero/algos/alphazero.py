@@ -24,6 +24,7 @@ from ..games import GameRequirements, ObservationEncoder
 from ..games.symmetry import board_symmetries
 from ..nets.alphazero import NetSpec, PolicyValueNet
 from ..nets.inference import Evaluator
+from ..nets.winograd import chosen_tile
 from ..replay import ReplayBuffer
 from ..replay.gather import SymmetricGather
 from ..search.mcts import SearchHooks, SearchResult, search
@@ -50,9 +51,16 @@ class AlphaZero:
             self.encoder.shape, self.num_actions, NetSpec.from_config(self.cfg.net, self.encoder.shape)
         )
 
-    def make_evaluator(self, net: torch.nn.Module, device) -> Evaluator:
-        """What `search` calls the network through (NumPy in, NumPy out)."""
-        return Evaluator(net, device, self.cfg.net.inference, self.cfg.net.cache, self.cfg.net.winograd)
+    def make_evaluator(self, net: torch.nn.Module, device, selfplay: bool = False) -> Evaluator:
+        """What `search` calls the network through (NumPy in, NumPy out); `selfplay`: for
+        self-play's batched searches, whose default convolution (`net.winograd = "auto"`,
+        polyzero.nets.winograd.chosen_tile) is not evaluation's and play's."""
+        sp = self.cfg.selfplay
+        games = sp.concurrent_games if selfplay else 0  # the rows of an actor's calls (more when shared)
+        if sp.shared_inference and sp.inference_max_batch:
+            games = min(games, sp.inference_max_batch)  # the service's forwards take no more
+        tile = chosen_tile(self.cfg.net.winograd, net, games)
+        return Evaluator(net, device, self.cfg.net.inference, self.cfg.net.cache, tile)
 
     def encode(self, states: Sequence) -> np.ndarray:
         return self.encoder.encode(states)

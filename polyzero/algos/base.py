@@ -67,7 +67,10 @@ class Algorithm(Protocol):
 
     def build_network(self) -> torch.nn.Module: ...
 
-    def make_evaluator(self, net: torch.nn.Module, device): ...
+    def make_evaluator(self, net: torch.nn.Module, device, selfplay: bool = False):
+        """What searches call the network through; `selfplay`: for self-play's batched
+        searches (an algorithm may run those differently, e.g. AlphaZero's
+        `net.winograd = "auto"`), else for evaluation, play and engines."""
 
     def search(
         self,

@@ -125,7 +125,8 @@ class MuZero:
             return False
         return self.mz.downsample == "on" or min(self.encoder.shape[1:]) >= 32
 
-    def make_evaluator(self, net: torch.nn.Module, device) -> MuZeroInference:
+    def make_evaluator(self, net: torch.nn.Module, device, selfplay: bool = False) -> MuZeroInference:
+        """`selfplay` is the same for self-play's searches and others' here."""
         return MuZeroInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:

@@ -129,7 +129,8 @@ class NDMZ:
         spec = NDMZSpec(width=self.cfg.net.width, layers=self.cfg.net.layers, hidden_size=self.nd.hidden_size)
         return NDMZNet(int(np.prod(self.encoder.shape)), self.layout, spec)
 
-    def make_evaluator(self, net: torch.nn.Module, device) -> NDMZInference:
+    def make_evaluator(self, net: torch.nn.Module, device, selfplay: bool = False) -> NDMZInference:
+        """`selfplay` is the same for self-play's searches and others' here."""
         return NDMZInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:

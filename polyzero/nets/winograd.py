@@ -110,6 +110,42 @@ def supports(net: nn.Module) -> bool:
     )
 
 
+#: What `net.winograd = "auto"` runs in self-play: F(6 x 6, 3 x 3) (each axis the
+#: smallest tile covering it in as many tiles: F(6 x 4) on Connect Four's 6 x 7 board,
+#: F(5 x 5) on 5 x 5 and 9 x 9, F(4 x 4) on 7 x 7), where the board's shorter side has at
+#: least AUTO_MIN_SIDE cells and an actor searches at least AUTO_MIN_GAMES games at once;
+#: the direct convolution elsewhere. Measured, the network alone by board and batch
+#: (benchmarks/results/selfplay_winograd_boards.md, CPU time, one thread): F(6) breaks
+#: even at about 24 rows on the 5 x 5, 6 x 7, 7 x 7 and 9 x 9 boards (0.85-1.07x at 16,
+#: 1.07-1.19x at 32, 1.25-1.45x at 64), at 48 rows on tic-tac-toe's 3 x 3 (1.13x at 64
+#: only), and loses 3-4x at one row. Self-play's calls carry one row per game less the
+#: cache's hits (30% with the learner's reloads every 8 moves, 45% with fixed weights):
+#: 48 games are about 34 rows (1.07-1.19x at 32); 32 games about 22 (0.85-1.17x at 16-24).
+#: Self-play end to end on Connect Four, reloads every 8 moves: 0.85x at 16 games, 1.02x
+#: at 32, 1.09x at 48, 1.19x at 64 (benchmarks/results/selfplay_throughput_c4_winograd_games.md).
+AUTO_TILE = 6
+AUTO_MIN_SIDE = 5
+AUTO_MIN_GAMES = 48
+
+
+def chosen_tile(setting: int | str, net: nn.Module, selfplay_games: int = 0) -> int:
+    """The tile m an evaluator of `net` runs for `net.winograd = setting` (0: the direct
+    convolution). An explicit m is itself everywhere. "auto" is a default per use:
+    self-play's evaluators (`selfplay_games` > 0: the games an actor searches at once,
+    each network call's rows before the cache answers some) take AUTO_TILE on a tower
+    this path computes over a board large enough, with games enough to batch, where the
+    network alone gains; every other evaluator (evaluation, play, engines, one-row
+    searches: 0.24x at one row) the direct convolution. One evaluator keeps one tile
+    whatever its batch, so a row's outputs never depend on the batch it came in (the
+    cache, polyzero.nets.eval_cache, relies on it)."""
+    if setting != "auto":
+        return int(setting)
+    if selfplay_games < AUTO_MIN_GAMES or not supports(net):
+        return 0
+    _, h, w = tuple(getattr(net, "obs_shape"))  # noqa: B009 (a module attribute mypy cannot see)
+    return AUTO_TILE if min(h, w) >= AUTO_MIN_SIDE else 0
+
+
 def _folded(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
     """The convolution's weights [K, C, 3, 3] scaled by the batch norm's per-channel scale,
     and its shift (the network in eval mode), in float64."""

@@ -44,7 +44,7 @@ class Trainer(TrainingLoop):
         self.algo = make_algorithm(cfg, self.game)
         torch.manual_seed(cfg.seed)
         self.learner = Learner(self.algo, cfg.train, self.device)
-        self.actor_evaluator = self.algo.make_evaluator(self.algo.build_network(), self.device)
+        self.actor_evaluator = self.algo.make_evaluator(self.algo.build_network(), self.device, selfplay=True)
         self.actor_evaluator.load_state_dict(self.learner.weights())
         # Go-Exploit start states and KataGo's techniques, when configured.
         self.search_control = None

@@ -94,7 +94,7 @@ class SelfPlayWorker:
         if server is not None:  # selfplay.shared_inference: the run's one network, on the server
             self.evaluator = RemoteEvaluator(server)
         else:
-            self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device)
+            self.evaluator = self.algo.make_evaluator(self.algo.build_network(), device, selfplay=True)
         # A restarted worker gets fresh randomness, so it does not replay its games.
         seed = [cfg.seed, index + 1, int.from_bytes(os.urandom(4), "little")]
         plugin = selfplay_plugin(cfg)  # Go-Exploit / KataGo (polyzero.plugins.SELFPLAY_PLUGINS)

@@ -33,7 +33,7 @@ class InferenceServer:
         cfg = build_config(base=cfg_dict)
         set_threads(cfg.threads)
         algo = make_algorithm(cfg, load_game(cfg.game))
-        evaluator = algo.make_evaluator(algo.build_network(), resolve_device(cfg.device))
+        evaluator = algo.make_evaluator(algo.build_network(), resolve_device(cfg.device), selfplay=True)
         self.service = InferenceService(evaluator, **service_settings(cfg))
         self.clients = [self.service.client() for _ in range(workers)]
         self.version = -1
