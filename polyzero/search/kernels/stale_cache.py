@@ -9,7 +9,8 @@ hashes every source whose kernels are cached together and, in each directory whe
 numba keeps their caches (beside the sources, ``NUMBA_CACHE_DIR``, the user's cache),
 removes their index files when the hash differs from the one recorded there: numba then
 compiles every kernel afresh. (Touching the sources would not do: numba stamps a source
-by its content.) A directory it cannot write is left as it is.
+by its content.) It first makes the directory numba will write to, so that the record
+is there before numba's first index. A directory it cannot write is left as it is.
 """
 
 from __future__ import annotations
@@ -55,12 +56,25 @@ def cache_dirs(source: Path) -> list[Path]:
     return list(dict.fromkeys(dirs))
 
 
+def make_numba_dir(source: Path) -> None:
+    """Make the directory numba will cache `source`'s kernels in, as numba makes it (the
+    first of its locators that can write there: ``NUMBA_CACHE_DIR``, beside the source,
+    the user's cache), so that :func:`refresh` records the digest there before numba
+    writes the first index. Without the record, the next process to import the package
+    took that index for a stale one and removed it: a fresh cache compiled twice."""
+    for locator in (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator):
+        if locator.from_function(refresh, str(source)) is not None:  # makes the directory
+            return
+
+
 def refresh(sources=SOURCES) -> list[Path]:
     """Remove `sources`' numba index files in every cache directory whose record differs
-    from their joint digest; the directories refreshed."""
+    from their joint digest, after making the directory numba will write to; the
+    directories refreshed."""
     digest, refreshed = sources_digest(sources), []
     stems_by_dir: dict[Path, set[str]] = {}
     for source in sources:
+        make_numba_dir(Path(source))
         for directory in cache_dirs(Path(source)):
             stems_by_dir.setdefault(directory, set()).add(Path(source).stem)
     for directory, stems in stems_by_dir.items():
