@@ -126,7 +126,7 @@ class MuZero:
         return self.mz.downsample == "on" or min(self.encoder.shape[1:]) >= 32
 
     def make_evaluator(self, net: torch.nn.Module, device, selfplay: bool = False) -> MuZeroInference:
-        """`selfplay` is the same for self-play's searches and others' here."""
+        """One evaluator for self-play and for evaluation: `selfplay` changes nothing here."""
         return MuZeroInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:

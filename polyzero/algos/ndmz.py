@@ -130,7 +130,7 @@ class NDMZ:
         return NDMZNet(int(np.prod(self.encoder.shape)), self.layout, spec)
 
     def make_evaluator(self, net: torch.nn.Module, device, selfplay: bool = False) -> NDMZInference:
-        """`selfplay` is the same for self-play's searches and others' here."""
+        """One evaluator for self-play and for evaluation: `selfplay` changes nothing here."""
         return NDMZInference(net, device, self.cfg.net.inference)
 
     def encode(self, states: Sequence) -> np.ndarray:
