@@ -137,6 +137,20 @@ def render(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tiles_and_batches(ap: argparse.ArgumentParser, args) -> tuple[list[int], list[int]]:
+    """--tiles and --batches as lists of integers (else a usage error: one line, exit 2)."""
+    try:
+        return [int(t) for t in args.tiles.split(",")], [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        ap.error("--tiles and --batches are comma-separated integers")
+
+
+def string_keys(result: dict) -> None:
+    """The per-batch medians keyed by strings, as JSON reads them back (render reads that form)."""
+    for k in ("cpu_ms_median", "wall_ms_median"):
+        result[k] = {n: {str(b): v for b, v in d.items()} for n, d in result[k].items()}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="alphazero")
@@ -146,11 +160,7 @@ def main(argv=None):
     ap.add_argument("--publications", type=int, default=10)
     ap.add_argument("--out", default="benchmarks/results/selfplay_winograd.json")
     args = ap.parse_args(argv)
-    try:
-        tiles = [int(t) for t in args.tiles.split(",")]
-        batches = [int(b) for b in args.batches.split(",")]
-    except ValueError:
-        ap.error("--tiles and --batches are comma-separated integers")
+    tiles, batches = tiles_and_batches(ap, args)
     if args.rounds < 1 or args.publications < 1 or min(batches) < 1:
         ap.error("--rounds, --publications and the batches must be positive")
     set_threads(1)
@@ -165,9 +175,7 @@ def main(argv=None):
     result = run(args.preset, tiles, batches, args.rounds, args.publications)
     meta["loadavg_end"] = os.getloadavg()
     out = {"meta": meta, "result": result}
-    # JSON keys are strings: render reads the same form it will read back from the file
-    for k in ("cpu_ms_median", "wall_ms_median"):
-        result[k] = {n: {str(b): v for b, v in d.items()} for n, d in result[k].items()}
+    string_keys(result)
     write_results(args.out, out, render(out))
     print(render(out))
 

@@ -27,7 +27,7 @@ from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
 from polyzero.nets.winograd import axis_tile  # noqa: E402
-from selfplay_winograd import time_arms  # noqa: E402
+from selfplay_winograd import string_keys, tiles_and_batches, time_arms  # noqa: E402
 
 GAMES = ["tic_tac_toe", "hex(board_size=5)", "connect_four", "hex(board_size=7)", "go(board_size=9)"]
 TOWER = ["net.kind=resnet", "net.block=basic", "net.channels=64", "net.blocks=3"]
@@ -82,11 +82,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--out", default="benchmarks/results/selfplay_winograd_boards.json")
     args = ap.parse_args(argv)
-    try:
-        tiles = [int(t) for t in args.tiles.split(",")]
-        batches = [int(b) for b in args.batches.split(",")]
-    except ValueError:
-        ap.error("--tiles and --batches are comma-separated integers")
+    tiles, batches = tiles_and_batches(ap, args)
     if args.rounds < 1 or min(batches) < 1:
         ap.error("--rounds and the batches must be positive")
     set_threads(1)
@@ -104,8 +100,7 @@ def main(argv=None):
         r["obs_shape"] = list(algo.encoder.shape)
         _, h, w = algo.encoder.shape
         r["arm_of_tile"] = {str(m): f"F({axis_tile(h, m)}x{axis_tile(w, m)},3x3)" if m else "direct" for m in tiles}
-        for k in ("cpu_ms_median", "wall_ms_median"):  # JSON keys are strings
-            r[k] = {n: {str(b): v for b, v in d.items()} for n, d in r[k].items()}
+        string_keys(r)
         result[game] = r
         print(game, r["cpu_ms_median"], flush=True)
     meta["loadavg_end"] = os.getloadavg()
