@@ -232,6 +232,8 @@ def test_the_rule_reads_the_board_and_the_games():
     assert chosen_tile("auto", _net(obs_shape=(2, small, 9)), 64) == 0
     assert chosen_tile("auto", _net(obs_shape=(2, AUTO_MIN_SIDE, 9)), 64) == AUTO_TILE
     assert chosen_tile(3, net, 0) == 3 and chosen_tile(0, net, 64) == 0
+    # a module without the tower or without obs_shape (any other network): the direct convolution
+    assert chosen_tile("auto", torch.nn.Linear(4, 2), 64) == 0
 
 
 @pytest.mark.parametrize("value", ["5", "fast", "true", "6.0", "[6]"])
