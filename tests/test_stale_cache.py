@@ -36,7 +36,8 @@ def test_a_changed_callee_reaches_the_cached_caller_only_after_a_refresh(tmp_pat
     assert _run(tmp_path, refresh=True) == 2  # and cached again under the new stamps
 
 
-def test_refresh_removes_the_sources_indexes_only_when_the_digest_changes(tmp_path):
+def test_refresh_removes_the_sources_indexes_only_when_the_digest_changes(tmp_path, monkeypatch):
+    monkeypatch.setattr(stale_cache.config, "CACHE_DIR", "")  # numba caches beside the sources
     sources = [tmp_path / "a.py", tmp_path / "b.py"]
     for path in sources:
         path.write_text("x = 1\n")
