@@ -57,3 +57,14 @@ def test_the_package_sources_include_every_module_with_cached_kernels():
     root = Path(stale_cache.__file__).parents[2]
     cached = {p.resolve() for p in root.rglob("*.py") if "cache=True" in p.read_text()}
     assert cached <= {p.resolve() for p in stale_cache.SOURCES}, cached - set(stale_cache.SOURCES)
+
+
+def test_a_cache_directory_numba_makes_after_the_refresh_keeps_its_kernels(tmp_path):
+    sources = [tmp_path / "a.py"]
+    sources[0].write_text("x = 1\n")
+    cache = tmp_path / "__pycache__"  # not there yet: a fresh clone before its first compile
+    stale_cache.refresh(sources)  # the first process imports polyzero
+    assert (cache / stale_cache.RECORD).read_text() == stale_cache.sources_digest(sources)
+    index = cache / "a.f-1.py311.nbi"
+    index.write_bytes(b"")  # numba caches a kernel there
+    assert stale_cache.refresh(sources) == [] and index.exists()  # the next process keeps it

@@ -55,6 +55,23 @@ def cache_dirs(source: Path) -> list[Path]:
     return list(dict.fromkeys(dirs))
 
 
+def _made_for_numba(directory: Path) -> bool:
+    """Make `directory` when numba would write there (beside the sources, or under
+    NUMBA_CACHE_DIR), so that it holds the record before numba caches a kernel in it: a
+    directory numba made after this process's refresh held no record, and the next
+    process to import removed the index of every kernel cached there meanwhile, which
+    numba then compiled again. The user-wide cache is left alone (numba uses it only
+    where the sources' directory cannot be written)."""
+    cache_dir = getattr(config, "CACHE_DIR", None)
+    if directory.name != "__pycache__" and not (cache_dir and directory.is_relative_to(cache_dir)):
+        return False
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return True
+
+
 def refresh(sources=SOURCES) -> list[Path]:
     """Remove `sources`' numba index files in every cache directory whose record differs
     from their joint digest; the directories refreshed."""
@@ -65,8 +82,10 @@ def refresh(sources=SOURCES) -> list[Path]:
             stems_by_dir.setdefault(directory, set()).add(Path(source).stem)
     for directory, stems in stems_by_dir.items():
         record = directory / RECORD
+        if not directory.is_dir() and not _made_for_numba(directory):
+            continue
         try:
-            if not directory.is_dir() or record.read_text() == digest:
+            if record.read_text() == digest:
                 continue
         except OSError:
             pass  # no record yet: refresh
