@@ -325,7 +325,31 @@ def pytest_sessionfinish(session):
     BACKGROUND.stop()  # also what a test stopped early (-x, Ctrl-C) never asked for
 
 
+def background_last(items) -> list:
+    """`items` with the files that wait on a background job after those that wait on
+    none, in the order of the last job each waits on (the jobs in the order the files
+    first ask for them), and the Ray files (whose workers take both cores, and would
+    leave the jobs none) last; each file's tests together and in their order, the files
+    otherwise in theirs. The jobs then train while the tests that need none of them run,
+    where in the files' order a test waited for them (test_lint for mypy at the start
+    of the queue, test_muzero for its fixture)."""
+    order: dict[str, int] = {}
+    last: dict = {}
+    for item in items:
+        for job in _jobs_of(item):
+            order.setdefault(job, len(order))
+            last[item.path] = max(last.get(item.path, -1), order[job])
+
+    def group(item) -> tuple[int, int]:
+        if item.path.name in RAY_FILES:
+            return (2, 0)
+        return (1, last[item.path]) if item.path in last else (0, 0)
+
+    return sorted(items, key=group)  # stable: the files' order within each group
+
+
 def pytest_collection_modifyitems(config, items):
+    items[:] = background_last(items)
     for item in items:
         file = item.path.name
         name = getattr(item, "originalname", item.name)

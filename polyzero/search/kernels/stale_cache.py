@@ -9,8 +9,7 @@ hashes every source whose kernels are cached together and, in each directory whe
 numba keeps their caches (beside the sources, ``NUMBA_CACHE_DIR``, the user's cache),
 removes their index files when the hash differs from the one recorded there: numba then
 compiles every kernel afresh. (Touching the sources would not do: numba stamps a source
-by its content.) It first makes the directory numba will write to, so that the record
-is there before numba's first index. A directory it cannot write is left as it is.
+by its content.) A directory it cannot write is left as it is.
 """
 
 from __future__ import annotations
@@ -56,31 +55,37 @@ def cache_dirs(source: Path) -> list[Path]:
     return list(dict.fromkeys(dirs))
 
 
-def make_numba_dir(source: Path) -> None:
-    """Make the directory numba will cache `source`'s kernels in, as numba makes it (the
-    first of its locators that can write there: ``NUMBA_CACHE_DIR``, beside the source,
-    the user's cache), so that :func:`refresh` records the digest there before numba
-    writes the first index. Without the record, the next process to import the package
-    took that index for a stale one and removed it: a fresh cache compiled twice."""
-    for locator in (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator):
-        if locator.from_function(refresh, str(source)) is not None:  # makes the directory
-            return
+def _made_for_numba(directory: Path) -> bool:
+    """Make `directory` when numba would write there (beside the sources, or under
+    NUMBA_CACHE_DIR), so that it holds the record before numba caches a kernel in it: a
+    directory numba made after this process's refresh held no record, and the next
+    process to import removed the index of every kernel cached there meanwhile, which
+    numba then compiled again. The user-wide cache is left alone (numba uses it only
+    where the sources' directory cannot be written)."""
+    cache_dir = getattr(config, "CACHE_DIR", None)
+    if directory.name != "__pycache__" and not (cache_dir and directory.is_relative_to(cache_dir)):
+        return False
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return True
 
 
 def refresh(sources=SOURCES) -> list[Path]:
     """Remove `sources`' numba index files in every cache directory whose record differs
-    from their joint digest, after making the directory numba will write to; the
-    directories refreshed."""
+    from their joint digest; the directories refreshed."""
     digest, refreshed = sources_digest(sources), []
     stems_by_dir: dict[Path, set[str]] = {}
     for source in sources:
-        make_numba_dir(Path(source))
         for directory in cache_dirs(Path(source)):
             stems_by_dir.setdefault(directory, set()).add(Path(source).stem)
     for directory, stems in stems_by_dir.items():
         record = directory / RECORD
+        if not directory.is_dir() and not _made_for_numba(directory):
+            continue
         try:
-            if not directory.is_dir() or record.read_text() == digest:
+            if record.read_text() == digest:
                 continue
         except OSError:
             pass  # no record yet: refresh
