@@ -405,6 +405,21 @@ def command_line(argv=None) -> str:
     return " ".join(["python", os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:]))
 
 
+def timing_meta(argv=None, **settings) -> dict:
+    """The head of a timing benchmark's results file: its command line, the machine,
+    torch's version and the load average at the start (the caller adds `loadavg_end`),
+    then the benchmark's own `settings`."""
+    import torch  # here: the training benchmarks that import this module need no torch
+
+    return {
+        "command": command_line(argv),
+        "machine": machine_info(),
+        "torch": torch.__version__,
+        "loadavg_start": os.getloadavg(),
+        **settings,
+    }
+
+
 def machine_info() -> dict:
     """Python, the CPU count and lscpu's model and topology (the timing benchmarks)."""
     return {

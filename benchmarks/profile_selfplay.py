@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import command_line, machine_info, write_results  # noqa: E402
+from common import timing_meta, write_results  # noqa: E402
 from polyzero.algos import simulator  # noqa: E402
 from polyzero.nets import compiled, eval_cache, inference  # noqa: E402
 from polyzero.nets.inference import set_threads  # noqa: E402
@@ -295,13 +295,9 @@ def main(argv=None):
     if args.refresh_every < 0:
         ap.error("--refresh-every must not be negative")
     set_threads(1)
-    meta = {
-        "command": command_line(argv),
-        "machine": machine_info(),
-        "torch": torch.__version__,
-        "loadavg_start": os.getloadavg(),
-        **{k: getattr(args, k) for k in ("preset", "games", "ticks", "warmup", "floor_repeats", "refresh_every")},
-    }
+    meta = timing_meta(
+        argv, **{k: getattr(args, k) for k in ("preset", "games", "ticks", "warmup", "floor_repeats", "refresh_every")}
+    )
     prof = profile(args.variants.split(","), args.preset, args.games, args.ticks, args.warmup, args.refresh_every)
     first = prof["variants"][args.variants.split(",")[0]]
     batch = max(1, round(first["rows_asked"] / max(first["network_calls"], 1)))

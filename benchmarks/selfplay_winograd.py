@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import command_line, machine_info, write_results  # noqa: E402
+from common import timing_meta, write_results  # noqa: E402
 from polyzero.nets.inference import Evaluator, set_threads  # noqa: E402
 from selfplay_throughput import build_setting  # noqa: E402
 
@@ -164,14 +164,7 @@ def main(argv=None):
     if args.rounds < 1 or args.publications < 1 or min(batches) < 1:
         ap.error("--rounds, --publications and the batches must be positive")
     set_threads(1)
-    meta = {
-        "command": command_line(argv),
-        "machine": machine_info(),
-        "torch": torch.__version__,
-        "loadavg_start": os.getloadavg(),
-        "preset": args.preset,
-        "rounds": args.rounds,
-    }
+    meta = timing_meta(argv, preset=args.preset, rounds=args.rounds)
     result = run(args.preset, tiles, batches, args.rounds, args.publications)
     meta["loadavg_end"] = os.getloadavg()
     out = {"meta": meta, "result": result}

@@ -17,11 +17,9 @@ import os
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import command_line, machine_info, write_results  # noqa: E402
+from common import timing_meta, write_results  # noqa: E402
 from polyzero.algos import make_algorithm  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.games import load_game  # noqa: E402
@@ -86,13 +84,7 @@ def main(argv=None):
     if args.rounds < 1 or min(batches) < 1:
         ap.error("--rounds and the batches must be positive")
     set_threads(1)
-    meta = {
-        "command": command_line(argv),
-        "machine": machine_info(),
-        "torch": torch.__version__,
-        "loadavg_start": os.getloadavg(),
-        "rounds": args.rounds,
-    }
+    meta = timing_meta(argv, rounds=args.rounds)
     result = {}
     for game in args.game or GAMES:
         algo = board_algo(game)
