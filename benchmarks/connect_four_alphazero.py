@@ -68,7 +68,7 @@ from common import (  # noqa: E402
     utcnow,
     write_json_atomic,
 )
-from connect_four_results import AGENT_SIMS, LEVELS, checkpoints, phase_report  # noqa: E402
+from connect_four_results import AGENT_SIMS, LEVELS, baseline_alphazero, checkpoints, phase_report  # noqa: E402
 
 NAME = "connect_four_alphazero"
 
@@ -321,7 +321,7 @@ def _passthrough(args) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- main
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("phase", choices=["train", "eval", "report", "all", "_eval_worker"])
     p.add_argument("--work", default=None, help="run directories and caches (default runs/bench/NAME[_TAG])")
@@ -369,6 +369,14 @@ def main(argv=None) -> None:
         metavar="KEY=VALUE",
         help="a `polyzero train --set` for the muzero arm (repeatable)",
     )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        help="report: compare the muzero arm with the AlphaZero (polyzero) arm of "
+        "benchmarks/results/NAME.json when this run trained none (equal wall clock: the same "
+        "mark; equal learning steps: AlphaZero's mark nearest in steps)",
+    )
     p.add_argument("--tag", default="", help="suffix of the run's name: work dir and results NAME_TAG.*")
     p.add_argument(
         "--keep-state",
@@ -376,6 +384,11 @@ def main(argv=None) -> None:
         help="work dir benchmarks/results/NAME/, pruned after training to what a later session "
         "needs to go on (commit it): for runs longer than a session",
     )
+    return p
+
+
+def main(argv=None) -> None:
+    p = _parser()
     args = p.parse_args(argv)
     args.name = f"{NAME}_{args.tag}" if args.tag else NAME
     default_work = RESULTS / args.name if args.keep_state else ROOT / "runs" / "bench" / args.name
@@ -387,6 +400,11 @@ def main(argv=None) -> None:
         p.error(f"--marks-10x takes whole minutes separated by commas, not {args.marks_10x!r}")
     if args.chunk % 2:
         p.error("--chunk must be even (seats alternate)")
+    if args.baseline:
+        try:
+            baseline_alphazero(args.baseline, args.budget_min)
+        except ValueError as exc:
+            p.error(str(exc))
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     if args.phase == "_eval_worker":

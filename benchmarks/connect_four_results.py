@@ -90,7 +90,55 @@ def collect_curves(args, work: Path) -> dict:
     return curves
 
 
-def targets(curves: dict) -> dict:
+def baseline_alphazero(name: str, budget_min: float) -> tuple[list[dict], dict]:
+    """The AlphaZero (polyzero arm) curve of an earlier report, benchmarks/results/NAME.json,
+    for a MuZero run that trained alone (connect_four_muzero: both arms at once need both
+    cores), to this run's budget; and what names it (report, date, commit, command)."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        raise ValueError(f"--baseline {name!r}: no report {path}")
+    r = json.loads(path.read_text())
+    if not r["curves"].get("polyzero"):
+        raise ValueError(f"--baseline {name!r}: {path} has no AlphaZero (polyzero) arm")
+    about = {
+        "name": name,
+        "generated_utc": r["generated_utc"],
+        "polyzero_git": r["versions"].get("polyzero_git"),
+        "first_command": (r.get("commands") or [""])[0],
+    }
+    return [p for p in r["curves"]["polyzero"] if p["mark_min"] <= budget_min + 1e-6], about
+
+
+def equal_steps(mz: list[dict], az: list[dict], budget_min: float) -> dict | None:
+    """connect_four_muzero at equal learning steps: each MuZero mark's 1x score against
+    AlphaZero's at the AlphaZero mark nearest in learning steps; the target (>= 90%) is
+    checked at the marks after the first quarter of the run."""
+    pts = []
+    for p in mz:
+        near = [q for q in az if "1x" in q]
+        if "1x" not in p or not near:
+            continue
+        q = min(near, key=lambda q: abs(q["learning_step"] - p["learning_step"]))
+        pts.append(
+            {
+                "mark_min": p["mark_min"],
+                "learning_step": p["learning_step"],
+                "muzero": p["1x"]["score"],
+                "alphazero_mark_min": q["mark_min"],
+                "alphazero_learning_step": q["learning_step"],
+                "alphazero": q["1x"]["score"],
+                "ratio": round(p["1x"]["score"] / q["1x"]["score"], 4) if q["1x"]["score"] else None,
+                "checked": p["mark_min"] > budget_min / 4,
+                "met": p["1x"]["score"] >= 0.9 * q["1x"]["score"],
+            }
+        )
+    checked = [p for p in pts if p["checked"]]
+    return {"met": all(p["met"] for p in checked) if checked else None, "points": pts} if pts else None
+
+
+def targets(curves: dict, baseline: list[dict] | None = None, budget_min: float = 60.0) -> dict:
+    """The issue's targets; `baseline`: an earlier report's AlphaZero curve, the one the
+    MuZero arm is compared with when this run has no polyzero arm of its own."""
     pz, osp = curves.get("polyzero", []), curves.get("openspiel", [])
     within60 = [p for p in pz if p["mark_min"] <= 60 + 1e-6]
 
@@ -134,6 +182,10 @@ def targets(curves: dict) -> dict:
         },
     }
     mz = {p["mark_min"]: p for p in curves.get("muzero", [])}
+    az = pz or baseline or []
+    steps = equal_steps(curves.get("muzero", []), az, budget_min)
+    if steps:
+        out["muzero_90pct_of_alphazero_1x_equal_steps"] = steps
     ratios = [
         {
             "mark_min": p["mark_min"],
@@ -141,7 +193,7 @@ def targets(curves: dict) -> dict:
             "alphazero": p["1x"]["score"],
             "met": mz[p["mark_min"]]["1x"]["score"] >= 0.8 * p["1x"]["score"],
         }
-        for p in pz
+        for p in az
         if p["mark_min"] in mz and "1x" in p and "1x" in mz[p["mark_min"]]
     ]
     if ratios:  # connect_four_muzero: MuZero at least 80% of AlphaZero's 1x score at equal wall clock
@@ -180,15 +232,10 @@ def phase_report(args, work: Path) -> dict:
     from openspiel_az import OPENSPIEL_CONFIG
 
     curves = collect_curves(args, work)
-    pz_cfg = None
-    ck, _ = latest_polyzero(work / "polyzero")
-    if ck is not None:
-        try:
-            import tomllib
-
-            pz_cfg = tomllib.loads((ck / "config.toml").read_text())
-        except Exception:  # noqa: BLE001 - the report still goes out
-            pz_cfg = None
+    baseline, about = (None, None)
+    if getattr(args, "baseline", None) and "polyzero" not in curves:
+        baseline, about = baseline_alphazero(args.baseline, args.budget_min)
+    pz_cfg, mz_cfg = _arm_config(work / "polyzero"), _arm_config(work / "muzero")
     os_cfg_file = work / "openspiel" / "config.json"
     os_cfg = json.loads(os_cfg_file.read_text()) if os_cfg_file.exists() else OPENSPIEL_CONFIG
     meta_file = work / "meta.json"
@@ -209,18 +256,35 @@ def phase_report(args, work: Path) -> dict:
         "protocol": _protocol(args, games_used),
         "network": "both arms: residual tower of 3 blocks x 64 channels (polyzero preset net.blocks=3, "
         "channels=64; OpenSpiel nn_model=resnet, nn_depth=3, nn_width=64)",
-        "configs": {"polyzero": pz_cfg, "openspiel": os_cfg, "differences": ARM_DIFFERENCES},
+        "configs": {"polyzero": pz_cfg, "openspiel": os_cfg, "differences": ARM_DIFFERENCES}
+        | ({"muzero": mz_cfg} if mz_cfg else {}),
         "curves": curves,
-        "targets": targets(curves),
+        **({"baseline": {**about, "alphazero_curve": baseline}} if baseline else {}),
+        "targets": targets(curves, baseline, args.budget_min),
         "versions": versions(),
         "notes": args.note or [],
     }
+    from connect_four_render import markdown, plot
+
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(report, indent=1) + "\n")
-    plot(curves, RESULTS / f"{args.name}.png", args.search, args.cores_per_arm)
+    plot(curves, RESULTS / f"{args.name}.png", args.search, args.cores_per_arm, baseline and (about, baseline))
     (RESULTS / f"{args.name}.md").write_text(markdown(report))
     print(f"wrote {RESULTS / args.name}.json/.md/.png")
     return report
+
+
+def _arm_config(run_dir: Path) -> dict | None:
+    """The resolved config of the arm's last checkpoint, or None."""
+    ck, _ = latest_polyzero(run_dir)
+    if ck is None:
+        return None
+    try:
+        import tomllib
+
+        return tomllib.loads((ck / "config.toml").read_text())
+    except Exception:  # noqa: BLE001 - the report still goes out
+        return None
 
 
 def _protocol(args, games_used: dict) -> dict:
@@ -257,6 +321,11 @@ def _protocol(args, games_used: dict) -> dict:
 
 
 def _concurrency(args) -> str:
+    if args.arms == ["muzero"]:
+        return (
+            f"the muzero arm alone, pinned to core {args.core_muzero} with taskset, 1 intra-op thread "
+            "(threads=1); the other core ran other jobs (see the speed probe and load)"
+        )
     if args.cores_per_arm > 1:
         return (
             f"the arms trained one after the other, each on all {args.cores_per_arm} cores: polyzero with "
@@ -270,150 +339,3 @@ def _concurrency(args) -> str:
         "flags, polyzero threads=1). This deviates from the issue's '2 cores' per arm; it is what makes "
         "the two arms see the same machine conditions on a shared 2-core VM."
     )
-
-
-def plot(curves: dict, path: Path, search: str = "puct", cores: int = 1) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, lv in zip(axes, LEVELS):
-        for arm, color in (("polyzero", "tab:blue"), ("openspiel", "tab:orange"), ("muzero", "tab:green")):
-            pts = [p for p in curves.get(arm, []) if lv in p]
-            if not pts:
-                continue
-            x = [p["minutes"] for p in pts]
-            y = [p[lv]["score"] for p in pts]
-            lo = [p[lv]["score"] - p[lv]["ci95"][0] for p in pts]
-            hi = [p[lv]["ci95"][1] - p[lv]["score"] for p in pts]
-            ax.errorbar(
-                x,
-                y,
-                yerr=[lo, hi],
-                marker="o",
-                capsize=3,
-                color=color,
-                label={
-                    "polyzero": f"polyzero AlphaZero ({search})",
-                    "openspiel": "OpenSpiel AlphaZero",
-                    "muzero": "polyzero MuZero",
-                }[arm],
-            )
-        ax.axhline(0.9 if lv == "1x" else 0.6, ls="--", color="grey", lw=0.8, label="target")
-        ax.set_title(f"vs MCTS-Solver {lv} ({LEVELS[lv]} sims); agent at {AGENT_SIMS} sims")
-        ax.set_xlabel(f"training wall clock (min, {cores} core{'s' if cores > 1 else ''} per arm)")
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
-    axes[0].set_ylabel("score (W + D/2) / N, Wilson 95% CI")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def markdown(r: dict) -> str:
-    m = r["machine"]
-    lines = [
-        f"# Benchmark `{r['benchmark']}`",
-        "",
-        f"Generated {r['generated_utc']}. Machine: {m.get('Model name', '?')}, {m.get('CPU(s)', m['cpus'])} "
-        f"CPUs ({m.get('Hypervisor vendor', '')} VM), {m.get('mem_total', '')}. {r['machine_shared']}",
-        "",
-        f"Seed {r['seed']}; training budget {r['budget_min']:g} min per arm; checkpoints every "
-        f"{r['mark_min']:g} min of wall clock.",
-        "",
-        "## Protocol",
-        "",
-    ]
-    for k, v in r["protocol"].items():
-        lines.append(f"- **{k}**: {json.dumps(v) if not isinstance(v, str) else v}")
-    lines += [
-        f"- **network**: {r['network']}",
-        "",
-        "## Curves",
-        "",
-        "Score = (W + D/2) / N for the agent, Wilson 95% interval; minutes of training wall clock.",
-        "",
-        "| arm | minutes | learning steps | vs 1x | games | vs 10x | games |",
-        "|---|---:|---:|---|---:|---|---:|",
-    ]
-    for arm, pts in r["curves"].items():
-        for p in pts:
-            cells = []
-            for lv in LEVELS:
-                if lv in p:
-                    q = p[lv]
-                    cells += [f"{q['score']:.3f} [{q['ci95'][0]:.3f}, {q['ci95'][1]:.3f}]", str(q["games"])]
-                else:
-                    cells += ["-", "0"]
-            lines.append(f"| {arm} | {p['minutes']:.1f} | {p['learning_step']} | " + " | ".join(cells) + " |")
-    lines += ["", f"![curves]({r['benchmark']}.png)", "", "## Targets", ""]
-    lines += _targets_markdown(r["targets"])
-    lines += [
-        "",
-        "## Machine speed probe (shared machine)",
-        "",
-        "| when | UTC | probe ms | loadavg |",
-        "|---|---|---:|---|",
-    ]
-    for p in r["speed_probe_ms"]:
-        lines.append(
-            f"| {p['label']} | {p['utc']} | {p['probe_ms']:.2f} | {', '.join(f'{x:.2f}' for x in p['loadavg'])} |"
-        )
-    lines += ["", f"{r['speed_probe_note']}.", "", "## Commands", ""]
-    lines += [f"    {c}" for c in r["commands"]]
-    lines += ["", "## Configurations", "", "Differences between the arms:", ""]
-    lines += [f"- {d}" for d in r["configs"]["differences"]]
-    lines += [
-        "",
-        "OpenSpiel Config:",
-        "",
-        "```json",
-        json.dumps(r["configs"]["openspiel"], indent=1),
-        "```",
-        "",
-        "polyzero config (resolved, from the last checkpoint):",
-        "",
-        "```json",
-        json.dumps(r["configs"]["polyzero"], indent=1),
-        "```",
-        "",
-        "## Versions",
-        "",
-    ]
-    lines += [f"- {k}: {v}" for k, v in r["versions"].items()]
-    if r["notes"]:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in r["notes"]]
-    return "\n".join(lines) + "\n"
-
-
-def _targets_markdown(t: dict) -> list[str]:
-    """The report's Targets section: each target, met or not, and the points it rests on."""
-    lines = []
-    for k in ("vs_1x_90pct_within_60min", "vs_10x_60pct_within_60min"):
-        v = t[k]
-        lines.append(
-            f"- `{k}`: met = {v['met']}"
-            + (f", first at {v['first_mark_min']:g} min" if v.get("first_mark_min") else "")
-            + (f" ({v['note']})" if v.get("note") else "")
-        )
-    if "muzero_80pct_of_alphazero_1x" in t:
-        m = t["muzero_80pct_of_alphazero_1x"]
-        since = m.get("met_from_min")
-        lines.append(
-            f"- `muzero_80pct_of_alphazero_1x` (connect_four_muzero): met at every mark = {m['met']}; "
-            + (f"met from {since:g} min to the end of training" if since is not None else "not met at the last mark")
-        )
-        for p in m["points"]:
-            lines.append(f"  - {p['mark_min']:g} min: MuZero {p['muzero']:.3f} vs AlphaZero {p['alphazero']:.3f}")
-    a = t["ahead_of_openspiel_at_every_point"]
-    lines.append(f"- `ahead_of_openspiel_at_every_point`: met = {a['met']}")
-    for p in a["points"]:
-        lines.append(
-            f"  - {p['mark_min']:g} min, {p['level']}: polyzero {p['polyzero']:.3f} vs OpenSpiel "
-            f"{p['openspiel']:.3f} ({'ahead' if p['ahead'] else 'NOT ahead'}"
-            f"{', beyond the CIs' if p['ahead_beyond_ci'] else ''})"
-        )
-    return lines
