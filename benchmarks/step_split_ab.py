@@ -1,0 +1,169 @@
+"""A learning step's CPU time split into self-play and learner, for this tree and an
+earlier revision, in alternating processes on the same machine.
+
+Each process runs `polyzero train GAME --algo ALGO` (the shipped preset, one torch
+thread, seed 0, no evaluation) for --steps learning steps with its own tree's code,
+and times in CPU seconds (time.process_time, which a shared machine's load does not
+stretch) each step's self-play (`Trainer._collect`: b_step new positions) and each
+minibatch update (`Learner.update`); the first --skip steps (start-up, the first
+compile) are left out. Processes run in the order baseline, now, now, baseline per
+round (ABBA), so a machine whose speed drifts weighs on both alike. What it answers:
+how much of a step is the learner, and what each side gained between the revisions
+(connect_four_muzero: MuZero's step against AlphaZero's, docs/muzero.md).
+
+  python benchmarks/step_split_ab.py --baseline 2623dd9 --algos muzero,alphazero \\
+      --out benchmarks/results/step_split_ab_c4.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, timing_meta  # noqa: E402
+from selfplay_ab import git, unpack  # noqa: E402
+
+
+def worker(tree: str, game: str, algo: str, steps: int, out: str) -> None:
+    """One process: train with `tree`'s code, each step's phases timed in CPU seconds."""
+    sys.path.insert(0, tree)
+    import polyzero
+    from polyzero import cli
+    from polyzero.train import driver, learner
+
+    rec: dict = {"tree": tree, "code": polyzero.__file__, "algo": algo, "collect": [], "update": []}
+    collect, update = driver.Trainer._collect, learner.Learner.update
+
+    def timed_collect(self):
+        t = time.process_time()
+        collect(self)
+        rec["collect"].append(time.process_time() - t)
+
+    def timed_update(self, batch):
+        t = time.process_time()
+        r = update(self, batch)
+        rec["update"].append(time.process_time() - t)
+        return r
+
+    driver.Trainer._collect, learner.Learner.update = timed_collect, timed_update
+    sets = ["threads=1", "eval.every=0", "eval.final_games=0", f"train.steps={steps}", "train.checkpoint_every=100000"]
+    with tempfile.TemporaryDirectory(prefix="step_split_") as d:
+        argv = ["train", game, "--algo", algo, "--seed", "0", "--run-dir", f"{d}/run", "--no-progress"]
+        cli.main(argv + [x for s in sets for x in ("--set", s)])
+    rec["loadavg"] = os.getloadavg()
+    Path(out).write_text(json.dumps(rec))
+
+
+def summary(rec: dict, skip: int) -> dict:
+    """CPU seconds per step: self-play, learner (its updates) and both, after `skip` steps."""
+    per_step = len(rec["update"]) // len(rec["collect"])
+    collect = statistics.mean(rec["collect"][skip:])
+    update = statistics.mean(rec["update"][skip * per_step :])
+    return {
+        "selfplay_s": round(collect, 3),
+        "update_s": round(update, 4),
+        "learner_s": round(update * per_step, 3),
+        "step_s": round(collect + update * per_step, 3),
+        "updates_per_step": per_step,
+        "loadavg_end": [round(x, 2) for x in rec["loadavg"]],
+        "code": rec["code"],
+    }
+
+
+def render(result: dict) -> str:
+    lines = [
+        "# A learning step's CPU time: self-play and learner, this tree against an earlier revision",
+        "",
+        f"- command: `{result['command']}`",
+        f"- baseline: {result['baseline']}; now: {result['now']}",
+        f"- machine: {result['machine']}; torch {result['torch']}; load average at the start "
+        f"{[round(x, 2) for x in result['loadavg_start']]}",
+        f"- {result['steps']} learning steps per process, the first {result['skip']} left out; "
+        "CPU seconds per step (medians over the processes); processes ABBA per round",
+        "",
+        "| algo | tree | self-play s | learner s | step s | learner share | runs (step s) |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for algo, trees in result["algos"].items():
+        for tree in ("baseline", "now"):
+            m = trees[tree]["median"]
+            runs = ", ".join(f"{r['step_s']:.2f}" for r in trees[tree]["runs"])
+            lines.append(
+                f"| {algo} | {tree} | {m['selfplay_s']:.2f} | {m['learner_s']:.2f} | {m['step_s']:.2f} | "
+                f"{m['learner_s'] / m['step_s']:.2f} | {runs} |"
+            )
+    lines += ["", "| algo | self-play baseline / now | learner baseline / now | step baseline / now |"]
+    lines += ["|---|---:|---:|---:|"]
+    for algo, trees in result["algos"].items():
+        b, n = trees["baseline"]["median"], trees["now"]["median"]
+        lines.append(
+            f"| {algo} | {b['selfplay_s'] / n['selfplay_s']:.2f}x | {b['learner_s'] / n['learner_s']:.2f}x | "
+            f"{b['step_s'] / n['step_s']:.2f}x |"
+        )
+    if len(result["algos"]) > 1:
+        first, *rest = result["algos"]
+        for other in rest:
+            for tree in ("baseline", "now"):
+                a = result["algos"][first][tree]["median"]["step_s"]
+                o = result["algos"][other][tree]["median"]["step_s"]
+                lines.append(f"\n{first}'s step costs {a / o:.2f}x {other}'s ({tree}).")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baseline", required=True, help="git revision of the earlier tree")
+    ap.add_argument("--algos", default="muzero,alphazero")
+    ap.add_argument("--game", default="connect_four")
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--skip", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    if args.steps <= args.skip or args.skip < 1 or args.rounds < 1:
+        ap.error("need --rounds >= 1 and 1 <= --skip < --steps")
+    try:
+        git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
+    except subprocess.CalledProcessError:
+        ap.error(f"--baseline {args.baseline!r} is not a revision of this repository")
+    algos = [a for a in args.algos.split(",") if a]
+    result = timing_meta(argv, steps=args.steps, skip=args.skip, rounds=args.rounds)
+    result["now"] = git("rev-parse", "HEAD") + (" (with changes)" if git("status", "--porcelain") else "")
+    result["algos"] = {a: {"baseline": {"runs": []}, "now": {"runs": []}} for a in algos}
+    with tempfile.TemporaryDirectory(prefix="step_split_ab_") as tmp:
+        base = Path(tmp) / "baseline"
+        base.mkdir()
+        result["baseline"] = unpack(args.baseline, base)
+        for _ in range(args.rounds):
+            for algo in algos:
+                for tree in ("baseline", "now", "now", "baseline"):
+                    out = Path(tmp) / "rec.json"
+                    root = str(base if tree == "baseline" else ROOT)
+                    cmd = [sys.executable, __file__, "_worker", root, args.game, algo, str(args.steps), str(out)]
+                    subprocess.run(cmd, check=True, cwd=tmp, stdout=subprocess.DEVNULL)
+                    run = summary(json.loads(out.read_text()), args.skip)
+                    result["algos"][algo][tree]["runs"].append(run)
+                    print(f"{algo} {tree}: {run}", flush=True)
+    for trees in result["algos"].values():
+        for t in trees.values():
+            keys = ("selfplay_s", "learner_s", "step_s")
+            t["median"] = {k: round(statistics.median(r[k] for r in t["runs"]), 3) for k in keys}
+    result["loadavg_end"] = os.getloadavg()
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    Path(args.out).with_suffix(".md").write_text(render(result))
+    print(f"wrote {args.out} and .md")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "_worker":
+        worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6])
+    else:
+        main()
