@@ -1,0 +1,32 @@
+"""benchmarks/step_split_ab.py: a step's phases summed per step, and bad arguments are
+usage errors that write nothing."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import step_split_ab as bench  # noqa: E402
+
+
+def test_the_summary_leaves_out_the_first_steps_and_counts_every_update():
+    rec = {"collect": [9.0, 1.0, 3.0], "update": [5.0] * 4 + [0.5, 1.5] * 4, "loadavg": (1.0, 1.0, 1.0), "code": "x"}
+    s = bench.summary(rec, skip=1)
+    assert s["updates_per_step"] == 4
+    assert s["selfplay_s"] == 2.0 and s["update_s"] == 1.0
+    assert s["learner_s"] == 4.0 and s["step_s"] == 6.0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--baseline", "no-such-rev"], "is not a revision"),
+        (["--baseline", "HEAD", "--steps", "2", "--skip", "2"], "--skip < --steps"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(args + ["--out", str(tmp_path / "ab.json")])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
