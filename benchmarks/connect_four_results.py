@@ -31,6 +31,7 @@ def checkpoints(work: Path, arm: str, budget_s: float) -> list[dict]:
                         "path": str(work / r["checkpoint"]),
                         "learning_step": r["learning_step"],
                         "train_time": r["train_time"],
+                        "games": r.get("games"),
                     }
                 )
     else:
@@ -69,6 +70,8 @@ def collect_curves(args, work: Path) -> dict:
             }
             if "train_time" in ck:
                 pt["polyzero_train_time_min"] = round(ck["train_time"] / 60, 2)
+            if ck.get("games") is not None:
+                pt["selfplay_games"] = ck["games"]
             for lv in LEVELS:
                 acc = results.get((arm, ck["mark_s"], lv))
                 if acc:
