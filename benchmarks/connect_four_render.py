@@ -182,7 +182,8 @@ def _targets_markdown(t: dict) -> list[str]:
         for p in m["points"]:
             lines.append(
                 f"  - {p['mark_min']:g} min, step {p['learning_step']}: MuZero {p['muzero']:.3f} vs AlphaZero "
-                f"{p['alphazero']:.3f} ({p['ratio']} of it) at its {p['alphazero_mark_min']:g}-min mark (step "
+                f"{p['alphazero']:.3f} ({p['ratio'] if p['ratio'] is None else format(p['ratio'], '.2f')} of it) "
+                f"at its {p['alphazero_mark_min']:g}-min mark (step "
                 f"{p['alphazero_learning_step']}){'' if p['checked'] else ' (first quarter: not checked)'}"
             )
     a = t["ahead_of_openspiel_at_every_point"]
