@@ -151,6 +151,13 @@ def _baseline_lines(r: dict) -> list[str]:
     ]
 
 
+def _unchecked(p: dict) -> str:
+    """Why an equal-steps point is not checked, or nothing (reports before the field: none)."""
+    if p.get("below_alphazero_steps"):
+        return " (fewer steps than AlphaZero's first mark: not at equal steps, not checked)"
+    return "" if p["checked"] else " (first quarter: not checked)"
+
+
 def _targets_markdown(t: dict) -> list[str]:
     """The report's Targets section: each target, met or not, and the points it rests on."""
     lines = []
@@ -184,7 +191,7 @@ def _targets_markdown(t: dict) -> list[str]:
                 f"  - {p['mark_min']:g} min, step {p['learning_step']}: MuZero {p['muzero']:.3f} vs AlphaZero "
                 f"{p['alphazero']:.3f} ({p['ratio'] if p['ratio'] is None else format(p['ratio'], '.2f')} of it) "
                 f"at its {p['alphazero_mark_min']:g}-min mark (step "
-                f"{p['alphazero_learning_step']}){'' if p['checked'] else ' (first quarter: not checked)'}"
+                f"{p['alphazero_learning_step']}){_unchecked(p)}"
             )
     a = t["ahead_of_openspiel_at_every_point"]
     lines.append(f"- `ahead_of_openspiel_at_every_point`: met = {a['met']}")

@@ -115,13 +115,18 @@ def baseline_alphazero(name: str, budget_min: float) -> tuple[list[dict], dict]:
 def equal_steps(mz: list[dict], az: list[dict], budget_min: float) -> dict | None:
     """connect_four_muzero at equal learning steps: each MuZero mark's 1x score against
     AlphaZero's at the AlphaZero mark nearest in learning steps; the target (>= 90%) is
-    checked at the marks after the first quarter of the run."""
+    checked at the marks after the first quarter of the run that have AlphaZero's first
+    mark at or below their steps. A MuZero mark below it (`below_alphazero_steps`) has
+    no AlphaZero score at equal steps: its nearest is one with more steps, shown and not
+    checked."""
     pts = []
+    near = [q for q in az if "1x" in q]
+    first = min((q["learning_step"] for q in near), default=None)
     for p in mz:
-        near = [q for q in az if "1x" in q]
         if "1x" not in p or not near:
             continue
         q = min(near, key=lambda q: abs(q["learning_step"] - p["learning_step"]))
+        below = p["learning_step"] < first
         pts.append(
             {
                 "mark_min": p["mark_min"],
@@ -131,7 +136,8 @@ def equal_steps(mz: list[dict], az: list[dict], budget_min: float) -> dict | Non
                 "alphazero_learning_step": q["learning_step"],
                 "alphazero": q["1x"]["score"],
                 "ratio": round(p["1x"]["score"] / q["1x"]["score"], 4) if q["1x"]["score"] else None,
-                "checked": p["mark_min"] > budget_min / 4,
+                "below_alphazero_steps": below,
+                "checked": p["mark_min"] > budget_min / 4 and not below,
                 "met": p["1x"]["score"] >= 0.9 * q["1x"]["score"],
             }
         )

@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import connect_four_alphazero as bench  # noqa: E402
+import connect_four_render as render  # noqa: E402
 import connect_four_results as results  # noqa: E402
 
 
@@ -18,7 +19,7 @@ def _point(mark_min, step, score):
 
 def test_equal_steps_takes_alphazeros_nearest_mark_and_checks_after_the_first_quarter():
     az = [_point(10, 250, 0.8), _point(20, 500, 0.9), _point(30, 750, 0.95)]
-    mz = [_point(10, 100, 0.1), _point(20, 240, 0.75), _point(30, 480, 0.85)]
+    mz = [_point(10, 100, 0.1), _point(20, 260, 0.75), _point(30, 480, 0.85)]
     out = results.equal_steps(mz, az, budget_min=60)
     near = [(p["alphazero_mark_min"], p["alphazero"]) for p in out["points"]]
     assert near == [(10, 0.8), (10, 0.8), (20, 0.9)]
@@ -29,13 +30,27 @@ def test_equal_steps_takes_alphazeros_nearest_mark_and_checks_after_the_first_qu
     assert results.equal_steps(mz, az, budget_min=60)["met"] is False
 
 
+def test_a_muzero_mark_below_alphazeros_first_in_steps_is_shown_not_checked():
+    """AlphaZero's nearest mark there has more steps: not a comparison at equal steps."""
+    az = [_point(10, 250, 0.8), _point(20, 500, 0.9)]
+    mz = [_point(20, 100, 0.1), _point(30, 240, 0.2), _point(40, 250, 0.75)]
+    out = results.equal_steps(mz, az, budget_min=40)
+    assert [p["alphazero_learning_step"] for p in out["points"]] == [250, 250, 250]
+    assert [p["below_alphazero_steps"] for p in out["points"]] == [True, True, False]
+    assert [p["checked"] for p in out["points"]] == [False, False, True]
+    assert out["met"] is True  # 0.75 >= 0.72 at 250 steps; 0.1 and 0.2 are not at equal steps
+    assert results.equal_steps(mz[:2], az, budget_min=40)["met"] is None  # nothing at equal steps
+    lines = render._targets_markdown(results.targets({"muzero": mz}, az, budget_min=40))
+    assert sum("fewer steps than AlphaZero's first mark" in line for line in lines) == 2
+
+
 def test_targets_compare_muzero_with_the_baseline_when_the_run_has_no_alphazero():
     az = [_point(10, 250, 0.8), _point(20, 500, 0.9)]
-    curves = {"muzero": [_point(10, 100, 0.7), _point(20, 200, 0.5)]}
+    curves = {"muzero": [_point(10, 250, 0.7), _point(20, 500, 0.5)]}
     t = results.targets(curves, az, budget_min=20)
     wall = t["muzero_80pct_of_alphazero_1x"]["points"]
     assert [(p["muzero"], p["alphazero"], p["met"]) for p in wall] == [(0.7, 0.8, True), (0.5, 0.9, False)]
-    assert t["muzero_90pct_of_alphazero_1x_equal_steps"]["met"] is False  # 0.5 < 0.9 * 0.8
+    assert t["muzero_90pct_of_alphazero_1x_equal_steps"]["met"] is False  # 0.5 < 0.9 * 0.9
     assert t["vs_1x_90pct_within_60min"]["met"] is None  # no AlphaZero trained here
 
 
