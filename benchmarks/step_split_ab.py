@@ -31,6 +31,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, timing_meta  # noqa: E402
 from selfplay_ab import git, unpack  # noqa: E402
 
+SETS = ["threads=1", "eval.every=0", "eval.final_games=0", "train.checkpoint_every=100000"]
+
+
+def check_runs(game: str, algos: list[str], steps: int) -> None:
+    """The config each worker will build, built here first (this tree's code): an unknown
+    game, algorithm or setting is a UsageError before any process starts."""
+    from polyzero.config import build_config
+    from polyzero.errors import UsageError
+    from polyzero.games import load_game
+
+    if not algos:
+        raise UsageError("--algos names no algorithm")
+    for algo in algos:
+        load_game(build_config(game, algo, None, SETS + [f"train.steps={steps}", "seed=0"]).game)
+
 
 def worker(tree: str, game: str, algo: str, steps: int, out: str) -> None:
     """One process: train with `tree`'s code, each step's phases timed in CPU seconds."""
@@ -54,10 +69,11 @@ def worker(tree: str, game: str, algo: str, steps: int, out: str) -> None:
         return r
 
     driver.Trainer._collect, learner.Learner.update = timed_collect, timed_update
-    sets = ["threads=1", "eval.every=0", "eval.final_games=0", f"train.steps={steps}", "train.checkpoint_every=100000"]
     with tempfile.TemporaryDirectory(prefix="step_split_") as d:
         argv = ["train", game, "--algo", algo, "--seed", "0", "--run-dir", f"{d}/run", "--no-progress"]
-        cli.main(argv + [x for s in sets for x in ("--set", s)])
+        code = cli.main(argv + [x for s in SETS + [f"train.steps={steps}"] for x in ("--set", s)])
+    if code:  # the run stopped (its one line is on stderr): no timings to write
+        sys.exit(code)
     rec["loadavg"] = os.getloadavg()
     Path(out).write_text(json.dumps(rec))
 
@@ -135,6 +151,12 @@ def main(argv=None) -> None:
     except subprocess.CalledProcessError:
         ap.error(f"--baseline {args.baseline!r} is not a revision of this repository")
     algos = [a for a in args.algos.split(",") if a]
+    from polyzero.errors import UsageError  # not at the top: a worker imports its own tree's polyzero
+
+    try:
+        check_runs(args.game, algos, args.steps)
+    except UsageError as exc:
+        ap.error(str(exc))
     result = timing_meta(argv, steps=args.steps, skip=args.skip, rounds=args.rounds)
     result["now"] = git("rev-parse", "HEAD") + (" (with changes)" if git("status", "--porcelain") else "")
     result["algos"] = {a: {"baseline": {"runs": []}, "now": {"runs": []}} for a in algos}
@@ -148,7 +170,9 @@ def main(argv=None) -> None:
                     out = Path(tmp) / "rec.json"
                     root = str(base if tree == "baseline" else ROOT)
                     cmd = [sys.executable, __file__, "_worker", root, args.game, algo, str(args.steps), str(out)]
-                    subprocess.run(cmd, check=True, cwd=tmp, stdout=subprocess.DEVNULL)
+                    code = subprocess.run(cmd, cwd=tmp, stdout=subprocess.DEVNULL).returncode
+                    if code:
+                        sys.exit(f"step_split_ab: the {tree} tree's {algo} run failed (exit {code}; its error above)")
                     run = summary(json.loads(out.read_text()), args.skip)
                     result["algos"][algo][tree]["runs"].append(run)
                     print(f"{algo} {tree}: {run}", flush=True)

@@ -1,12 +1,14 @@
 """benchmarks/step_split_ab.py: a step's phases summed per step, and bad arguments are
 usage errors that write nothing."""
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import step_split_ab as bench  # noqa: E402
 
 
@@ -23,6 +25,9 @@ def test_the_summary_leaves_out_the_first_steps_and_counts_every_update():
     [
         (["--baseline", "no-such-rev"], "is not a revision"),
         (["--baseline", "HEAD", "--steps", "2", "--skip", "2"], "--skip < --steps"),
+        (["--baseline", "HEAD", "--algos", "muzero,no_such_algo"], "unknown algorithm 'no_such_algo'"),
+        (["--baseline", "HEAD", "--algos", ","], "names no algorithm"),
+        (["--baseline", "HEAD", "--game", "no_such_game"], "unknown game 'no_such_game'"),
     ],
 )
 def test_bad_arguments_are_usage_errors(tmp_path, capsys, args, message):
@@ -30,3 +35,11 @@ def test_bad_arguments_are_usage_errors(tmp_path, capsys, args, message):
         bench.main(args + ["--out", str(tmp_path / "ab.json")])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_worker_imports_its_own_trees_polyzero():
+    """The module imports no polyzero at its top: a baseline worker's `import polyzero`
+    must find the baseline tree it put first on the path, not this one."""
+    code = "import sys; sys.path.insert(0, 'benchmarks'); import step_split_ab; print('polyzero' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
