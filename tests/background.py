@@ -83,14 +83,20 @@ class Job:
     def _reap(self, on_end) -> None:
         assert self.proc is not None
         pid = self.proc.pid
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped: the pid is still ours
-        with self._lock:
-            _, status, usage = os.wait4(pid, 0)  # the only reaper: nothing else waits on or polls proc
-            self.proc.returncode = os.waitstatus_to_exitcode(status)
-            self.cpu = usage.ru_utime + usage.ru_stime
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped: the pid is still ours
+            with self._lock:
+                _, status, usage = os.wait4(pid, 0)  # the only reaper: nothing else waits on or polls proc
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu = usage.ru_utime + usage.ru_stime
+        except ChildProcessError:  # something else in this process reaped it (os.wait())
+            with self._lock:
+                self.proc.returncode = -1
+                self.error = f"the exit status of {' '.join(self.proc.args)} was lost: another reaped it"
+        finally:
             self.ended = time.monotonic()
-        self.done.set()
-        on_end()
+            self.done.set()
+            on_end()
 
     def _signal(self, action) -> None:
         """`action(pid)` while the process has not been reaped (so the pid is not another's)."""
@@ -100,14 +106,15 @@ class Job:
 
     def result(self, timeout: float) -> subprocess.CompletedProcess:
         """The ended job's exit status and output (killed, and TimeoutExpired, after `timeout` s)."""
-        if self.error is not None:
-            raise RuntimeError(self.error)
-        assert self.proc is not None, "the job was not started"
+        assert self.proc is not None or self.error is not None, "the job was not started"
         self._signal(_to_our_priority)  # a test waits on it now: it is the work to do
         if not self.done.wait(timeout):
             self._signal(lambda pid: os.kill(pid, signal.SIGKILL))
             self.done.wait()
-            raise subprocess.TimeoutExpired(self.proc.args, timeout)
+            raise subprocess.TimeoutExpired(self.argv, timeout)
+        if self.error is not None:
+            raise RuntimeError(self.error)
+        assert self.proc is not None
         out, err = ((self.scratch / name).read_text() for name in ("stdout", "stderr"))
         return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
 
