@@ -1,7 +1,7 @@
 """The background jobs' scheduler (tests/background.py) with trivial jobs: the queue's
 order, one job at a time while the tests run (2 cores), the core of a waiting test lent
 to the next job, a job asked for before its turn, failures and timeouts reported to the
-test that asks; and conftest's plan of the jobs for the collected tests (`-k`, a file alone)."""
+test that asks; and conftest's plan of the jobs for the collected tests (`-k`)."""
 
 import subprocess
 import sys
@@ -171,20 +171,13 @@ def test_the_plan_holds_the_collected_tests_jobs_the_longest_first():
     assert list(background_jobs(items[:1])) == ["mypy"] and background_jobs(items[3:]) == {}
 
 
-@pytest.mark.parametrize(
-    "args, plan",
-    [
-        (["tests/test_lint.py"], ["mypy"]),
-        (
-            ["tests/test_lint.py", "tests/test_muzero.py", "-k", "mypy or trained_muzero_beats"],
-            ["mypy", "trained_muzero"],
-        ),
-    ],
-)
-def test_a_file_alone_or_k_plans_only_the_selected_tests_jobs(args, plan):
-    """The plan pytest shows (and, outside --collect-only, starts) for a file alone or a
-    -k selection: only what the selected tests need, the longest first."""
-    plan = ", ".join(sorted(plan, key=lambda job: -JOB_SECONDS[job]))
+def test_a_k_selection_plans_only_the_selected_tests_jobs():
+    """The plan pytest shows (and, outside --collect-only, starts) for two files and a -k
+    selection: only what the selected tests need (mypy, and `trained` for the probe's
+    refusal, not `trained_muzero`, which another test of test_probe.py needs), the
+    longest first."""
+    args = ["tests/test_lint.py", "tests/test_probe.py", "-k", "mypy or refuses"]
+    plan = ", ".join(sorted(["mypy", "trained"], key=lambda job: -JOB_SECONDS[job]))
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
         cwd=background.ROOT,
