@@ -3,6 +3,7 @@ intra-op threads on a loaded 2-core machine slow everything down many times)."""
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -91,13 +92,19 @@ def train_run(game: str, algo: str, scratch: str, *overrides: str) -> None:
     trainer_classes(algo)[0].create(cfg, Path(scratch) / "run", progress=False).run()
 
 
+def finished(background: Background, name: str, argv: tuple[str, ...]) -> None:
+    """Wait for `background`'s job `name` (of `argv`); a job that failed fails the test
+    that asked, with the end of the job's error output."""
+    res = background.result(name, argv, timeout=1800)
+    assert res.returncode == 0, f"the background job {name} failed (exit {res.returncode}):\n{res.stderr[-3000:]}"
+
+
 def background_run(test: str):
     """The finished run BACKGROUND_RUNS[test] trained for that test, resumed here."""
     from polyzero.train.driver import trainer_classes
 
-    game, algo, overrides = BACKGROUND_RUNS[test]
-    res = BACKGROUND.result(test, _run_argv(test), timeout=1800)
-    assert res.returncode == 0, f"the training for {test} failed:\n{res.stderr[-3000:]}"
+    _, algo, _ = BACKGROUND_RUNS[test]
+    finished(BACKGROUND, test, _run_argv(test))
     return trainer_classes(algo)[0].resume(BACKGROUND.jobs[test].scratch / "run", [], progress=False)
 
 
@@ -110,8 +117,7 @@ def trained_run(name: str):
     """(trainer, untrained weights) of fixture `name`'s training, once it has finished."""
     from polyzero.train.driver import Trainer
 
-    res = BACKGROUND.result(name, ("-c", _TRAIN, name, "{scratch}"), timeout=1800)
-    assert res.returncode == 0, f"the {name} training failed:\n{res.stderr[-3000:]}"
+    finished(BACKGROUND, name, ("-c", _TRAIN, name, "{scratch}"))
     scratch = BACKGROUND.jobs[name].scratch
     trainer = Trainer.resume(scratch / "run", [], progress=False)
     return trainer, torch.load(scratch / "untrained.pt", weights_only=True)
@@ -266,8 +272,7 @@ E2E_TESTS = {
 # mypy on the whole package takes minutes without its cache (a fresh clone), the two
 # tic-tac-toe trainings about a minute each, the learning tests' runs (BACKGROUND_RUNS) more;
 # they need nothing of the tests, so when collected tests need them they run from the
-# session's start, one at a time, on the second core (tests/background.py), in the
-# order the tests ask for them.
+# session's start on the core the tests leave (tests/background.py), the longest first.
 BACKGROUND = Background()
 MYPY = ("-m", "mypy")
 # Trainings a single test needs whole, by the test's name (the job's name): game,
@@ -297,6 +302,14 @@ BACKGROUND_RUNS = {
         ("sog.max_depth=1", "eval.every=0", "seed=0"),
     ),
 }
+KUHN = "test_kuhn_depth_one_learning_cuts_value_error_and_exploitability"
+NDMZ = "test_short_ndmz_run_raises_the_search_agents_exact_score_against_random"
+# Each job's CPU seconds, alone with cold caches (numba, mypy; 2026-11-29, the shared
+# 2-core machine: docs/journal/2026-11-29-test-suite-time-3.md). The queue starts the
+# longest first: the core that trains the longest does so while the tests that need no
+# job run, and the last job to end is a short one, so at the end no core idles long while
+# a test waits on it. Only the order matters; a job not listed counts as short.
+JOB_SECONDS = {KUHN: 541, NDMZ: 193, "trained_muzero": 137, "trained": 116, "mypy": 84}
 
 
 def _jobs_of(item) -> dict[str, tuple[str, ...]]:
@@ -312,13 +325,46 @@ def _jobs_of(item) -> dict[str, tuple[str, ...]]:
     return jobs
 
 
-def pytest_collection_finish(session):
+def background_jobs(items) -> dict[str, tuple[str, ...]]:
+    """The jobs the tests `items` need, by name, in the queue's order: the longest first
+    (JOB_SECONDS), ties in the order the tests ask for them."""
     jobs: dict[str, tuple[str, ...]] = {}
-    for item in session.items:  # in the order the tests will ask for them
+    for item in items:
         for name, argv in _jobs_of(item).items():
             jobs.setdefault(name, argv)
-    if jobs:
+    return dict(sorted(jobs.items(), key=lambda job: -JOB_SECONDS.get(job[0], 0)))
+
+
+def pytest_collection_finish(session):
+    jobs = background_jobs(session.items)
+    if jobs and not session.config.option.collectonly:
         BACKGROUND.start(jobs)
+
+
+def pytest_report_collectionfinish(config, items):
+    jobs = background_jobs(items)
+    if jobs:
+        return f"background jobs in their order (cores: {BACKGROUND.cores}): " + ", ".join(jobs)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """When the session had background jobs: each job's times, and how busy the cores were
+    (CPU seconds of this process and of the processes it started and saw end, over the
+    wall time since the session started)."""
+    if BACKGROUND.jobs:
+        import resource
+
+        terminalreporter.write_sep("-", "background jobs (seconds from the session's start)")
+        for line in BACKGROUND.report():
+            terminalreporter.write_line(line)
+        own, ended = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        cpu = [own.ru_utime + own.ru_stime, ended.ru_utime + ended.ru_stime]
+        wall = time.monotonic() - BACKGROUND.t0
+        terminalreporter.write_line(
+            f"{wall:.0f} s; CPU s: {cpu[0]:.0f} this process, {cpu[1]:.0f} the processes it started "
+            f"({sum(job.cpu for job in BACKGROUND.jobs.values()):.0f} the jobs): "
+            f"{sum(cpu) / wall:.2f} of {BACKGROUND.cores} cores busy on average"
+        )
 
 
 def pytest_sessionfinish(session):
@@ -327,17 +373,16 @@ def pytest_sessionfinish(session):
 
 def background_last(items) -> list:
     """`items` with the files that wait on a background job after those that wait on
-    none, in the order of the last job each waits on (the jobs in the order the files
-    first ask for them), and the Ray files (whose workers take both cores, and would
-    leave the jobs none) last; each file's tests together and in their order, the files
-    otherwise in theirs. The jobs then train while the tests that need none of them run,
-    where in the files' order a test waited for them (test_lint for mypy at the start
-    of the queue, test_muzero for its fixture)."""
-    order: dict[str, int] = {}
+    none, in the queue's order of the last job each waits on, and the Ray files (whose
+    workers take both cores, and would leave the jobs none) last; each file's tests
+    together and in their order, the files otherwise in theirs. The jobs then run while
+    the tests that need none of them do, and the files that wait on the first jobs to end
+    come first, where in the files' order a test waited for them (test_lint for mypy,
+    test_muzero for its fixture)."""
+    order = {job: n for n, job in enumerate(background_jobs(items))}
     last: dict = {}
     for item in items:
         for job in _jobs_of(item):
-            order.setdefault(job, len(order))
             last[item.path] = max(last.get(item.path, -1), order[job])
 
     def group(item) -> tuple[int, int]:
