@@ -178,7 +178,9 @@ class Background:
     def result(self, name: str, argv: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess:
         """Job `name`'s result (the one of `argv`, started now when the session has none)."""
         with self.cond:
-            job = self.jobs.setdefault(name, Job(argv))
+            job = self.jobs.get(name)
+            if job is None:  # not setdefault: a Job made and dropped would leave its scratch folder
+                job = self.jobs[name] = Job(argv)
             if name in self.queue:  # asked for before its turn
                 self.queue.remove(name)
             if job.proc is None and job.error is None:

@@ -110,6 +110,17 @@ def test_a_job_the_session_did_not_plan_runs_when_asked_for(jobs):
     assert res.returncode == 0 and res.stdout == "made now\n"
 
 
+def test_asking_for_a_job_makes_no_scratch_folder_but_its_own(jobs, tmp_path, monkeypatch):
+    """Each test that asks for a planned job finds it; none leaves an empty folder behind."""
+    monkeypatch.setattr(background.tempfile, "tempdir", str(tmp_path))
+    jobs.start({"a": ("-c", "pass")})
+    for _ in range(3):
+        assert jobs.result("a", (), timeout=30).returncode == 0
+    assert list(tmp_path.iterdir()) == [jobs.jobs["a"].scratch]
+    jobs.stop()
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_failed_job_fails_the_test_that_asks_with_its_output(jobs):
     jobs.start({"fails": ("-c", "import sys; print('fine so far'); sys.exit('boom: the training diverged')")})
     res = jobs.result("fails", (), timeout=30)
