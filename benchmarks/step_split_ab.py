@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, timing_meta  # noqa: E402
 from selfplay_ab import git, unpack  # noqa: E402
 
-SETS = ["threads=1", "eval.every=0", "eval.final_games=0", "train.checkpoint_every=100000"]
+# What every worker sets beside the preset: one thread, no evaluation, no checkpoints.
+WORKER_SETS = ["threads=1", "eval.every=0", "eval.final_games=0", "train.checkpoint_every=100000"]
 
 
 def check_runs(game: str, algos: list[str], steps: int) -> None:
@@ -44,7 +45,7 @@ def check_runs(game: str, algos: list[str], steps: int) -> None:
     if not algos:
         raise UsageError("--algos names no algorithm")
     for algo in algos:
-        load_game(build_config(game, algo, None, SETS + [f"train.steps={steps}", "seed=0"]).game)
+        load_game(build_config(game, algo, None, WORKER_SETS + [f"train.steps={steps}", "seed=0"]).game)
 
 
 def worker(tree: str, game: str, algo: str, steps: int, out: str) -> None:
@@ -71,7 +72,7 @@ def worker(tree: str, game: str, algo: str, steps: int, out: str) -> None:
     driver.Trainer._collect, learner.Learner.update = timed_collect, timed_update
     with tempfile.TemporaryDirectory(prefix="step_split_") as d:
         argv = ["train", game, "--algo", algo, "--seed", "0", "--run-dir", f"{d}/run", "--no-progress"]
-        code = cli.main(argv + [x for s in SETS + [f"train.steps={steps}"] for x in ("--set", s)])
+        code = cli.main(argv + [x for s in WORKER_SETS + [f"train.steps={steps}"] for x in ("--set", s)])
     if code:  # the run stopped (its one line is on stderr): no timings to write
         sys.exit(code)
     rec["loadavg"] = os.getloadavg()
