@@ -1,0 +1,92 @@
+"""benchmarks/muzero_shape.py: the exact scorer on hand-checked tic-tac-toe positions,
+the aggregation over seeds by learning steps and at equal CPU seconds, and its
+arguments."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import muzero_shape as bench  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ttt():
+    from polyzero.games import load_game
+
+    game = load_game("tic_tac_toe")
+    return game, bench.solved_positions(game)
+
+
+def _table(solved, pick):
+    return bench.tabulate(lambda states: [pick(s) for s in states], [s for s, _ in solved.values()])
+
+
+def _position(game, moves):
+    state = game.new_initial_state()
+    for a in moves:
+        state.apply_action(a)
+    return state
+
+
+def test_exact_score_on_a_hand_checked_position(ttt):
+    game, solved = ttt
+    optimal = lambda s: solved[bench.state_key(s)][1]  # noqa: E731
+    uniform = lambda s: s.legal_actions()  # noqa: E731
+    # X on 0 and 1, O on 3 and 4, X to move: 2 wins at once.
+    state = _position(game, [0, 3, 1, 4])
+    lowest = _table(solved, lambda s: s.legal_actions()[0])
+    highest = _table(solved, lambda s: s.legal_actions()[-1])
+    assert bench.exact_score(lowest, optimal, state, seat=0) == 1.0  # plays 2
+    # Plays 8; the perfect O then wins (5 at once, or 2 with two threats).
+    assert bench.exact_score(highest, optimal, state, seat=0) == 0.0
+    # Against random O after X's 8, each of O's four moves with 1/4: 5 wins for O; 2
+    # makes two threats (5, 6) and both replies win; after 6, X plays 7 and O's 5 and 2
+    # both win; after 7, X plays 6, then O's 5 wins and O's 2 leaves X 5, a draw (1/2).
+    assert bench.exact_score(highest, uniform, state, seat=0) == pytest.approx((0 + 0 + 0 + 0.5 / 2) / 4)
+
+
+def test_a_perfect_agent_scores_one_half_against_the_perfect_player(ttt):
+    game, solved = ttt
+    perfect = _table(solved, lambda s: solved[bench.state_key(s)][1][0])
+    scores = bench.scores_over_seats(game, perfect, solved)
+    assert scores["exact_vs_optimal"] == pytest.approx(0.5)
+    assert scores["exact_vs_random"] > 0.9  # a perfect player never loses and mostly wins
+    first = _table(solved, lambda s: s.legal_actions()[0])
+    assert bench.scores_over_seats(game, first, solved)["exact_vs_optimal"] < 0.5
+
+
+def _row(step, cpu, optimal):
+    return {"step": step, "cpu_s": cpu, "exact_vs_optimal": optimal, "exact_vs_random": 1 - optimal}
+
+
+def test_aggregate_by_steps_and_at_equal_cpu():
+    rows = {
+        ("a", 0): [_row(0, 0, 0.1), _row(10, 20, 0.2), _row(20, 40, 0.3)],
+        ("a", 1): [_row(0, 0, 0.1), _row(10, 24, 0.4), _row(20, 44, 0.5)],
+        ("b", 0): [_row(0, 0, 0.1), _row(10, 10, 0.3), _row(20, 20, 0.4)],
+        ("b", 1): [_row(0, 0, 0.1), _row(10, 12, 0.2), _row(20, 24, 0.2)],
+    }
+    agg = bench.aggregate(rows, ["a", "b"], cpu_points=2)
+    a20 = next(c for c in agg["by_steps"] if (c["arm"], c["opponent"], c["step"]) == ("a", "optimal", 20))
+    assert a20["values"] == [0.3, 0.5] and a20["mean"] == pytest.approx(0.4)
+    # t(0.975, 1) = 12.706, sd = 0.1414: half-width 12.706 * 0.1 = 1.2706
+    assert a20["ci95"] == pytest.approx([0.4 - 1.2706, 0.4 + 1.2706], abs=1e-3)
+    assert agg["cpu_cost"]["b"] == {"step": 20, "cpu_s": 22.0, "per_step": 1.1}
+    # CPU marks up to the cheaper arm's mean CPU (22 s): 0, 11, 22; at 11 s arm a's seeds
+    # are still at step 0, b's seed 0 at step 10 and seed 1 at step 0.
+    at11 = {c["arm"]: c for c in agg["by_cpu"] if c["opponent"] == "optimal" and c["cpu_s"] == 11}
+    assert at11["a"]["steps"] == [0, 0] and at11["b"]["steps"] == [10, 0]
+    assert at11["b"]["values"] == [0.3, 0.1]
+    at22 = {c["arm"]: c for c in agg["by_cpu"] if c["opponent"] == "optimal" and c["cpu_s"] == 22}
+    assert at22["a"]["steps"] == [10, 0] and at22["b"]["steps"] == [20, 10]
+
+
+def test_an_unknown_arm_is_one_line_and_exit_code_2():
+    out = subprocess.run(
+        [sys.executable, str(Path(bench.__file__)), "report", "--arms", "preset,k9"], capture_output=True, text=True
+    )
+    assert out.returncode == 2
+    assert "unknown arm" in out.stderr and "Traceback" not in out.stderr
