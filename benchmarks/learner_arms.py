@@ -33,6 +33,13 @@ ARMS = [
     Arm("muzero_k3", "connect_four", "muzero", "alphazero", ["muzero.unroll_steps=3"]),
     Arm("muzero_k1", "connect_four", "muzero", "alphazero", ["muzero.unroll_steps=1"]),
     Arm("muzero_dyn1", "connect_four", "muzero", "alphazero", ["muzero.dynamics_blocks=1"]),
+    Arm(
+        "muzero_k3_dyn1",
+        "connect_four",
+        "muzero",
+        "alphazero",
+        ["muzero.unroll_steps=3", "muzero.dynamics_blocks=1"],
+    ),
     Arm("alphazero_fused_step", "connect_four", "alphazero", "alphazero", ["train.fused_step=true"]),
     Arm("muzero_fused_step", "connect_four", "muzero", "alphazero", ["train.fused_step=true"]),
     Arm("alphazero_compiled", "connect_four", "alphazero", "alphazero", ["train.compile=true"]),

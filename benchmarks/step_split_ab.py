@@ -13,6 +13,12 @@ how much of a step is the learner, and what each side gained between the revisio
 
   python benchmarks/step_split_ab.py --baseline 2623dd9 --algos muzero,alphazero \\
       --out benchmarks/results/step_split_ab_c4.json
+
+Without --baseline only this tree runs (one process per arm and round, the arms
+interleaved). An arm is an algorithm's preset or, with --arm NAME=ALGO:KEY=VALUE,...,
+the preset with settings (MuZero's model-shape levers: `--arm
+muzero_k1=muzero:muzero.unroll_steps=1`); each arm also reports self-play's CPU per
+new position and the learner's per minibatch update.
 """
 
 from __future__ import annotations
@@ -35,20 +41,33 @@ from selfplay_ab import git, unpack  # noqa: E402
 WORKER_SETS = ["threads=1", "eval.every=0", "eval.final_games=0", "train.checkpoint_every=100000"]
 
 
-def check_runs(game: str, algos: list[str], steps: int) -> None:
+def parse_arm(text: str) -> tuple[str, str, list[str]]:
+    """'NAME=ALGO:KEY=VALUE,KEY=VALUE' (or a bare algorithm) -> (name, algo, settings)."""
+    name, _, rest = text.partition("=") if "=" in text.split(":")[0] else (text, "", text)
+    algo, _, sets = rest.partition(":")
+    if not name or not algo:
+        raise argparse.ArgumentTypeError(f"expected NAME=ALGO[:KEY=VALUE,...], not {text!r}")
+    return name, algo, [x for x in sets.split(",") if x]
+
+
+def check_runs(game: str, arms: list[tuple[str, str, list[str]]], steps: int) -> dict[str, int]:
     """The config each worker will build, built here first (this tree's code): an unknown
     game, algorithm or setting is a UsageError before any process starts."""
     from polyzero.config import build_config
     from polyzero.errors import UsageError
     from polyzero.games import load_game
 
-    if not algos:
+    if not arms:
         raise UsageError("--algos names no algorithm")
-    for algo in algos:
-        load_game(build_config(game, algo, None, WORKER_SETS + [f"train.steps={steps}", "seed=0"]).game)
+    positions = {}
+    for name, algo, sets in arms:
+        cfg = build_config(game, algo, None, WORKER_SETS + sets + [f"train.steps={steps}", "seed=0"])
+        load_game(cfg.game)
+        positions[name] = cfg.train.positions_per_step
+    return positions
 
 
-def worker(tree: str, game: str, algo: str, steps: int, out: str) -> None:
+def worker(tree: str, game: str, algo: str, steps: int, out: str, sets: list[str] = ()) -> None:
     """One process: train with `tree`'s code, each step's phases timed in CPU seconds."""
     sys.path.insert(0, tree)
     import polyzero
@@ -72,15 +91,16 @@ def worker(tree: str, game: str, algo: str, steps: int, out: str) -> None:
     driver.Trainer._collect, learner.Learner.update = timed_collect, timed_update
     with tempfile.TemporaryDirectory(prefix="step_split_") as d:
         argv = ["train", game, "--algo", algo, "--seed", "0", "--run-dir", f"{d}/run", "--no-progress"]
-        code = cli.main(argv + [x for s in WORKER_SETS + [f"train.steps={steps}"] for x in ("--set", s)])
+        code = cli.main(argv + [x for s in WORKER_SETS + list(sets) + [f"train.steps={steps}"] for x in ("--set", s)])
     if code:  # the run stopped (its one line is on stderr): no timings to write
         sys.exit(code)
     rec["loadavg"] = os.getloadavg()
     Path(out).write_text(json.dumps(rec))
 
 
-def summary(rec: dict, skip: int) -> dict:
-    """CPU seconds per step: self-play, learner (its updates) and both, after `skip` steps."""
+def summary(rec: dict, skip: int, positions_per_step: int = 0) -> dict:
+    """CPU seconds per step: self-play, learner (its updates) and both, after `skip` steps;
+    with `positions_per_step`, self-play's CPU ms per new position too."""
     per_step = len(rec["update"]) // len(rec["collect"])
     collect = statistics.mean(rec["collect"][skip:])
     update = statistics.mean(rec["update"][skip * per_step :])
@@ -90,55 +110,76 @@ def summary(rec: dict, skip: int) -> dict:
         "learner_s": round(update * per_step, 3),
         "step_s": round(collect + update * per_step, 3),
         "updates_per_step": per_step,
+        "update_ms": round(1000 * update, 2),
+        **({"selfplay_ms_per_position": round(1000 * collect / positions_per_step, 3)} if positions_per_step else {}),
         "loadavg_end": [round(x, 2) for x in rec["loadavg"]],
         "code": rec["code"],
     }
 
 
 def render(result: dict) -> str:
+    trees = ("baseline", "now") if result.get("baseline") else ("now",)
+    against = "this tree against an earlier revision" if len(trees) == 2 else "this tree's arms"
+    order = "processes ABBA per round" if len(trees) == 2 else "one process per arm per round, the arms interleaved"
     lines = [
-        "# A learning step's CPU time: self-play and learner, this tree against an earlier revision",
+        f"# A learning step's CPU time: self-play and learner, {against}",
         "",
         f"- command: `{result['command']}`",
-        f"- baseline: {result['baseline']}; now: {result['now']}",
+        f"- baseline: {result.get('baseline') or 'none'}; now: {result['now']}",
         f"- machine: {result['machine']}; torch {result['torch']}; load average at the start "
-        f"{[round(x, 2) for x in result['loadavg_start']]}",
+        f"{[round(x, 2) for x in result['loadavg_start']]}, at the end {[round(x, 2) for x in result['loadavg_end']]}",
         f"- {result['steps']} learning steps per process, the first {result['skip']} left out; "
-        "CPU seconds per step (medians over the processes); processes ABBA per round",
+        f"CPU seconds per step (medians over the processes); {order}",
         "",
-        "| algo | tree | self-play s | learner s | step s | learner share | runs (step s) |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| arm | settings | tree | self-play s | learner s | step s | learner share | self-play ms/position "
+        "| learner ms/update | runs (step s) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for algo, trees in result["algos"].items():
-        for tree in ("baseline", "now"):
-            m = trees[tree]["median"]
-            runs = ", ".join(f"{r['step_s']:.2f}" for r in trees[tree]["runs"])
+    for name, arm in result["algos"].items():
+        sets = " ".join(arm.get("sets", [])) or "preset"
+        for tree in trees:
+            m = arm[tree]["median"]
+            runs = ", ".join(f"{r['step_s']:.2f}" for r in arm[tree]["runs"])
             lines.append(
-                f"| {algo} | {tree} | {m['selfplay_s']:.2f} | {m['learner_s']:.2f} | {m['step_s']:.2f} | "
-                f"{m['learner_s'] / m['step_s']:.2f} | {runs} |"
+                f"| {name} | {arm.get('algo', name)}: {sets} | {tree} | {m['selfplay_s']:.2f} | {m['learner_s']:.2f} "
+                f"| {m['step_s']:.2f} | {m['learner_s'] / m['step_s']:.2f} | {m.get('selfplay_ms_per_position', '-')} "
+                f"| {m.get('update_ms', '-')} | {runs} |"
             )
-    lines += ["", "| algo | self-play baseline / now | learner baseline / now | step baseline / now |"]
-    lines += ["|---|---:|---:|---:|"]
-    for algo, trees in result["algos"].items():
-        b, n = trees["baseline"]["median"], trees["now"]["median"]
-        lines.append(
-            f"| {algo} | {b['selfplay_s'] / n['selfplay_s']:.2f}x | {b['learner_s'] / n['learner_s']:.2f}x | "
-            f"{b['step_s'] / n['step_s']:.2f}x |"
-        )
+    if len(trees) == 2:
+        lines += ["", "| arm | self-play baseline / now | learner baseline / now | step baseline / now |"]
+        lines += ["|---|---:|---:|---:|"]
+        for name, arm in result["algos"].items():
+            b, n = arm["baseline"]["median"], arm["now"]["median"]
+            lines.append(
+                f"| {name} | {b['selfplay_s'] / n['selfplay_s']:.2f}x | {b['learner_s'] / n['learner_s']:.2f}x | "
+                f"{b['step_s'] / n['step_s']:.2f}x |"
+            )
     if len(result["algos"]) > 1:
-        first, *rest = result["algos"]
-        for other in rest:
-            for tree in ("baseline", "now"):
-                a = result["algos"][first][tree]["median"]["step_s"]
-                o = result["algos"][other][tree]["median"]["step_s"]
-                lines.append(f"\n{first}'s step costs {a / o:.2f}x {other}'s ({tree}).")
+        ref = "alphazero" if "alphazero" in result["algos"] else next(iter(result["algos"]))
+        lines += ["", f"Against {ref} ({trees[-1]}): each arm's CPU over {ref}'s.", ""]
+        lines += ["| arm | self-play | learner | step |", "|---|---:|---:|---:|"]
+        r = result["algos"][ref][trees[-1]]["median"]
+        for name, arm in result["algos"].items():
+            m = arm[trees[-1]]["median"]
+            lines.append(
+                f"| {name} | {m['selfplay_s'] / r['selfplay_s']:.2f}x | {m['learner_s'] / r['learner_s']:.2f}x "
+                f"| {m['step_s'] / r['step_s']:.2f}x |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", required=True, help="git revision of the earlier tree")
+    ap.add_argument("--baseline", default="", help="git revision of the earlier tree (none: this tree's arms only)")
     ap.add_argument("--algos", default="muzero,alphazero")
+    ap.add_argument(
+        "--arm",
+        type=parse_arm,
+        action="append",
+        default=[],
+        metavar="NAME=ALGO:KEY=VALUE,...",
+        help="instead of --algos",
+    )
     ap.add_argument("--game", default="connect_four")
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument("--skip", type=int, default=2)
@@ -147,39 +188,47 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.steps <= args.skip or args.skip < 1 or args.rounds < 1:
         ap.error("need --rounds >= 1 and 1 <= --skip < --steps")
-    try:
-        git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
-    except subprocess.CalledProcessError:
-        ap.error(f"--baseline {args.baseline!r} is not a revision of this repository")
-    algos = [a for a in args.algos.split(",") if a]
+    if args.baseline:
+        try:
+            git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
+        except subprocess.CalledProcessError:
+            ap.error(f"--baseline {args.baseline!r} is not a revision of this repository")
+    arms = args.arm or [(a, a, []) for a in args.algos.split(",") if a]
+    if len({name for name, _, _ in arms}) != len(arms):
+        ap.error("two arms have the same name")
     from polyzero.errors import UsageError  # not at the top: a worker imports its own tree's polyzero
 
     try:
-        check_runs(args.game, algos, args.steps)
+        positions = check_runs(args.game, arms, args.steps)
     except UsageError as exc:
         ap.error(str(exc))
+    trees = ("baseline", "now", "now", "baseline") if args.baseline else ("now",)
     result = timing_meta(argv, steps=args.steps, skip=args.skip, rounds=args.rounds)
     result["now"] = git("rev-parse", "HEAD") + (" (with changes)" if git("status", "--porcelain") else "")
-    result["algos"] = {a: {"baseline": {"runs": []}, "now": {"runs": []}} for a in algos}
+    result["algos"] = {
+        name: {"algo": algo, "sets": sets, "positions_per_step": positions[name], **{t: {"runs": []} for t in trees}}
+        for name, algo, sets in arms
+    }
     with tempfile.TemporaryDirectory(prefix="step_split_ab_") as tmp:
         base = Path(tmp) / "baseline"
         base.mkdir()
-        result["baseline"] = unpack(args.baseline, base)
+        result["baseline"] = unpack(args.baseline, base) if args.baseline else None
         for _ in range(args.rounds):
-            for algo in algos:
-                for tree in ("baseline", "now", "now", "baseline"):
+            for name, algo, sets in arms:
+                for tree in trees:
                     out = Path(tmp) / "rec.json"
                     root = str(base if tree == "baseline" else ROOT)
                     cmd = [sys.executable, __file__, "_worker", root, args.game, algo, str(args.steps), str(out)]
-                    code = subprocess.run(cmd, cwd=tmp, stdout=subprocess.DEVNULL).returncode
+                    code = subprocess.run(cmd + [json.dumps(sets)], cwd=tmp, stdout=subprocess.DEVNULL).returncode
                     if code:
-                        sys.exit(f"step_split_ab: the {tree} tree's {algo} run failed (exit {code}; its error above)")
-                    run = summary(json.loads(out.read_text()), args.skip)
-                    result["algos"][algo][tree]["runs"].append(run)
-                    print(f"{algo} {tree}: {run}", flush=True)
-    for trees in result["algos"].values():
-        for t in trees.values():
-            keys = ("selfplay_s", "learner_s", "step_s")
+                        sys.exit(f"step_split_ab: the {tree} tree's {name} run failed (exit {code}; its error above)")
+                    run = summary(json.loads(out.read_text()), args.skip, positions[name])
+                    result["algos"][name][tree]["runs"].append(run)
+                    print(f"{name} {tree}: {run}", flush=True)
+    keys = ("selfplay_s", "learner_s", "step_s", "update_ms", "selfplay_ms_per_position")
+    for arm in result["algos"].values():
+        for tree in trees:
+            t = arm[tree]
             t["median"] = {k: round(statistics.median(r[k] for r in t["runs"]), 3) for k in keys}
     result["loadavg_end"] = os.getloadavg()
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
@@ -189,6 +238,6 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
-        worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6])
+        worker(*sys.argv[2:5], int(sys.argv[5]), sys.argv[6], json.loads(sys.argv[7]) if len(sys.argv) > 7 else [])
     else:
         main()

@@ -20,6 +20,18 @@ def test_the_summary_leaves_out_the_first_steps_and_counts_every_update():
     assert s["learner_s"] == 4.0 and s["step_s"] == 6.0
 
 
+def test_an_arm_is_a_name_an_algorithm_and_settings():
+    assert bench.parse_arm("muzero_k1=muzero:muzero.unroll_steps=1,muzero.dynamics_blocks=1") == (
+        "muzero_k1",
+        "muzero",
+        ["muzero.unroll_steps=1", "muzero.dynamics_blocks=1"],
+    )
+    assert bench.parse_arm("alphazero") == ("alphazero", "alphazero", [])
+    rec = {"collect": [9.0, 1.0, 3.0], "update": [0.5] * 6, "loadavg": (1.0, 1.0, 1.0), "code": "x"}
+    s = bench.summary(rec, skip=1, positions_per_step=4)
+    assert s["selfplay_ms_per_position"] == 500.0 and s["update_ms"] == 500.0
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -28,6 +40,8 @@ def test_the_summary_leaves_out_the_first_steps_and_counts_every_update():
         (["--baseline", "HEAD", "--algos", "muzero,no_such_algo"], "unknown algorithm 'no_such_algo'"),
         (["--baseline", "HEAD", "--algos", ","], "names no algorithm"),
         (["--baseline", "HEAD", "--game", "no_such_game"], "unknown game 'no_such_game'"),
+        (["--arm", "k1=muzero:muzero.no_such_key=1"], "no_such_key"),
+        (["--arm", "a=muzero", "--arm", "a=alphazero"], "same name"),
     ],
 )
 def test_bad_arguments_are_usage_errors(tmp_path, capsys, args, message):
