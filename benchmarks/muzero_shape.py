@@ -18,8 +18,9 @@ Phases (each resumable):
           seconds of training so far (self-play + learner, `time.process_time`, which
           the shared machine's load does not stretch).
   eval    every kept checkpoint: the agent (the preset's evaluation search, 25
-          simulations, no noise, the most visited move) tabulated at every position
-          of tic-tac-toe that is not over (4,520), then its exact expected score
+          simulations, no noise, the most visited move, a tie broken uniformly at
+          random as the player does) tabulated at every position of tic-tac-toe that
+          is not over (4,520), then its exact expected score
           (win 1, draw 0.5, loss 0) over both seats against the perfect player (a
           minimax player choosing uniformly among the moves that keep the game's
           value) and against uniform random play. No sampling noise: a checkpoint's
@@ -37,6 +38,8 @@ import json
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
@@ -85,36 +88,49 @@ def solved_positions(game) -> dict[str, tuple]:
     return {state_key(p.state): (p.state, p.optimal) for p in minimax_positions(game)}
 
 
-def tabulate(choose, states: list, batch: int = 256) -> dict[str, int]:
-    """`choose(states) -> actions` at every state, as a table keyed by position."""
+def tabulate(choose, states: list, batch: int = 256) -> dict[str, list[int]]:
+    """`choose(states) -> [moves, ...]` at every state (the moves the agent picks among
+    uniformly), as a table keyed by position."""
     table = {}
     for i in range(0, len(states), batch):
         part = states[i : i + batch]
-        for state, action in zip(part, choose(part)):
-            table[state_key(state)] = int(action)
+        for state, moves in zip(part, choose(part)):
+            table[state_key(state)] = [int(a) for a in moves]
     return table
 
 
-def exact_score(table: dict[str, int], opponent, state, seat: int, memo: dict | None = None) -> float:
+def most_visited(player):
+    """A search player's choice at a batch of states: its most visited moves (it breaks
+    a tie uniformly at random, `polyzero.search.policy.choose_actions`, so the exact
+    score averages over them)."""
+
+    def choose(states: list) -> list[list[int]]:
+        result = player.algo.search(player.evaluate, states, player.params, player.rng, add_noise=False)
+        if result.action is not None:  # a root that makes its own choice (Gumbel)
+            return [[int(a)] for a in result.action]
+        return [np.flatnonzero(v == v.max()).tolist() for v in result.root_visits]
+
+    return choose
+
+
+def exact_score(table: dict[str, list[int]], opponent, state, seat: int, memo: dict | None = None) -> float:
     """The agent's expected score (win 1, draw 0.5, loss 0) from `state` in seat `seat`,
-    playing `table`'s move wherever it is to move; `opponent(state)` gives the moves the
-    other side chooses among uniformly."""
+    choosing uniformly among `table`'s moves wherever it is to move; `opponent(state)`
+    gives the moves the other side chooses among uniformly."""
     memo = {} if memo is None else memo
     key = state_key(state)
     if key in memo:
         return memo[key]
     if state.is_terminal():
         value = (state.returns()[seat] + 1.0) / 2.0
-    elif state.current_player() == seat:
-        value = exact_score(table, opponent, state.child(table[key]), seat, memo)
     else:
-        moves = opponent(state)
+        moves = table[key] if state.current_player() == seat else opponent(state)
         value = sum(exact_score(table, opponent, state.child(a), seat, memo) for a in moves) / len(moves)
     memo[key] = value
     return value
 
 
-def scores_over_seats(game, table: dict[str, int], solved: dict[str, tuple]) -> dict[str, float]:
+def scores_over_seats(game, table: dict[str, list[int]], solved: dict[str, tuple]) -> dict[str, float]:
     """The agent's exact score against the perfect and the random player, the mean of its
     two seats."""
     opponents = {"optimal": lambda s: solved[state_key(s)][1], "random": lambda s: s.legal_actions()}
@@ -197,8 +213,14 @@ def evaluate_checkpoint(game, solved: dict, point: dict) -> dict:
     cfg = build_config(base=read_toml(ckpt / "config.toml"))
     algo = make_algorithm(cfg, game)
     player = agent_player(algo, cfg, read_learner(ckpt)["net"], "cpu", point["step"], sample_moves=0)
-    table = tabulate(player.act, [state for state, _ in solved.values()])
-    return {**point, "simulations": cfg.eval.simulations, **scores_over_seats(game, table, solved)}
+    table = tabulate(most_visited(player), [state for state, _ in solved.values()])
+    ties = sum(len(m) > 1 for m in table.values())
+    return {
+        **point,
+        "simulations": cfg.eval.simulations,
+        "tied_positions": ties,
+        **scores_over_seats(game, table, solved),
+    }
 
 
 def phase_eval(args, work: Path) -> None:

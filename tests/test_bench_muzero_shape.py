@@ -21,7 +21,7 @@ def ttt():
 
 
 def _table(solved, pick):
-    return bench.tabulate(lambda states: [pick(s) for s in states], [s for s, _ in solved.values()])
+    return bench.tabulate(lambda states: [[pick(s)] for s in states], [s for s, _ in solved.values()])
 
 
 def _position(game, moves):
@@ -46,6 +46,9 @@ def test_exact_score_on_a_hand_checked_position(ttt):
     # makes two threats (5, 6) and both replies win; after 6, X plays 7 and O's 5 and 2
     # both win; after 7, X plays 6, then O's 5 wins and O's 2 leaves X 5, a draw (1/2).
     assert bench.exact_score(highest, uniform, state, seat=0) == pytest.approx((0 + 0 + 0 + 0.5 / 2) / 4)
+    # An agent tied between 2 and 8 there (the player breaks ties at random): the mean.
+    tied = {**highest, bench.state_key(state): [2, 8]}
+    assert bench.exact_score(tied, optimal, state, seat=0) == 0.5
 
 
 def test_a_perfect_agent_scores_one_half_against_the_perfect_player(ttt):
@@ -90,3 +93,23 @@ def test_an_unknown_arm_is_one_line_and_exit_code_2():
     )
     assert out.returncode == 2
     assert "unknown arm" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_agents_choice_keeps_every_tied_most_visited_move():
+    import numpy as np
+
+    class Result:
+        root_visits = np.array([[3, 9, 9, 0], [1, 2, 20, 2]])
+        action = None
+
+    class Algo:
+        def search(self, evaluate, states, params, rng, add_noise):
+            assert add_noise is False
+            return Result()
+
+    class Player:
+        algo, evaluate, params, rng = Algo(), None, None, None
+
+    assert bench.most_visited(Player())(["a", "b"]) == [[1, 2], [2]]
+    Result.action = np.array([0, 3])  # a Gumbel root chooses itself
+    assert bench.most_visited(Player())(["a", "b"]) == [[0], [3]]
