@@ -257,8 +257,11 @@ def at_cpu(rows: list[dict], cpu_s: float) -> dict | None:
 def aggregate(rows: dict[tuple[str, int], list[dict]], arms: list[str], cpu_points: int = 4) -> dict:
     """`rows[(arm, seed)]`: a run's evaluated checkpoints. Per arm and score, cells at each
     learning step every seed reached, and at equal CPU seconds: `cpu_points` marks up to
-    the lowest over arms of the mean CPU at the arm's last common step."""
-    by_steps, by_cpu, cpu_cost = [], [], {}
+    the lowest over arms of the mean CPU at the arm's last common step. `late`: each
+    seed's mean over its checkpoints in the second half of the steps (past half the last
+    common step), then the mean over seeds: one checkpoint's score flips with the
+    policy's choice at a few positions, a window of them less."""
+    by_steps, by_cpu, cpu_cost, late = [], [], {}, []
     for arm in arms:
         runs = {seed: r for (a, seed), r in rows.items() if a == arm and r}
         if not runs:
@@ -278,6 +281,13 @@ def aggregate(rows: dict[tuple[str, int], list[dict]], arms: list[str], cpu_poin
                 "cpu_s": sum(last) / len(last),
                 "per_step": sum(last) / len(last) / common[-1],
             }
+            window = [st for st in common if st > common[-1] / 2]
+            seeds = sorted(runs)
+            for opp in OPPONENTS:
+                values = [
+                    sum(r[f"exact_vs_{opp}"] for r in runs[s] if r["step"] in window) / len(window) for s in seeds
+                ]
+                late.append(cell(values, seeds, arm=arm, opponent=opp, steps=window))
     budget = min((c["cpu_s"] for c in cpu_cost.values()), default=0.0)
     marks = [budget * k / cpu_points for k in range(cpu_points + 1)] if budget else []
     for arm in arms:
@@ -291,7 +301,7 @@ def aggregate(rows: dict[tuple[str, int], list[dict]], arms: list[str], cpu_poin
                     by_cpu.append(
                         cell(values, seeds, arm=arm, opponent=opp, cpu_s=mark, steps=[picked[s]["step"] for s in seeds])
                     )
-    return {"by_steps": by_steps, "by_cpu": by_cpu, "cpu_cost": cpu_cost}
+    return {"by_steps": by_steps, "by_cpu": by_cpu, "cpu_cost": cpu_cost, "late": late}
 
 
 def _fmt(c: dict | None) -> str:
@@ -327,6 +337,17 @@ def markdown(result: dict) -> list[str]:
         if c:
             ratio = f"{c['per_step'] / base['per_step']:.2f}x" if base else "-"
             lines.append(f"| {arm} | {c['step']} | {c['cpu_s']:.0f} | {c['per_step']:.3f} | {ratio} |")
+    window = next((c["steps"] for c in agg["late"]), [])
+    lines += ["", f"## Each seed's mean over the checkpoints at steps {', '.join(map(str, window))}", ""]
+    lines += ["| arm | vs optimal | seeds | vs random | seeds |", "|---|---|---|---|---|"]
+    for arm in arms:
+        got = {c["opponent"]: c for c in agg["late"] if c["arm"] == arm}
+        if got:
+            lines.append(
+                f"| {arm} | "
+                + " | ".join(f"{_fmt(got[o])} | {', '.join(f'{v:.3f}' for v in got[o]['values'])}" for o in OPPONENTS)
+                + " |"
+            )
     for opp in OPPONENTS:
         steps = sorted({c["step"] for c in agg["by_steps"] if c["opponent"] == opp})
         lines += ["", f"## Exact score against the {opp} player, by learning steps", ""]

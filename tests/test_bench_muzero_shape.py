@@ -85,6 +85,13 @@ def test_aggregate_by_steps_and_at_equal_cpu():
     assert at11["b"]["values"] == [0.3, 0.1]
     at22 = {c["arm"]: c for c in agg["by_cpu"] if c["opponent"] == "optimal" and c["cpu_s"] == 22}
     assert at22["a"]["steps"] == [10, 0] and at22["b"]["steps"] == [20, 10]
+    # The late window: steps past half the last (20): only step 20 here.
+    late = {c["arm"]: c for c in agg["late"] if c["opponent"] == "optimal"}
+    assert late["a"]["steps"] == [20] and late["a"]["values"] == [0.3, 0.5]
+    rows[("a", 0)].append(_row(30, 60, 0.7))
+    rows[("a", 1)].append(_row(30, 64, 0.1))
+    late = {c["arm"]: c for c in bench.aggregate(rows, ["a"])["late"] if c["opponent"] == "optimal"}
+    assert late["a"]["steps"] == [20, 30] and late["a"]["values"] == pytest.approx([0.5, 0.3])
 
 
 def test_an_unknown_arm_is_one_line_and_exit_code_2():
