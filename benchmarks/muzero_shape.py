@@ -325,6 +325,11 @@ def markdown(result: dict) -> list[str]:
         "position the preset's evaluation search (25 simulations, no noise, most visited); against the "
         "perfect player 0.5 is the most there is. Mean over seeds [95% t-interval].",
         f"- load average while training: {result['loadavg']}",
+        "- references, scored the same way: "
+        + "; ".join(
+            f"{name} agent {r['exact_vs_optimal']:.3f} vs optimal, {r['exact_vs_random']:.3f} vs random"
+            for name, r in result["references"].items()
+        ),
         "",
         "## CPU cost of training (self-play + learner, one thread)",
         "",
@@ -405,6 +410,21 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def references(game_name: str) -> dict:
+    """The same exact scores of two reference agents: the perfect player (uniform among
+    the optimal moves) and uniform random play."""
+    from polyzero.games import load_game
+
+    game = load_game(game_name)
+    solved = solved_positions(game)
+    states = [s for s, _ in solved.values()]
+    agents = {
+        "perfect": lambda ss: [solved[state_key(s)][1] for s in ss],
+        "random": lambda ss: [s.legal_actions() for s in ss],
+    }
+    return {name: scores_over_seats(game, tabulate(choose, states), solved) for name, choose in agents.items()}
+
+
 def phase_report(args, work: Path) -> dict:
     rows = {}
     for seed in args.seeds:
@@ -422,6 +442,7 @@ def phase_report(args, work: Path) -> dict:
         "command": "python benchmarks/muzero_shape.py " + " ".join(sys.argv[1:]),
         "loadavg": f"1-min {min(loads):.2f}-{max(loads):.2f}, mean {sum(loads) / len(loads):.2f}" if loads else "-",
         "aggregate": aggregate(rows, args.arms),
+        "references": references(args.game),
         "checkpoints": {f"{a}_s{s}": r for (a, s), r in rows.items()},
     }
     write_report(args.out, result, markdown(result), plot)
