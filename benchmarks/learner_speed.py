@@ -13,7 +13,7 @@ pass of f; MuZero (and Gumbel MuZero, whose learner is MuZero's) h once and g an
 times; NDMZ the same with its g and f. Arms:
 
 * connect_four: AlphaZero (the preset's tower), MuZero, Gumbel MuZero, MuZero's
-  model-shape levers (K = 3, K = 1, a one-block dynamics tower), and AlphaZero's and
+  model-shape levers (K = 3, K = 1, a one-block dynamics tower, K = 3 with it), and AlphaZero's and
   MuZero's learners with train.fused_step and through torch.compile (train.compile;
   the compile is a warm-up round, minutes on a small CPU);
 * nannon: AlphaZero with NDMZ's trunk (MLP 256 x 2), NDMZ, and each with train.fused_step;
