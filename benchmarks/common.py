@@ -185,16 +185,20 @@ def sample_loadavg(path: Path, every_s: float = 60.0):
     return stop
 
 
-def train_in_chunks(trainer, budget_min: float, chunk_steps: int, label: str, steps: int | None = None) -> None:
+def train_in_chunks(
+    trainer, budget_min: float, chunk_steps: int, label: str, steps: int | None = None, after_chunk=None
+) -> None:
     """Run `trainer` in chunks of `chunk_steps` learning steps, a kept checkpoint after
     each, until `budget_min` minutes of training time (evaluation excluded), or with
-    `steps` until that learning step instead."""
+    `steps` until that learning step instead; `after_chunk(trainer)` after each."""
     while trainer.train_time < budget_min * 60 if steps is None else trainer.step < steps:
         trainer.cfg.train.steps = (
             trainer.step + chunk_steps if steps is None else min(steps, trainer.step + chunk_steps)
         )
         trainer.cfg.train.checkpoint_every = chunk_steps
         trainer.run()
+        if after_chunk is not None:
+            after_chunk(trainer)
         print(f"[{label}] step {trainer.step}, {trainer.train_time / 60:.1f} min of training", flush=True)
 
 

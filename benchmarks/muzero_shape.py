@@ -53,6 +53,7 @@ from common import (  # noqa: E402
     run_phases,
     sample_loadavg,
     seed_list,
+    train_in_chunks,
     utcnow,
     write_report,
 )
@@ -157,6 +158,8 @@ def train_one(args, work: Path, arm: str, seed: int) -> None:
     if latest_checkpoint(run) is not None and done:
         trainer = Trainer.resume(run, progress=False)
         done = [r for r in done if r["step"] <= trainer.step]
+        if done[-1]["step"] != trainer.step:  # killed between the checkpoint and the log
+            raise SystemExit(f"{log} ends before the checkpoint at step {trainer.step}: its CPU is lost; remove {here}")
         cpu = done[-1]["cpu_s"]
     else:
         sets = [f"seed={seed}", "threads=1", "eval.every=0", "eval.final_games=0", "train.keep_checkpoints=100000"]
@@ -164,15 +167,19 @@ def train_one(args, work: Path, arm: str, seed: int) -> None:
         trainer.save()  # step 0: the untrained network
         cpu, done = 0.0, [{"step": 0, "cpu_s": 0.0, "train_time": 0.0}]
         log.write_text(json.dumps(done[0]) + "\n")
-    while trainer.step < args.steps:
-        trainer.cfg.train.steps = min(args.steps, trainer.step + args.chunk_steps)
-        trainer.cfg.train.checkpoint_every = args.chunk_steps
-        c0 = time.process_time()
-        trainer.run()
-        cpu += time.process_time() - c0
+    clock = {"at": time.process_time(), "cpu": cpu, "step": trainer.step}
+
+    def log_cpu(trainer) -> None:
+        now = time.process_time()
+        clock.update(at=now, cpu=clock["cpu"] + now - clock["at"], step=trainer.step)
         with open(log, "a") as f:
-            f.write(json.dumps({"step": trainer.step, "cpu_s": cpu, "train_time": trainer.train_time}) + "\n")
-        print(f"[train {arm} s{seed}] step {trainer.step}, {cpu:.0f} CPU s", flush=True)
+            f.write(json.dumps({"step": trainer.step, "cpu_s": clock["cpu"], "train_time": trainer.train_time}) + "\n")
+
+    try:
+        train_in_chunks(trainer, 0, args.chunk_steps, f"train {arm} s{seed}", steps=args.steps, after_chunk=log_cpu)
+    finally:  # an interrupt checkpoints mid-chunk: its CPU so far is logged, so a resume counts it
+        if trainer.step != clock["step"]:
+            log_cpu(trainer)
 
 
 def phase_train(args, work: Path) -> None:

@@ -137,3 +137,30 @@ def test_uniform_random_play_and_perfect_play_score_their_known_values_in_each_s
     perfect = _table(solved, lambda s: solved[bench.state_key(s)][1][-1])
     optimal = lambda s: solved[bench.state_key(s)][1]  # noqa: E731
     assert [bench.exact_score(perfect, optimal, start, seat) for seat in (0, 1)] == [0.5, 0.5]
+
+
+def test_an_interrupted_run_logs_its_cpu_and_resumes_counting_it(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM checkpoints mid-chunk: the CPU so far is logged at that step, so
+    the resumed run's CPU seconds go on from it (else the interrupted chunk's were lost)."""
+    import argparse
+
+    from polyzero.train.driver import Trainer
+
+    collect = Trainer._collect
+
+    def interrupted_after_the_first(self):
+        collect(self)
+        self.interrupt_requested = True  # as SIGTERM's handler does: a checkpoint at the next step's start
+
+    args = argparse.Namespace(game="tic_tac_toe", steps=3, chunk_steps=2)
+    small = ["train.positions_per_step=16", "train.batch_size=8", "search.num_simulations=2"]
+    monkeypatch.setitem(bench.ARMS, "k1", ["muzero.unroll_steps=1", *small, "selfplay.concurrent_games=4"])
+    monkeypatch.setattr(Trainer, "_collect", interrupted_after_the_first)
+    with pytest.raises(Exception, match="interrupted at learning step 1"):
+        bench.train_one(args, tmp_path, "k1", 0)
+    monkeypatch.setattr(Trainer, "_collect", collect)
+    bench.train_one(args, tmp_path, "k1", 0)
+    log = bench.read_jsonl(tmp_path / "k1_s0" / "cpu.jsonl")
+    assert [r["step"] for r in log] == [0, 1, 3]
+    assert 0 < log[1]["cpu_s"] < log[2]["cpu_s"]
+    assert [c["step"] for c in bench.checkpoints(tmp_path, "k1", 0)] == [0, 1, 3]
