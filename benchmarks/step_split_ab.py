@@ -171,7 +171,7 @@ def render(result: dict) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", default="", help="git revision of the earlier tree (none: this tree's arms only)")
-    ap.add_argument("--algos", default="muzero,alphazero")
+    ap.add_argument("--algos", default=None, help="algorithms' presets, comma-separated (default muzero,alphazero)")
     ap.add_argument(
         "--arm",
         type=parse_arm,
@@ -193,7 +193,9 @@ def main(argv=None) -> None:
             git("rev-parse", "--verify", f"{args.baseline}^{{commit}}")
         except subprocess.CalledProcessError:
             ap.error(f"--baseline {args.baseline!r} is not a revision of this repository")
-    arms = args.arm or [(a, a, []) for a in args.algos.split(",") if a]
+    if args.arm and args.algos is not None:
+        ap.error("--arm and --algos: give one (an --arm names its algorithm)")
+    arms = args.arm or [(a, a, []) for a in (args.algos or "muzero,alphazero").split(",") if a]
     if len({name for name, _, _ in arms}) != len(arms):
         ap.error("two arms have the same name")
     from polyzero.errors import UsageError  # not at the top: a worker imports its own tree's polyzero

@@ -42,6 +42,7 @@ def test_an_arm_is_a_name_an_algorithm_and_settings():
         (["--baseline", "HEAD", "--game", "no_such_game"], "unknown game 'no_such_game'"),
         (["--arm", "k1=muzero:muzero.no_such_key=1"], "no_such_key"),
         (["--arm", "a=muzero", "--arm", "a=alphazero"], "same name"),
+        (["--arm", "a=muzero", "--algos", "alphazero"], "give one"),
     ],
 )
 def test_bad_arguments_are_usage_errors(tmp_path, capsys, args, message):
