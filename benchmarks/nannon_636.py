@@ -472,7 +472,12 @@ def main(argv=None) -> None:
         return
     work = Path(str(args.work).format(seed=args.seed)) if args.work else ROOT / "runs" / "bench" / args.out
     work.mkdir(parents=True, exist_ok=True)
-    run_phases(args, work, phase_train, phase_eval, phase_report)
+    from polyzero.errors import UsageError
+
+    try:
+        run_phases(args, work, phase_train, phase_eval, phase_report)
+    except UsageError as exc:  # a bad --set, or a setting chunked training refuses
+        p.exit(2, f"{p.prog}: error: {exc}\n")
 
 
 if __name__ == "__main__":
