@@ -454,6 +454,12 @@ def main(argv=None) -> None:
         "from its own --work (with {seed} in it; default runs/bench/NAME_s{seed}) -> NAME_seeds.*",
     )
     p.add_argument("--baseline", type=Path, default=None, help="with --seeds: an earlier results JSON shown beside")
+    p.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="with --seeds: an earlier report --seeds JSON whose same seeds are shown beside (a lever vs the default)",
+    )
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
