@@ -233,7 +233,7 @@ def _against(args, seeds: list[int]) -> dict | None:
     return {
         "file": str(args.against),
         "git": earlier["git"],
-        "train_git": earlier["train_git"],
+        "train_git": {str(s): earlier["train_git"][str(s)] for s in seeds},
         "cells": cells,
         "by_step": rows,
     }
