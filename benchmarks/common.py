@@ -188,7 +188,15 @@ def sample_loadavg(path: Path, every_s: float = 60.0):
 def train_in_chunks(trainer, budget_min: float, chunk_steps: int, label: str, steps: int | None = None) -> None:
     """Run `trainer` in chunks of `chunk_steps` learning steps, a kept checkpoint after
     each, until `budget_min` minutes of training time (evaluation excluded), or with
-    `steps` until that learning step instead."""
+    `steps` until that learning step instead. Each chunk sets train.steps to its own end,
+    so a cosine learning rate needs its length as train.lr_steps (else it would restart
+    its decay over every chunk); refused without it."""
+    from polyzero.errors import UsageError
+
+    if trainer.cfg.train.lr_schedule != "constant" and not trainer.cfg.train.lr_steps:
+        raise UsageError(
+            "training in chunks sets train.steps per chunk: give the schedule's length as train.lr_steps=N"
+        )
     while trainer.train_time < budget_min * 60 if steps is None else trainer.step < steps:
         trainer.cfg.train.steps = (
             trainer.step + chunk_steps if steps is None else min(steps, trainer.step + chunk_steps)
