@@ -185,12 +185,24 @@ def sample_loadavg(path: Path, every_s: float = 60.0):
     return stop
 
 
+def check_chunkable(train_cfg) -> None:
+    """Each chunk of `train_in_chunks` sets train.steps to its own end, so a cosine learning
+    rate needs its length as train.lr_steps (else its decay restarts every chunk): a
+    UsageError without it. Call it before a run is created, so a refusal leaves none."""
+    from polyzero.errors import UsageError
+
+    if train_cfg.lr_schedule != "constant" and not train_cfg.lr_steps:
+        raise UsageError("training in chunks sets train.steps per chunk: give the schedule's length as train.lr_steps=N")
+
+
 def train_in_chunks(
     trainer, budget_min: float, chunk_steps: int, label: str, steps: int | None = None, after_chunk=None
 ) -> None:
     """Run `trainer` in chunks of `chunk_steps` learning steps, a kept checkpoint after
     each, until `budget_min` minutes of training time (evaluation excluded), or with
-    `steps` until that learning step instead; `after_chunk(trainer)` after each."""
+    `steps` until that learning step instead (a cosine without train.lr_steps refused:
+    `check_chunkable`); `after_chunk(trainer)` after each."""
+    check_chunkable(trainer.cfg.train)
     while trainer.train_time < budget_min * 60 if steps is None else trainer.step < steps:
         trainer.cfg.train.steps = (
             trainer.step + chunk_steps if steps is None else min(steps, trainer.step + chunk_steps)

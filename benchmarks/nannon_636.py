@@ -454,6 +454,12 @@ def main(argv=None) -> None:
         "from its own --work (with {seed} in it; default runs/bench/NAME_s{seed}) -> NAME_seeds.*",
     )
     p.add_argument("--baseline", type=Path, default=None, help="with --seeds: an earlier results JSON shown beside")
+    p.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="with --seeds: an earlier report --seeds JSON whose same seeds are shown beside (a lever vs the default)",
+    )
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
@@ -472,7 +478,12 @@ def main(argv=None) -> None:
         return
     work = Path(str(args.work).format(seed=args.seed)) if args.work else ROOT / "runs" / "bench" / args.out
     work.mkdir(parents=True, exist_ok=True)
-    run_phases(args, work, phase_train, phase_eval, phase_report)
+    from polyzero.errors import UsageError
+
+    try:
+        run_phases(args, work, phase_train, phase_eval, phase_report)
+    except UsageError as exc:  # a bad --set, or a setting chunked training refuses
+        p.exit(2, f"{p.prog}: error: {exc}\n")
 
 
 if __name__ == "__main__":

@@ -162,6 +162,7 @@ def report(args) -> dict:
     marks = marks_of(args.budget_min, args.points)
     cells = across_seeds(rows_by_seed, marks, args.budget_min)
     baseline = _baseline(args, marks, rows_by_seed)
+    against = _against(args, seeds)
     result = {
         "game": args.game,
         "seeds": seeds,
@@ -174,11 +175,13 @@ def report(args) -> dict:
         "marks": marks,
         "cells": cells,
         "baseline": baseline,
+        "against": against,
         "dynamics_at_last": dynamics_at_last(rows_by_seed, args.budget_min),
         "by_step": by_step(
             {**rows_by_seed, **({f"{baseline['seed']}@{baseline['git'][:7]}": baseline["rows"]} if baseline else {})},
             args.budget_min,
-        ),
+        )
+        + (against["by_step"] if against else []),
         "target": target(cells, seeds, args.budget_min),
     }
     if baseline:
@@ -209,6 +212,31 @@ def _baseline(args, marks: list[float], rows_by_seed: dict[int, list[dict]]) -> 
         cells = across_seeds(mixed, marks, args.budget_min)
         out["with_it"] = {"seeds": list(mixed), "cells": cells, "target": target(cells, list(mixed), args.budget_min)}
     return out
+
+
+def _against(args, seeds: list[int]) -> dict | None:
+    """--against FILE (an earlier `report --seeds` JSON: the default's run of the same seeds,
+    beside a lever's): its cells over these seeds only (mean and 95% t-interval recomputed
+    over them) and their by-step rows, labelled SEED@FILE's stem."""
+    if not getattr(args, "against", None):
+        return None
+    earlier = json.loads(Path(args.against).read_text())
+    cells = []
+    for c in earlier["cells"]:
+        keep = [i for i, s in enumerate(c["seeds"]) if s in seeds]
+        if keep:
+            pick = {k: [c[k][i] for i in keep] for k in ("seeds", "minutes", "steps", "values")}
+            mean, lo, hi = interval(pick["values"])
+            cells.append({**c, **pick, "mean": mean, "ci95": None if len(keep) < 2 else [lo, hi]})
+    stem = Path(args.against).stem
+    rows = [{**x, "seed": f"{x['seed']}@{stem}"} for x in earlier["by_step"] if x["seed"] in seeds]
+    return {
+        "file": str(args.against),
+        "git": earlier["git"],
+        "train_git": {str(s): earlier["train_git"][str(s)] for s in seeds},
+        "cells": cells,
+        "by_step": rows,
+    }
 
 
 def _train_commits(work: Path) -> list[str]:
@@ -288,6 +316,8 @@ def markdown(name: str, result: dict) -> list[str]:
     lines += _by_step_lines(result["by_step"], result["marks"][-1])
     if base:
         lines += _baseline_lines(base, result["marks"])
+    if result.get("against"):
+        lines += _against_lines(result)
     dyn = result["dynamics_at_last"]
     if dyn:
         lines += [
@@ -349,6 +379,33 @@ def _baseline_lines(base: dict, marks: list[float]) -> list[str]:
     return lines
 
 
+def _against_lines(result: dict) -> list[str]:
+    """--against's run of the same seeds: its table by mark, and both runs at equal learning steps."""
+    against = result["against"]
+    trained = "; ".join(f"seed {s}: {'/'.join(c[:10] for c in cs)}" for s, cs in against["train_git"].items())
+    lines = _table(
+        against["cells"], result["marks"], f"Beside it, the same seeds in {against['file']} (trained at {trained})"
+    )
+    mine = {(str(x["seed"]), x["step"]): x for x in result["by_step"] if "@" not in str(x["seed"])}
+    lines += [
+        "",
+        "NDMZ at equal learning steps, this run beside it (exact vs optimal; the minutes each reached the step in):",
+        "",
+        "| seed | step | search, this run | search, beside | raw, this run | raw, beside "
+        "| minutes, this run | minutes, beside |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for x in against["by_step"]:
+        seed = x["seed"].split("@")[0]
+        y = mine.get((seed, x["step"]))
+        if y:
+            lines.append(
+                f"| {seed} | {x['step']} | {y['search']:.4f} | {x['search']:.4f} | {y['raw']:.4f} | {x['raw']:.4f} "
+                f"| {y['minutes']:.1f} | {x['minutes']:.1f} |"
+            )
+    return lines
+
+
 def plot(result: dict, path: Path) -> None:
     """Left: exact score vs the optimal player over training minutes, each method and agent's
     mean over seeds with its 95% interval as a band and the seeds' points. Right: NDMZ's
@@ -378,6 +435,8 @@ def _cell_sets(result: dict) -> list[tuple[str, list[dict]]]:
     base = result["baseline"]
     if base:
         sets.append((f" (seed {base['seed']}, {base['git'][:7]})", base["cells"]))
+    if result.get("against"):
+        sets.append((f" ({Path(result['against']['file']).stem})", result["against"]["cells"]))
     return sets
 
 

@@ -207,6 +207,9 @@ class TrainConfig:
     # "cosine": lr * (1 + cos(pi * u / U)) / 2 over the U = steps * minibatches_per_step
     # updates of the run (Loshchilov & Hutter 2017); "constant" keeps lr throughout.
     lr_schedule: str = "constant"
+    # The cosine's length in learning steps (U = lr_steps * minibatches_per_step); 0: train.steps.
+    # Set it where train.steps is not the run's end (a benchmark training in chunks by the clock).
+    lr_steps: int = 0
     l2: float = 1e-5  # c (Table 6)
     optimizer: str = "adam"
     momentum: float = 0.9  # for sgd
@@ -241,6 +244,7 @@ class TrainConfig:
         ):
             _positive(f"train.{k}", getattr(self, k))
         _positive("train.keep_replay_every", self.keep_replay_every, allow_zero=True)
+        _positive("train.lr_steps", self.lr_steps, allow_zero=True)
         _positive("train.learning_rate", self.learning_rate)
         if self.learning_rate > 10:
             raise UsageError(f"train.learning_rate must be at most 10, not {self.learning_rate}")

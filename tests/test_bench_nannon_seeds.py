@@ -124,3 +124,21 @@ def test_two_seeds_do_not_settle_the_target_and_an_earlier_run_stands_beside(tmp
     assert any(c["method"] == "td" and c["ci95"] is None for c in result["baseline"]["cells"])
     assert {x["seed"] for x in result["by_step"]} == {1, 2, "0@abcdef1"}
     assert "**not established**" in (tmp_path / "results" / "t_seeds.md").read_text()
+
+
+def test_a_lever_run_beside_the_same_seed_of_an_earlier_seeds_report(tmp_path, monkeypatch):
+    """--against: the earlier report's cells over this run's seeds only, and both runs at equal steps."""
+    earlier = _report(tmp_path, monkeypatch, [0.48, 0.49, 0.50])  # seeds 0, 1, 2 -> t_seeds.json
+    (tmp_path / "default.json").write_text(json.dumps(earlier))
+    lever = tmp_path / "lever_s{seed}"
+    _row(Path(str(lever).format(seed=0)), "ndmz", 0, 0.0, 0.1)
+    _row(Path(str(lever).format(seed=0)), "ndmz", 200, 55.0, 0.495, raw=0.497)
+    argv = ["report", "--seeds", "0", "--work", str(lever), "--points", "2", "--out", "lever"]
+    nannon_636.main([*argv, "--against", str(tmp_path / "default.json")])
+    result = json.loads((tmp_path / "results" / "lever_seeds.json").read_text())
+    beside = {(c["agent"], c["score"], c["mark"]): c for c in result["against"]["cells"]}
+    final = beside[("search", "exact_vs_optimal", 60.0)]
+    assert final["seeds"] == [0] and final["mean"] == pytest.approx(0.48) and final["ci95"] is None
+    assert {x["seed"] for x in result["by_step"]} == {0, "0@default"}
+    md = (tmp_path / "results" / "lever_seeds.md").read_text()
+    assert "| 0 | 200 | 0.4950 | 0.4800 | 0.4970 | 0.3000 | 55.0 | 59.6 |" in md

@@ -11,10 +11,11 @@ from .flat import FlatParameters, adam_step, fused_adam_step, lean_adam_group, o
 
 
 def learning_rate(train_cfg, update: int) -> float:
-    """The learning rate of minibatch update `update` (counted from 0) under train.lr_schedule."""
+    """The learning rate of minibatch update `update` (counted from 0) under train.lr_schedule
+    (cosine: over train.lr_steps learning steps, or train.steps where that is 0)."""
     if train_cfg.lr_schedule == "constant":
         return train_cfg.learning_rate
-    total = train_cfg.steps * train_cfg.minibatches_per_step
+    total = (train_cfg.lr_steps or train_cfg.steps) * train_cfg.minibatches_per_step
     return train_cfg.learning_rate * 0.5 * (1.0 + math.cos(math.pi * min(update, total) / total))
 
 

@@ -46,6 +46,7 @@ APPLIED = frozenset(
         "train.batch_size",
         "train.learning_rate",
         "train.lr_schedule",
+        "train.lr_steps",
         "train.l2",
         "train.momentum",
         "train.checkpoint_every",
