@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import common  # noqa: E402
-from conftest import SMALL_RUN  # noqa: E402
+from conftest import SMALL_RUN, assert_same_final_weights  # noqa: E402
 from polyzero.config import build_config  # noqa: E402
 from polyzero.errors import UsageError  # noqa: E402
 from polyzero.train.driver import Trainer  # noqa: E402
@@ -48,3 +48,40 @@ def test_a_cosine_without_lr_steps_is_refused(tmp_path):
     trainer = Trainer.create(cfg, tmp_path / "run", progress=False)
     with pytest.raises(UsageError, match="train.lr_steps"):
         common.train_in_chunks(trainer, 60, 2, "t", steps=2)
+
+
+def test_a_chunked_and_resumed_cosine_run_is_bit_for_bit_the_uninterrupted_one(tmp_path):
+    """Chunks of one step, then a resume from the checkpoint mid-schedule: the same weights
+    as one run of train.steps = train.lr_steps (a decay restarted per chunk or on resume
+    would move them)."""
+    overrides = [*COSINE, "train.steps=4", "train.lr_steps=4"]
+    Trainer.create(
+        build_config("tic_tac_toe", "alphazero", overrides=overrides), tmp_path / "whole", progress=False
+    ).run()
+    chunked = Trainer.create(
+        build_config("tic_tac_toe", "alphazero", overrides=overrides), tmp_path / "parts", progress=False
+    )
+    common.train_in_chunks(chunked, 60, 1, "t", steps=2)
+    del chunked
+    resumed = Trainer.resume(tmp_path / "parts", progress=False)
+    common.train_in_chunks(resumed, 60, 1, "t", steps=4)
+    assert_same_final_weights(tmp_path / "whole", tmp_path / "parts")
+
+
+def test_a_run_saved_before_lr_steps_existed_resumes_on_its_own_cosine(tmp_path):
+    """A config.toml without train.lr_steps (written before it existed) loads, and its
+    cosine still runs over train.steps, as before: resumed to 3 steps, the last of its 6
+    updates runs at lr (1 + cos(5 pi / 6)) / 2."""
+    old = Trainer.create(
+        build_config("tic_tac_toe", "alphazero", overrides=[*COSINE, "train.steps=2"]), tmp_path, progress=False
+    )
+    old.run()
+    del old
+    for toml in tmp_path.rglob("config.toml"):
+        text = toml.read_text()
+        assert "lr_steps = 0\n" in text
+        toml.write_text(text.replace("lr_steps = 0\n", ""))
+    resumed = Trainer.resume(tmp_path, ["train.steps=3"], progress=False)
+    assert resumed.cfg.train.lr_steps == 0 and resumed.learner.updates == 4
+    resumed.run()
+    assert _lr(resumed) == pytest.approx(0.01 * (1 + math.cos(5 * math.pi / 6)) / 2)
