@@ -192,7 +192,9 @@ def check_chunkable(train_cfg) -> None:
     from polyzero.errors import UsageError
 
     if train_cfg.lr_schedule != "constant" and not train_cfg.lr_steps:
-        raise UsageError("training in chunks sets train.steps per chunk: give the schedule's length as train.lr_steps=N")
+        raise UsageError(
+            "training in chunks sets train.steps per chunk: give the schedule's length as train.lr_steps=N"
+        )
 
 
 def train_in_chunks(

@@ -53,6 +53,7 @@ from common import (  # noqa: E402
     RESULTS,
     ROOT,
     cached,
+    check_chunkable,
     git_commit,
     results_name,
     run_phases,
@@ -82,7 +83,9 @@ def _trainer(args, run: Path, method: str):
         "train.keep_checkpoints=100000",
         *args.set,
     ]
-    trainer = Trainer.create(build_config(args.game, method, None, sets), run, progress=False)
+    cfg = build_config(args.game, method, None, sets)
+    check_chunkable(cfg.train)  # before the run exists: a resume does not read --set
+    trainer = Trainer.create(cfg, run, progress=False)
     trainer.save()  # step 0: the untrained network
     return trainer
 

@@ -85,3 +85,16 @@ def test_a_run_saved_before_lr_steps_existed_resumes_on_its_own_cosine(tmp_path)
     assert resumed.cfg.train.lr_steps == 0 and resumed.learner.updates == 4
     resumed.run()
     assert _lr(resumed) == pytest.approx(0.01 * (1 + math.cos(5 * math.pi / 6)) / 2)
+
+
+def test_the_nannon_benchmark_refuses_a_cosine_without_lr_steps_before_its_run_exists(tmp_path, capsys):
+    """One line and exit code 2, and no run left behind: a resume reads no --set, so a run
+    created before the refusal would be refused again with train.lr_steps given."""
+    import nannon_636
+
+    work = tmp_path / "work"
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main(["train", "--method", "ndmz", "--work", str(work), "--set", "train.lr_schedule=cosine"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "train.lr_steps" in err and len(err.strip().splitlines()) == 1
+    assert not (work / "ndmz" / "run").exists()
