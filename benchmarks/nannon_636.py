@@ -472,20 +472,22 @@ def main(argv=None) -> None:
     prm = NannonParams.from_game(load_game(args.game))
     args.out = args.out or f"nannon_{prm.points}{prm.checkers}{prm.die_sides}"
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    if args.seeds is not None:
-        if args.phase != "report":
-            p.error("--seeds is for the report phase (train and eval one --seed at a time)")
-        import nannon_seeds
-
-        nannon_seeds.report(args)
-        return
-    work = Path(str(args.work).format(seed=args.seed)) if args.work else ROOT / "runs" / "bench" / args.out
-    work.mkdir(parents=True, exist_ok=True)
+    if args.against and args.seeds is None:
+        p.error("--against goes with report --seeds")
     from polyzero.errors import UsageError
 
     try:
+        if args.seeds is not None:
+            if args.phase != "report":
+                p.error("--seeds is for the report phase (train and eval one --seed at a time)")
+            import nannon_seeds
+
+            nannon_seeds.report(args)
+            return
+        work = Path(str(args.work).format(seed=args.seed)) if args.work else ROOT / "runs" / "bench" / args.out
+        work.mkdir(parents=True, exist_ok=True)
         run_phases(args, work, phase_train, phase_eval, phase_report)
-    except UsageError as exc:  # a bad --set, or a setting chunked training refuses
+    except UsageError as exc:  # a bad --set or earlier results file, or a setting chunked training refuses
         p.exit(2, f"{p.prog}: error: {exc}\n")
 
 

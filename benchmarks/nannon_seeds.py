@@ -19,6 +19,7 @@ import statistics
 from pathlib import Path
 
 from common import ROOT, git_commit, interval, machine_line, write_report
+from polyzero.errors import UsageError
 
 AGENTS = ("raw", "search")
 SCORES = ("exact_vs_optimal", "exact_vs_random")
@@ -197,7 +198,7 @@ def _baseline(args, marks: list[float], rows_by_seed: dict[int, list[dict]]) -> 
     (a different commit: shown apart from the target's verdict)."""
     if not getattr(args, "baseline", None):
         return None
-    earlier = json.loads(Path(args.baseline).read_text())
+    earlier = _read_earlier(args.baseline, "rows", "--baseline")
     rows, seed, git = earlier["rows"], earlier.get("seed", 0), earlier.get("git") or "unknown"
     out = {
         "file": str(args.baseline),
@@ -220,7 +221,9 @@ def _against(args, seeds: list[int]) -> dict | None:
     over them) and their by-step rows, labelled SEED@FILE's stem."""
     if not getattr(args, "against", None):
         return None
-    earlier = json.loads(Path(args.against).read_text())
+    earlier = _read_earlier(args.against, "cells", "--against")
+    if not any(x["seed"] in seeds for x in earlier.get("by_step", [])):
+        raise UsageError(f"--against {args.against} has no NDMZ checkpoint of seed(s) {seeds}")
     cells = []
     for c in earlier["cells"]:
         keep = [i for i, s in enumerate(c["seeds"]) if s in seeds]
@@ -233,10 +236,22 @@ def _against(args, seeds: list[int]) -> dict | None:
     return {
         "file": str(args.against),
         "git": earlier["git"],
-        "train_git": {str(s): earlier["train_git"][str(s)] for s in seeds},
+        "train_git": {s: c for s, c in earlier["train_git"].items() if s in map(str, seeds)},
         "cells": cells,
         "by_step": rows,
     }
+
+
+def _read_earlier(path: Path, key: str, flag: str) -> dict:
+    """An earlier results JSON named by `flag`; a missing, unreadable or other kind of file
+    (without `key`) is a UsageError."""
+    try:
+        earlier = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{flag} {path}: {exc.strerror if isinstance(exc, OSError) else 'not JSON'}") from None
+    if not isinstance(earlier, dict) or key not in earlier:
+        raise UsageError(f"{flag} {path} is not the results file it takes (no {key!r})")
+    return earlier
 
 
 def _train_commits(work: Path) -> list[str]:

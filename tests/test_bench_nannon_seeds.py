@@ -4,6 +4,7 @@ mean at a mark (never a seed's best checkpoint)."""
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -142,3 +143,32 @@ def test_a_lever_run_beside_the_same_seed_of_an_earlier_seeds_report(tmp_path, m
     assert {x["seed"] for x in result["by_step"]} == {0, "0@default"}
     md = (tmp_path / "results" / "lever_seeds.md").read_text()
     assert "| 0 | 200 | 0.4950 | 0.4800 | 0.4970 | 0.3000 | 55.0 | 59.6 |" in md
+
+
+@pytest.mark.parametrize(
+    ("earlier", "extra", "message"),
+    [
+        (None, [], "No such file"),
+        ("not json", [], "not JSON"),
+        ({"rows": []}, [], "no 'cells'"),
+        ({"cells": [], "by_step": [{"seed": 5, "step": 0}], "git": "x", "train_git": {}}, [], r"seed\(s\) \[0\]"),
+        (None, ["--baseline"], "No such file"),
+    ],
+)
+def test_a_bad_against_or_baseline_file_is_one_line_and_exit_code_2(tmp_path, capsys, earlier, extra, message):
+    _row(tmp_path / "s0", "ndmz", 0, 0.0, 0.1)
+    path = tmp_path / "earlier.json"
+    if earlier is not None:
+        path.write_text(earlier if isinstance(earlier, str) else json.dumps(earlier))
+    flag = extra or ["--against"]
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main(["report", "--seeds", "0", "--work", str(tmp_path / "s{seed}"), *flag, str(path)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert re.search(message, err)
+
+
+def test_against_without_seeds_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main(["report", "--against", "x.json"])
+    assert stop.value.code == 2 and "--against goes with report --seeds" in capsys.readouterr().err
