@@ -186,9 +186,8 @@ def sample_loadavg(path: Path, every_s: float = 60.0):
 
 
 def check_chunkable(train_cfg) -> None:
-    """Each chunk of `train_in_chunks` sets train.steps to its own end, so a cosine learning
-    rate needs its length as train.lr_steps (else its decay restarts every chunk): a
-    UsageError without it. Call it before a run is created, so a refusal leaves none."""
+    """`train_in_chunks` sets train.steps per chunk: a cosine needs its length as train.lr_steps
+    (else its decay restarts every chunk). Called before a run is created, a refusal leaves none."""
     from polyzero.errors import UsageError
 
     if train_cfg.lr_schedule != "constant" and not train_cfg.lr_steps:
@@ -202,8 +201,7 @@ def train_in_chunks(
 ) -> None:
     """Run `trainer` in chunks of `chunk_steps` learning steps, a kept checkpoint after
     each, until `budget_min` minutes of training time (evaluation excluded), or with
-    `steps` until that learning step instead (a cosine without train.lr_steps refused:
-    `check_chunkable`); `after_chunk(trainer)` after each."""
+    `steps` until that step instead; `after_chunk(trainer)` after each (`check_chunkable` first)."""
     check_chunkable(trainer.cfg.train)
     while trainer.train_time < budget_min * 60 if steps is None else trainer.step < steps:
         trainer.cfg.train.steps = (
