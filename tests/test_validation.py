@@ -31,6 +31,7 @@ def _error(capsys, argv, code=2) -> str:
         ("train.learning_rate=nan", "train.learning_rate must be a finite number, not nan"),
         ("search.c_puct=-inf", "search.c_puct must be a finite number"),
         ("train.learning_rate=50.0", "train.learning_rate must be at most 10"),
+        ("train.lr_steps=-1", "train.lr_steps must be non-negative, not -1"),
         ("selfplay.concurrent_games=100000000000", "out of range"),
         ("seed=-1", "seed must be a whole number in 0..1073741823"),
         ("seed=4294967296", "seed must be a whole number"),
