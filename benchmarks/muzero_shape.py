@@ -83,10 +83,15 @@ def state_key(state) -> str:
 
 
 def solved_positions(game) -> dict[str, tuple]:
-    """Every position of `game` that is not over: key -> (state, the minimax-optimal moves)."""
+    """Every position of `game` that is not over: key -> (state, the minimax-optimal moves);
+    a game minimax cannot solve (chance, hidden information, too many positions) is a UsageError."""
+    from polyzero.errors import UsageError
     from polyzero.sog.minimax_probe import minimax_positions
 
-    return {state_key(p.state): (p.state, p.optimal) for p in minimax_positions(game)}
+    try:
+        return {state_key(p.state): (p.state, p.optimal) for p in minimax_positions(game)}
+    except ValueError as exc:
+        raise UsageError(f"the exact score solves every position, and {exc}") from None
 
 
 def tabulate(choose, states: list, batch: int = 256) -> dict[str, list[int]]:
@@ -469,7 +474,14 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if args.steps < 1 or args.chunk_steps < 1:
         p.error("--steps and --chunk-steps must be positive")
-    run_phases(args, args.work, phase_train, phase_eval, phase_report)
+    from polyzero.errors import UsageError
+    from polyzero.games import load_game
+
+    try:
+        solved_positions(load_game(args.game))  # before any training: a game it cannot score is refused
+        run_phases(args, args.work, phase_train, phase_eval, phase_report)
+    except UsageError as exc:
+        p.exit(2, f"{p.prog}: error: {exc}\n")
 
 
 if __name__ == "__main__":

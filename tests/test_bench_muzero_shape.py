@@ -94,6 +94,17 @@ def test_aggregate_by_steps_and_at_equal_cpu():
     assert late["a"]["steps"] == [20, 30] and late["a"]["values"] == pytest.approx([0.5, 0.3])
 
 
+@pytest.mark.parametrize(
+    ("game", "message"), [("no_such_game", "unknown game"), ("connect_four", "has more than 100,000 positions")]
+)
+def test_a_game_it_cannot_score_exactly_is_one_line_and_exit_code_2(tmp_path, capsys, game, message):
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["train", "--game", game, "--work", str(tmp_path / "work")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "work").exists()
+
+
 def test_an_unknown_arm_is_one_line_and_exit_code_2():
     out = subprocess.run(
         [sys.executable, str(Path(bench.__file__)), "report", "--arms", "preset,k9"], capture_output=True, text=True
