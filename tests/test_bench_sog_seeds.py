@@ -88,7 +88,11 @@ def test_mark_steps_pick_those_checkpoints_only(tmp_path):
 def test_train_in_chunks_stops_at_the_step_asked_for():
     class Trainer:
         step, train_time = 0, 0.0
-        cfg = type("C", (), {"train": type("T", (), {"steps": 0, "checkpoint_every": 0})()})()
+        cfg = type(
+            "C",
+            (),
+            {"train": type("T", (), {"steps": 0, "checkpoint_every": 0, "lr_schedule": "constant", "lr_steps": 0})()},
+        )()
 
         def run(self):
             self.step, self.train_time = self.cfg.train.steps, self.train_time + 1000.0
