@@ -34,6 +34,7 @@ Phases (each resumable):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -46,7 +47,6 @@ from common import (  # noqa: E402
     ROOT,
     cached,
     git_commit,
-    interval,
     machine_line,
     read_jsonl,
     results_name,
@@ -57,6 +57,7 @@ from common import (  # noqa: E402
     utcnow,
     write_report,
 )
+from seed_cells import cell_text, mean_and_ci95  # noqa: E402
 
 ARMS = {
     "preset": [],
@@ -257,8 +258,7 @@ def phase_eval(args, work: Path) -> None:
 # ----------------------------------------------------------------------------- report
 def cell(values: list[float], seeds: list[int], **where) -> dict:
     """One table cell: the seeds' values, their mean and 95% t-interval (none for one seed)."""
-    mean, lo, hi = interval(values)
-    return {**where, "seeds": seeds, "values": values, "mean": mean, "ci95": None if len(values) < 2 else [lo, hi]}
+    return {**where, "seeds": seeds, "values": values, **mean_and_ci95(values)}
 
 
 def at_cpu(rows: list[dict], cpu_s: float) -> dict | None:
@@ -316,12 +316,7 @@ def aggregate(rows: dict[tuple[str, int], list[dict]], arms: list[str], cpu_poin
     return {"by_steps": by_steps, "by_cpu": by_cpu, "cpu_cost": cpu_cost, "late": late}
 
 
-def _fmt(c: dict | None) -> str:
-    if c is None:
-        return "-"
-    if c["ci95"] is None:
-        return f"{c['mean']:.3f}"
-    return f"{c['mean']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}]"
+_fmt = functools.partial(cell_text, digits=3, missing="-")
 
 
 def markdown(result: dict) -> list[str]:

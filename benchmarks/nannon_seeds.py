@@ -14,12 +14,14 @@ mean at a mark, never by a seed's best checkpoint.
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 from pathlib import Path
 
-from common import ROOT, git_commit, interval, machine_line, write_report
+from common import ROOT, git_commit, machine_line, write_report
 from polyzero.errors import UsageError
+from seed_cells import cell_text, mean_and_ci95
 
 AGENTS = ("raw", "search")
 SCORES = ("exact_vs_optimal", "exact_vs_random")
@@ -73,7 +75,6 @@ def across_seeds(rows_by_seed: dict[int, list[dict]], marks: list[float], budget
                 if not have:
                     continue
                 values = [r[agent][score] for _, r in have]
-                mean, lo, hi = interval(values)
                 out.append(
                     {
                         "method": method,
@@ -84,8 +85,7 @@ def across_seeds(rows_by_seed: dict[int, list[dict]], marks: list[float], budget
                         "minutes": [r["minutes"] for _, r in have],
                         "steps": [r["step"] for _, r in have],
                         "values": values,
-                        "mean": mean,
-                        "ci95": None if len(values) < 2 else [lo, hi],
+                        **mean_and_ci95(values),
                     }
                 )
     return out
@@ -229,8 +229,7 @@ def _against(args, seeds: list[int]) -> dict | None:
         keep = [i for i, s in enumerate(c["seeds"]) if s in seeds]
         if keep:
             pick = {k: [c[k][i] for i in keep] for k in ("seeds", "minutes", "steps", "values")}
-            mean, lo, hi = interval(pick["values"])
-            cells.append({**c, **pick, "mean": mean, "ci95": None if len(keep) < 2 else [lo, hi]})
+            cells.append({**c, **pick, **mean_and_ci95(pick["values"])})
     stem = Path(args.against).stem
     rows = [{**x, "seed": f"{x['seed']}@{stem}"} for x in earlier["by_step"] if x["seed"] in seeds]
     return {
@@ -262,12 +261,7 @@ def _train_commits(work: Path) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- the report
-def _fmt(cell: dict | None) -> str:
-    if cell is None:
-        return ""
-    if cell["ci95"] is None:
-        return f"{cell['mean']:.4f}"
-    return f"{cell['mean']:.4f} [{cell['ci95'][0]:.4f}, {cell['ci95'][1]:.4f}]"
+_fmt = functools.partial(cell_text, digits=4, missing="")
 
 
 def _table(cells: list[dict], marks: list[float], label: str) -> list[str]:
