@@ -75,7 +75,9 @@ def worker(tree: str, game: str, algo: str, steps: int, out: str, sets: list[str
     from polyzero.train import driver, learner
 
     rec: dict = {"tree": tree, "code": polyzero.__file__, "algo": algo, "collect": [], "update": []}
-    collect, update = driver.Trainer._collect, learner.Learner.update
+    # the class that defines `_collect` (the training loop every trainer, SoG's too, inherits)
+    owner = next(c for c in driver.Trainer.__mro__ if "_collect" in vars(c))
+    collect, update = owner._collect, learner.Learner.update
 
     def timed_collect(self):
         t = time.process_time()
@@ -88,7 +90,7 @@ def worker(tree: str, game: str, algo: str, steps: int, out: str, sets: list[str
         rec["update"].append(time.process_time() - t)
         return r
 
-    driver.Trainer._collect, learner.Learner.update = timed_collect, timed_update
+    owner._collect, learner.Learner.update = timed_collect, timed_update
     with tempfile.TemporaryDirectory(prefix="step_split_") as d:
         argv = ["train", game, "--algo", algo, "--seed", "0", "--run-dir", f"{d}/run", "--no-progress"]
         code = cli.main(argv + [x for s in WORKER_SETS + list(sets) + [f"train.steps={steps}"] for x in ("--set", s)])

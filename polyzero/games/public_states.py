@@ -31,7 +31,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
+import numpy as np
 import pyspiel
 
 from polyzero.errors import UsageError
@@ -216,6 +218,29 @@ class PublicState:
     depth: int = 0  # public actions from the root
     children: dict[str, int] = field(default_factory=dict)  # public observation -> node
     transitions: list[Transition] = field(default_factory=list)
+    # What the users of a public state derive from its worlds and keep (a CVPN's slots
+    # and legal rows): a public state's worlds never change once it is built.
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def world_info(self) -> np.ndarray:
+        """[players, W] (read-only): each world's information state of each player."""
+        return _frozen(np.array([w.info_states for w in self.worlds], dtype=int).T.copy())
+
+    @cached_property
+    def world_chance(self) -> np.ndarray:
+        """[W] (read-only): each world's chance reach."""
+        return _frozen(np.array([w.chance_reach for w in self.worlds]))
+
+    @cached_property
+    def last_world(self) -> list[np.ndarray]:
+        """Per player, [its information states] (read-only): the last world of each."""
+        out = []
+        for info, count in zip(self.world_info, map(len, self.info_states)):
+            last = np.full(count, -1)
+            np.maximum.at(last, info, np.arange(len(info)))
+            out.append(_frozen(last))
+        return out
 
     def chance_reach_sum(self) -> float:
         return sum(w.chance_reach for w in self.worlds)
@@ -230,6 +255,11 @@ class PublicState:
         for w in self.worlds:
             out[w.info_states[player]] += w.chance_reach
         return out
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 def _info_state_string(game_type, state, player: int) -> str:

@@ -181,7 +181,7 @@ class PublicTreeCFR:
         p = node.player
         actions = sorted({t.action for t in node.transitions})
         col = {a: k for k, a in enumerate(actions)}
-        info = np.array([w.info_states[p] for w in node.worlds])
+        info = node.world_info[p]
         num_info = len(node.info_states[p])
         membership = np.zeros((num_info, len(node.worlds)))
         membership[info, np.arange(len(node.worlds))] = 1.0
@@ -322,16 +322,14 @@ class PublicTreeCFR:
         """cfv_i(s) = sum over the worlds w in s of chance(w) * reach_-i(w) * v_i(w),
         from the last walk, for each of `player`'s information states at a node."""
         node = self.tree.nodes[index]
-        info = np.array([w.info_states[player] for w in node.worlds])
         weights = self.counterfactual_reach(index, player) * self.values[index][:, player]
-        return np.bincount(info, weights=weights, minlength=len(node.info_states[player]))
+        return np.bincount(node.world_info[player], weights=weights, minlength=len(node.info_states[player]))
 
     def ranges(self, index: int, player: int) -> np.ndarray:
         """A player's own reach of each of its information states at a node (last walk)."""
         node = self.tree.nodes[index]
         out = np.zeros(len(node.info_states[player]))
-        for w, world in enumerate(node.worlds):
-            out[world.info_states[player]] = self.reach[index][w, player]
+        out[:] = self.reach[index][node.last_world[player], player]  # each information state's last world
         return out
 
     # -- results ---------------------------------------------------------------------

@@ -220,9 +220,8 @@ class GTCFR:
             ranges[self.gadget.player] = np.ones(len(node.info_states[self.gadget.player]))
             # follow values: the opponent's counterfactual values at the root (own reach excluded)
             reach = world_reach(node, ranges)
-            info = np.array([w.info_states[self.gadget.player] for w in node.worlds])
-            chance = np.array([w.chance_reach for w in node.worlds])
-            others = chance * others_reach(reach, self.gadget.player)
+            info = node.world_info[self.gadget.player]
+            others = node.world_chance * others_reach(reach, self.gadget.player)
             follow = np.bincount(
                 info, weights=others * self.cfr.values[0][:, self.gadget.player], minlength=len(self.gadget.terminate)
             )
@@ -263,7 +262,7 @@ class GTCFR:
     def _sample_root_world(self) -> int:
         index = self.search_root
         node = self.tree.nodes[index]
-        chance = np.array([w.chance_reach for w in node.worlds])
+        chance = node.world_chance
         reach = self.cfr.reach[index]
         weights = chance * (np.prod(reach, axis=1) if reach is not None else 1.0)
         if weights.sum() <= 0:
@@ -430,9 +429,10 @@ class GTCFR:
 
 
 def _ranges_from_reach(node: PublicState, reach: np.ndarray, player: int) -> np.ndarray:
+    """A player's range from its reach per world: the reach of each information state's
+    last world (its worlds' own reaches are one number)."""
     out = np.zeros(len(node.info_states[player]))
-    for w, world in enumerate(node.worlds):
-        out[world.info_states[player]] = reach[w, player]
+    out[:] = reach[node.last_world[player], player]
     return out
 
 

@@ -71,17 +71,18 @@ class ValueFunction(ABC):
 
 def world_reach(node: PublicState, ranges: list[np.ndarray]) -> np.ndarray:
     """[W, players]: each player's range spread over the node's worlds."""
-    return np.array([[ranges[p][w.info_states[p]] for p in range(len(ranges))] for w in node.worlds])
+    info = node.world_info
+    return np.stack([np.asarray(ranges[p])[info[p]] for p in range(len(ranges))], axis=1)
 
 
 def info_of(node: PublicState, player: int) -> np.ndarray:
-    return np.array([w.info_states[player] for w in node.worlds], dtype=int)
+    """[W] (read-only): each world's information state of `player`."""
+    return node.world_info[player]
 
 
 def counterfactual_reach(node: PublicState, reach: np.ndarray, player: int) -> np.ndarray:
     """Per world: chance reach times the other players' reach."""
-    chance = np.array([w.chance_reach for w in node.worlds])
-    return chance * others_reach(reach, player)
+    return node.world_chance * others_reach(reach, player)
 
 
 def per_world_values(node: PublicState, reach: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
