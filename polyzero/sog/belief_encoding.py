@@ -186,7 +186,13 @@ class BeliefEncoding:
         return np.asarray(self._private.tensor, np.float32).tobytes().hex()
 
     def public_tensor(self, node: PublicState) -> np.ndarray:
-        return self.public_tensor_of(node.worlds[0].state)
+        """The public part of the input at `node` (read-only; kept with the node)."""
+        out = node.derived.get("public_tensor")
+        if out is None:
+            out = self.public_tensor_of(node.worlds[0].state)
+            out.flags.writeable = False
+            node.derived["public_tensor"] = out
+        return out
 
     def public_tensor_of(self, state: pyspiel.State) -> np.ndarray:
         """The public part of the input, from any world of the public state."""

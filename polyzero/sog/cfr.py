@@ -93,6 +93,16 @@ class _Decision:
     action_cfv: np.ndarray | None = None
     cf_reach: np.ndarray | None = None
     stats: dict = field(default_factory=dict)
+    # The edges concatenated for the walk down: (worlds, their infos, action cols,
+    # [(child, start, end, child worlds)]), one gather for all children.
+    down: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if self.edges:
+            worlds = np.concatenate([e[1] for e in self.edges])
+            ends = np.cumsum([len(e[1]) for e in self.edges])
+            spans = [(e[0], end - len(e[1]), end, e[3]) for e, end in zip(self.edges, ends)]
+            self.down = (worlds, self.info[worlds], np.concatenate([e[2] for e in self.edges]), spans)
 
 
 LeafValuesFn = Callable[[list[int], list[np.ndarray]], list[np.ndarray]]
@@ -236,12 +246,11 @@ class PublicTreeCFR:
             reach = self.reach[index]
             if index in self.decisions:
                 d = self.decisions[index]
-                policy = policy_of(d)
-                for child, worlds, cols, child_worlds in d.edges:
-                    child_reach = self._ensure(child)
-                    r = reach[worlds].copy()
-                    r[:, d.player] *= policy[d.info[worlds], cols]
-                    child_reach[child_worlds] = r
+                worlds, infos, cols, spans = d.down
+                r = reach[worlds]  # a copy: every edge's worlds at once
+                r[:, d.player] *= policy_of(d)[infos, cols]
+                for child, start, end, child_worlds in spans:
+                    self._ensure(child)[child_worlds] = r[start:end]
             elif index in self._chance_edges:
                 for child, worlds, _, child_worlds in self._chance_edges[index]:
                     self._ensure(child)[child_worlds] = reach[worlds]
