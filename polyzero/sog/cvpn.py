@@ -216,19 +216,29 @@ class NetworkValueFunction(ValueFunction):
     def predict(self, queries: list[Query]) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """Normalised values [B, 2, S] and, per query at a decision, the acting player's
         policy logits at its information states' slots [info states, A] (None elsewhere)."""
+        values, decisions, logits, ends = self._forward(queries)
+        rows: list[np.ndarray | None] = [None] * len(queries)
+        if decisions:
+            for i, row in zip(decisions, np.split(logits, ends)):
+                rows[i] = row
+        return values, rows
+
+    def _forward(self, queries: list[Query]) -> tuple[np.ndarray, list[int], np.ndarray | None, np.ndarray]:
+        """`predict`'s numbers with the decisions' logit rows in one array: values
+        [B, 2, S], the indices of the queries at decisions, their rows one after the
+        other (float64) and where each but the first starts. One copy out of torch for
+        the batch, not one per query: the same numbers."""
         x = np.stack([self.encoding.input(q.public_state, q.ranges) for q in queries])
-        rows: list[np.ndarray | None] = []
+        decisions = [i for i, q in enumerate(queries) if q.public_state.kind == DECISION]
         with torch.inference_mode():  # no autograd bookkeeping at all: a third off a single query's call
             h = self.net.features(torch.from_numpy(x).to(self.device))
             values = self.net.values(h).cpu().numpy().astype(float)
-            for i, q in enumerate(queries):
-                node = q.public_state
-                if node.kind != DECISION:
-                    rows.append(None)
-                    continue
-                slots = self._slot_tensor(node)
-                rows.append(self.net.policy_rows(h[i], node.player, slots).cpu().numpy().astype(float))
-        return values, rows
+            parts = [
+                self.net.policy_rows(h[i], queries[i].public_state.player, self._slot_tensor(queries[i].public_state))
+                for i in decisions
+            ]
+            logits = torch.cat(parts).cpu().numpy().astype(float) if parts else None
+        return values, decisions, logits, np.cumsum([len(t) for t in parts])[:-1]
 
     def _slot_tensor(self, node: PublicState) -> torch.Tensor:
         """The acting player's `slot_index` at `node` on the network's device, kept with the node."""
@@ -243,19 +253,21 @@ class NetworkValueFunction(ValueFunction):
         if self.listener is not None:
             self.listener(queries)
         self.queries += len(queries)
-        values, rows = self.predict(queries)
+        values, decisions, logits, ends = self._forward(queries)
+        policies: list[np.ndarray | None] = [None] * len(queries)
+        if decisions:  # the priors: a softmax over each row's legal actions, all rows at once
+            legal = np.concatenate([self.encoding.legal_rows(queries[i].public_state) for i in decisions])
+            own = np.where(legal, logits, -np.inf)
+            own = np.exp(own - own.max(axis=1, keepdims=True))
+            for i, policy in zip(decisions, np.split(own / own.sum(axis=1, keepdims=True), ends)):
+                policies[i] = policy
         out = []
-        for q, v, logits in zip(queries, values, rows):
+        for q, v, policy in zip(queries, values, policies):
             node = q.public_state
             cfv = []
             reach = world_reach(node, q.ranges)
             for p in range(2):
                 slots = self.encoding.slot_index(node, p)
                 cfv.append(v[p, slots] * self.encoding.reach_mass(node, q.ranges, p, reach))
-            policy = None
-            if logits is not None:
-                own = np.where(self.encoding.legal_rows(node), logits, -np.inf)
-                own = np.exp(own - own.max(axis=1, keepdims=True))
-                policy = own / own.sum(axis=1, keepdims=True)
             out.append(Evaluation(cfv, policy))
         return out
