@@ -141,12 +141,18 @@ class PublicTreeCFR:
         self.reach: list = []  # [W, players] after each iteration's walk down
         self.values: list = []  # [W, players] expected returns under the policy
         self._leaf_cache: dict[int, np.ndarray] = {}
+        self._synced_revision = None  # the tree's `revision` (a SearchTree's) at the last sync
         self.sync()
 
     def sync(self) -> None:
         """Build arrays for public states appended to the tree and rebuild those
-        that gained children (regrets and averages carried over by action)."""
+        that gained children (regrets and averages carried over by action). A tree that
+        counts its expansions (`SearchTree.revision`) and has not grown since: nothing to do."""
         nodes = self.tree.nodes
+        revision = getattr(self.tree, "revision", None)
+        if revision is not None and revision == self._synced_revision and len(self._chance_reach) == len(nodes):
+            return
+        self._synced_revision = revision
         for index in range(len(self._chance_reach), len(nodes)):
             node = nodes[index]
             self._chance_reach.append(np.array([w.chance_reach for w in node.worlds]))

@@ -349,7 +349,7 @@ class GTCFR:
             return int(legal[np.argmax(self._puct_scores(index, info, legal, d))])
         policy = np.zeros(self.num_actions)
         if d is not None:
-            policy[d.actions] = average_of(d.cumulative_policy, d.legal)[info]
+            policy[d.actions] = _average_at(d, info)
         p = policy[legal]
         if p.sum() <= 0:
             p = np.ones(len(legal))
@@ -360,7 +360,7 @@ class GTCFR:
         q = np.full(self.num_actions, np.nan)
         if d is not None and d.action_cfv is not None and d.cf_reach[info] > 0:
             q[d.actions] = (d.action_cfv[info] / d.cf_reach[info] - low) / (high - low)
-            policy = average_of(d.cumulative_policy, d.legal)[info]
+            policy = _average_at(d, info)
             parent = float(policy @ q[d.actions])
         else:
             parent = 0.5
@@ -426,6 +426,12 @@ class GTCFR:
             for i in range(len(nodes)):
                 cfv[i][b] = self.cfr.counterfactual_values(i, b)
         return Summary(self.tree, ranges, cfv)
+
+
+def _average_at(d, info: int) -> np.ndarray:
+    """The average policy of one information state of a decision: `average_of`'s row,
+    without the other rows (each row is normalised on its own)."""
+    return average_of(d.cumulative_policy[info : info + 1], d.legal[info : info + 1])[0]
 
 
 def _ranges_from_reach(node: PublicState, reach: np.ndarray, player: int) -> np.ndarray:

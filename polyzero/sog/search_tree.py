@@ -21,6 +21,7 @@ class SearchTree(PublicTree):
         self.nodes = [PublicState(root.key, root.kind, root.player, root.worlds, root.info_states, None, 0)]
         self.index_of = {root.key: 0}
         self.moves: list[dict] = [{}]  # per node: (world, action) -> (child, child world)
+        self.revision = 0  # expansions so far: a CFR over the tree syncs only after one
 
     def is_leaf(self, index: int) -> bool:
         node = self.nodes[index]
@@ -29,6 +30,7 @@ class SearchTree(PublicTree):
     def expand(self, index: int, actions: set[int] | None = None) -> list[int]:
         """Add the node's children (those reached by `actions` only, when given);
         returns the indices of the public states added."""
+        self.revision += 1
         node = self.nodes[index]
         groups: dict[str, list] = {}
         for w, world in enumerate(node.worlds):
