@@ -95,7 +95,7 @@ class _Decision:
     stats: dict = field(default_factory=dict)
     # The edges concatenated for the walk down: (worlds, their infos, action cols,
     # [(child, start, end, child worlds)]), one gather for all children.
-    down: tuple | None = None
+    down: tuple = ()
 
     def __post_init__(self) -> None:
         if self.edges:

@@ -223,7 +223,7 @@ class NetworkValueFunction(ValueFunction):
                 rows[i] = row
         return values, rows
 
-    def _forward(self, queries: list[Query]) -> tuple[np.ndarray, list[int], np.ndarray | None, np.ndarray]:
+    def _forward(self, queries: list[Query]) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
         """`predict`'s numbers with the decisions' logit rows in one array: values
         [B, 2, S], the indices of the queries at decisions, their rows one after the
         other (float64) and where each but the first starts. One copy out of torch for
@@ -237,7 +237,7 @@ class NetworkValueFunction(ValueFunction):
                 self.net.policy_rows(h[i], queries[i].public_state.player, self._slot_tensor(queries[i].public_state))
                 for i in decisions
             ]
-            logits = torch.cat(parts).cpu().numpy().astype(float) if parts else None
+            logits = torch.cat(parts).cpu().numpy().astype(float) if parts else np.zeros((0, self.net.num_actions))
         return values, decisions, logits, np.cumsum([len(t) for t in parts])[:-1]
 
     def _slot_tensor(self, node: PublicState) -> torch.Tensor:
@@ -259,8 +259,8 @@ class NetworkValueFunction(ValueFunction):
             legal = np.concatenate([self.encoding.legal_rows(queries[i].public_state) for i in decisions])
             own = np.where(legal, logits, -np.inf)
             own = np.exp(own - own.max(axis=1, keepdims=True))
-            for i, policy in zip(decisions, np.split(own / own.sum(axis=1, keepdims=True), ends)):
-                policies[i] = policy
+            for i, prior in zip(decisions, np.split(own / own.sum(axis=1, keepdims=True), ends)):
+                policies[i] = prior
         out = []
         for q, v, policy in zip(queries, values, policies):
             node = q.public_state
