@@ -73,7 +73,7 @@ def test_search_reads_the_policy_rows_of_the_slots_it_needs():
     values, logits = net(x)
     fn = NetworkValueFunction(enc, net)
     fast_values, rows = fn.predict([query])
-    slots = enc.slot_index(node, 1)
+    slots = enc.slot_index(node, 1).tolist()  # a list: the node's cached slot array is read-only
     assert np.allclose(fast_values, values.detach().numpy(), atol=1e-6)
     assert np.allclose(rows[0], logits[0, 1, slots].detach().numpy(), atol=1e-5)
     mrx_rows = net.policy_rows(net.features(x)[0], 0, torch.tensor([4, 34, 4]))
