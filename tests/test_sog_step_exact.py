@@ -21,7 +21,10 @@ from polyzero.config import build_config
 
 # Settings small enough for seconds of CPU, large enough that every part of a step
 # runs: self-play with queries collected, solves with recursive queries, updates.
+# The CPU always: the digests are the CPU's numbers (`device=auto` takes a GPU where
+# there is one, whose arithmetic differs).
 SETTINGS = [
+    "device=cpu",
     "threads=1",
     "train.batch_size=16",
     "train.minibatches_per_step=2",
