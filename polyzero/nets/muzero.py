@@ -197,7 +197,10 @@ class MuZeroNet(nn.Module):
         """EfficientZero's projection heads (with the consistency loss) and zero-initialised
         value and reward heads."""
         if spec.consistency:
-            # EfficientZero's heads (its Atari sizes, 256 and 64), on the flattened state.
+            # SimSiam heads on the flattened state, at the sizes of EfficientZero's network
+            # class defaults (256, 256; 64): its released Atari config overrides them with
+            # 1024, 1024; 512, and its projector has a third linear layer and batch norm on
+            # its output.
             flat = int(np.prod(self.hidden_shape))
             self.projector = nn.Sequential(nn.Linear(flat, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Linear(256, 256))
             self.projection_predictor = nn.Sequential(
