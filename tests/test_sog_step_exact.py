@@ -23,8 +23,8 @@ from polyzero.config import build_config
 
 # Settings small enough for seconds of CPU, large enough that every part of a step
 # runs: self-play with queries collected, solves with recursive queries, updates.
-# The CPU always: the digests are the CPU's numbers (`device=auto` takes a GPU where
-# there is one, whose arithmetic differs).
+# The CPU always: the expected values are the CPU's numbers (`device=auto` takes a GPU
+# where there is one, whose arithmetic differs).
 SETTINGS = [
     "device=cpu",
     "threads=1",
@@ -75,7 +75,12 @@ EXPECTED = {
             "value_mask": [1536, 104.0, 104.0, -0.26011269295595385],
             "x": [3072, 76.00000059884042, 76.00000059884042, 4.739603022886127],
         },
-        "queries": {"added": [1, 38, 38, 0.8984434772195105], "queries": [6947, 407595, 407595, -3393.614957157104]},
+        "queries": {
+            "added": [1, 38, 38, 0.8984434772195105],
+            "chance": [120, 19.999999999999996, 19.999999999999996, -2.297672441262429],
+            "ranges": [120, 71.55612122287474, 71.55612122287474, -9.606274582524817],
+            "worlds": [2558, 155040, 155040, -925.5292175021527],
+        },
         "counts": {
             "games": 3,
             "positions": 6,
@@ -156,7 +161,9 @@ EXPECTED = {
         },
         "queries": {
             "added": [1, 531, 531, 12.554565431672632],
-            "queries": [766972, 44593561, 44593561, 32396.48683884663],
+            "chance": [10850, 134.66666666666666, 134.66666666666666, 1.3486303901831402],
+            "ranges": [5248, 2209.4550547204276, 2209.4550547204276, -21.423831891538015],
+            "worlds": [427011, 26950408, 26950408, -2112.437980716161],
         },
         "counts": {
             "games": 3,
@@ -259,10 +266,24 @@ def fingerprint(game: str, run_dir) -> dict:
     return {
         "weights": _summaries((k, weights[k].numpy()) for k in weights),
         "replay": _summaries(trainer.replay.to_arrays().items()),
-        "queries": _summaries(trainer.queries.to_arrays().items()),
+        "queries": _summaries(_query_arrays(trainer.queries.to_arrays())),
         "counts": dict(trainer.counts),
         "metrics": dict(sorted(metrics.items())),
     }
+
+
+def _query_arrays(arrays: dict) -> list:
+    """The query buffer's arrays with its JSON record decoded: the public states and
+    histories as bytes (exact), the chance reach and ranges as floats (a float's JSON
+    digits, and so the record's bytes, move with its last bit)."""
+    records = json.loads(arrays["queries"].tobytes().decode())
+    worlds = json.dumps([[r["key"], r["histories"]] for r in records]).encode()
+    return [
+        ("added", arrays["added"]),
+        ("worlds", np.frombuffer(worlds, np.uint8)),
+        ("chance", np.array([c for r in records for c in r["chance"]], float)),
+        ("ranges", np.array([x for r in records for rng in r["ranges"] for x in rng], float)),
+    ]
 
 
 def _assert_close(got, want, where: str) -> None:
