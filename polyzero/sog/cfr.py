@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicTree
+from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState, PublicTree
 
 
 def regret_matching(cumulative_regret: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -35,6 +35,13 @@ def regret_matching(cumulative_regret: np.ndarray, legal: np.ndarray) -> np.ndar
         return positive / total
     uniform = legal / legal.sum(axis=1, keepdims=True)
     return np.where(total > 0, positive / np.where(total > 0, total, 1.0), uniform)
+
+
+def ranges_from_reach(node: PublicState, reach: np.ndarray, player: int) -> np.ndarray:
+    """A player's range at a node from its reach per world ([W, players]): the reach of
+    each information state's last world (a player's reach is the same in all the worlds
+    of one of its information states)."""
+    return np.array(reach[node.last_world[player], player], dtype=float)
 
 
 def others_reach(reach: np.ndarray, player: int) -> np.ndarray:
@@ -342,10 +349,7 @@ class PublicTreeCFR:
 
     def ranges(self, index: int, player: int) -> np.ndarray:
         """A player's own reach of each of its information states at a node (last walk)."""
-        node = self.tree.nodes[index]
-        out = np.zeros(len(node.info_states[player]))
-        out[:] = self.reach[index][node.last_world[player], player]  # each information state's last world
-        return out
+        return ranges_from_reach(self.tree.nodes[index], self.reach[index], player)
 
     # -- results ---------------------------------------------------------------------
 

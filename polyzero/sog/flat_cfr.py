@@ -16,7 +16,7 @@ import numpy as np
 
 from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicTree
 
-from .cfr import average_of, counterfactual_reach_rows, others_reach, regret_matching
+from .cfr import average_of, counterfactual_reach_rows, others_reach, ranges_from_reach, regret_matching
 
 
 class FlatCFR:
@@ -229,10 +229,7 @@ class FlatCFR:
 
     def ranges(self, index: int, player: int) -> np.ndarray:
         """A player's own reach of each of its information states at a node (last walk)."""
-        node = self.tree.nodes[index]
-        out = np.zeros(len(node.info_states[player]))
-        out[[w.info_states[player] for w in node.worlds]] = self.reach[self._worlds(index), player]
-        return out
+        return ranges_from_reach(self.tree.nodes[index], self.reach[self._worlds(index)], player)
 
     def root_columns(self) -> dict[int, int]:
         """{action: column} of the root's rows (the root's actions in sorted order)."""

@@ -52,9 +52,16 @@ import numpy as np
 import pyspiel
 
 from polyzero.games.chance import sample_chance
-from polyzero.games.public_states import CHANCE, DECISION, TERMINAL, PublicState
+from polyzero.games.public_states import CHANCE, DECISION, TERMINAL
 
-from .cfr import PublicTreeCFR, average_of, others_reach, regret_matching, regret_matching_plus_update
+from .cfr import (
+    PublicTreeCFR,
+    average_of,
+    others_reach,
+    ranges_from_reach,
+    regret_matching,
+    regret_matching_plus_update,
+)
 from .perfect_cfr import PerfectInfoCFR
 from .search_tree import SearchTree
 from .values import Query, ValueFunction, per_world_values, world_reach
@@ -187,7 +194,7 @@ class GTCFR:
             if self.perfect_information:
                 ranges = [np.ones(len(s)) for s in node.info_states]
             else:
-                ranges = [_ranges_from_reach(node, reach, p) for p in range(self.num_players)]
+                ranges = [ranges_from_reach(node, reach, p) for p in range(self.num_players)]
             queries.append(Query(node, ranges, self._query_weight))
             asked.append((index, reach if not self.perfect_information else np.ones_like(reach)))
         if queries:
@@ -432,14 +439,6 @@ def _average_at(d, info: int) -> np.ndarray:
     """The average policy of one information state of a decision: `average_of`'s row,
     without the other rows (each row is normalised on its own)."""
     return average_of(d.cumulative_policy[info : info + 1], d.legal[info : info + 1])[0]
-
-
-def _ranges_from_reach(node: PublicState, reach: np.ndarray, player: int) -> np.ndarray:
-    """A player's range from its reach per world: the reach of each information state's
-    last world (its worlds' own reaches are one number)."""
-    out = np.zeros(len(node.info_states[player]))
-    out[:] = reach[node.last_world[player], player]
-    return out
 
 
 @dataclass
