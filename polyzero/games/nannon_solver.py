@@ -195,9 +195,10 @@ def _moves_from(k, d, n, mh, mm, oh, om, orev, pos: Positions):
     return legal, nxt
 
 
-def successors(pos: Positions, s: int, d: int) -> list[int]:
-    """Successor positions of one position's legal moves with roll d (its pass if
-    none): the rows of `Tables` for one position, without building all of them."""
+def moves(pos: Positions, s: int, d: int) -> list[tuple[int, int]]:
+    """(action id, successor position seen by the opponent) of each legal move of one
+    position with roll d (its pass, action N+1, if none): the rows of `Tables` for one
+    position, without building all of them."""
     one = np.array([s])
     mh, mm = pos.home[pos.mover[one]], pos.mask[pos.mover[one]]
     oh, om = pos.home[pos.other[one]], pos.mask[pos.other[one]]
@@ -206,8 +207,13 @@ def successors(pos: Positions, s: int, d: int) -> list[int]:
     for k in range(pos.params.points + 1):
         legal, nxt = _moves_from(k, d, pos.params.points, mh, mm, oh, om, orev, pos)
         if legal[0]:
-            out.append(int(nxt[0]))
-    return out or [int(pos.swapped[s])]
+            out.append((k, int(nxt[0])))
+    return out or [(pos.params.points + 1, int(pos.swapped[s]))]
+
+
+def successors(pos: Positions, s: int, d: int) -> list[int]:
+    """Successor positions of one position's legal moves with roll d (its pass if none)."""
+    return [t for _, t in moves(pos, s, d)]
 
 
 def _bar(enabled: bool, total, desc: str, unit: str):
@@ -305,6 +311,30 @@ class Solution:
     def action(self, state) -> int:
         """The optimal action at a pyspiel Nannon decision state."""
         return int(self.policy[self.positions.index_of_state(state), state.roll - 1])
+
+    def move_values(self, state) -> dict[int, float]:
+        """{legal action: its exact value for the player to move} at a pyspiel Nannon
+        decision state (the roll known): -V of the position the move leads to, seen by
+        the opponent (a won game: the points won)."""
+        s = self.positions.index_of_state(state)
+        return {a: -float(self.value[t]) for a, t in moves(self.positions, s, state.roll)}
+
+    def state_value(self, state, player: int) -> float:
+        """Exact expected points of `player` at any pyspiel Nannon state under optimal play
+        by both: at a decision, the mover's best move value (its roll known); at a roll,
+        V of the position seen by the player to roll; at the opening roll-off, the
+        game's value; at the end, the returns."""
+        if state.is_terminal():
+            return float(state.returns()[player])
+        if state.turn is None:  # the difference roll-off: player 0's value under the opening
+            v = self.opening_values()["player0"]
+            return v if player == 0 else -v
+        p = state.turn
+        if state.is_chance_node():
+            v = float(self.value[self.positions.index(state.own_view(p), state.own_view(1 - p))])
+        else:
+            v = max(self.move_values(state).values())
+        return v if player == p else -v
 
     def opening_values(self) -> dict:
         """Optimal expected points: `first_mover` for the side to move first before its

@@ -23,7 +23,9 @@ targets; NDMZ, Section 3.2's five predictions):
   probabilities (total variation);
 * with ``baseline``, an AlphaZero run of the same game (a network given the
   rules): agreement of the model's top move with that network's on the true
-  position, and the value difference.
+  position, and the value difference;
+* on a game with an exact solution (Nannon): value, top move and a one-step
+  look-ahead against the exact values (:mod:`polyzero.train.probe_exact`).
 
 k = 0 is h and f alone; every row counts only steps inside the game.
 """
@@ -39,6 +41,14 @@ import torch
 
 from ..errors import UsageError
 from ..games.chance import sample_chance
+from .probe_exact import (
+    EXACT_METRICS,
+    exact_solution,
+    exact_views,
+    score_exact_chance,
+    score_exact_choice,
+    score_greedy,
+)
 
 #: metric -> what it measures, in the order the table shows them
 METRICS = {
@@ -53,6 +63,7 @@ METRICS = {
     "chance_tv": "NDMZ chance policy: total variation to the true probabilities",
     "agree_baseline": "top move equals the AlphaZero network's",
     "value_vs_baseline": "|v^k - AlphaZero network's value|",
+    **EXACT_METRICS,
 }
 
 
@@ -69,6 +80,8 @@ class Steps:
     reward: list[float] = field(default_factory=list)  # reward target of the transition INTO this step
     identity: list[int] = field(default_factory=list)  # NDMZ identity of who acts here
     chance: list = field(default_factory=list)  # [(outcome, prob)] at chance steps
+    exact_value: list[float] = field(default_factory=list)  # exact value for the model's player here, or nan
+    move_values: list = field(default_factory=list)  # {legal action: exact value} at decisions, else None
 
 
 def record_games(
@@ -82,24 +95,30 @@ def record_games(
     baseline_encode=None,
     max_steps: int = 400,
     policy=None,
+    exact=None,
 ) -> Steps:
     """Plays `games` games (at most `max_steps` steps each) by uniform random legal moves,
     or by sampling `policy(obs [1, ...], legal) -> probabilities over legal`, and records
     each step. MuZero's reward target on board games is 0 except, with
     `terminal_reward`, the last mover's outcome on the final transition; single-agent
-    games carry their rewards."""
+    games carry their rewards. With `exact` (:func:`exact_solution`), each step's exact value
+    for the player whose value the model gives there (the mover; at chance and terminal
+    steps the last mover) and each decision's exact move values."""
     rng = np.random.default_rng(seed)
     single = game.num_players() == 1
     out = Steps()
 
-    def push(kind, obs=None, base=None, legal=None, action=-1, reward=0.0, ident=-1, chance=None):
+    def push(kind, obs=None, base=None, legal=None, action=-1, reward=0.0, ident=-1, chance=None, moves=None):
         out.kind.append(kind), out.obs.append(obs), out.baseline_obs.append(base), out.legal.append(legal)
         out.action.append(action), out.reward.append(reward), out.identity.append(ident)
-        out.chance.append(chance)
+        out.chance.append(chance), out.move_values.append(moves)
+        who = player if kind == "choice" else last
+        out.exact_value.append(np.nan if exact is None or who is None else exact.state_value(state, who))
 
     for g in range(games):
         state = game.new_initial_state()
         into = 0.0  # the reward target of the transition into the next recorded step
+        player = last = None  # the player to move; the last one who moved
         for _ in range(max_steps):
             out.game_id.append(g)
             if state.is_terminal():
@@ -126,7 +145,19 @@ def record_games(
                 if policy is None
                 else legal[rng.choice(len(legal), p=policy(obs, legal))]
             )
-            push("choice", obs[0], baseline_encode([state])[0] if baseline_encode else None, legal, a, into, player)
+            moves = exact.move_values(state) if exact is not None else None
+            push(
+                "choice",
+                obs[0],
+                baseline_encode([state])[0] if baseline_encode else None,
+                legal,
+                a,
+                into,
+                player,
+                None,
+                moves,
+            )
+            last = player
             before = state.returns()[player]
             state.apply_action(a)
             gained = state.returns()[player] - before
@@ -283,6 +314,7 @@ def probe(net, steps: Steps, unroll: int, *, ndmz_layout=None, baseline=None, ba
     actions, rewards = np.asarray(steps.action, np.int64), np.asarray(steps.reward, np.float64)
     identity = np.asarray(steps.identity)
     choice_idx, own, legal, base = _views(model, steps, kind, baseline, ndmz_layout and ndmz_layout.noop)
+    exact = exact_views(steps, legal.shape[1]) if steps.exact_value else None
     acc = _Accumulator(unroll)
     for lo in range(0, len(choice_idx), batch):
         t0 = choice_idx[lo : lo + batch]
@@ -306,7 +338,14 @@ def probe(net, steps: Steps, unroll: int, *, ndmz_layout=None, baseline=None, ba
             _score_tests(acc, k, logits[tested], legal[tt[tested]])
             if here.any():
                 _score_choice(acc, k, logits[here], value[here], tt[here], legal, own, base)
+                if exact is not None:
+                    top = _masked_top(logits[here], legal[tt[here]])
+                    score_exact_choice(acc, k, value[here], top, tt[here], exact)
+                    if ndmz_layout is not None:
+                        score_greedy(acc, k, model, s[torch.from_numpy(here)], tt[here], exact)
             here = inside & (kind[tt] == "chance")
+            if exact is not None and here.any():
+                score_exact_chance(acc, k, value[here], tt[here], exact)
             if chance_logits is not None and here.any():
                 truth = _chance_truth(steps, tt[here], ndmz_layout, logits.shape[1])
                 acc.add("chance_tv", k, _tv(_softmax(chance_logits[here]), truth))
@@ -331,9 +370,9 @@ def dynamics_tests(net, game, unroll_steps: int, games: int = 500, seed: int = 0
 def format_table(result: dict) -> str:
     """The per-k table as fixed-width text, one metric a row."""
     ks = result["k"]
-    lines = [f"{'metric':<18}" + "".join(f"{'k=' + str(k):>8}" for k in ks)]
+    lines = [f"{'metric':<22}" + "".join(f"{'k=' + str(k):>8}" for k in ks)]
     for name, row in result["metrics"].items():
-        lines.append(f"{name:<18}" + "".join(f"{'-' if v is None else format(v, '.3f'):>8}" for v in row))
+        lines.append(f"{name:<22}" + "".join(f"{'-' if v is None else format(v, '.3f'):>8}" for v in row))
     return "\n".join(lines)
 
 
@@ -347,7 +386,9 @@ def plot_probe(result: dict, path: Path, title: str) -> Path:
     for name, row in result["metrics"].items():
         ax = (
             left
-            if name in ("legal_top", "top_move", "uniform", "agree_self", "identity_acc", "agree_baseline")
+            if name
+            in ("legal_top", "top_move", "uniform", "agree_self", "identity_acc", "agree_baseline")
+            + ("agree_exact", "greedy_agree_exact")
             else right
         )
         ks = [k for k, v in zip(result["k"], row) if v is not None]
@@ -421,6 +462,7 @@ def probe_run(
         terminal_reward=bool(getattr(algo, "terminal_reward", False)),
         baseline_encode=base_encode,
         policy=model_policy(net, ndmz) if moves == "model" else None,
+        exact=exact_solution(game),
     )
     result = probe(net, steps, k_max, ndmz_layout=layout, baseline=base_eval)
     result.update(
