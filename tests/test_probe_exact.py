@@ -77,7 +77,9 @@ def test_a_rolls_value_is_the_mean_of_the_decisions_after_it(solved):
 
 class _ExactModel(torch.nn.Module):
     """A stand-in NDMZ network whose model is the game itself: the hidden state is
-    (position index, roll, kind), and f gives the exact value and an optimal move."""
+    (position index, roll, kind, who: 0 the unroll's first mover, 1 the other; at a roll
+    the one to roll), g the true successor and who acts there, and f the exact value and
+    an optimal move."""
 
     def __init__(self, sol, layout):
         super().__init__()
@@ -89,36 +91,40 @@ class _ExactModel(torch.nn.Module):
                 self.by_obs[obs.tobytes()] = (row, d)
 
     def represent(self, obs):
-        out = [(*self.by_obs[np.asarray(o, np.float32).tobytes()], 0) for o in obs.numpy()]
+        out = [(*self.by_obs[np.asarray(o, np.float32).tobytes()], 0, 0) for o in obs.numpy()]
         return torch.tensor(out, dtype=torch.float64)
 
     def _q(self, s, d):
         return {a: -self.sol.value[t] for a, t in moves(self.sol.positions, s, d)}
 
     def predict(self, h):
-        a = self.layout.size
-        p, v = np.zeros((len(h), a)), np.zeros(len(h))
-        for i, (s, d, kind) in enumerate(h.numpy().astype(int)):
+        a, rolls = self.layout.size, self.layout.choice + np.arange(self.sol.params.die_sides)
+        p, v, c = np.zeros((len(h), a)), np.zeros(len(h)), np.full((len(h), a), -50.0)
+        c[:, rolls] = 0.0  # the ordinary rolls, equally likely; the roll-off's outcomes ~0
+        for i, (s, d, kind, _) in enumerate(h.numpy().astype(int)):
             if kind == 0:  # a decision: the mover's best move value; the optimal move first
                 q = self._q(s, d)
                 v[i] = max(q.values())
                 p[i, self.sol.policy[s, d - 1]] = 10.0
             else:  # a chance or terminal step: the last mover's value, -V(s) seen by the next
                 v[i] = -self.sol.value[s]
-        return torch.from_numpy(p), torch.zeros(len(h), a), torch.from_numpy(v)
+        return torch.from_numpy(p), torch.from_numpy(c), torch.from_numpy(v)
 
     def dynamics(self, h, action):
-        out = []
-        for (s, d, kind), a in zip(h.numpy().astype(int), action.numpy()):
+        out, ident = [], torch.zeros(len(h), 4)
+        for (s, d, kind, who), a in zip(h.numpy().astype(int), action.numpy()):
             if kind == 0:  # the move's successor, seen by the opponent, who rolls next
                 t = dict(moves(self.sol.positions, s, d))[int(a)]
                 over = self.sol.positions.safe[self.sol.positions.other[t]] == self.sol.params.checkers
-                out.append((t, 0, 2 if over else 1))
-            elif kind == 1:  # a roll: that player's decision
-                out.append((s, int(a) - self.layout.choice + 1, 0))
-            else:
-                out.append((s, 0, 2))
-        return torch.zeros(len(h)), torch.tensor(out, dtype=torch.float64), torch.zeros(len(h), 4)
+                out.append((t, 0, 2 if over else 1, 1 - who))
+                ident[len(out) - 1, 3 if over else 2] = 1.0  # the game over, or chance
+            elif kind == 1 and int(a) - self.layout.choice < self.sol.params.die_sides:  # a roll: a decision
+                out.append((s, int(a) - self.layout.choice + 1, 0, who))
+                ident[len(out) - 1, who] = 1.0
+            else:  # the game over, or a roll-off outcome (never taken here)
+                out.append((s, 0, 2, who))
+                ident[len(out) - 1, 3] = 1.0
+        return torch.zeros(len(h)), torch.tensor(out, dtype=torch.float64), ident
 
 
 def test_the_exact_metrics_are_zero_for_the_exact_model_and_not_for_an_untrained_one(solved):
@@ -130,14 +136,18 @@ def test_the_exact_metrics_are_zero_for_the_exact_model_and_not_for_an_untrained
     steps = record_games(game, algo.encode, 40, seed=3, ndmz_layout=algo.layout, exact=sol)
     exact = probe(_ExactModel(sol, algo.layout), steps, 4, ndmz_layout=algo.layout)["metrics"]
     for k in range(5):
-        errors = ("value_vs_exact", "move_value_vs_exact", "regret_exact", "greedy_regret_exact")
+        errors = ("value_vs_exact", "move_value_vs_exact", "roll_value_vs_exact", "regret_exact")
+        errors += ("greedy_regret_exact", "roll_regret_exact")
         for name in errors if k % 2 == 0 else ("chance_value_vs_exact",):
             assert exact[name][k] == pytest.approx(0.0, abs=1e-9), (name, k)
         if k % 2 == 0:
-            assert exact["agree_exact"][k] == 1.0 and exact["greedy_agree_exact"][k] == 1.0
+            assert exact["agree_exact"][k] == exact["greedy_agree_exact"][k] == exact["roll_agree_exact"][k] == 1.0
+        if k:  # who acts, the choice players named relative to the unroll's first (polyzero.replay.ndmz)
+            assert exact["identity_acc"][k] == 1.0, k
     torch.manual_seed(0)
     untrained = probe(algo.build_network(), steps, 4, ndmz_layout=algo.layout)["metrics"]
     for k in (0, 2):
         assert untrained["value_vs_exact"][k] > 0.1 and untrained["move_value_vs_exact"][k] > 0.1
+        assert untrained["roll_value_vs_exact"][k] > 0.1 and untrained["roll_regret_exact"][k] > 0.01
         assert untrained["regret_exact"][k] > 0.01 and untrained["agree_exact"][k] < 0.9
     assert untrained["chance_value_vs_exact"][1] > 0.1

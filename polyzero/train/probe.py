@@ -47,7 +47,7 @@ from .probe_exact import (
     exact_views,
     score_exact_chance,
     score_exact_choice,
-    score_greedy,
+    score_lookahead,
 )
 
 #: metric -> what it measures, in the order the table shows them
@@ -329,7 +329,10 @@ def probe(net, steps: Steps, unroll: int, *, ndmz_layout=None, baseline=None, ba
                 if model.has_reward:
                     acc.add("reward_err", k, np.abs(reward[inside] - rewards[t[inside]]))
                 if ident is not None:
-                    acc.add("identity_acc", k, ident[inside].argmax(1) == identity[t[inside]])
+                    # the choice players relative to the root's, as the replay labels them
+                    want, root = identity[t[inside]], identity[t0[inside]]
+                    want = np.where(want < 2, (want != root).astype(np.int64), want)
+                    acc.add("identity_acc", k, ident[inside].argmax(1) == want)
             if not inside.any():
                 break
             tt = np.minimum(t, n - 1)
@@ -342,7 +345,7 @@ def probe(net, steps: Steps, unroll: int, *, ndmz_layout=None, baseline=None, ba
                     top = _masked_top(logits[here], legal[tt[here]])
                     score_exact_choice(acc, k, value[here], top, tt[here], exact)
                     if ndmz_layout is not None:
-                        score_greedy(acc, k, model, s[torch.from_numpy(here)], tt[here], exact)
+                        score_lookahead(acc, k, model, ndmz_layout, s[torch.from_numpy(here)], tt[here], exact)
             here = inside & (kind[tt] == "chance")
             if exact is not None and here.any():
                 score_exact_chance(acc, k, value[here], tt[here], exact)
@@ -388,7 +391,7 @@ def plot_probe(result: dict, path: Path, title: str) -> Path:
             left
             if name
             in ("legal_top", "top_move", "uniform", "agree_self", "identity_acc", "agree_baseline")
-            + ("agree_exact", "greedy_agree_exact")
+            + ("agree_exact", "greedy_agree_exact", "roll_agree_exact")
             else right
         )
         ks = [k for k, v in zip(result["k"], row) if v is not None]

@@ -15,11 +15,16 @@ with the truth itself, not only with the model's own view of the true position:
 * ``agree_exact``, ``regret_exact``: whether the top legal move of f(s^k) is an
   optimal move at the true position t+k, and the exact value it gives up
   (max_m Q*(m) - Q*(top)), at decisions with at least two legal moves;
-* NDMZ only, a one-step look-ahead with the learned model: from s^k, each legal move
-  m is stepped by g and valued by f, v(g(s^k, m)) (after a move the model's value is
-  the mover's), against Q*(m) (``move_value_vs_exact``), and the move it ranks first
-  is scored as above (``greedy_agree_exact``, ``greedy_regret_exact``): whether the
-  value the search would back up ranks the moves as the exact values do.
+* NDMZ only, look-ahead with the learned model from s^k, each legal move m against
+  its exact value Q*(m), and the move ranked first scored as above: one step,
+  v(g(s^k, m)) (after a move the model's value is the mover's; ``move_value_vs_exact``,
+  ``greedy_agree_exact``, ``greedy_regret_exact``); and through the roll, as the search
+  backs up values (Appendix A: from choice leaves only), the expectimax
+  -sum_o c(o) v(g(g(s^k, m), o)) over the model's chance policy c at g(s^k, m), or
+  v(g(s^k, m)) where g's identity says the game is over (``roll_value_vs_exact``,
+  ``roll_agree_exact``, ``roll_regret_exact``). Beside ``regret_exact`` (the prior's
+  top move) they say whether the values the search plans with rank the moves better
+  or worse than the policy it starts from.
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ EXACT_METRICS = {
     "move_value_vs_exact": "NDMZ: |v(g(s^k, m)) - Q*(m)| over the legal moves m",
     "greedy_agree_exact": "NDMZ: the move maximising v(g(s^k, m)) is optimal",
     "greedy_regret_exact": "NDMZ: exact value that move gives up",
+    "roll_value_vs_exact": "NDMZ: |E_c[-v(g(g(s^k, m), o))] - Q*(m)|, through the model's roll",
+    "roll_agree_exact": "NDMZ: the move maximising that expectimax is optimal",
+    "roll_regret_exact": "NDMZ: exact value that move gives up",
 }
 
 _TIE = 1e-9  # moves within this of the best value are optimal too (the solver's ties)
@@ -93,17 +101,30 @@ def score_exact_chance(acc, k: int, value, u, exact: dict) -> None:
         acc.add("chance_value_vs_exact", k, np.abs(value[ok] - truth[ok]))
 
 
-def score_greedy(acc, k: int, model, s: torch.Tensor, u, exact: dict) -> None:
-    """NDMZ's one-step look-ahead from hidden states s (one per decision step u): every
-    legal move through g, valued by f, against its exact value."""
-    q = exact["q"][u]
-    rows, acts = np.nonzero(~np.isnan(q))
-    s2, _, _ = model.step(s[torch.from_numpy(rows)], acts)
-    v = model.predict(s2)[2]
-    acc.add("move_value_vs_exact", k, np.abs(v - q[rows, acts]))
+def _score_moves(acc, k: int, name: str, q: np.ndarray, rows, acts, value: np.ndarray) -> None:
+    """The model's value of each legal move (rows, acts of q) against its exact value,
+    and the move it ranks first per decision."""
+    acc.add(f"{name}_value_vs_exact" if name != "greedy" else "move_value_vs_exact", k, np.abs(value - q[rows, acts]))
     guess = np.full(q.shape, -np.inf)
-    guess[rows, acts] = v
+    guess[rows, acts] = value
     real, agree, regret = _scored(q, guess.argmax(1))
     if real.any():
-        acc.add("greedy_agree_exact", k, agree)
-        acc.add("greedy_regret_exact", k, regret)
+        acc.add(f"{name}_agree_exact", k, agree)
+        acc.add(f"{name}_regret_exact", k, regret)
+
+
+def score_lookahead(acc, k: int, model, layout, s: torch.Tensor, u, exact: dict) -> None:
+    """NDMZ's look-ahead from hidden states s (one per decision step u): every legal move
+    through g, valued by f one step on and through the model's roll."""
+    from ..nets.ndmz import TERMINAL
+
+    q = exact["q"][u]
+    rows, acts = np.nonzero(~np.isnan(q))
+    s2, _, ident = model.step(s[torch.from_numpy(rows)], acts)
+    _, chance, after = model.predict(s2)
+    _score_moves(acc, k, "greedy", q, rows, acts, after)
+    outcomes = layout.choice + np.arange(layout.chance)
+    c = torch.softmax(torch.from_numpy(chance[:, outcomes]).double(), -1).numpy()
+    s3, _, _ = model.step(s2.repeat_interleave(len(outcomes), 0), np.tile(outcomes, len(rows)))
+    deep = -(c * model.predict(s3)[2].reshape(len(rows), len(outcomes))).sum(1)
+    _score_moves(acc, k, "roll", q, rows, acts, np.where(ident.argmax(1) == TERMINAL, after, deep))
