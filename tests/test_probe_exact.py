@@ -133,7 +133,7 @@ def test_the_exact_metrics_are_zero_for_the_exact_model_and_not_for_an_untrained
 
     game, sol = solved
     algo = make_algorithm(build_config(GAME, "ndmz", None, []), game)
-    steps = record_games(game, algo.encode, 40, seed=3, ndmz_layout=algo.layout, exact=sol)
+    steps = record_games(game, algo.encode, 20, seed=3, ndmz_layout=algo.layout, exact=sol)
     exact = probe(_ExactModel(sol, algo.layout), steps, 4, ndmz_layout=algo.layout)["metrics"]
     for k in range(5):
         errors = ("value_vs_exact", "move_value_vs_exact", "roll_value_vs_exact", "regret_exact")
@@ -142,6 +142,9 @@ def test_the_exact_metrics_are_zero_for_the_exact_model_and_not_for_an_untrained
             assert exact[name][k] == pytest.approx(0.0, abs=1e-9), (name, k)
         if k % 2 == 0:
             assert exact["agree_exact"][k] == exact["greedy_agree_exact"][k] == exact["roll_agree_exact"][k] == 1.0
+        if k == 0:  # the value head on the true positions after each move and roll (no g)
+            assert exact["real_roll_value_vs_exact"][0] == pytest.approx(0.0, abs=1e-9)
+            assert exact["real_roll_agree_exact"][0] == 1.0 and exact["real_roll_regret_exact"][0] == 0.0
         if k:  # who acts, the choice players named relative to the unroll's first (polyzero.replay.ndmz)
             assert exact["identity_acc"][k] == 1.0, k
     torch.manual_seed(0)
@@ -150,4 +153,5 @@ def test_the_exact_metrics_are_zero_for_the_exact_model_and_not_for_an_untrained
         assert untrained["value_vs_exact"][k] > 0.1 and untrained["move_value_vs_exact"][k] > 0.1
         assert untrained["roll_value_vs_exact"][k] > 0.1 and untrained["roll_regret_exact"][k] > 0.01
         assert untrained["regret_exact"][k] > 0.01 and untrained["agree_exact"][k] < 0.9
-    assert untrained["chance_value_vs_exact"][1] > 0.1
+    assert untrained["chance_value_vs_exact"][1] > 0.1 and untrained["real_roll_value_vs_exact"][0] > 0.1
+    assert untrained["real_roll_regret_exact"][0] > 0.01 and untrained["real_roll_value_vs_exact"][2] is None

@@ -26,7 +26,8 @@ def register(sub) -> None:
         "legality (NDMZ's top-move and uniform tests), agreement with the model's "
         "own view of the true position, value drift, reward error, and for NDMZ "
         "the identity and chance predictions; with --baseline, agreement with an "
-        "AlphaZero run's network (given the rules). Prints a table per k and "
+        "AlphaZero run's network (given the rules); on Nannon, whose exact values are "
+        "tabulated, value, top move and a one-move look-ahead against them. Prints a table per k and "
         "writes probe.json and probe.png.",
     )
     p.add_argument("run_dir", type=Path, metavar="RUN", help="a muzero or ndmz run directory or checkpoint")

@@ -43,11 +43,13 @@ from ..errors import UsageError
 from ..games.chance import sample_chance
 from .probe_exact import (
     EXACT_METRICS,
+    after_moves,
     exact_solution,
     exact_views,
     score_exact_chance,
     score_exact_choice,
     score_lookahead,
+    score_real_roll,
 )
 
 #: metric -> what it measures, in the order the table shows them
@@ -82,6 +84,7 @@ class Steps:
     chance: list = field(default_factory=list)  # [(outcome, prob)] at chance steps
     exact_value: list[float] = field(default_factory=list)  # exact value for the model's player here, or nan
     move_values: list = field(default_factory=list)  # {legal action: exact value} at decisions, else None
+    after: list = field(default_factory=list)  # with exact values: each move's true successors (after_moves)
 
 
 def record_games(
@@ -112,6 +115,7 @@ def record_games(
         out.kind.append(kind), out.obs.append(obs), out.baseline_obs.append(base), out.legal.append(legal)
         out.action.append(action), out.reward.append(reward), out.identity.append(ident)
         out.chance.append(chance), out.move_values.append(moves)
+        out.after.append(after_moves(state, player, encode) if moves else None)
         who = player if kind == "choice" else last
         out.exact_value.append(np.nan if exact is None or who is None else exact.state_value(state, who))
 
@@ -344,6 +348,8 @@ def probe(net, steps: Steps, unroll: int, *, ndmz_layout=None, baseline=None, ba
                 if exact is not None:
                     top = _masked_top(logits[here], legal[tt[here]])
                     score_exact_choice(acc, k, value[here], top, tt[here], exact)
+                    if k == 0:
+                        score_real_roll(acc, model, tt[here], exact)
                     if ndmz_layout is not None:
                         score_lookahead(acc, k, model, ndmz_layout, s[torch.from_numpy(here)], tt[here], exact)
             here = inside & (kind[tt] == "chance")
@@ -373,9 +379,9 @@ def dynamics_tests(net, game, unroll_steps: int, games: int = 500, seed: int = 0
 def format_table(result: dict) -> str:
     """The per-k table as fixed-width text, one metric a row."""
     ks = result["k"]
-    lines = [f"{'metric':<22}" + "".join(f"{'k=' + str(k):>8}" for k in ks)]
+    lines = [f"{'metric':<26}" + "".join(f"{'k=' + str(k):>8}" for k in ks)]
     for name, row in result["metrics"].items():
-        lines.append(f"{name:<22}" + "".join(f"{'-' if v is None else format(v, '.3f'):>8}" for v in row))
+        lines.append(f"{name:<26}" + "".join(f"{'-' if v is None else format(v, '.3f'):>8}" for v in row))
     return "\n".join(lines)
 
 

@@ -24,7 +24,12 @@ with the truth itself, not only with the model's own view of the true position:
   v(g(s^k, m)) where g's identity says the game is over (``roll_value_vs_exact``,
   ``roll_agree_exact``, ``roll_regret_exact``). Beside ``regret_exact`` (the prior's
   top move) they say whether the values the search plans with rank the moves better
-  or worse than the policy it starts from.
+  or worse than the policy it starts from;
+* at k = 0 only, the same expectimax on the true positions after each legal move and
+  roll, valued by f(h(o)) there (no g; a won game counts its true points): what the
+  value head alone knows of the moves, as a search given the rules would read it
+  (``real_roll_value_vs_exact``, ``real_roll_agree_exact``, ``real_roll_regret_exact``).
+  Against the ``roll_*`` figures at k = 0 it separates h and f from g.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ EXACT_METRICS = {
     "roll_value_vs_exact": "NDMZ: |E_c[-v(g(g(s^k, m), o))] - Q*(m)|, through the model's roll",
     "roll_agree_exact": "NDMZ: the move maximising that expectimax is optimal",
     "roll_regret_exact": "NDMZ: exact value that move gives up",
+    "real_roll_value_vs_exact": "k=0: |E[v(h(o)) of the true position after m and the roll] - Q*(m)|",
+    "real_roll_agree_exact": "k=0: the move maximising that is optimal",
+    "real_roll_regret_exact": "k=0: exact value that move gives up",
 }
 
 _TIE = 1e-9  # moves within this of the best value are optimal too (the solver's ties)
@@ -62,9 +70,46 @@ def exact_solution(game):
     return shared_solution(game, progress=sys.stderr.isatty())
 
 
+def after_moves(state, player: int, encode) -> list[tuple]:
+    """Each legal move's true successors: [(action, probability, sign, observation or
+    None, value)] per outcome of the chance event after the move (one outcome, probability
+    1, where none follows); sign +1 where `player` moves next, -1 where the other does;
+    at a finished game no observation and its true returns for `player` as the value."""
+    out = []
+    for a in state.legal_actions():
+        child = state.clone()
+        child.apply_action(a)
+        for o, prob in child.chance_outcomes() if child.is_chance_node() else [(None, 1.0)]:
+            after = child.clone()
+            if o is not None:
+                after.apply_action(o)
+            if after.is_terminal():
+                out.append((a, prob, 1.0, None, float(after.returns()[player])))
+            else:
+                out.append((a, prob, 1.0 if after.current_player() == player else -1.0, encode([after])[0], 0.0))
+    return out
+
+
+def score_real_roll(acc, model, u, exact: dict) -> None:
+    """At k = 0: each legal move of decision steps u valued by the expectimax of f(h(o))
+    over the true positions after it and the roll, against its exact value."""
+    entries = [(row, *e) for row, i in enumerate(u) for e in exact["after"][i]]
+    rows, acts = np.array([e[0] for e in entries]), np.array([e[1] for e in entries])
+    prob, sign, value = (np.array([e[j] for e in entries], np.float64) for j in (2, 3, 5))
+    live = np.flatnonzero([e[4] is not None for e in entries])
+    if len(live):
+        value[live] = model.initial(np.stack([entries[j][4] for j in live]))[3]
+    q = exact["q"][u]
+    pair = rows * q.shape[1] + acts
+    keys, at = np.unique(pair, return_inverse=True)
+    moved = np.bincount(at, prob * sign * value)
+    _score_moves(acc, 0, "real_roll", q, keys // q.shape[1], keys % q.shape[1], moved)
+
+
 def exact_views(steps, width: int) -> dict | None:
-    """The recorded exact values as arrays: "value" [n] (nan where none) and "q" [n, width]
-    (each decision's legal moves' exact values, nan elsewhere); None without any."""
+    """The recorded exact values as arrays: "value" [n] (nan where none), "q" [n, width]
+    (each decision's legal moves' exact values, nan elsewhere) and "after" (each
+    decision's `after_moves`); None without any."""
     value = np.asarray(steps.exact_value, np.float64)
     if not np.isfinite(value).any():
         return None
@@ -72,7 +117,7 @@ def exact_views(steps, width: int) -> dict | None:
     for i, moves in enumerate(steps.move_values):
         if moves:
             q[i, list(moves)] = list(moves.values())
-    return {"value": value, "q": q}
+    return {"value": value, "q": q, "after": steps.after}
 
 
 def _scored(q: np.ndarray, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
