@@ -199,7 +199,7 @@ class _Accumulator:
         }, {m: [int(c) for c in self.counts[m]] for m in METRICS if self.counts[m].any()}
 
 
-class _Model:
+class LearnedModel:
     """The learned model's h, g and f as NumPy calls, for MuZero's and NDMZ's networks."""
 
     def __init__(self, net, ndmz: bool):
@@ -237,7 +237,7 @@ class _Model:
 def model_policy(net, ndmz: bool):
     """The model's own prior f(h(o)) over the legal moves, for `record_games(policy=...)`:
     positions like those the model's self-play reaches, without the search."""
-    model = _Model(net, ndmz)
+    model = LearnedModel(net, ndmz)
 
     def policy(obs: np.ndarray, legal: list[int]) -> np.ndarray:
         logits = model.initial(obs)[1][0, legal]
@@ -250,7 +250,7 @@ def _masked_top(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, logits, -np.inf).argmax(1)
 
 
-def _views(model: _Model, steps: Steps, kind: np.ndarray, baseline, noop: int | None):
+def _views(model: LearnedModel, steps: Steps, kind: np.ndarray, baseline, noop: int | None):
     """The true positions as the model sees them, f(h(o)), and as the baseline network does;
     the legal mask of every step (NDMZ: the choice player's no-op at chance and terminal steps)."""
     n = len(kind)
@@ -312,7 +312,7 @@ def probe(net, steps: Steps, unroll: int, *, ndmz_layout=None, baseline=None, ba
     outcomes, no-op and end, all illegal for a choice player); for NDMZ they also run at
     chance and terminal steps, where the choice player's legal action is no-op, as the
     paper's tests do."""
-    model = _Model(net, ndmz_layout is not None)
+    model = LearnedModel(net, ndmz_layout is not None)
     kind = np.asarray(steps.kind)
     n, gid = len(kind), np.asarray(steps.game_id)
     actions, rewards = np.asarray(steps.action, np.int64), np.asarray(steps.reward, np.float64)

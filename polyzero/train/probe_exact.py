@@ -158,18 +158,26 @@ def _score_moves(acc, k: int, name: str, q: np.ndarray, rows, acts, value: np.nd
         acc.add(f"{name}_regret_exact", k, regret)
 
 
+def lookahead_values(model, layout, s: torch.Tensor, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NDMZ's values of moves `acts` from hidden states s (one row each), for the mover:
+    (one step, v(g(s, m)); through the model's roll, -sum_o c(o) v(g(g(s, m), o)) with c
+    the chance policy at g(s, m), or v(g(s, m)) where g's identity says the game is over)."""
+    from ..nets.ndmz import TERMINAL
+
+    s2, _, ident = model.step(s, acts)
+    _, chance, after = model.predict(s2)
+    outcomes = layout.choice + np.arange(layout.chance)
+    c = torch.softmax(torch.from_numpy(chance[:, outcomes]).double(), -1).numpy()
+    s3, _, _ = model.step(s2.repeat_interleave(len(outcomes), 0), np.tile(outcomes, len(acts)))
+    deep = -(c * model.predict(s3)[2].reshape(len(acts), len(outcomes))).sum(1)
+    return after, np.where(ident.argmax(1) == TERMINAL, after, deep)
+
+
 def score_lookahead(acc, k: int, model, layout, s: torch.Tensor, u, exact: dict) -> None:
     """NDMZ's look-ahead from hidden states s (one per decision step u): every legal move
     through g, valued by f one step on and through the model's roll."""
-    from ..nets.ndmz import TERMINAL
-
     q = exact["q"][u]
     rows, acts = np.nonzero(~np.isnan(q))
-    s2, _, ident = model.step(s[torch.from_numpy(rows)], acts)
-    _, chance, after = model.predict(s2)
+    after, deep = lookahead_values(model, layout, s[torch.from_numpy(rows)], acts)
     _score_moves(acc, k, "greedy", q, rows, acts, after)
-    outcomes = layout.choice + np.arange(layout.chance)
-    c = torch.softmax(torch.from_numpy(chance[:, outcomes]).double(), -1).numpy()
-    s3, _, _ = model.step(s2.repeat_interleave(len(outcomes), 0), np.tile(outcomes, len(rows)))
-    deep = -(c * model.predict(s3)[2].reshape(len(rows), len(outcomes))).sum(1)
-    _score_moves(acc, k, "roll", q, rows, acts, np.where(ident.argmax(1) == TERMINAL, after, deep))
+    _score_moves(acc, k, "roll", q, rows, acts, deep)
