@@ -152,8 +152,8 @@ def main() -> None:
     print(args.out.with_suffix(".md").read_text())
 
 
-def _cell(v) -> str:
-    return "-" if v is None else f"{v:.3f}"
+def _cell(v, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
 
 
 def markdown(result: dict) -> str:
@@ -191,15 +191,15 @@ def markdown(result: dict) -> str:
         m, e = r["metrics"], r["exact_vs_optimal"]
         cells = [_cell((m.get(name) or [None] * (k + 1))[k] if k < len(r["k"]) else None) for _, name, k in COLUMNS]
         lines.append(
-            f"| {r['minutes']:.1f} | {r['learning_step']} | {r['moves']} | {_cell(e.get('search'))} | "
-            f"{_cell(e.get('raw'))} | " + " | ".join(cells) + " |"
+            f"| {r['minutes']:.1f} | {r['learning_step']} | {r['moves']} | {_cell(e.get('search'), 4)} | "
+            f"{_cell(e.get('raw'), 4)} | " + " | ".join(cells) + " |"
         )
         if r["learning_step"] not in seen:
             seen.add(r["learning_step"])
             p = r["parts_vs_optimal"]
             parts_lines.append(
-                f"| {r['minutes']:.1f} | {r['learning_step']} | {_cell(e.get('search'))} | "
-                + " | ".join(_cell(p.get(n)) for n in ("az_search", "one_ply_true", "one_ply_model", "raw"))
+                f"| {r['minutes']:.1f} | {r['learning_step']} | {_cell(e.get('search'), 4)} | "
+                + " | ".join(_cell(p.get(n), 4) for n in ("az_search", "one_ply_true", "one_ply_model", "raw"))
                 + " |"
             )
     lines += parts_lines
