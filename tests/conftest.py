@@ -178,6 +178,7 @@ E2E_FILES = {"test_atari.py", "test_engines_external.py", "test_own_game.py", "t
 E2E_FIXTURES = {"trained", "trained_muzero"}  # the session's tic-tac-toe trainings (about a minute each)
 E2E_TESTS = {
     "test_alphazero.py": {"test_conformance_through_search"},
+    "test_bench_ndmz_parts.py": {"test_one_ply_on_the_true_successors_with_exact_values_is_optimal"},
     "test_chance.py": {"test_resumed_run_with_dice_reaches_the_same_weights", "test_self_play_through_dice"},
     "test_cli.py": {"test_no_traceback_for_user_mistakes", "test_plot"},
     "test_engines_gtp.py": {"test_gtp_process_over_pipes"},
