@@ -102,7 +102,7 @@ class CVPN(nn.Module):
             return self.board(x)
         if self.trunk_kind == "residual":
             return self.residual(x)
-        for layer in self.trunk:
+        for layer in cast(list[nn.Linear], self.trunk):
             x = F.relu(F.linear(x, layer.weight, layer.bias))
         return x
 
