@@ -253,19 +253,23 @@ class PublicTreeCFR:
 
     def _walk_down(self, policy_of) -> None:
         nodes = self.tree.nodes
-        root = np.ones((len(nodes[0].worlds), self.num_players))
-        self.reach[0] = root if self.root_reach is None else root * self.root_reach
+        shape, given = (len(nodes[0].worlds), self.num_players), self.root_reach
+        if isinstance(given, np.ndarray) and given.shape == shape and given.dtype == np.float64:
+            self.reach[0] = given.copy()  # ones x the given reach: the given reach
+        else:
+            self.reach[0] = np.ones(shape) if given is None else np.ones(shape) * given
+        decisions, chance = self.decisions, self._chance_edges
         for index in range(len(nodes)):  # breadth-first order: parents first
             reach = self.reach[index]
-            if index in self.decisions:
-                d = self.decisions[index]
+            d = decisions.get(index)
+            if d is not None:
                 worlds, infos, cols, spans = d.down
                 r = reach[worlds]  # a copy: every edge's worlds at once
                 r[:, d.player] *= policy_of(d)[infos, cols]
                 for child, start, end, child_worlds in spans:
                     self._ensure(child)[child_worlds] = r[start:end]
-            elif index in self._chance_edges:
-                for child, worlds, _, child_worlds in self._chance_edges[index]:
+            elif index in chance:
+                for child, worlds, _, child_worlds in chance[index]:
                     self._ensure(child)[child_worlds] = reach[worlds]
 
     def _evaluate_leaves(self) -> None:
@@ -323,18 +327,19 @@ class PublicTreeCFR:
 
     def _update_decision(self, index: int, d: _Decision) -> np.ndarray:
         child_values = self._child_values(d)
+        p = d.player
         policy = d.policy[d.info]  # [W, A]
         value = np.einsum("wa,wap->wp", policy, child_values)
         # Counterfactual reach: chance times every other player's reach.
         reach = self.reach[index]
-        others = self.counterfactual_reach(index, d.player)
-        d.action_cfv = d.membership @ (others[:, None] * child_values[:, :, d.player])
+        others = self.counterfactual_reach(index, p)
+        weights, own = others[:, None], child_values[:, :, p]
+        d.action_cfv = d.membership @ (weights * own)
         d.cf_reach = d.membership @ others
-        advantage = child_values[:, :, d.player] - value[:, d.player][:, None]
-        regret = d.membership @ (others[:, None] * advantage)
+        regret = d.membership @ (weights * (own - value[:, p, None]))
         regret = np.where(d.legal, regret, 0.0)
         d.cumulative_policy = linear_average_update(
-            d.cumulative_policy, self.iteration, reach[d.first_world, d.player], d.policy
+            d.cumulative_policy, self.iteration, reach[d.first_world, p], d.policy
         )
         d.cumulative_regret = regret_matching_plus_update(d.cumulative_regret, regret)
         d.policy = regret_matching(d.cumulative_regret, d.legal)

@@ -62,6 +62,7 @@ from .cfr import (
     regret_matching,
     regret_matching_plus_update,
 )
+from .draws import draw, short_sum
 from .perfect_cfr import PerfectInfoCFR
 from .search_tree import SearchTree
 from .values import Query, ValueFunction, per_world_values, world_reach
@@ -169,6 +170,7 @@ class GTCFR:
         self._shortcut: dict[int, np.ndarray] = {}
         self.value_calls = 0  # public belief states sent to the value function
         self.expansions = 0
+        self._fixed_root_reach = None
         # One world per public state: the level-vectorised CFR (the same iterations, faster).
         cfr = PerfectInfoCFR if self.perfect_information else PublicTreeCFR
         self.cfr = cfr(
@@ -178,9 +180,14 @@ class GTCFR:
     # -- the regret update phase --------------------------------------------------
 
     def _root_reach(self, average: bool = False) -> np.ndarray:
+        """The root's reach; without a gadget the ranges are fixed, so it is built once
+        (the CFR only reads it)."""
+        if self.gadget is None:
+            if self._fixed_root_reach is None:
+                self._fixed_root_reach = world_reach(self.tree.nodes[0], self.root_ranges)
+            return self._fixed_root_reach
         ranges = list(self.root_ranges)
-        if self.gadget is not None:
-            ranges[self.gadget.player] = self.gadget.range(average)
+        ranges[self.gadget.player] = self.gadget.range(average)
         return world_reach(self.tree.nodes[0], ranges)
 
     def _leaf_values(self, indices: list[int], reaches: list[np.ndarray]) -> list[np.ndarray]:
@@ -267,14 +274,15 @@ class GTCFR:
         self.cfr.sync()
 
     def _sample_root_world(self) -> int:
+        """A world of the search root, drawn with chance x reach (`draw`: rng.choice's)."""
         index = self.search_root
-        node = self.tree.nodes[index]
-        chance = node.world_chance
+        chance = self.tree.nodes[index].world_chance
         reach = self.cfr.reach[index]
         weights = chance * (np.prod(reach, axis=1) if reach is not None else 1.0)
-        if weights.sum() <= 0:
-            weights = chance
-        return int(self.rng.choice(len(weights), p=weights / weights.sum()))
+        total = weights.sum()
+        if total <= 0:
+            weights, total = chance, chance.sum()
+        return draw(self.rng, (weights / total).tolist())
 
     def simulate(self, virtual: dict) -> int | None:
         """One expansion simulation; returns the index of the node expanded (None
@@ -349,40 +357,39 @@ class GTCFR:
         return self.priors[index]
 
     def _select(self, index: int, info: int, legal: list[int]) -> int:
-        """pi_select = 1/2 pi_PUCT + 1/2 pi_CFR at one information state."""
+        """pi_select = 1/2 pi_PUCT + 1/2 pi_CFR at one information state. The arithmetic
+        on a few actions is Python's on floats, numpy's operation for operation (sums
+        `short_sum`, draws `draw`; tests/test_sog_step_exact.py)."""
         d = self.cfr.decisions.get(index)
-        legal = np.asarray(legal)
         if self.rng.random() < 0.5:
-            return int(legal[np.argmax(self._puct_scores(index, info, legal, d))])
-        policy = np.zeros(self.num_actions)
+            return legal[int(np.argmax(self._puct_scores(index, info, legal, d)))]
+        p = [0.0] * len(legal)
         if d is not None:
-            policy[d.actions] = _average_at(d, info)
-        p = policy[legal]
-        if p.sum() <= 0:
-            p = np.ones(len(legal))
-        return int(legal[self.rng.choice(len(legal), p=p / p.sum())])
+            at = dict(zip(d.actions, _average_at(d, info).tolist()))
+            p = [at.get(a, 0.0) for a in legal]
+        total = short_sum(p)
+        if total <= 0:
+            p, total = [1.0] * len(legal), float(len(legal))
+        return legal[draw(self.rng, [x / total for x in p])]
 
-    def _puct_scores(self, index: int, info: int, legal: np.ndarray, d) -> np.ndarray:
+    def _puct_scores(self, index: int, info: int, legal: list[int], d) -> list[float]:
         low, high = self._value_range
-        q = np.full(self.num_actions, np.nan)
+        parent, q_of = 0.5, {}
         if d is not None and d.action_cfv is not None and d.cf_reach[info] > 0:
-            q[d.actions] = (d.action_cfv[info] / d.cf_reach[info] - low) / (high - low)
-            policy = _average_at(d, info)
-            parent = float(policy @ q[d.actions])
-        else:
-            parent = 0.5
-        q = np.where(np.isnan(q), parent, q)[legal]
-        counts = self._visits(index)[info][legal]
-        virtual = np.array([self._virtual.get((index, info, int(a)), 0) for a in legal]) if self._virtual else 0
-        q = np.where(counts > 0, (q * (counts - virtual)) / np.maximum(counts, 1), q)
+            q = (d.action_cfv[info] / d.cf_reach[info] - low) / (high - low)
+            parent = float(_average_at(d, info) @ q)
+            q_of = {a: v for a, v in zip(d.actions, q.tolist()) if not math.isnan(v)}
+        counts = self._visits(index)[info][legal].tolist()
+        virtual = [self._virtual.get((index, info, a), 0) for a in legal] if self._virtual else [0] * len(legal)
+        qs = [q_of.get(a, parent) for a in legal]
+        qs = [q * (n - v) / max(n, 1) if n > 0 else q for q, n, v in zip(qs, counts, virtual)]
         prior = self.priors.get(index)
-        p = prior[info][legal] if prior is not None else np.ones(len(legal))
-        p = p / p.sum() if p.sum() > 0 else np.ones(len(legal)) / len(legal)
-        return (
-            q
-            + self.settings.puct_c * p * math.sqrt(counts.sum() + 1) / (1 + counts)
-            + 1e-9 * self.rng.random(len(legal))
-        )
+        p = prior[info][legal].tolist() if prior is not None else [1.0] * len(legal)
+        total = short_sum(p)
+        p = [x / total for x in p] if total > 0 else [1.0 / len(legal)] * len(legal)
+        root, c = math.sqrt(short_sum(counts) + 1), self.settings.puct_c
+        noise = self.rng.random(len(legal)).tolist()
+        return [q + c * x * root / (1 + n) + 1e-9 * e for q, x, n, e in zip(qs, p, counts, noise)]
 
     _virtual: dict = {}
     _query_weight: float = 0.0
@@ -437,8 +444,14 @@ class GTCFR:
 
 def _average_at(d, info: int) -> np.ndarray:
     """The average policy of one information state of a decision: `average_of`'s row,
-    without the other rows (each row is normalised on its own)."""
-    return average_of(d.cumulative_policy[info : info + 1], d.legal[info : info + 1])[0]
+    without the other rows (each row is normalised on its own; a row's sum is the same
+    whether numpy sums a [1, A] array's axis 1 or the [A] row)."""
+    row = d.cumulative_policy[info]
+    total = row.sum()
+    if total > 0:
+        return row / total
+    legal = d.legal[info]
+    return legal / legal.sum()
 
 
 @dataclass
