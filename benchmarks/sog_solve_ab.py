@@ -28,10 +28,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, timing_meta  # noqa: E402
+from common import ROOT, interval, timing_meta  # noqa: E402
 from selfplay_ab import unpack  # noqa: E402
-
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
 
 def _sog_modules():
@@ -55,13 +53,6 @@ def load_both(base: str, now: str) -> tuple:
     new = _sog_modules()
     assert old[0].__file__.startswith(base) and new[0].__file__.startswith(now)
     return old, new
-
-
-def interval(ratios: list[float]) -> list[float]:
-    if len(ratios) < 2:
-        return [ratios[0], ratios[0]]
-    half = T95.get(len(ratios) - 1, 2.0) * statistics.stdev(ratios) / len(ratios) ** 0.5
-    return [round(statistics.mean(ratios) - half, 3), round(statistics.mean(ratios) + half, 3)]
 
 
 def run(base: str, now: str, game_name: str, queries: int, rounds: int, depth: int | None) -> dict:
@@ -100,13 +91,14 @@ def run(base: str, now: str, game_name: str, queries: int, rounds: int, depth: i
             identical &= all(np.array_equal(a, b) for a, b in zip(out[0], out[1]))
         per_round.append({"base_cpu_s": round(cpu[0], 3), "now_cpu_s": round(cpu[1], 3)})
     ratios = [x["base_cpu_s"] / x["now_cpu_s"] for x in per_round]
+    _, low, high = interval(ratios)  # nan with one round
     return {
         "game": game_name,
         "public_states": len(nodes),
         "solves_per_round": queries,
         "rounds": per_round,
         "base_over_now_mean": round(statistics.mean(ratios), 3),
-        "base_over_now_95": interval(ratios),
+        "base_over_now_95": [round(low, 3), round(high, 3)],
         "identical_values": bool(identical),
     }
 

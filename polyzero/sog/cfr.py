@@ -73,11 +73,12 @@ def linear_average_update(
 
 
 def average_of(cumulative_policy: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """Normalised cumulative policy; uniform where nothing was accumulated."""
-    total = cumulative_policy.sum(axis=1, keepdims=True)
+    """Normalised cumulative policy, rows [I, A] or one row [A]; uniform where nothing was
+    accumulated (a row's sum is the same whether it is summed alone or in its array)."""
+    total = cumulative_policy.sum(axis=-1, keepdims=True)
     if total.size and total.min() > 0:
         return cumulative_policy / total
-    uniform = legal / legal.sum(axis=1, keepdims=True)
+    uniform = legal / legal.sum(axis=-1, keepdims=True)
     return np.where(total > 0, cumulative_policy / np.where(total > 0, total, 1.0), uniform)
 
 
@@ -254,10 +255,8 @@ class PublicTreeCFR:
     def _walk_down(self, policy_of) -> None:
         nodes = self.tree.nodes
         shape, given = (len(nodes[0].worlds), self.num_players), self.root_reach
-        if isinstance(given, np.ndarray) and given.shape == shape and given.dtype == np.float64:
-            self.reach[0] = given.copy()  # ones x the given reach: the given reach
-        else:
-            self.reach[0] = np.ones(shape) if given is None else np.ones(shape) * given
+        # ones x the given reach is the given reach: a float copy of it, no multiplication
+        self.reach[0] = np.ones(shape) if given is None else np.broadcast_to(given, shape).astype(float)
         decisions, chance = self.decisions, self._chance_edges
         for index in range(len(nodes)):  # breadth-first order: parents first
             reach = self.reach[index]

@@ -365,7 +365,7 @@ class GTCFR:
             return legal[int(np.argmax(self._puct_scores(index, info, legal, d)))]
         p = [0.0] * len(legal)
         if d is not None:
-            at = dict(zip(d.actions, _average_at(d, info).tolist()))
+            at = dict(zip(d.actions, average_of(d.cumulative_policy[info], d.legal[info]).tolist()))
             p = [at.get(a, 0.0) for a in legal]
         total = short_sum(p)
         if total <= 0:
@@ -377,7 +377,7 @@ class GTCFR:
         parent, q_of = 0.5, {}
         if d is not None and d.action_cfv is not None and d.cf_reach[info] > 0:
             q = (d.action_cfv[info] / d.cf_reach[info] - low) / (high - low)
-            parent = float(_average_at(d, info) @ q)
+            parent = float(average_of(d.cumulative_policy[info], d.legal[info]) @ q)
             q_of = {a: v for a, v in zip(d.actions, q.tolist()) if not math.isnan(v)}
         counts = self._visits(index)[info][legal].tolist()
         virtual = [self._virtual.get((index, info, a), 0) for a in legal] if self._virtual else [0] * len(legal)
@@ -440,18 +440,6 @@ class GTCFR:
             for i in range(len(nodes)):
                 cfv[i][b] = self.cfr.counterfactual_values(i, b)
         return Summary(self.tree, ranges, cfv)
-
-
-def _average_at(d, info: int) -> np.ndarray:
-    """The average policy of one information state of a decision: `average_of`'s row,
-    without the other rows (each row is normalised on its own; a row's sum is the same
-    whether numpy sums a [1, A] array's axis 1 or the [A] row)."""
-    row = d.cumulative_policy[info]
-    total = row.sum()
-    if total > 0:
-        return row / total
-    legal = d.legal[info]
-    return legal / legal.sum()
 
 
 @dataclass
