@@ -8,11 +8,11 @@
 # Four AlphaZero preset (about 9 minutes; fits one 10-minute device call): today's single
 # in-process actor on the GPU against actor threads around one shared inference service
 # (selfplay.shared_inference, docs/cluster.md "One GPU box"), interleaved, with the
-# network calls alone at the same batches; then the service in bfloat16; then two short
-# Ray runs of 14 workers, each worker's own network against one inference server on the
-# GPU (positions/s from the run's metrics, the GPU's busy share from nvidia-smi). Results:
-# OUT_DIR/selfplay_service_gpu{,_bf16}.{json,md} (copy them to benchmarks/results/) and
-# one line per Ray run.
+# network calls alone at the same batches; then the service in bfloat16; then four short
+# Ray runs, each worker's own network against one inference server on the GPU
+# (positions/s from the run's metrics, the GPU's busy share from nvidia-smi). Results:
+# OUT_DIR/selfplay_service_gpu{,_bf16}.{json,md} and OUT_DIR/ray_arms.md (copy them to
+# benchmarks/results/).
 #   bash scripts/gpu_smoke.sh --throughput [OUT_DIR]
 set -u
 throughput=0
@@ -24,30 +24,41 @@ if [ $throughput = 1 ]; then
   nvidia-smi --query-gpu=name,memory.total,utilization.gpu --format=csv | tee "$out/nvidia_smi.txt"
   bench=(benchmarks/selfplay_throughput.py --presets alphazero --games 64 --service-device cuda
     --service 8x256,16x256 --wait-ms 2 --buckets 512,1024,2048,4096 --service-rounds 3 --warmup-ticks 2)
-  timeout --foreground 200 "$py" "${bench[@]}" --out "$out/selfplay_service_gpu.json" || echo "FAIL float32 (exit $?)"
-  timeout --foreground 120 "$py" "${bench[@]}" --service 16x256 --dtype bfloat16 \
+  timeout --foreground 150 "$py" "${bench[@]}" --out "$out/selfplay_service_gpu.json" || echo "FAIL float32 (exit $?)"
+  timeout --foreground 100 "$py" "${bench[@]}" --service 16x256 --dtype bfloat16 \
     --out "$out/selfplay_service_gpu_bf16.json" || echo "FAIL bfloat16 (exit $?)"
-  # Under Ray: 14 CPU workers with a network each (the GPU for the learner), then the same
-  # workers calling one inference server on the GPU (selfplay.shared_inference).
-  ray_run=(connect_four --workers 14 --device auto --no-progress --set eval.every=0 --set eval.final_games=0
-    --set train.steps=1000 --set selfplay.concurrent_games=256)
-  for arm in own server; do
-    extra=(); [ $arm = server ] && extra=(--set selfplay.shared_inference=true --set ray.learner_gpus=0.5)
-    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 >"$out/gpu_busy_ray_$arm.txt" &
+  # Under Ray, arms of WORKERS:CPUS:GAMES for 100 s each: 14 CPU workers with a network
+  # each (the GPU for the learner), then workers calling one inference server on the GPU
+  # (selfplay.shared_inference), 14 of them, then 28 at half a CPU each (on 2026-11-30 the
+  # 14 ran at about 40% of a core each, waiting on the server). Per arm: positions/s over the run's last
+  # three quarters, the GPU's busy share (nvidia-smi, each second), and the busiest
+  # processes' CPU share half-way (top), to $out/ray_arms.md and $out/top-ARM.txt.
+  for arm in own:14:1:256 server:14:1:256 server:28:0.5:256 server:28:0.5:128; do
+    IFS=: read -r kind w c g <<<"$arm"
+    arm=${arm//:/-}  # file names
+    extra=(); [ "$kind" = server ] && extra=(--set selfplay.shared_inference=true --set ray.learner_gpus=0.5)
+    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 >"$out/busy-$arm.txt" &
     smi=$!
-    timeout --foreground 110 "$py" -m polyzero train "${ray_run[@]}" "${extra[@]}" --run-dir "$out/ray-$arm" \
-      >"$out/ray-$arm.log" 2>&1
-    kill $smi
-    "$py" - "$out/ray-$arm" "$out/gpu_busy_ray_$arm.txt" <<'PY'
+    (sleep 50; top -b -d 10 -n 2 -w 200 | awk '/^top/ || /^%Cpu/ || ($9 + 0 > 15)' | cut -c1-160) >"$out/top-$arm.txt" 2>&1 &
+    timeout --foreground 100 "$py" -m polyzero train connect_four --workers "$w" --device auto --no-progress \
+      --set eval.every=0 --set eval.final_games=0 --set train.steps=5000 --set selfplay.concurrent_games="$g" \
+      --set ray.worker_cpus="$c" "${extra[@]}" --run-dir "$out/ray-$arm" >"$out/ray-$arm.log" 2>&1
+    kill $smi; wait
+    pkill -9 -f raylet; pkill -9 -f gcs_server; pkill -9 -f 'ray::'; sleep 2
+    "$py" - "$out/ray-$arm" "$out/busy-$arm.txt" "$arm" <<'PY' | tee -a "$out/ray_arms.md"
 import sys
 import numpy as np
 from polyzero.train.metrics import read_metrics
 rows = [r for r in read_metrics(sys.argv[1]) if r["kind"] == "train"]
 busy = [float(x) for x in open(sys.argv[2]).read().split() if x.strip()]
-rates = [r["selfplay/positions_per_s"] for r in rows[len(rows) // 4 :]]  # past the start
-print(f"ray {sys.argv[1]}: {len(rows)} steps, positions/s median {np.median(rates) if rates else 0:.0f}, "
-      f"GPU busy mean {np.mean(busy) if busy else 0:.0f}%, rows per forward "
-      f"{rows[-1].get('ray/inference_rows_per_forward', '-') if rows else '-'}")
+on = [i for i, x in enumerate(busy) if x > 0]
+steady = busy[on[0] : on[-1] + 1] if on else []
+a, b = rows[len(rows) // 4] if rows else {}, rows[-1] if rows else {}
+rate = (b["selfplay/positions"] - a["selfplay/positions"]) / max(b["time"] - a["time"], 1e-9) if len(rows) > 1 else 0.0
+q = np.percentile([r["selfplay/positions_per_s"] for r in rows[len(rows) // 4 :]] or [0], [25, 50, 75])
+print(f"- arm {sys.argv[3]} (kind-workers-cpus-games): {len(rows)} steps, positions/s over the last 3/4 {rate:.0f} "
+      f"(per step quartiles {q[0]:.0f} {q[1]:.0f} {q[2]:.0f}), GPU busy mean {np.mean(busy) if busy else 0:.0f}% "
+      f"(while busy {np.mean(steady) if steady else 0:.0f}%), rows per forward {b.get('ray/inference_rows_per_forward', '-')}")
 PY
   done
   exit 0
