@@ -190,8 +190,31 @@ def test_the_local_and_the_ray_client_share_one_set_of_entry_points():
     remote.ray = type("FakeRay", (), {"get": staticmethod(lambda ref: ref)})
     remote.server = type("FakeServer", (), {"call": type("Method", (), {"remote": staticmethod(lambda *a: a)})})
     hidden, action = np.zeros((2, 3)), np.zeros(2)
-    method, arrays = remote.recurrent(hidden, action)
-    assert method == "recurrent" and arrays[0] is hidden and arrays[1] is action
+    method, arrays, packed = remote.recurrent(hidden, action)
+    assert method == "recurrent" and arrays[0] is hidden and arrays[1] is action and packed == (False, False)
+
+
+def test_requests_carry_board_planes_as_uint8_and_nothing_else():
+    from polyzero.train.ray_inference import pack_planes, unpack_planes
+
+    planes = (np.random.default_rng(0).random((256, 3, 6, 7)) > 0.5).astype(np.float32)
+    counts = np.array([[0, 3, 255]], np.float32)
+    others = [
+        np.array([[0.0, 0.5]], np.float32),  # a fraction
+        np.array([[-1.0, 2.0]], np.float32),  # negative
+        np.array([[256.0]], np.float32),  # past uint8
+        np.array([[np.nan, 1.0]], np.float32),
+        np.array([[np.inf]], np.float32),
+        np.array([[0.0, 1.0]], np.float64),  # not float32: left as it is
+        np.array([3, 4], np.int64),
+    ]
+    arrays, packed = pack_planes((planes, counts, *others))
+    assert packed == (True, True) + (False,) * len(others)
+    assert arrays[0].dtype == np.uint8 and arrays[0].nbytes * 4 == planes.nbytes
+    assert all(a is b for a, b in zip(arrays[2:], others))
+    back = unpack_planes(arrays, packed)
+    for a, b in zip(back, (planes, counts, *others)):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 
 
 def test_close_does_not_hang_and_later_calls_fail():

@@ -31,10 +31,17 @@ def cpu_demand(cfg, workers: int) -> float:
     return (workers + sum(extra_actors(cfg).values())) * cfg.ray.worker_cpus
 
 
-def start_ray(ray, cpus: float, address: str | None) -> bool:
+# Arguments up to this size go inline rather than through the object store (Ray's default
+# is 100 KB): an inference request of MuZero's hidden states (`ray_inference`), whose
+# round trip it about halves.
+INLINE_BYTES = 1 << 20
+
+
+def start_ray(ray, cpus: float, address: str | None, inline_bytes: int | None = INLINE_BYTES) -> bool:
     """Join the cluster at `address`, or start a local Ray instance bound to 127.0.0.1
-    without a dashboard, offering `cpus` CPUs or this machine's, whichever is more; True
-    when this call started (and so owns) Ray."""
+    without a dashboard, offering `cpus` CPUs or this machine's, whichever is more, passing
+    arguments up to `inline_bytes` inline (None: Ray's default); True when this call
+    started (and so owns) Ray."""
     if ray.is_initialized():
         return False
     if address:
@@ -46,6 +53,7 @@ def start_ray(ray, cpus: float, address: str | None) -> bool:
             _node_ip_address="127.0.0.1",
             log_to_driver=False,
             runtime_env={"env_vars": {"OMP_NUM_THREADS": "1"}},
+            _system_config={} if inline_bytes is None else {"max_direct_call_object_size": inline_bytes},
         )
     return True
 
