@@ -27,12 +27,13 @@ if [ $throughput = 1 ]; then
   timeout --foreground 150 "$py" "${bench[@]}" --out "$out/selfplay_service_gpu.json" || echo "FAIL float32 (exit $?)"
   timeout --foreground 100 "$py" "${bench[@]}" --service 16x256 --dtype bfloat16 \
     --out "$out/selfplay_service_gpu_bf16.json" || echo "FAIL bfloat16 (exit $?)"
-  # Under Ray, arms of WORKERS:CPUS:GAMES for 100 s each: 14 CPU workers with a network
-  # each (the GPU for the learner), then workers calling one inference server on the GPU
-  # (selfplay.shared_inference), 14 of them, then 28 at half a CPU each (on 2026-11-30 the
-  # 14 ran at about 40% of a core each, waiting on the server). Per arm: positions/s over the run's last
-  # three quarters, the GPU's busy share (nvidia-smi, each second), and the busiest
-  # processes' CPU share half-way (top), to $out/ray_arms.md and $out/top-ARM.txt.
+  # Under Ray, arms of KIND:WORKERS:CPUS:GAMES for 100 s each: 14 CPU workers with a
+  # network each (the GPU for the learner), then workers calling one inference server on
+  # the GPU (selfplay.shared_inference): 14 of them, then 28 at half a CPU each (on
+  # 2026-11-30 the 14 ran at about 40% of a core each, waiting on the server). Per arm:
+  # positions/s over the run's last three quarters, the GPU's busy share (nvidia-smi,
+  # each second), and the busiest processes' CPU share half-way (top), to
+  # $out/ray_arms.md and $out/top-ARM.txt.
   for arm in own:14:1:256 server:14:1:256 server:28:0.5:256 server:28:0.5:128; do
     IFS=: read -r kind w c g <<<"$arm"
     arm=${arm//:/-}  # file names

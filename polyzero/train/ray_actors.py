@@ -32,8 +32,9 @@ def cpu_demand(cfg, workers: int) -> float:
 
 
 # Arguments up to this size go inline rather than through the object store (Ray's default
-# is 100 KB): an inference request of MuZero's hidden states (`ray_inference`), whose
-# round trip it about halves.
+# is 100 KB): an inference request (`ray_inference`) of 129 KB made its round trip in
+# about half the time (benchmarks/results/ray_request_transport.md); MuZero's hidden
+# states, which are not packed as board planes are, need it.
 INLINE_BYTES = 1 << 20
 
 
