@@ -163,9 +163,10 @@ class SelfPlayConfig:
     temperature: float = 1.0  # tau (Go-Exploit Table 6)
     sample_moves: int = 10  # k: moves sampled from pi before playing the most visited
     max_moves: int = 0  # cap on a game's length; 0 = the game's own maximum
-    # In-process self-play: `actors` threads of concurrent_games games each, whose searches
-    # call one inference service (polyzero.nets.inference_service) that batches their
-    # requests, when shared_inference is on (docs/cluster.md, "One GPU box").
+    # `actors` threads of concurrent_games games each (in-process, or in each Ray worker),
+    # whose searches call one inference service (polyzero.nets.inference_service; under
+    # Ray, on the server) that batches their requests, when shared_inference is on
+    # (docs/cluster.md, "One GPU box").
     actors: int = 1
     shared_inference: bool = False
     inference_max_batch: int = 0  # most rows per forward; 0: all waiting requests

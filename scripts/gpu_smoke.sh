@@ -27,17 +27,19 @@ if [ $throughput = 1 ]; then
   timeout --foreground 150 "$py" "${bench[@]}" --out "$out/selfplay_service_gpu.json" || echo "FAIL float32 (exit $?)"
   timeout --foreground 100 "$py" "${bench[@]}" --service 16x256 --dtype bfloat16 \
     --out "$out/selfplay_service_gpu_bf16.json" || echo "FAIL bfloat16 (exit $?)"
-  # Under Ray, arms of KIND:WORKERS:CPUS:GAMES for 100 s each: 14 CPU workers with a
-  # network each (the GPU for the learner), then workers calling one inference server on
-  # the GPU (selfplay.shared_inference): 14 of them, then 28 at half a CPU each (on
-  # 2026-11-30 the 14 ran at about 40% of a core each, waiting on the server). Per arm:
+  # Under Ray, arms of KIND:WORKERS:CPUS:GAMES:ACTORS for 100 s each: 14 CPU workers with
+  # a network each (the GPU for the learner), then workers calling one inference server
+  # on the GPU (selfplay.shared_inference): 14 of them, 14 of two actor threads of 128
+  # games each (the same games in flight), then 28 at half a CPU each (on 2026-11-30
+  # single-threaded workers ran at about 40% of a core, waiting on the server). Per arm:
   # positions/s over the run's last three quarters, the GPU's busy share (nvidia-smi,
   # each second), and the busiest processes' CPU share half-way (top), to
   # $out/ray_arms.md and $out/top-ARM.txt.
-  for arm in own:14:1:256 server:14:1:256 server:28:0.5:256 server:28:0.5:128; do
-    IFS=: read -r kind w c g <<<"$arm"
+  for arm in own:14:1:256:1 server:14:1:256:1 server:14:1:128:2 server:28:0.5:256:1; do
+    IFS=: read -r kind w c g actors <<<"$arm"
     arm=${arm//:/-}  # file names
-    extra=(); [ "$kind" = server ] && extra=(--set selfplay.shared_inference=true --set ray.learner_gpus=0.5)
+    extra=(); [ "$kind" = server ] && extra=(--set selfplay.shared_inference=true --set ray.learner_gpus=0.5
+      --set selfplay.actors="$actors")
     nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 >"$out/busy-$arm.txt" &
     smi=$!
     (sleep 50; top -b -d 10 -n 2 -w 200 | awk '/^top/ || /^%Cpu/ || ($9 + 0 > 15)' | cut -c1-160) >"$out/top-$arm.txt" 2>&1 &
@@ -57,7 +59,7 @@ steady = busy[on[0] : on[-1] + 1] if on else []
 a, b = rows[len(rows) // 4] if rows else {}, rows[-1] if rows else {}
 rate = (b["selfplay/positions"] - a["selfplay/positions"]) / max(b["time"] - a["time"], 1e-9) if len(rows) > 1 else 0.0
 q = np.percentile([r["selfplay/positions_per_s"] for r in rows[len(rows) // 4 :]] or [0], [25, 50, 75])
-print(f"- arm {sys.argv[3]} (kind-workers-cpus-games): {len(rows)} steps, positions/s over the last 3/4 {rate:.0f} "
+print(f"- arm {sys.argv[3]} (kind-workers-cpus-games-actors): {len(rows)} steps, positions/s over the last 3/4 {rate:.0f} "
       f"(per step quartiles {q[0]:.0f} {q[1]:.0f} {q[2]:.0f}), GPU busy mean {np.mean(busy) if busy else 0:.0f}% "
       f"(while busy {np.mean(steady) if steady else 0:.0f}%), rows per forward {b.get('ray/inference_rows_per_forward', '-')}")
 PY

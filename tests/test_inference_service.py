@@ -217,6 +217,34 @@ def test_requests_carry_board_planes_as_uint8_and_nothing_else():
         assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 
 
+def test_a_ray_worker_runs_its_actor_threads_each_calling_the_server(monkeypatch):
+    # The Ray worker's classes in this process: the server's calls go straight to an
+    # InferenceServer here, packed as Ray would carry them.
+    from polyzero.train.ray_actors import SelfPlayWorker
+    from polyzero.train.ray_inference import InferenceServer, RemoteEvaluator, pack_planes
+
+    overrides = ["selfplay.shared_inference=true", "selfplay.actors=2", "selfplay.concurrent_games=4"]
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=overrides + ["search.num_simulations=4"])
+    server = InferenceServer(cfg.to_dict(), clients=2)
+    callers = set()
+
+    def call(self, method, arrays):
+        callers.add(id(self))
+        return server.call(method, *pack_planes(arrays))
+
+    monkeypatch.setattr(RemoteEvaluator, "_call", call)
+    worker = SelfPlayWorker(cfg.to_dict(), 0, server=object())
+    try:
+        out = worker.play(min_positions=20)
+        assert isinstance(worker.actor, ActorThreads) and len(worker.actor.actors) == 2
+        assert len(callers) == 2  # a client of the server per thread
+        assert all(a.stats["positions"] > 0 for a in worker.actor.actors)
+        assert out["stats"]["positions"] == sum(a.stats["positions"] for a in worker.actor.actors)
+    finally:
+        worker.actor.close()
+        server.service.close()
+
+
 def test_close_does_not_hang_and_later_calls_fail():
     fn = RowFunction(delay_s=0.2)
     service = InferenceService(fn)
@@ -374,18 +402,11 @@ def test_a_run_with_actor_threads_trains_and_resumes_exactly(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.parametrize(
-    "overrides, message",
-    [
-        (["selfplay.actors=2"], "under Ray, --workers sets the actors"),
-        (["ray.worker_gpus=0.25"], "the inference server holds the one network"),
-    ],
-)
-def test_ray_refuses_what_its_inference_server_cannot_run_on_one_line(tmp_path, overrides, message):
+def test_ray_refuses_what_its_inference_server_cannot_run_on_one_line(tmp_path):
     from polyzero.train.ray_driver import RayTrainer
 
-    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true", *overrides])
-    with pytest.raises(UsageError, match=message):
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true", "ray.worker_gpus=0.25"])
+    with pytest.raises(UsageError, match="the inference server holds the one network"):
         RayTrainer(cfg, tmp_path / "run", progress=False, workers=2)
     assert not (tmp_path / "run").exists()
 
@@ -463,7 +484,7 @@ def test_the_ray_server_loads_each_weight_version_once():
     from polyzero.train.ray_inference import InferenceServer
 
     cfg = build_config("tic_tac_toe", "alphazero", overrides=["selfplay.shared_inference=true"])
-    server = InferenceServer(cfg.to_dict(), workers=3)
+    server = InferenceServer(cfg.to_dict(), clients=3)
     loads = []
     real = server.service.load_state_dict
     server.service.load_state_dict = lambda state: (loads.append(1), real(state))

@@ -462,13 +462,18 @@ def test_sog_actors_and_solvers_run_under_ray_and_resume_in_process(local_ray, t
 
 
 def test_workers_share_one_inference_server(local_ray, tmp_path):
-    """selfplay.shared_inference under Ray: the worker's searches go to the server actor
-    (which holds the run's only self-play network), and the run learns its steps."""
-    cfg = build_config(
-        "tic_tac_toe", "alphazero", overrides=SMALL + ["train.steps=2", "selfplay.shared_inference=true"]
-    )
-    trainer = RayTrainer.create(cfg, tmp_path / "run", progress=False, workers=1)  # + the server: 2 CPUs
-    trainer.run()
-    assert trainer.step == 2 and len(trainer.replay) >= 2 * 48
+    """selfplay.shared_inference under Ray: the worker's searches, from two actor threads
+    (test_inference_service checks that both play), go to the server actor (which holds
+    the run's only self-play network), and the run learns its steps. As `polyzero train
+    --workers` runs it: the learner actor resumes the step-0 checkpoint that this process
+    wrote with the threads' state."""
+    overrides = ["train.steps=2", "selfplay.shared_inference=true", "selfplay.actors=2"]
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + overrides)
+    supervised = SupervisedRun.create(cfg, tmp_path / "run", progress=False, workers=1)  # + the server: 2 CPUs
+    try:
+        assert supervised.run()["step"] == 2
+    finally:
+        supervised.close()
     last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
+    assert last["replay/size"] >= 2 * 48
     assert last["ray/inference_forwards"] > 0 and last["ray/inference_rows_per_forward"] >= 1

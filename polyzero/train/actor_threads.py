@@ -36,23 +36,51 @@ def actor_seed(seed, index: int):
     return [*seed, index] if isinstance(seed, (list, tuple)) else [seed, index]
 
 
+def _actor_arrays(arrays: dict, index: int) -> dict:
+    """Actor `index`'s arrays in a checkpoint of actor threads."""
+    prefix = f"actor{index}_"
+    return {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+
+def first_actor_state(meta: dict, arrays: dict) -> tuple[dict, dict]:
+    """A plain actor's state: as it is, or from a checkpoint of actor threads actor 0's
+    games and random stream with the threads' totals (a Ray run's learner resumes the
+    step-0 checkpoint that the command's process writes with `selfplay.actors` threads)."""
+    if "actors" not in meta:
+        return meta, arrays
+    return {**meta["actors"][0], "stats": meta["stats"]}, _actor_arrays(arrays, 0)
+
+
 class ActorThreads:
     """N actors behind the one actor interface the trainer drives (`tick`, `stats`,
     `temperature`, `state_dict`, `load_state_dict`); `evaluator` is what the trainer
-    loads new weights into (the service, through one client)."""
+    loads new weights into (the service, through one client).
 
-    def __init__(self, algo, game, cfg, evaluator, seed: int, make_actor=SelfPlayActor):
-        self.service = InferenceService(evaluator, **service_settings(cfg))
-        self.clients = [self.service.client() for _ in range(cfg.selfplay.actors)]
+    `clients`, instead of a service of this process around `evaluator`: the actors' own
+    evaluators, each already a client of a service elsewhere (a Ray worker's threads,
+    each calling the run's inference server: while one waits for its reply the others
+    walk their trees)."""
+
+    def __init__(self, algo, game, cfg, evaluator, seed: int, make_actor=SelfPlayActor, clients=None):
+        self.service: InferenceService | None = None
+        if not clients:
+            self.service = service = InferenceService(evaluator, **service_settings(cfg))
+            clients = [service.client() for _ in range(cfg.selfplay.actors)]
+        self.clients = clients
         self.actors = [make_actor(algo, game, cfg, c, actor_seed(seed, i)) for i, c in enumerate(self.clients)]
-        for c in self.clients:  # active during their actor's moves only (tick)
-            c.idle()
+        self._searching(False)  # active during their actor's moves only (tick)
         self.evaluator = self.clients[0]
         self._pool = ThreadPoolExecutor(len(self.actors), thread_name_prefix="polyzero-actor")
 
+    def _searching(self, yes: bool, index: int | None = None) -> None:
+        """Tell this process's service which actors are in a search (its batches wait for
+        those only); clients of a service elsewhere have nothing to tell."""
+        if self.service is not None:
+            for c in self.clients if index is None else [self.clients[index]]:
+                c.active() if yes else c.idle()
+
     def tick(self) -> list:
-        for c in self.clients:  # all of them before any sends: the first batch waits for each
-            c.active()
+        self._searching(True)  # all of them before any sends: the first batch waits for each
         futures = [self._pool.submit(self._tick, i) for i in range(len(self.actors))]
         finished = []
         for f in futures:  # in actor order; an actor's error is raised here
@@ -63,7 +91,7 @@ class ActorThreads:
         try:
             return self.actors[index].tick()
         finally:
-            self.clients[index].idle()  # the others' batches stop waiting for this actor's requests
+            self._searching(False, index)  # the others' batches stop waiting for this actor's requests
 
     @property
     def stats(self) -> dict:
@@ -109,11 +137,11 @@ class ActorThreads:
             first.stats = {**new_stats(), **meta["stats"]}
             return
         for i, (a, m) in enumerate(zip(self.actors, metas)):
-            prefix = f"actor{i}_"
-            a.load_state_dict(m, {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)})
+            a.load_state_dict(m, _actor_arrays(arrays, i))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-        for c in self.clients:
-            c.close()
-        self.service.close()
+        if self.service is not None:
+            for c in self.clients:
+                c.close()
+            self.service.close()

@@ -90,6 +90,7 @@ class SelfPlayWorker:
         from ..config import build_config
         from ..games import load_game
         from ..nets.inference import resolve_device, set_threads
+        from .actor_threads import ActorThreads
         from .ray_inference import RemoteEvaluator
         from .selfplay import SelfPlayActor
 
@@ -109,6 +110,9 @@ class SelfPlayWorker:
         plugin = selfplay_plugin(cfg)  # Go-Exploit / KataGo (polyzero.plugins.SELFPLAY_PLUGINS)
         if plugin is not None:  # an archive actor (Algorithm 3), or start histories with each task
             self.actor = plugin.worker_actor(self.algo, game, cfg, self.evaluator, seed, archive_actor)
+        elif server is not None and cfg.selfplay.actors > 1:  # threads, each calling the server
+            clients = [self.evaluator] + [RemoteEvaluator(server) for _ in range(cfg.selfplay.actors - 1)]
+            self.actor = ActorThreads(self.algo, game, cfg, None, seed, clients=clients)
         else:
             self.actor = SelfPlayActor(self.algo, game, cfg, self.evaluator, seed=seed)
         self.version = -1

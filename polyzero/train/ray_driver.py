@@ -47,12 +47,9 @@ SERVER_STATS_TIMEOUT_S = 1.0  # the learner's wait for the inference server's st
 
 
 def check_ray_inference(cfg) -> None:
-    """selfplay.shared_inference under Ray: one server, single-threaded workers."""
+    """selfplay.shared_inference under Ray: one server, whose clients are the workers'
+    actor threads (`selfplay.actors` each)."""
     sp = cfg.selfplay
-    if sp.actors > 1:
-        raise UsageError(
-            f"selfplay.actors = {sp.actors} runs actor threads in one process; under Ray, --workers sets the actors"
-        )
     if sp.shared_inference and cfg.ray.worker_gpus > 0:
         raise UsageError(
             "ray.worker_gpus gives each worker a network of its own; with selfplay.shared_inference "

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from ..plugins import algorithm_class, own_runtime
 from . import checkpoint as ckpt
+from .actor_threads import ActorThreads, first_actor_state
 
 REANALYSE = "reanalyse"
 
@@ -143,9 +144,12 @@ class SelfPlaySource:
 
     def load(self, path, state: dict) -> None:
         self.replay.load_bytes((path / "replay.npz").read_bytes())
-        self.actor.load_state_dict(state["actor"], ckpt.read_npz(path, "actor.npz"))
+        meta, arrays = state["actor"], ckpt.read_npz(path, "actor.npz")
+        if not isinstance(self.actor, ActorThreads):
+            meta, arrays = first_actor_state(meta, arrays)
+        self.actor.load_state_dict(meta, arrays)
         self.pending = state["pending"]
-        self.in_flight = len(state["actor"]["slots"])
+        self.in_flight = len(meta["slots"])
 
     def resumed(self, loop) -> str:
         self.evaluator.load_state_dict(loop.learner.weights())
