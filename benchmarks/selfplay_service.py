@@ -126,8 +126,9 @@ def render_service(result: dict) -> str:
         f"- command: `{m['command']}`",
         f"- machine: {m['machine'].get('Model name', '?')}, {m['machine'].get('CPU(s)')} CPUs, GPU {m['gpu']}; "
         f"torch {m['torch']}; {m['threads']} torch thread(s); device {m['device']}",
-        "- **shared machine**: other sessions' jobs ran on its cores during the run (the 1-minute load "
-        "averages below, sampled every round, say how busy); the arms interleave so they see the same phases",
+        "- load: the 1-minute load averages below, sampled every round, say how busy the machine was (on the "
+        "shared development machine other sessions' jobs ran on its cores); the arms interleave so they see the "
+        "same phases",
         f"- service settings: wait {m['wait_ms']} ms, max batch {m['max_batch'] or 'none'}, buckets "
         f"[{m['buckets']}], dtype {m['dtype']}",
         "- positions / s = positions searched / seconds over all rounds; ratio = median over rounds of the "
