@@ -9,7 +9,10 @@ once (a CVPN: one forward pass of all their rows instead of one per search); eac
 search then finishes its iteration with its own answers. A leaf's values depend
 only on its public state and the ranges the search's own walk down gave it, and the
 searches share no state (each has its own tree, regrets and random generator), so
-every search computes what it would alone. What can differ is the last bits of the
+every search computes what it would alone, provided the value function answers each
+query on its own (a network does; `ExactValueFunction`'s warm start and policy sums
+carry state from one query to the next, so interleaved searches would see another
+history: use it one search at a time). What can differ is the last bits of the
 network's outputs: a matrix product over more rows may sum in another order
 (docs/journal/2026-11-30-sog-batched-leaves.md measures how much).
 
