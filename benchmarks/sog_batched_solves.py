@@ -3,10 +3,12 @@ together (`polyzero.sog.selfplay.solve_queries`: each CFR iteration's leaf queri
 all the searches in one CVPN call), in CPU seconds, in one process.
 
 Per round: a batch of queries (the game's decision public states with random ranges,
-as `sog_solve_ab.py` draws them), the SoG preset's solver (Kuhn at `sog.max_depth=1`
-as the suite's Kuhn run), a CVPN at its seed-`--net-seed` initialisation, one torch
-thread. The batch is solved both ways, which goes first alternating by round, each
-search with the same random generator both ways. Reported: CPU seconds of each way,
+as `sog_solve_ab.py` draws them; with --warm-steps N, the next ones in the query
+buffer of the preset's run after N learning steps, and that run's network), the SoG
+preset's solver (Kuhn at `sog.max_depth=1` as the suite's Kuhn run), a CVPN at its
+seed-`--net-seed` initialisation (or the run's), one torch thread. The batch is solved
+both ways, which goes first alternating by round, each search with the same random
+generator both ways. Reported: CPU seconds of each way,
 the ratio per round (mean, 95% t-interval over rounds), the network calls and rows,
 and how far the answers differ: the largest absolute difference of the counterfactual
 values at the query (the solve's output, in the game's units) and of the root's
@@ -24,6 +26,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,7 +55,37 @@ class Counting:
         return self.inner.evaluate(queries)
 
 
-def run(game_name: str, batch: int, rounds: int, net_seed: int) -> dict:
+def warm_run(game_name: str, steps: int, seed: int):
+    """The preset's run after `steps` learning steps (its query buffer and network)."""
+    from polyzero.config import build_config
+    from polyzero.sog import trainer
+
+    sets = ["device=cpu", "threads=1", "eval.every=0", "eval.final_games=0", "train.checkpoint_every=100000"]
+    sets += [f"train.steps={steps}", f"seed={seed}"] + (["sog.max_depth=1"] if game_name == "kuhn_poker" else [])
+    with tempfile.TemporaryDirectory(prefix="sog_batched_") as tmp:
+        run = trainer.SoGTrainer.create(build_config(game_name, "sog", None, sets), Path(tmp) / "run", progress=False)
+        run.run()
+    return run
+
+
+def compare(results: dict, policies: dict) -> tuple[float, float, bool]:
+    """The largest |difference| of the two ways' counterfactual values and root average
+    policies, and whether all are equal."""
+    import numpy as np
+
+    cfv, policy, identical = 0.0, 0.0, True
+    for a, b, pa, pb in zip(results["alone"], results["together"], policies["alone"], policies["together"]):
+        for x, y in zip(a, b):
+            identical &= bool(np.array_equal(x, y))
+            cfv = max(cfv, float(np.max(np.abs(x - y), initial=0.0)))
+        for info, row in pa.items():
+            for action, p in row.items():
+                policy = max(policy, abs(p - pb[info][action]))
+                identical &= p == pb[info][action]
+    return cfv, policy, identical
+
+
+def run(game_name: str, batch: int, rounds: int, net_seed: int, warm_steps: int = 0) -> dict:
     import numpy as np
     import torch
 
@@ -70,13 +103,22 @@ def run(game_name: str, batch: int, rounds: int, net_seed: int) -> dict:
     model = trainer.CVPNModel(cvpn.BeliefEncoding(game), cfg)
     torch.manual_seed(net_seed)
     value_fn = Counting(cvpn.NetworkValueFunction(model.encoding, model.build_network()))
+    buffer = None
+    if warm_steps:
+        warm = warm_run(game_name, warm_steps, net_seed)
+        value_fn, buffer = Counting(warm.data.solver_values), warm.queries
     settings = cfg.sog.search_settings(solver=True)
     nodes = [n for n in PublicTree(game).nodes if n.kind == DECISION]
     source = np.random.default_rng(0)
     out_rounds, diff_cfv, diff_policy, identical = [], 0.0, 0.0, True
     for r in range(rounds):
-        picks = [nodes[int(i)] for i in source.integers(0, len(nodes), batch)]
-        queries = [Query(n, [source.random(len(s)) + 0.05 for s in n.info_states]) for n in picks]
+        if buffer is not None:
+            queries = [q for q in (buffer.pop() for _ in range(batch)) if q is not None]
+            if len(queries) < batch:
+                break
+        else:
+            picks = [nodes[int(i)] for i in source.integers(0, len(nodes), batch)]
+            queries = [Query(n, [source.random(len(s)) + 0.05 for s in n.info_states]) for n in picks]
         results, cpu, calls, policies = {}, {}, {}, {}
         for way in ("alone", "together") if r % 2 == 0 else ("together", "alone"):
             rngs = [np.random.default_rng([r, k]) for k in range(batch)]
@@ -92,14 +134,8 @@ def run(game_name: str, batch: int, rounds: int, net_seed: int) -> dict:
             cpu[way] = time.process_time() - t
             calls[way] = (value_fn.calls, value_fn.rows)
             policies[way] = [s.average_policy() for s in searches]
-        for a, b, pa, pb in zip(results["alone"], results["together"], policies["alone"], policies["together"]):
-            for x, y in zip(a, b):
-                identical &= bool(np.array_equal(x, y))
-                diff_cfv = max(diff_cfv, float(np.max(np.abs(x - y), initial=0.0)))
-            for info, row in pa.items():
-                for action, p in row.items():
-                    diff_policy = max(diff_policy, abs(p - pb[info][action]))
-                    identical &= p == pb[info][action]
+        c, p, same = compare(results, policies)
+        diff_cfv, diff_policy, identical = max(diff_cfv, c), max(diff_policy, p), identical and same
         out_rounds.append(
             {
                 "alone_cpu_s": round(cpu["alone"], 3),
@@ -118,6 +154,7 @@ def run(game_name: str, batch: int, rounds: int, net_seed: int) -> dict:
         "public_states": len(nodes),
         "solves_per_round": batch,
         "net_seed": net_seed,
+        "warm_steps": warm_steps,
         "rounds": out_rounds,
         "alone_over_together_mean": round(statistics.mean(ratios), 3),
         "alone_over_together_95": [round(low, 3), round(high, 3)],
@@ -135,9 +172,15 @@ def render(result: dict) -> str:
         f"- commit: {result['commit']}",
         f"- machine: {result['machine']}; torch {result['torch']}; load average at the start "
         f"{[round(x, 2) for x in result['loadavg_start']]}, at the end {[round(x, 2) for x in result['loadavg_end']]}",
-        f"- {result['game']}, solver {result['solver']}: {result['solves_per_round']} queries a round (decision "
-        f"public states of {result['public_states']}, random ranges), CVPN at its seed-{result['net_seed']} "
-        "initialisation; each round solved both ways, alternating which goes first",
+        f"- {result['game']}, solver {result['solver']}: {result['solves_per_round']} queries a round "
+        + (
+            f"(the query buffer of the preset's run after {result['warm_steps']} learning steps, seed "
+            f"{result['net_seed']}, and its network)"
+            if result.get("warm_steps")
+            else f"(decision public states of {result['public_states']}, random ranges), CVPN at its "
+            f"seed-{result['net_seed']} initialisation"
+        )
+        + "; each round solved both ways, alternating which goes first",
         f"- largest |difference| over all solves: counterfactual values {result['max_abs_diff_cfv']:.3g}, "
         f"root average policy {result['max_abs_diff_root_policy']:.3g}; bit for bit the same: {result['identical']}",
         "",
@@ -165,6 +208,12 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=None, help="queries a round (default: the preset's solves_per_step)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--net-seed", type=int, default=0)
+    ap.add_argument(
+        "--warm-steps",
+        type=int,
+        default=0,
+        help="train the preset this many steps first (seed --net-seed); its buffer's queries and its network",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     from polyzero.config import build_config
@@ -174,7 +223,7 @@ def main(argv=None) -> None:
     result["commit"] = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    result.update(run(args.game, batch, args.rounds, args.net_seed))
+    result.update(run(args.game, batch, args.rounds, args.net_seed, args.warm_steps))
     result["loadavg_end"] = os.getloadavg()
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     Path(args.out).with_suffix(".md").write_text(render(result))

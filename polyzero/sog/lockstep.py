@@ -36,13 +36,15 @@ def answer_together(runs: list[Steps], value_fn: ValueFunction, listeners: list[
     """Run every step generator to its end; each round, all the queries they yield go
     to `value_fn.evaluate` in one call (search order), each its own answers back."""
     listeners = listeners if listeners is not None else [None] * len(runs)
+    if len(listeners) != len(runs):
+        raise ValueError(f"{len(listeners)} listeners for {len(runs)} searches")
     pending: dict[int, list[Query]] = {}
 
     def advance(j: int, answers: list[Evaluation] | None) -> None:
         previous = value_fn.listener
         value_fn.listener = listeners[j]
         try:
-            pending[j] = runs[j].send(answers)
+            pending[j] = next(runs[j]) if answers is None else runs[j].send(answers)
         except StopIteration:
             pending.pop(j, None)
         finally:
@@ -54,8 +56,9 @@ def answer_together(runs: list[Steps], value_fn: ValueFunction, listeners: list[
         order = sorted(pending)
         batch: list[Query] = []
         for j in order:
-            if listeners[j] is not None:
-                listeners[j](pending[j])
+            listener = listeners[j]
+            if listener is not None:
+                listener(pending[j])
             batch.extend(pending[j])
         previous = value_fn.listener
         value_fn.listener = None

@@ -21,7 +21,7 @@ Student of Games plugs a network in through the same `ValueFunction` interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +61,7 @@ class ValueFunction(ABC):
     policy_sums: dict[str, dict[int, float]] | None = None
     # Sees every batch of queries before it is answered (`NetworkValueFunction`'s query
     # collection; `polyzero.sog.lockstep` sets it per search).
-    listener = None
+    listener: Callable[[list[Query]], None] | None = None
 
     def regrets_at(self, node: PublicState, actions: list[int]) -> np.ndarray | None:
         """Cumulative regrets [acting player's information states, `actions`] that a
@@ -76,10 +76,10 @@ class ValueFunction(ABC):
 def answer_all(steps: Generator[list[Query], list[Evaluation], None], value_fn: ValueFunction) -> None:
     """Run a search's step generator (`GTCFR.run_steps`) to its end, answering each
     batch of queries it yields with one `value_fn.evaluate` call."""
-    answers = None
     try:
+        queries = next(steps)
         while True:
-            answers = value_fn.evaluate(steps.send(answers))
+            queries = steps.send(value_fn.evaluate(queries))
     except StopIteration:
         pass
 
