@@ -54,15 +54,18 @@ def trajectory_steps(
     )
     obs_shape = np.asarray(traj.observations[0]).shape if n else (0,)
     chance = traj.chance if len(traj.chance) == n else [[] for _ in range(n)]
-    rows = {k: [] for k in ("obs", "action", "identity", "policy", "chance_policy", "outcome", "reward", "sampleable")}
+    keys = ("obs", "action", "identity", "policy", "chance_policy", "outcome", "root_value", "reward", "sampleable")
+    rows = {k: [] for k in keys}
+    nu = traj.root_values if len(traj.root_values) == n else [0.0] * n
 
-    def push(obs, action, identity, choice, chance_t, value, reward, sampleable):
+    def push(obs, action, identity, choice, chance_t, value, reward, sampleable, root_value=0.0):
         rows["obs"].append(obs)
         rows["action"].append(action)
         rows["identity"].append(identity)
         rows["policy"].append(choice)
         rows["chance_policy"].append(chance_t)
         rows["outcome"].append(value)
+        rows["root_value"].append(root_value)  # the search value nu_t at choice steps
         rows["reward"].append(reward)
         rows["sampleable"].append(sampleable)
 
@@ -72,9 +75,8 @@ def trajectory_steps(
         outcome = float(final[player] - returns_before[t])
         policy = np.zeros(a, np.float32)
         policy[: layout.choice] = np.asarray(traj.policies[t], np.float32)[: layout.choice]
-        push(
-            np.asarray(traj.observations[t], np.float32), int(traj.actions[t]), player, policy, noop, outcome, 0.0, True
-        )
+        obs_t = np.asarray(traj.observations[t], np.float32)
+        push(obs_t, int(traj.actions[t]), player, policy, noop, outcome, 0.0, True, float(nu[t]))
         for outcome_id, dist in chance[t]:
             psi = np.zeros(a, np.float32)
             for o, p in dist:
@@ -98,6 +100,7 @@ def trajectory_steps(
     out["policy"] = out["policy"].astype(np.float32).reshape(-1, a)
     out["chance_policy"] = out["chance_policy"].astype(np.float32).reshape(-1, a)
     out["outcome"] = out["outcome"].astype(np.float32)
+    out["root_value"] = out["root_value"].astype(np.float32)
     out["reward"] = out["reward"].astype(np.float32)
     out["done"] = np.array([done])
     return out
@@ -172,7 +175,9 @@ class NDMZ:
 
     # ------------------------------------------------------------ training data
     def make_replay(self) -> NDMZReplay:
-        return NDMZReplay(self.cfg.train.replay_size, self.encoder.shape, self.layout, self.nd.unroll_steps)
+        return NDMZReplay(
+            self.cfg.train.replay_size, self.encoder.shape, self.layout, self.nd.unroll_steps, self.nd.td_steps
+        )
 
     def trajectory_examples(self, traj: Trajectory) -> dict[str, np.ndarray]:
         cut = traj.returns is not None and not traj.ended  # stopped at selfplay.max_moves

@@ -16,11 +16,15 @@ class NDMZConfig:
     unroll_steps: int = 6  # K
     hidden_size: int = 128  # size of the hidden state (MLP towers take net.width and net.layers)
     c_puct: float = 1.25  # the constant of pUCT among result nodes (Appendix A)
+    # n > 0: value targets bootstrap from the search value n choice steps on (MuZero's
+    # n-step z_t; polyzero/replay/ndmz.py, NDMZReplay.bootstrapped); 0: the final outcome
+    td_steps: int = 0
 
     def validate(self):
         _positive("ndmz.unroll_steps", self.unroll_steps)
         _positive("ndmz.hidden_size", self.hidden_size)
         _positive("ndmz.c_puct", self.c_puct)
+        _positive("ndmz.td_steps", self.td_steps, allow_zero=True)
 
 
 SECTION = ConfigSection("ndmz", NDMZConfig, algos=("ndmz",))

@@ -16,9 +16,9 @@ k = 0..K, are read at sample time:
   elsewhere) and the chance policy target ``chance_policy`` (the outcome
   probabilities at chance steps, no-op elsewhere) over the full action set;
 * the value z_{t+k} (``outcome``: the final outcome for the player to move at a
-  choice step, for the last choice player at chance and terminal steps) and the
-  reward u_{t+k}
-  received on entering step t+k.
+  choice step, for the last choice player at chance and terminal steps; with
+  ``td_steps`` n > 0 the n-step bootstrap instead, :meth:`NDMZReplay.bootstrapped`)
+  and the reward u_{t+k} received on entering step t+k.
 
 Past the terminal step the game is absorbing: action end, identity terminal,
 no-op targets, the terminal step's value, reward 0. Segments that end without a
@@ -45,9 +45,11 @@ from .segment_ring import SegmentRing
 
 class NDMZReplay(SegmentRing):
     prioritized = False
-    STEP_KEYS = ("obs", "action", "identity", "policy", "chance_policy", "outcome", "reward")
+    STEP_KEYS: tuple[str, ...] = ("obs", "action", "identity", "policy", "chance_policy", "outcome", "reward")
 
-    def __init__(self, capacity: int, obs_shape: tuple[int, ...], layout: ActionLayout, unroll_steps: int):
+    def __init__(
+        self, capacity: int, obs_shape: tuple[int, ...], layout: ActionLayout, unroll_steps: int, td_steps: int = 0
+    ):
         c, a = capacity, layout.size
         super().__init__(
             capacity,
@@ -61,8 +63,13 @@ class NDMZReplay(SegmentRing):
                 "reward": np.zeros(c, np.float32),
             },
         )
+        if td_steps:  # the search values nu to bootstrap from (a checkpoint without them loads zeros)
+            self.data["root_value"] = np.zeros(c, np.float32)
+            self.STEP_KEYS = self.STEP_KEYS + ("root_value",)
+            self.OPTIONAL_KEYS = ("root_value",)
         self.layout = layout
         self.unroll_steps = unroll_steps
+        self.td_steps = td_steps
         self.reanalyser = None
 
     def sample(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -77,7 +84,7 @@ class NDMZReplay(SegmentRing):
 
     def unroll_targets(self, slots: np.ndarray) -> dict[str, np.ndarray]:
         d, lay = self.data, self.layout
-        _, _, inside, at = self.unroll_index(slots, self.unroll_steps)
+        pos, end, inside, at = self.unroll_index(slots, self.unroll_steps)
         done = d["done"][slots][:, None]
         last = self.last_slot(slots)  # the terminal step
         noop = np.zeros(lay.size, np.float32)
@@ -90,6 +97,8 @@ class NDMZReplay(SegmentRing):
         policy = np.where(inside[..., None], d["policy"][at], noop)
         chance = np.where(inside[..., None], d["chance_policy"][at], noop)
         value = np.where(inside, d["outcome"][at], np.where(done, d["outcome"][last], 0.0))
+        if self.td_steps:
+            value = np.where(inside, self.bootstrapped(pos, end, inside, at), value)
         reward = np.where(inside, d["reward"][at], 0.0)
         return {
             "obs": d["obs"][slots],
@@ -101,3 +110,47 @@ class NDMZReplay(SegmentRing):
             "target_reward": reward.astype(np.float32),
             "mask": mask.astype(np.float32),
         }
+
+    def bootstrapped(self, pos, end, inside, at) -> np.ndarray:
+        """[B, K+1]: the n-step value targets of the unroll's steps t+k (n = `td_steps`).
+
+        MuZero's z_t (MuZero paper, Section 3 and Appendix G: u_{t+1} + gamma u_{t+2} +
+        ... + gamma^(n-1) u_{t+n} + gamma^n nu_{t+n}, with board games' gamma = 1), which
+        NDMZ's value target takes over unchanged (NDMZ paper, Section 3.2: v^k ~ z_{t+k}
+        "already present in MuZero"). Here n counts **choice steps**: the search value
+        nu exists only where a choice player searched (chance and terminal steps have
+        no search and no observation), and MuZero's n counts the agent's decisions; so
+        a chance step bootstraps where the choice step before it does, as it already
+        carries that step's outcome. The target at step j, for the value's owner p (the
+        mover at a choice step, the last choice player at a chance step), is the final
+        outcome when the game ends within n choice steps (or the segment was cut
+        first), else, b the n-th choice step after j and q its mover,
+
+            z_j = (z_j - s z_b) + s nu_b,   s = +1 if q = p else -1,
+
+        z the stored outcomes and nu_b the search value for q: in a two-player zero-sum
+        game z_j - s z_b is p's reward from j to b (each outcome is the owner's rest of
+        the game's return, and q's returns are s times p's), so the n-step reward sum
+        with gamma = 1 is this difference of two stored suffix sums, not a second copy
+        of MuZero's discounted sum (`SequenceReplay._value_targets`); s nu_b is q's
+        search value in p's view. Terminal steps and steps past the end keep the
+        final outcome.
+        """
+        d, cap, n = self.data, self.capacity, self.td_steps
+        ident = d["identity"]
+        choice = inside & (ident[at] < CHANCE)
+        # the owner: the identity of the last choice step at or before t+k (t is one)
+        last_choice = np.maximum.accumulate(np.where(choice, np.arange(pos.shape[1]), 0), axis=1)
+        owner = np.take_along_axis(ident[at], last_choice, axis=1)
+        off = np.zeros_like(pos)
+        count = np.zeros_like(pos)
+        searching = inside & (ident[at] != TERMINAL)
+        while searching.any():  # walk forward to the n-th choice step inside the segment
+            off += searching
+            searching &= pos + off < end
+            count += searching & (ident[(at + off) % cap] < CHANCE)
+            searching &= count < n
+        b = (at + off) % cap
+        sign = np.where(ident[b] == owner, 1.0, -1.0)
+        boot = d["outcome"][at] - sign * (d["outcome"][b] - d["root_value"][b])
+        return np.where(count == n, boot, d["outcome"][at]).astype(np.float32)
