@@ -7,7 +7,8 @@ which a permutation also moves), compared exactly for integers and to a relative
 for floats, so that another x86-64 CPU's floating-point kernels (another summation order
 in a matrix product) do not fail the test while a change to what a step computes (a
 search's targets, a query's rows, an example's weight) does. They were written by the code
-before the speed work (commit 937fb45, torch 2.13 on CPU, one thread). Regenerate only for
+before the speed work (commit 937fb45, torch 2.13 on CPU, one thread), whose step solved
+its queries one after another (`sog.solve_together=false`). Regenerate only for
 an intended change, and say so: ``PYTHONPATH=. python tests/test_sog_step_exact.py``."""
 
 from __future__ import annotations
@@ -249,11 +250,12 @@ def _assert_summary(got: list, want: list, where: str) -> None:
             assert abs(got[i] - want[i]) <= tol, f"{where}[{i}]: {got[i]} != {want[i]} (tolerance {tol:.2g})"
 
 
-def fingerprint(game: str, run_dir) -> dict:
+def fingerprint(game: str, run_dir, together: bool = False) -> dict:
     from polyzero.sog.trainer import SoGTrainer
 
     torch.set_num_threads(1)
-    cfg = build_config(game, "sog", None, [f"train.steps={STEPS}", *SETTINGS])
+    overrides = [f"train.steps={STEPS}", *SETTINGS, f"sog.solve_together={str(together).lower()}"]
+    cfg = build_config(game, "sog", None, overrides)
     trainer = SoGTrainer.create(cfg, run_dir, progress=False)
     trainer.run()
     weights = trainer.learner.weights()
@@ -308,8 +310,13 @@ def _assert_close(got, want, where: str) -> None:
 
 
 @pytest.mark.parametrize("game", ["kuhn_poker", "leduc_poker"])
-def test_learning_steps_compute_what_they_did(game, tmp_path):
-    _assert_close(fingerprint(game, tmp_path / "run"), EXPECTED[game], game)
+@pytest.mark.parametrize("together", [False, True], ids=["solves_alone", "solves_together"])
+def test_learning_steps_compute_what_they_did(game, together, tmp_path):
+    """Also with the step's solves advanced together (one network call per round for all
+    their leaves, docs/journal/2026-11-30-sog-batched-leaves.md): the same step up to the
+    network's summation order, which the tolerance allows; the solves alone are the
+    reference the values were written by."""
+    _assert_close(fingerprint(game, tmp_path / "run", together), EXPECTED[game], game)
 
 
 if __name__ == "__main__":

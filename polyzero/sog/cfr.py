@@ -238,10 +238,26 @@ class PublicTreeCFR:
 
     def iterate(self) -> None:
         """One CFR iteration: every player updates at once (simultaneous updates)."""
+        self.begin_iteration()
+        self._evaluate_leaves()
+        self.end_iteration()
+
+    def begin_iteration(self) -> None:
+        """An iteration's first half, up to its leaves' values: the reach of every
+        public state under the current policies (`leaf_reaches` then holds the leaves')."""
         self.iteration += 1
         self._walk_down(lambda d: d.policy)
-        self._evaluate_leaves()
+
+    def end_iteration(self) -> None:
+        """The iteration's second half, once `set_leaf_values` gave the leaves' values:
+        values up the tree, regrets and averages updated."""
         self._walk_up(update=True)
+
+    def leaf_reaches(self) -> list[np.ndarray]:
+        return [self.reach[i] for i in self.leaves]
+
+    def set_leaf_values(self, values: list[np.ndarray]) -> None:
+        self._leaf_cache = dict(zip(self.leaves, values))
 
     def evaluate_average(self, best_response: int | None = None, reuse_leaves: bool = False) -> None:
         """Reach and per-world values of the average policies, no update. With
@@ -276,8 +292,7 @@ class PublicTreeCFR:
             return
         if self.leaf_values is None:
             raise ValueError("the tree has leaves but no value function was given")
-        values = self.leaf_values(self.leaves, [self.reach[i] for i in self.leaves])
-        self._leaf_cache = dict(zip(self.leaves, values))
+        self.set_leaf_values(self.leaf_values(self.leaves, self.leaf_reaches()))
 
     def _ensure(self, index: int) -> np.ndarray:
         n = len(self.tree.nodes[index].worlds)

@@ -25,6 +25,9 @@ class SoGConfig:
     p_td: float = 0.5  # probability a main-line state's value target is the outcome (else solved)
     episodes_per_step: int = 2  # self-play games per learning step (round-robin)
     solves_per_step: int = 8  # queries solved per learning step
+    # The step's solves advanced together, each CFR iteration's leaves of all of them in
+    # one network call (polyzero/sog/lockstep.py); false: one solve after another.
+    solve_together: bool = True
     query_buffer: int = 10_000  # queries waiting; the oldest are dropped beyond it
     max_updates: int = 5  # minibatches an example may be used in
     value_weight: float = 1.0

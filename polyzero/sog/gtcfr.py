@@ -46,6 +46,7 @@ calls grow as O(T) rather than O(kT^2).
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +66,7 @@ from .cfr import (
 from .draws import draw, short_sum
 from .perfect_cfr import PerfectInfoCFR
 from .search_tree import SearchTree
-from .values import Query, ValueFunction, per_world_values, world_reach
+from .values import Evaluation, Query, ValueFunction, answer_all, per_world_values, world_reach
 
 
 @dataclass
@@ -191,6 +192,15 @@ class GTCFR:
         return world_reach(self.tree.nodes[0], ranges)
 
     def _leaf_values(self, indices: list[int], reaches: list[np.ndarray]) -> list[np.ndarray]:
+        """The CFR's leaf callback outside an iteration (the average policies' walks, whose
+        queries weigh 0 in an average): the leaves' per-world values, asking the value
+        function at once (`_leaf_queries`, its `evaluate`, `_leaf_answers`)."""
+        pending = self._leaf_queries(indices, reaches, 0.0)
+        return self._leaf_answers(pending, self.value_fn.evaluate(pending[0]) if pending[0] else [])
+
+    def _leaf_queries(self, indices: list[int], reaches: list[np.ndarray], weight: float) -> tuple:
+        """The value function's queries for these leaves (perfect information: those not
+        valued yet, at range 1), with what `_leaf_answers` needs to read the answers."""
         out: dict[int, np.ndarray] = {}
         queries, asked = [], []
         for index, reach in zip(indices, reaches):
@@ -202,18 +212,22 @@ class GTCFR:
                 ranges = [np.ones(len(s)) for s in node.info_states]
             else:
                 ranges = [ranges_from_reach(node, reach, p) for p in range(self.num_players)]
-            queries.append(Query(node, ranges, self._query_weight))
+            queries.append(Query(node, ranges, weight))
             asked.append((index, reach if not self.perfect_information else np.ones_like(reach)))
-        if queries:
-            self.value_calls += len(queries)
-            for (index, reach), ev in zip(asked, self.value_fn.evaluate(queries)):
-                node = self.tree.nodes[index]
-                values = per_world_values(node, reach, ev.values)
-                if ev.policy is not None:
-                    self.priors[index] = ev.policy
-                if self.perfect_information:
-                    self._shortcut[index] = values
-                out[index] = values
+        return queries, asked, out, indices
+
+    def _leaf_answers(self, pending: tuple, answers: list) -> list[np.ndarray]:
+        """Per-world values of the leaves from the value function's answers to `pending`'s queries."""
+        queries, asked, out, indices = pending
+        self.value_calls += len(queries)
+        for (index, reach), ev in zip(asked, answers):
+            node = self.tree.nodes[index]
+            values = per_world_values(node, reach, ev.values)
+            if ev.policy is not None:
+                self.priors[index] = ev.policy
+            if self.perfect_information:
+                self._shortcut[index] = values
+            out[index] = values
         return [out[i] for i in indices]
 
     def _inherited_regrets(self, index: int, actions: list[int]) -> np.ndarray | None:
@@ -221,13 +235,23 @@ class GTCFR:
 
     def iterate(self) -> None:
         """One CFR iteration over the current tree (and the gadget, if any)."""
+        answer_all(self.iterate_steps(), self.value_fn)
+
+    def iterate_steps(self) -> Generator[list[Query], list[Evaluation], None]:
+        """`iterate` as a generator: it yields the iteration's leaf queries (if any) and
+        takes the value function's answers, so that a driver may answer several
+        searches' queries in one call (`polyzero.sog.lockstep`). A leaf's values depend
+        on its public state and the ranges this iteration's walk down gives it, nothing
+        else (Algorithm 2's regret update phase), so when they are computed is free."""
         self.cfr.sync()
         self.cfr.root_reach = self._root_reach()
-        self._query_weight = self.cfr.iteration + 1  # this iteration's linear-averaging weight
-        try:
-            self.cfr.iterate()
-        finally:
-            self._query_weight = 0.0
+        self.cfr.begin_iteration()
+        if self.cfr.leaves:
+            weight = self.cfr.iteration  # this iteration's linear-averaging weight
+            pending = self._leaf_queries(self.cfr.leaves, self.cfr.leaf_reaches(), weight)
+            answers = (yield pending[0]) if pending[0] else []
+            self.cfr.set_leaf_values(self._leaf_answers(pending, answers))
+        self.cfr.end_iteration()
         if self.gadget is not None:
             node = self.tree.nodes[0]
             ranges = list(self.root_ranges)
@@ -248,6 +272,12 @@ class GTCFR:
     ) -> None:
         """SoG(s, c): s expansion simulations, c per CFR iteration; `iterations`
         overrides the number of CFR iterations (round(s / c) by default)."""
+        answer_all(self.run_steps(simulations, expansions_per_update, iterations), self.value_fn)
+
+    def run_steps(
+        self, simulations: int | None = None, expansions_per_update: float | None = None, iterations: int | None = None
+    ) -> Generator[list[Query], list[Evaluation], None]:
+        """`run` as a generator of its CFR iterations' leaf queries (`iterate_steps`)."""
         s = self.settings.simulations if simulations is None else simulations
         c = self.settings.expansions_per_update if expansions_per_update is None else expansions_per_update
         total = (
@@ -262,7 +292,7 @@ class GTCFR:
                 if target > done:
                     self.expansion_phase(target - done)
                     done = target
-            self.iterate()
+            yield from self.iterate_steps()
         self.cfr.sync()
 
     def expansion_phase(self, simulations: int) -> None:
@@ -392,7 +422,6 @@ class GTCFR:
         return [q + c * x * root / (1 + n) + 1e-9 * e for q, x, n, e in zip(qs, p, counts, noise)]
 
     _virtual: dict = {}
-    _query_weight: float = 0.0
 
     # -- results -------------------------------------------------------------------
 

@@ -187,7 +187,12 @@ class PerfectInfoCFR(PublicTreeCFR):
             return
         if self.leaf_values is None:
             raise ValueError("the tree has leaves but no value function was given")
-        values = self.leaf_values(self.leaves, [self._reach[i : i + 1] for i in self.leaves])
+        self.set_leaf_values(self.leaf_values(self.leaves, self.leaf_reaches()))
+
+    def leaf_reaches(self) -> list[np.ndarray]:
+        return [self._reach[i : i + 1] for i in self.leaves]
+
+    def set_leaf_values(self, values: list[np.ndarray]) -> None:
         self._leaf_cache = dict(zip(self.leaves, values))
 
     def _walk_up(self, weights: np.ndarray, best_response: int | None = None) -> None:
@@ -229,11 +234,19 @@ class PerfectInfoCFR(PublicTreeCFR):
 
     def iterate(self) -> None:
         """One CFR iteration: every player updates at once (simultaneous updates)."""
-        self.iteration += 1
-        weights = self._weights()
-        self._walk_down(weights)
+        self.begin_iteration()
         self._evaluate_leaves()
-        self._walk_up(weights)
+        self.end_iteration()
+
+    def begin_iteration(self) -> None:
+        """The iteration up to its leaves' values (`PublicTreeCFR.begin_iteration`)."""
+        self.iteration += 1
+        self._iteration_weights = self._weights()
+        self._walk_down(self._iteration_weights)
+
+    def end_iteration(self) -> None:
+        """The rest of the iteration once `set_leaf_values` gave the leaves' values."""
+        self._walk_up(self._iteration_weights)
         edges = self._decision_edges
         if not len(edges):
             return

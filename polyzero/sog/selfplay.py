@@ -35,13 +35,23 @@ from polyzero.replay.gather import SymmetricGather
 
 from .cvpn import BeliefEncoding, Example, NetworkValueFunction
 from .gtcfr import GTCFR, SoGSettings
+from .lockstep import answer_together
 from .players import sample_action
 from .query_store import Collector, QueryBuffer, StoredQuery
 from .resolve import ResolvingSearcher, info_state_string
 from .search_tree import SearchTree
 from .values import Query
 
-__all__ = ["Collector", "QueryBuffer", "SlidingWindow", "SoundSelfPlay", "play_game", "solve_indexed"]
+__all__ = [
+    "Collector",
+    "QueryBuffer",
+    "SlidingWindow",
+    "SoundSelfPlay",
+    "play_game",
+    "solve_indexed",
+    "solve_indexed_together",
+    "solve_queries",
+]
 
 # The searches a self-play game keeps: a player's next search re-solves from its last
 # one only, which the searcher always keeps; more only cost memory (whole search trees).
@@ -87,12 +97,45 @@ def solve_query(
     """GT-CFR(settings.simulations, settings.expansions_per_update) rooted at the
     query's belief state; the counterfactual values of every information state
     there under the final average policies ("Computing training targets")."""
+    search = _solver(game, query, value_fn, settings, rng, observe)
+    search.run()
+    return _solved_values(search)
+
+
+def solve_queries(
+    game: pyspiel.Game,
+    queries: list[Query],
+    value_fn,
+    settings: SoGSettings,
+    rngs: list[np.random.Generator],
+    listeners: list | None = None,
+    observe=None,
+) -> list[list[np.ndarray]]:
+    """`solve_query` for each query, the searches advanced together so that each CFR
+    iteration's leaf queries of all of them go to the value function in one call
+    (`polyzero.sog.lockstep`); search j's queries reach `listeners[j]`."""
+    observe = observe or public_observation_function(game)
+    searches = [_solver(game, q, value_fn, settings, rng, observe) for q, rng in zip(queries, rngs)]
+    answer_together([s.run_steps() for s in searches], value_fn, listeners)
+    out = []
+    for j, search in enumerate(searches):
+        previous, value_fn.listener = value_fn.listener, listeners[j] if listeners else None
+        try:
+            out.append(_solved_values(search))
+        finally:
+            value_fn.listener = previous
+    return out
+
+
+def _solver(game, query: Query, value_fn, settings: SoGSettings, rng, observe) -> GTCFR:
     tree = SearchTree(game, query.public_state, observe or public_observation_function(game))
     tree.expand(0)
-    search = GTCFR(tree, value_fn, settings, rng, root_ranges=[np.asarray(r, float) for r in query.ranges])
-    search.run()
+    return GTCFR(tree, value_fn, settings, rng, root_ranges=[np.asarray(r, float) for r in query.ranges])
+
+
+def _solved_values(search: GTCFR) -> list[np.ndarray]:
     search.cfr.evaluate_average()
-    return [search.cfr.counterfactual_values(0, p) for p in range(game.num_players())]
+    return [search.cfr.counterfactual_values(0, p) for p in range(search.num_players)]
 
 
 # -- replay ----------------------------------------------------------------------------
@@ -296,15 +339,40 @@ def solve_indexed(
 ) -> SolveResult:
     """Solve number `index` of a run (randomness from (seed, index)): the value example
     and the recursive queries kept."""
-    collector = Collector(q_recursive, np.random.default_rng([seed, 4, index]), capacity)
-    value_fn.listener = collector
-    try:
-        cfv = solve_query(game, query, value_fn, settings, np.random.default_rng([seed, 5, index]))
-    finally:
-        value_fn.listener = None
-    value, mask = value_targets(encoding, query, cfv)
-    example = make_example(encoding, query, value, mask)
-    return SolveResult(example, list(collector.kept), collector.seen, collector.count)
+    return solve_indexed_together(game, encoding, [query], value_fn, settings, seed, index, q_recursive, capacity)[0]
+
+
+def solve_indexed_together(
+    game: pyspiel.Game,
+    encoding: BeliefEncoding,
+    queries: list[Query],
+    value_fn: NetworkValueFunction,
+    settings: SoGSettings,
+    seed: int,
+    first: int,
+    q_recursive: float,
+    capacity: int | None = None,
+) -> list[SolveResult]:
+    """Solves number `first`, `first` + 1, ... of a run, each with `solve_indexed`'s
+    randomness; with more than one query the searches run together (`solve_queries`:
+    one network call per round for all their leaves)."""
+    indices = range(first, first + len(queries))
+    collectors = [Collector(q_recursive, np.random.default_rng([seed, 4, i]), capacity) for i in indices]
+    rngs = [np.random.default_rng([seed, 5, i]) for i in indices]
+    if len(queries) == 1:
+        value_fn.listener = collectors[0]
+        try:
+            solved = [solve_query(game, queries[0], value_fn, settings, rngs[0])]
+        finally:
+            value_fn.listener = None
+    else:
+        solved = solve_queries(game, queries, value_fn, settings, rngs, collectors)
+    out = []
+    for query, cfv, collector in zip(queries, solved, collectors):
+        value, mask = value_targets(encoding, query, cfv)
+        example = make_example(encoding, query, value, mask)
+        out.append(SolveResult(example, list(collector.kept), collector.seen, collector.count))
+    return out
 
 
 class SoundSelfPlay:

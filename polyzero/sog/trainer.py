@@ -28,7 +28,7 @@ from polyzero.train.loop import TrainingLoop, npz_bytes
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
-from .selfplay import QueryBuffer, SlidingWindow, SoundSelfPlay, play_game, solve_indexed
+from .selfplay import QueryBuffer, SlidingWindow, SoundSelfPlay, play_game, solve_indexed_together
 
 MAE_TREE_LIMIT = 2000  # public states; larger games get no value error in evaluation
 REQUIREMENTS = GameRequirements(chance_nodes=True, imperfect_information=True, single_player=False)
@@ -115,24 +115,26 @@ class GamesAndQueries:
             )
         settings = self.cfg.sog.search_settings(solver=True)
         self.solved = 0
-        for _ in range(self.cfg.sog.solves_per_step):
-            query = self.queries.pop()
-            if query is None:
+        while self.solved < self.cfg.sog.solves_per_step:
+            # together: all the buffer holds of what is left to solve, in one lockstep batch
+            # (rounds repeat while solves yield queries for an emptied buffer); else one
+            wanted = self.cfg.sog.solves_per_step - self.solved if self.cfg.sog.solve_together else 1
+            queries = [q for q in (self.queries.pop() for _ in range(wanted)) if q is not None]
+            if not queries:
                 break
-            loop._add_solve(
-                solve_indexed(
-                    self.game,
-                    self.encoding,
-                    query,
-                    self.solver_values,
-                    settings,
-                    self.cfg.seed,
-                    self.counts["solves"],
-                    self.cfg.sog.q_recursive,
-                    self.cfg.sog.query_buffer,
-                )
-            )
-            self.solved += 1
+            for solved in solve_indexed_together(
+                self.game,
+                self.encoding,
+                queries,
+                self.solver_values,
+                settings,
+                self.cfg.seed,
+                self.counts["solves"],
+                self.cfg.sog.q_recursive,
+                self.cfg.sog.query_buffer,
+            ):
+                loop._add_solve(solved)
+                self.solved += 1
 
     def add_game(self, episode) -> None:
         for example in episode.examples:

@@ -21,6 +21,7 @@ Student of Games plugs a network in through the same `ValueFunction` interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,9 @@ class ValueFunction(ABC):
     """
 
     policy_sums: dict[str, dict[int, float]] | None = None
+    # Sees every batch of queries before it is answered (`NetworkValueFunction`'s query
+    # collection; `polyzero.sog.lockstep` sets it per search).
+    listener: Callable[[list[Query]], None] | None = None
 
     def regrets_at(self, node: PublicState, actions: list[int]) -> np.ndarray | None:
         """Cumulative regrets [acting player's information states, `actions`] that a
@@ -67,6 +71,17 @@ class ValueFunction(ABC):
 
     @abstractmethod
     def evaluate(self, queries: list[Query]) -> list[Evaluation]: ...
+
+
+def answer_all(steps: Generator[list[Query], list[Evaluation], None], value_fn: ValueFunction) -> None:
+    """Run a search's step generator (`GTCFR.run_steps`) to its end, answering each
+    batch of queries it yields with one `value_fn.evaluate` call."""
+    try:
+        queries = next(steps)
+        while True:
+            queries = steps.send(value_fn.evaluate(queries))
+    except StopIteration:
+        pass
 
 
 def world_reach(node: PublicState, ranges: list[np.ndarray]) -> np.ndarray:

@@ -57,6 +57,7 @@ APPLIED = frozenset(
         "sog.solve_simulations",
         "sog.episodes_per_step",
         "sog.solves_per_step",
+        "sog.solve_together",
         "sog.lr_halve_every",
         "sog.eval_simulations",
         "sog.eval_seeds",
