@@ -86,6 +86,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="benchmarks/results/ray_request_transport.json")
     ap.add_argument("--child", choices=list(LIMITS), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    for name in ("rows", "calls", "rounds"):  # refused here, not as a child's traceback or an empty mean
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} must be at least 1, not {getattr(args, name)}")
     if args.child:
         print(json.dumps(child(args.child, args.game, args.rows, args.calls)))
         return

@@ -35,19 +35,30 @@ if [ $throughput = 1 ]; then
   # positions/s over the run's last three quarters, the GPU's busy share (nvidia-smi,
   # each second), and the busiest processes' CPU share half-way (top), to
   # $out/ray_arms.md and $out/top-ARM.txt.
+  # What an arm leaves behind is killed by its Ray directory (RAY_TMPDIR, in the environment
+  # of every process the arm started, Ray's included), never by name: nothing else of the
+  # machine's. The directory's path stays short (Ray's socket paths must fit in 107 bytes).
+  kill_arm() {
+    local f
+    for f in $(grep -lzxF "RAY_TMPDIR=$1" /proc/[0-9]*/environ 2>/dev/null); do
+      f=${f#/proc/}; kill -9 "${f%/environ}" 2>/dev/null
+    done
+  }
   for arm in own:14:1:256:1 server:14:1:256:1 server:14:1:128:2 server:28:0.5:256:1; do
     IFS=: read -r kind w c g actors <<<"$arm"
+    raytmp=$(mktemp -d /tmp/pzray.XXXXXX)
     arm=${arm//:/-}  # file names
     extra=(); [ "$kind" = server ] && extra=(--set selfplay.shared_inference=true --set ray.learner_gpus=0.5
       --set selfplay.actors="$actors")
     nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 >"$out/busy-$arm.txt" &
     smi=$!
     (sleep 50; top -b -d 10 -n 2 -w 200 | awk '/^top/ || /^%Cpu/ || ($9 + 0 > 15)' | cut -c1-160) >"$out/top-$arm.txt" 2>&1 &
-    timeout --foreground 100 "$py" -m polyzero train connect_four --workers "$w" --device auto --no-progress \
+    # SIGTERM at 100 s (the run writes its checkpoint and stops), SIGKILL 30 s later if not
+    RAY_TMPDIR=$raytmp timeout -k 30 --foreground 100 "$py" -m polyzero train connect_four --workers "$w" --device auto --no-progress \
       --set eval.every=0 --set eval.final_games=0 --set train.steps=5000 --set selfplay.concurrent_games="$g" \
       --set ray.worker_cpus="$c" "${extra[@]}" --run-dir "$out/ray-$arm" >"$out/ray-$arm.log" 2>&1
     kill $smi; wait
-    pkill -9 -f raylet; pkill -9 -f gcs_server; pkill -9 -f 'ray::'; sleep 2
+    kill_arm "$raytmp"; sleep 2; rm -rf "$raytmp"
     "$py" - "$out/ray-$arm" "$out/busy-$arm.txt" "$arm" <<'PY' | tee -a "$out/ray_arms.md"
 import sys
 import numpy as np

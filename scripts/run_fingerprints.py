@@ -163,7 +163,39 @@ def compare(before: dict, after: dict) -> list[str]:
     return out
 
 
+OPTIONS = {"--one": 1, "--compare": 2, "--write-half": 1, "--resume-half": 2}  # option: its arguments
+
+
+def usage_error(argv: list[str]) -> str | None:
+    """What is wrong with a command line, in one line; None when it runs. An option it does
+    not know is refused rather than taken for the output file (a run of `--help` once wrote
+    every fingerprint to a file of that name)."""
+    if not argv:
+        return "give an output file (or --compare, --write-half, --resume-half); --help shows how"
+    first = argv[0]
+    if first.startswith("-") and first not in OPTIONS:
+        return f"unknown option {first}; --help shows how"
+    if first in OPTIONS and len(argv) != OPTIONS[first] + 1:
+        return f"{first} takes {OPTIONS[first]} argument(s), got {len(argv) - 1}"
+    reads = {"--compare": argv[1:3], "--resume-half": argv[1:3]}.get(first, [])
+    missing = [f for f in reads if not Path(f).exists()]
+    if missing:
+        return f"{missing[0]} does not exist"
+    names = argv[1:2] if first == "--one" else [] if first in OPTIONS else argv[1:]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        return f"unknown scenario {unknown[0]}; the scenarios: {', '.join(SCENARIOS)}"
+    return None
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["--help"], ["-h"]):
+        print(__doc__)
+        return 0
+    error = usage_error(argv)
+    if error is not None:
+        print(f"run_fingerprints.py: {error}", file=sys.stderr)
+        return 2
     if argv[0] == "--one":
         print(json.dumps(scenario(argv[1])))
         return 0

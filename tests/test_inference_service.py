@@ -217,6 +217,28 @@ def test_requests_carry_board_planes_as_uint8_and_nothing_else():
         assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
 
 
+def test_packing_keeps_every_array_s_shape_and_values():
+    """pack_planes on arrays a search may send beside contiguous planes: each comes back
+    float32 of its shape with equal values (-0.0 as 0.0, which compares equal), and the
+    caller's array is never written."""
+    from polyzero.train.ray_inference import pack_planes, unpack_planes
+
+    grid = np.arange(24, dtype=np.float32).reshape(4, 6) % 3
+    arrays = (
+        np.zeros((0, 3, 6, 7), np.float32),  # no rows
+        grid[:, ::2],  # a strided view
+        np.asfortranarray(grid),
+        np.array([[-0.0, 1.0]], np.float32),
+        np.array(2.0, np.float32),  # no axes
+    )
+    before = [a.copy() for a in arrays]
+    small, packed = pack_planes(arrays)
+    assert packed == (True,) * len(arrays) and all(a.dtype == np.uint8 for a in small)
+    for back, a, b in zip(unpack_planes(small, packed), arrays, before):
+        assert back.dtype == np.float32 and back.shape == a.shape and np.array_equal(back, a)
+        assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
 def test_a_ray_worker_runs_its_actor_threads_each_calling_the_server(monkeypatch):
     # The Ray worker's classes in this process: the server's calls go straight to an
     # InferenceServer here, packed as Ray would carry them.

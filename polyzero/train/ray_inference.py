@@ -13,11 +13,12 @@ others walk their trees (on a GPU box the single-threaded workers ran at about 4
 a core, waiting).
 
 A request is one Ray call, and Ray passes an argument inline only below 100 KB; above
-it goes through the object store, which on a 2-core machine doubled a call's round trip
-(17-21 ms against 8.3 ms; docs/journal/2026-11-30-gpu-box-h200.md). Board planes are
-small whole numbers, so a request carries them as uint8 (:func:`pack_planes`, 4x smaller:
-256 Connect Four observations are 32 KB instead of 129 KB), and a local cluster raises
-the inline limit for the rest (`ray_actors.start_ray`).
+it goes through the object store, which on the loaded 2-core machine made a 256-row
+Connect Four request's round trip 1.7-1.9x as long as the same rows inline (as uint8,
+or as float32 under a 1 MiB limit; benchmarks/results/ray_request_transport.md). Board
+planes are small whole numbers, so a request carries them as uint8 (:func:`pack_planes`,
+4x smaller: 256 Connect Four observations are 32 KB instead of 129 KB), and a local
+cluster raises the inline limit for the rest (`ray_actors.start_ray`).
 """
 
 from __future__ import annotations
