@@ -21,7 +21,6 @@ average policy, over every solve, and whether any differ at all.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, interval, timing_meta  # noqa: E402
+from common import ROOT, interval, timing_meta, write_results  # noqa: E402
 
 
 class Counting:
@@ -225,9 +224,9 @@ def main(argv=None) -> None:
     ).stdout.strip()
     result.update(run(args.game, batch, args.rounds, args.net_seed, args.warm_steps))
     result["loadavg_end"] = os.getloadavg()
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    Path(args.out).with_suffix(".md").write_text(render(result))
-    print(render(result))
+    text = render(result)
+    write_results(args.out, result, text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ the mean of the rounds' ratios with a 95% t-interval.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, interval, timing_meta  # noqa: E402
+from common import ROOT, interval, timing_meta, write_results  # noqa: E402
 from selfplay_ab import unpack  # noqa: E402
 
 
@@ -151,9 +150,9 @@ def main(argv=None) -> None:
             sys.exit(f"the trees differ outside polyzero/sog ({', '.join(outside[:3])}): use step_split_ab.py")
         result.update(run(tmp, str(ROOT), args.game, args.queries, args.rounds, args.depth))
     result["loadavg_end"] = os.getloadavg()
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    Path(args.out).with_suffix(".md").write_text(render(result))
-    print(render(result))
+    text = render(result)
+    write_results(args.out, result, text)
+    print(text)
 
 
 if __name__ == "__main__":

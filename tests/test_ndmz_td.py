@@ -15,6 +15,7 @@ from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.games import load_game
 from polyzero.nets.ndmz import CHANCE, TERMINAL
+from test_ndmz import SMALL as NANNON_RUN
 
 SMALL = ["train.replay_size=64", "train.batch_size=8", "net.width=16", "ndmz.hidden_size=8", "threads=1"]
 DIE = tuple((o, 1 / 6) for o in range(2, 8))
@@ -120,22 +121,7 @@ def test_negative_td_steps_is_refused():
 def test_self_play_stores_the_search_values_and_targets_bootstrap_from_them(tmp_path):
     from polyzero.train.driver import Trainer
 
-    small = [
-        "train.positions_per_step=48",
-        "train.minibatches_per_step=1",
-        "train.batch_size=32",
-        "train.replay_size=1024",
-        "search.num_simulations=8",
-        "selfplay.concurrent_games=8",
-        "net.width=32",
-        "ndmz.hidden_size=16",
-        "eval.every=0",
-        "eval.final_games=0",
-        "threads=1",
-        "seed=3",
-        "train.steps=1",
-        "ndmz.td_steps=2",
-    ]
+    small = NANNON_RUN + ["train.steps=1", "ndmz.td_steps=2"]
     trainer = Trainer.create(build_config("nannon", "ndmz", overrides=small), tmp_path / "run", progress=False)
     trainer.run()
     replay = trainer.replay
