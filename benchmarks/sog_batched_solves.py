@@ -21,16 +21,15 @@ average policy, over every solve, and whether any differ at all.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, interval, timing_meta, write_results  # noqa: E402
+from common import git_commit, interval, timing_meta  # noqa: E402
+from timing_page import finish_timing, machine_load_line  # noqa: E402
 
 
 class Counting:
@@ -169,8 +168,7 @@ def render(result: dict) -> str:
         "",
         f"- command: `{result['command']}`",
         f"- commit: {result['commit']}",
-        f"- machine: {result['machine']}; torch {result['torch']}; load average at the start "
-        f"{[round(x, 2) for x in result['loadavg_start']]}, at the end {[round(x, 2) for x in result['loadavg_end']]}",
+        machine_load_line(result),
         f"- {result['game']}, solver {result['solver']}: {result['solves_per_round']} queries a round "
         + (
             f"(the query buffer of the preset's run after {result['warm_steps']} learning steps, seed "
@@ -219,14 +217,9 @@ def main(argv=None) -> None:
 
     batch = args.batch or build_config(args.game, "sog").sog.solves_per_step
     result = timing_meta(argv, batch=batch)
-    result["commit"] = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    result["commit"] = git_commit()
     result.update(run(args.game, batch, args.rounds, args.net_seed, args.warm_steps))
-    result["loadavg_end"] = os.getloadavg()
-    text = render(result)
-    write_results(args.out, result, text)
-    print(text)
+    finish_timing(args.out, result, render)
 
 
 if __name__ == "__main__":

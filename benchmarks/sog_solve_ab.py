@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, interval, timing_meta, write_results  # noqa: E402
+from common import ROOT, interval, timing_meta  # noqa: E402
 from selfplay_ab import unpack  # noqa: E402
+from timing_page import finish_timing, machine_load_line  # noqa: E402
 
 
 def _sog_modules():
@@ -108,8 +109,7 @@ def render(result: dict) -> str:
         "",
         f"- command: `{result['command']}`",
         f"- baseline: {result['baseline']}; now: this tree",
-        f"- machine: {result['machine']}; torch {result['torch']}; load average at the start "
-        f"{[round(x, 2) for x in result['loadavg_start']]}, at the end {[round(x, 2) for x in result['loadavg_end']]}",
+        machine_load_line(result),
         f"- {result['game']}: {result['solves_per_round']} queries a round (decision public states of "
         f"{result['public_states']}, random ranges), each solved by both trees, alternating which goes first",
         f"- the same counterfactual values bit for bit: **{result['identical_values']}**",
@@ -149,10 +149,7 @@ def main(argv=None) -> None:
         if outside:
             sys.exit(f"the trees differ outside polyzero/sog ({', '.join(outside[:3])}): use step_split_ab.py")
         result.update(run(tmp, str(ROOT), args.game, args.queries, args.rounds, args.depth))
-    result["loadavg_end"] = os.getloadavg()
-    text = render(result)
-    write_results(args.out, result, text)
-    print(text)
+    finish_timing(args.out, result, render)
 
 
 if __name__ == "__main__":
