@@ -79,3 +79,48 @@ def test_one_search_together_is_the_search_alone():
         (together,) = solve_queries(game, [query], value_fn, settings, [np.random.default_rng([3, k])])
         for x, y in zip(alone, together):
             assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_ray_solver_actor_solves_its_share_as_each_solve_alone(together):
+    """A Ray solver actor's share of a step's solves (strided indices, as the driver deals
+    them) gives what `solve_indexed` gives for each index alone: bit for bit one after
+    another, within the network's summation order together, in fewer network calls."""
+    from polyzero.config import build_config
+    from polyzero.sog.ray_trainer import SoGWorker
+    from polyzero.sog.selfplay import solve_indexed
+
+    torch.set_num_threads(1)
+    overrides = [
+        "net.width=16",
+        "net.layers=1",
+        "sog.solve_simulations=8",
+        f"sog.solve_together={str(together).lower()}",
+    ]
+    cfg = build_config("leduc_poker", "sog", overrides=overrides)
+    worker = SoGWorker(cfg.to_dict())
+    game = load_game("leduc_poker")
+    root = PublicTree(game, max_depth=0).nodes[0]  # solves with leaves for the network
+    source = np.random.default_rng(2)
+    queries = [Query(root, [source.random(len(s)) + 0.05 for s in root.info_states]) for _ in range(3)]
+    items = [(1, queries[0]), (3, queries[1]), (5, queries[2])]
+    calls = []
+    evaluate = worker.values.evaluate
+    worker.values.evaluate = lambda batch: calls.append(len(batch)) or evaluate(batch)
+    shared = worker.solve(items)
+    shared_calls = len(calls)
+    settings, sog = cfg.sog.search_settings(solver=True), cfg.sog
+    alone = [
+        solve_indexed(game, worker.encoding, q, worker.values, settings, cfg.seed, i, sog.q_recursive, sog.query_buffer)
+        for i, q in items
+    ]
+    assert (shared_calls < len(calls) - shared_calls) == together
+    for a, b in zip(alone, shared):
+        assert (a.queries_seen, a.queries_kept) == (b.queries_seen, b.queries_kept)
+        assert [q.key for q in a.collected] == [q.key for q in b.collected]
+        for field in ("x", "value", "value_mask"):
+            x, y = getattr(a.example, field), getattr(b.example, field)
+            if together:  # the network's last bits move with the rows in a call
+                np.testing.assert_allclose(y, x, rtol=0, atol=1e-5)
+            else:
+                assert np.array_equal(x, y)

@@ -27,7 +27,9 @@ from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start
 
 from .trainer import SoGTrainer
 
-RETRIES = 30  # tries (a second apart) of a dead actor's work while Ray restarts it
+# Tries (a second apart) of a dead actor's work while Ray restarts it: a restart imports
+# torch and OpenSpiel, which took over 30 s on a 2-core machine busy with other work.
+RETRIES = 300
 
 
 class SoGWorker:
@@ -63,22 +65,29 @@ class SoGWorker:
         return [play_game(self.actor, self.cfg.seed, i, self.cfg.sog.q_search, capacity) for i in indices]
 
     def solve(self, items: list) -> list:
-        from .selfplay import solve_indexed
+        """Solve (index, query) items; with `sog.solve_together` their searches run
+        together (one network call per round, `polyzero/sog/lockstep.py`), else one after
+        another. Either way solve i draws its randomness from (seed, i), as in-process."""
+        from .selfplay import solve_indexed_together
 
-        settings = self.cfg.sog.search_settings(solver=True)
+        sog = self.cfg.sog
+        groups = [items] if sog.solve_together else [[item] for item in items]
+        settings = sog.search_settings(solver=True)
         return [
-            solve_indexed(
+            solved
+            for group in groups
+            if group
+            for solved in solve_indexed_together(
                 self.game,
                 self.encoding,
-                query,
+                [query for _, query in group],
                 self.values,
                 settings,
                 self.cfg.seed,
-                index,
-                self.cfg.sog.q_recursive,
-                self.cfg.sog.query_buffer,
+                [index for index, _ in group],
+                sog.q_recursive,
+                sog.query_buffer,
             )
-            for index, query in items
         ]
 
 

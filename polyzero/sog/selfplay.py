@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -339,7 +340,7 @@ def solve_indexed(
 ) -> SolveResult:
     """Solve number `index` of a run (randomness from (seed, index)): the value example
     and the recursive queries kept."""
-    return solve_indexed_together(game, encoding, [query], value_fn, settings, seed, index, q_recursive, capacity)[0]
+    return solve_indexed_together(game, encoding, [query], value_fn, settings, seed, [index], q_recursive, capacity)[0]
 
 
 def solve_indexed_together(
@@ -349,14 +350,15 @@ def solve_indexed_together(
     value_fn: NetworkValueFunction,
     settings: SoGSettings,
     seed: int,
-    first: int,
+    indices: Sequence[int],
     q_recursive: float,
     capacity: int | None = None,
 ) -> list[SolveResult]:
-    """Solves number `first`, `first` + 1, ... of a run, each with `solve_indexed`'s
+    """Solves number `indices[k]` of a run (query k), each with `solve_indexed`'s
     randomness; with more than one query the searches run together (`solve_queries`:
     one network call per round for all their leaves)."""
-    indices = range(first, first + len(queries))
+    if len(indices) != len(queries):
+        raise ValueError(f"{len(indices)} solve indices for {len(queries)} queries")
     collectors = [Collector(q_recursive, np.random.default_rng([seed, 4, i]), capacity) for i in indices]
     rngs = [np.random.default_rng([seed, 5, i]) for i in indices]
     if len(queries) == 1:

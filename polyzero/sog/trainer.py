@@ -129,7 +129,7 @@ class GamesAndQueries:
                 self.solver_values,
                 settings,
                 self.cfg.seed,
-                self.counts["solves"],
+                range(self.counts["solves"], self.counts["solves"] + len(queries)),
                 self.cfg.sog.q_recursive,
                 self.cfg.sog.query_buffer,
             ):
