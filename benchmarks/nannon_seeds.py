@@ -15,14 +15,13 @@ mean at a mark, never by a seed's best checkpoint.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import statistics
 from pathlib import Path
 
 from common import ROOT, git_commit, machine_line, seed_list, write_report
 from polyzero.errors import UsageError
-from seed_cells import cell_text, mean_and_ci95
+from seed_cells import mean_and_ci95
 
 AGENTS = ("raw", "search")
 SCORES = ("exact_vs_optimal", "exact_vs_random")
@@ -193,7 +192,7 @@ def report(args) -> dict:
     if baseline:
         baseline.pop("rows")  # in its own results file
     name = f"{args.out}_seeds"
-    from nannon_seeds_plot import plot
+    from nannon_seeds_page import markdown, plot
 
     write_report(name, result, markdown(name, result), plot)
     return result
@@ -322,175 +321,3 @@ def train_commits(work: Path) -> list[str]:
     path = work / "train_commits.txt"
     lines = path.read_text().split("\n") if path.exists() else []
     return sorted({x.split()[-1] for x in lines if x.strip()})
-
-
-# ----------------------------------------------------------------------------- the report
-_fmt = functools.partial(cell_text, digits=4, missing="")
-
-
-def _table(cells: list[dict], marks: list[float], label: str) -> list[str]:
-    """A row per method and agent, a column per mark: the mean [95% interval] of each score."""
-    lines = []
-    for score in SCORES:
-        lines += [
-            "",
-            f"{label}: exact {score.replace('exact_', '').replace('_', ' ')} (mean [95% t-interval] over seeds)",
-            "",
-            "| method | agent | seeds | " + " | ".join(f"{m:g} min" for m in marks) + " |",
-            "|---|---|---|" + "---:|" * len(marks),
-        ]
-        for method in sorted({c["method"] for c in cells}):
-            for agent in AGENTS:
-                mine = {c["mark"]: c for c in cells if (c["method"], c["agent"], c["score"]) == (method, agent, score)}
-                if mine:
-                    seeds = sorted({s for c in mine.values() for s in c["seeds"]})
-                    row = " | ".join(_fmt(mine.get(m)) for m in marks)
-                    lines.append(f"| {method} | {agent} | {','.join(map(str, seeds))} | {row} |")
-    return lines
-
-
-def _per_seed(cells: list[dict]) -> list[str]:
-    """NDMZ's search agent vs optimal per seed: each seed's checkpoint (minutes) and score."""
-    mine = [c for c in cells if (c["method"], c["agent"], c["score"]) == ("ndmz", "search", "exact_vs_optimal")]
-    lines = ["", "NDMZ search agent, exact vs optimal, per seed (the checkpoint's training minutes and step):", ""]
-    lines += ["| mark | " + " | ".join(f"seed {s}" for s in mine[0]["seeds"]) + " |"] if mine else []
-    lines += ["|---:|" + "---:|" * len(mine[0]["seeds"])] if mine else []
-    for c in mine:
-        seeded = (f"{v:.4f} ({m:.1f} min, step {n})" for v, m, n in zip(c["values"], c["minutes"], c["steps"]))
-        lines.append(f"| {c['mark']:g} | " + " | ".join(seeded) + " |")
-    return lines
-
-
-def markdown(name: str, result: dict) -> list[str]:
-    """The report's lines: what was run, the tables, the target."""
-    tgt, base = result["target"], result["baseline"]
-    loads = {s: x for s, x in result["load_while_training"].items() if x}  # a stored seed's may be missing
-    load_text = "; ".join(f"seed {s} mean {x['mean']:.2f}, max {x['max']:.2f}" for s, x in loads.items())
-    lines = [
-        f"# Benchmark `{name}`: {result['game']} over training seeds {', '.join(map(str, result['seeds']))}",
-        "",
-        f"Machine: {result['machine']}, shared with other sessions' work while these ran: the minutes are "
-        "training time (wall clock of the learning steps in the training process, not CPU time), so a "
-        "busier machine gives fewer learning steps per minute. "
-        f"Command: `{result['command']}` (report at commit {result['git'][:10]}; training at "
-        + ", ".join(
-            f"seed {s}: {'/'.join(c[:10] for c in cs) or 'unrecorded'}" for s, cs in result["train_git"].items()
-        )
-        + ").",
-        "",
-        f"1-minute load average while training (sampled each minute): {load_text or 'not recorded'}.",
-        *_stored_lines(result.get("stored") or {}),
-        "",
-        "Scores are exact expected scores (both seats, opening roll included) of every decision tabulated. "
-        "A seed's point at a mark is its evaluated checkpoint nearest the mark in training minutes "
-        f"(within half the spacing); marks {', '.join(f'{m:g}' for m in result['marks'])} min.",
-    ]
-    lines += _table(result["cells"], result["marks"], "This run")
-    lines += _per_seed(result["cells"])
-    lines += _by_step_lines(result["by_step"], result["marks"][-1])
-    if base:
-        lines += _baseline_lines(base, result["marks"])
-    if result.get("against"):
-        lines += _against_lines(result)
-    dyn = result["dynamics_at_last"]
-    if dyn:
-        lines += [
-            "",
-            f"NDMZ dynamics tests at each seed's last checkpoint ({dyn['seeds']} seeds), top-move accuracy per k: "
-            "mean "
-            + ", ".join(f"{x:.3f}" for x in dyn["mean"])
-            + "; lowest seed "
-            + ", ".join(f"{x:.3f}" for x in dyn["min"]),
-        ]
-    return lines + ["", f"Target ({tgt['rule']}): {_verdict(tgt)}."]
-
-
-def _stored_lines(stored: dict) -> list[str]:
-    """Which seeds' checkpoints came from a stored results file (--seed-results), not a work directory."""
-    lines = []
-    for s, x in stored.items():
-        trained = "/".join(c[:10] for c in x["train_git"]) or "is not stored in the file"
-        load = x["load_while_training"]
-        load_text = f"mean {load['mean']:.2f}, max {load['max']:.2f}" if load else "not stored"
-        lines += [
-            "",
-            f"Seed {s}'s evaluated checkpoints come from the stored results file `{x['file']}` (written at "
-            f"commit {x['git'][:10]}; its work directory is gone): its training commit {trained}, its load "
-            f"while training {load_text}.",
-        ]
-    return lines
-
-
-def _by_step_lines(rows: list[dict], budget_min: float) -> list[str]:
-    """Every evaluated NDMZ checkpoint by learning step, past the budget too."""
-    lines = [
-        "",
-        "NDMZ by learning step, every evaluated checkpoint (training is deterministic in its steps, so a "
-        f"step's score does not depend on the machine's load; past {budget_min:g} minutes: not counted at a mark):",
-        "",
-        "| seed | step | minutes | search vs optimal | raw vs optimal |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for x in rows:
-        lines.append(f"| {x['seed']} | {x['step']} | {x['minutes']:.1f} | {x['search']:.4f} | {x['raw']:.4f} |")
-    return lines
-
-
-def _verdict(tgt: dict) -> str:
-    """'**met**', '**not met**' or '**not established** (N seeds)', with the best mark's mean."""
-    if tgt["met"]:
-        verdict = "**met**"
-    elif tgt["enough_seeds"]:
-        verdict = "**not met**"
-    else:
-        verdict = f"**not established** (fewer than {TARGET_SEEDS} seeds)"
-    if tgt["best_mean"] is None:
-        return verdict
-    return (
-        f"{verdict}: best mean {_fmt({'mean': tgt['best_mean'], 'ci95': tgt['best_ci95']})} at {tgt['best_mark']:g} min"
-    )
-
-
-def _baseline_lines(base: dict, marks: list[float]) -> list[str]:
-    """The earlier run's table, and NDMZ over the seeds with it as one more (if it is not one of them)."""
-    lines = _table(
-        base["cells"], marks, f"Beside it, one seed ({base['seed']}) at commit {base['git'][:10]} ({base['file']})"
-    )
-    mixed = base.get("with_it")
-    if mixed:
-        ndmz = [c for c in mixed["cells"] if c["agent"] == "search" and c["score"] == "exact_vs_optimal"]
-        lines += [
-            "",
-            f"NDMZ search agent vs optimal over seeds {', '.join(map(str, mixed['seeds']))}, the earlier run "
-            "counted as one more (a different commit, so not the target's verdict): "
-            + "; ".join(f"{c['mark']:g} min {_fmt(c)} (n = {len(c['values'])})" for c in ndmz)
-            + f". Read this way the target would be {_verdict(mixed['target'])}.",
-        ]
-    return lines
-
-
-def _against_lines(result: dict) -> list[str]:
-    """--against's run of the same seeds: its table by mark, and both runs at equal learning steps."""
-    against = result["against"]
-    trained = "; ".join(f"seed {s}: {'/'.join(c[:10] for c in cs)}" for s, cs in against["train_git"].items())
-    lines = _table(
-        against["cells"], result["marks"], f"Beside it, the same seeds in {against['file']} (trained at {trained})"
-    )
-    mine = {(str(x["seed"]), x["step"]): x for x in result["by_step"] if "@" not in str(x["seed"])}
-    lines += [
-        "",
-        "NDMZ at equal learning steps, this run beside it (exact vs optimal; the minutes each reached the step in):",
-        "",
-        "| seed | step | search, this run | search, beside | raw, this run | raw, beside "
-        "| minutes, this run | minutes, beside |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for x in against["by_step"]:
-        seed = x["seed"].split("@")[0]
-        y = mine.get((seed, x["step"]))
-        if y:
-            lines.append(
-                f"| {seed} | {x['step']} | {y['search']:.4f} | {x['search']:.4f} | {y['raw']:.4f} | {x['raw']:.4f} "
-                f"| {y['minutes']:.1f} | {x['minutes']:.1f} |"
-            )
-    return lines

@@ -74,6 +74,8 @@ def test_mean_and_t_interval_at_each_mark(tmp_path, monkeypatch):
     assert [x["search"] for x in past] == pytest.approx([0.1, 0.42, 0.5, 0.9])
     md = (tmp_path / "results" / "t_seeds.md").read_text()
     assert "**not met**" in md and "0.4900 [" in md
+    assert "0.4050 [" in md and "(seeds 0,1 only)" in md  # the 30-min mean is over two seeds, and says so
+    assert "| 30 | 0.4000 (30.4 min, step 100) | 0.4100 (30.4 min, step 100) |  |" in md
     assert (tmp_path / "results" / "t_seeds.png").stat().st_size > 0
 
 
