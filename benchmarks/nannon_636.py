@@ -31,7 +31,9 @@ Phases (each resumable: re-running continues where it stopped):
 Several training seeds: train and eval each with --seed S --work 'runs/bench/NAME_s{seed}'
 (one work directory per seed; the train phase records its commit and the machine's
 load average there), then `report --seeds 0,1,2` writes NAME_seeds.{json,md,png}: the
-mean and 95% t-interval over seeds at each mark (benchmarks/nannon_seeds.py).
+mean and 95% t-interval over seeds at each mark (benchmarks/nannon_seeds.py). A seed
+whose work directory is gone: `--seed-results 0=benchmarks/results/NAME.json` takes its
+evaluated checkpoints from its one-seed report (which stores its training commits and load).
 
 Targets (the issue): the NDMZ search agent's exact expected score against the
 optimal player at least 0.49 within 60 minutes of training (issue 56: a mean of at
@@ -49,6 +51,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nannon_seeds  # noqa: E402
 from common import (  # noqa: E402
     RESULTS,
     ROOT,
@@ -311,6 +314,8 @@ def phase_report(args, work: Path) -> dict:
         "git": git,
         "machine": f"{platform.node()} ({platform.processor() or platform.machine()}), "
         f"{__import__('os').cpu_count()} CPUs",
+        "train_git": nannon_seeds.train_commits(work),  # what report --seed-results names
+        "load_while_training": nannon_seeds.load_summary(work),
         "rows": rows,
         "targets": targets,
     }
@@ -449,20 +454,7 @@ def main(argv=None) -> None:
         default=None,
         help="eval only: the checkpoints nearest these learning steps (e.g. 920,1100), past the budget too",
     )
-    p.add_argument(
-        "--seeds",
-        type=seed_list,
-        default=None,
-        help="report only: the mean and 95%% interval over these training seeds (e.g. 0,1,2), each "
-        "from its own --work (with {seed} in it; default runs/bench/NAME_s{seed}) -> NAME_seeds.*",
-    )
-    p.add_argument("--baseline", type=Path, default=None, help="with --seeds: an earlier results JSON shown beside")
-    p.add_argument(
-        "--against",
-        type=Path,
-        default=None,
-        help="with --seeds: an earlier report --seeds JSON whose same seeds are shown beside (a lever vs the default)",
-    )
+    nannon_seeds.add_arguments(p)  # report --seeds and the files beside it
     p.add_argument("--reverse", action="store_true", help="evaluate the last cell first (a second eval process)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = p.parse_args(argv)
@@ -472,16 +464,15 @@ def main(argv=None) -> None:
     prm = NannonParams.from_game(load_game(args.game))
     args.out = args.out or f"nannon_{prm.points}{prm.checkers}{prm.die_sides}"
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    if args.against and args.seeds is None:
-        p.error("--against goes with report --seeds")
+    for flag in ("--against", "--seed-results"):
+        if getattr(args, flag[2:].replace("-", "_")) and args.seeds is None:
+            p.error(f"{flag} goes with report --seeds")
     from polyzero.errors import UsageError
 
     try:
         if args.seeds is not None:
             if args.phase != "report":
                 p.error("--seeds is for the report phase (train and eval one --seed at a time)")
-            import nannon_seeds
-
             nannon_seeds.report(args)
             return
         work = Path(str(args.work).format(seed=args.seed)) if args.work else ROOT / "runs" / "bench" / args.out

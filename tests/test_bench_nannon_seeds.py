@@ -74,6 +74,8 @@ def test_mean_and_t_interval_at_each_mark(tmp_path, monkeypatch):
     assert [x["search"] for x in past] == pytest.approx([0.1, 0.42, 0.5, 0.9])
     md = (tmp_path / "results" / "t_seeds.md").read_text()
     assert "**not met**" in md and "0.4900 [" in md
+    assert "0.4050 [" in md and "(seeds 0,1 only)" in md  # the 30-min mean is over two seeds, and says so
+    assert "| 30 | 0.4000 (30.4 min, step 100) | 0.4100 (30.4 min, step 100) |  |" in md
     assert (tmp_path / "results" / "t_seeds.png").stat().st_size > 0
 
 
@@ -172,3 +174,69 @@ def test_against_without_seeds_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stop:
         nannon_636.main(["report", "--against", "x.json"])
     assert stop.value.code == 2 and "--against goes with report --seeds" in capsys.readouterr().err
+
+
+def test_a_seed_from_a_stored_one_seed_results_file(tmp_path, monkeypatch):
+    """--seed-results 0=FILE: seed 0's rows from its one-seed report (its work directory gone)
+    give the same cells as its work directory did, and the report names the file, its commit
+    and the training commit and load the one-seed report stored."""
+    whole = _report(tmp_path, monkeypatch, [0.48, 0.49, 0.50])  # seeds 0, 1, 2 from their work directories
+    s0 = tmp_path / "s0"
+    (s0 / "train_commits.txt").write_text("2026-11-30T11:39:54Z bda40dd0123456789\n")
+    (s0 / "loadavg.jsonl").write_text('{"loadavg": [3.0, 1, 1]}\n{"loadavg": [5.0, 1, 1]}\n')
+    monkeypatch.setattr(nannon_636, "RESULTS", tmp_path / "results")
+    nannon_636.main(["report", "--method", "ndmz", "--work", str(s0), "--out", "one"])
+    for path in (s0 / "eval").glob("*.json"):
+        path.unlink()  # the machine restarted
+    stored = tmp_path / "results" / "one.json"
+    argv = ["report", "--seeds", "0,1,2", "--work", str(tmp_path / "s{seed}"), "--points", "2", "--out", "t"]
+    nannon_636.main([*argv, "--seed-results", f"0={stored}"])
+    result = json.loads((tmp_path / "results" / "t_seeds.json").read_text())
+    assert result["cells"] == whole["cells"] and result["target"] == whole["target"]
+    assert sorted(result["work"]) == ["1", "2"] and result["stored"]["0"]["file"] == str(stored)
+    assert result["train_git"]["0"] == ["bda40dd0123456789"]
+    assert result["load_while_training"]["0"]["mean"] == pytest.approx(4.0)
+    md = (tmp_path / "results" / "t_seeds.md").read_text()
+    assert f"Seed 0's evaluated checkpoints come from the stored results file `{stored}`" in md
+    assert "its training commit bda40dd012, its load while training mean 4.00, max 5.00" in md
+
+
+def test_a_stored_file_without_commit_or_load_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    template = _seeds(tmp_path, [0.48, 0.49, 0.50])
+    rows = [json.loads(p.read_text()) for p in (tmp_path / "s2" / "eval").glob("*.json")]
+    (tmp_path / "old.json").write_text(json.dumps({"seed": 2, "git": "097b288468aa", "rows": rows}))
+    argv = ["report", "--seeds", "1,2", "--work", template, "--points", "2", "--out", "t"]
+    nannon_636.main([*argv, "--seed-results", f"2={tmp_path / 'old.json'}"])
+    result = json.loads((tmp_path / "results" / "t_seeds.json").read_text())
+    assert result["train_git"]["2"] == [] and result["load_while_training"]["2"] is None
+    md = (tmp_path / "results" / "t_seeds.md").read_text()
+    assert "(written at commit 097b288468; its work directory is gone): its training commit is not stored" in md
+    assert "its load while training not stored." in md
+
+
+@pytest.mark.parametrize(
+    ("spec", "stored", "message"),
+    [
+        ("x", None, "expected SEED=FILE"),
+        ("a=f.json", None, "expected SEED=FILE"),
+        ("3={f}", {"seed": 3, "rows": []}, "seed 3 is not one of --seeds"),
+        ("0={f}", {"seed": 1, "rows": []}, "the file is seed 1's"),
+        ("0={f}", {"cells": []}, "no 'rows'"),
+    ],
+)
+def test_a_bad_seed_results_is_one_line_and_exit_code_2(tmp_path, capsys, spec, stored, message):
+    _row(tmp_path / "s1", "ndmz", 0, 0.0, 0.1)
+    if stored is not None:
+        (tmp_path / "f.json").write_text(json.dumps(stored))
+    argv = ["report", "--seeds", "0,1", "--work", str(tmp_path / "s{seed}")]
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main([*argv, "--seed-results", spec.format(f=tmp_path / "f.json")])
+    err = capsys.readouterr().err  # argparse's usage lines, then one error line; no traceback
+    assert stop.value.code == 2 and message in err.strip().splitlines()[-1] and "Traceback" not in err
+
+
+def test_seed_results_without_seeds_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main(["report", "--seed-results", "0=x.json"])
+    assert stop.value.code == 2 and "--seed-results goes with report --seeds" in capsys.readouterr().err
