@@ -15,6 +15,8 @@ cap, NDMZ on Nannon, Student of Games on Kuhn poker).
     PYTHONPATH=NEW_TREE python scripts/run_fingerprints.py --resume-half DIR before.json
 
 Each scenario runs in a process of its own (about 10 s each on one core).
+Compare fingerprints taken on one machine: the same commit printed other values on an
+AVX-512 Intel Xeon than on an AMD EPYC (the CPU's float kernels round differently).
 """
 
 from __future__ import annotations
