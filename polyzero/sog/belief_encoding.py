@@ -260,6 +260,28 @@ class BeliefEncoding:
             parts.append(r / total if total > 0 else r)
         return np.concatenate(parts)
 
+    def inputs(self, nodes: list[PublicState], ranges: list[list[np.ndarray]]) -> np.ndarray:
+        """[B, input_size]: `input` of each (node, ranges) pair, built as one array. Each
+        player's ranges go into their slots in one `np.bincount` over all rows (every
+        row's weights added in its own index order, as `to_slots` adds them), and the
+        float32 totals and divisions are `input`'s, row by row: the same numbers bit for
+        bit (tests/test_sog_leduc_step.py)."""
+        out = np.empty((len(nodes), self.input_size), np.float32)
+        if not nodes:
+            return out
+        out[:, : self.public_size] = [self.public_tensor(node) for node in nodes]
+        start = self.public_size
+        for p in range(2):
+            s = self.slots[p]
+            index = np.concatenate([self.slot_index(node, p) + row * s for row, node in enumerate(nodes)])
+            weights = np.concatenate([np.asarray(r[p], float) for r in ranges])
+            r = np.bincount(index, weights=weights, minlength=len(nodes) * s).reshape(len(nodes), s)
+            r = r.astype(np.float32)
+            total = r.sum(axis=1, keepdims=True)
+            out[:, start : start + s] = np.divide(r, total, out=r.copy(), where=total > 0)
+            start += s
+        return out
+
     def reach_mass(
         self, node: PublicState, ranges: list[np.ndarray], player: int, reach: np.ndarray | None = None
     ) -> np.ndarray:

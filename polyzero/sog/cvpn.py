@@ -125,6 +125,26 @@ class CVPN(nn.Module):
         weight = head.weight.view(self.slots[player], self.num_actions, -1)[slots]
         return weight @ h + head.bias.view(self.slots[player], self.num_actions)[slots]
 
+    def policy_rows_of(self, h: torch.Tensor, rows: list[int], players: list[int], slots: list) -> torch.Tensor:
+        """`policy_rows(h[rows[j]], players[j], slots[j])` for every j, one after the other
+        [sum of the slots' lengths, A], in one gather and one batched product per player
+        (instead of one per query): each output is the same dot product, summed by
+        another kernel, so its last bits may differ (tests/test_sog_leduc_step.py)."""
+        lengths = [len(t) for t in slots]
+        out = h.new_empty((sum(lengths), self.num_actions))
+        starts = np.cumsum([0, *lengths[:-1]])
+        for p in sorted(set(players)):
+            mine = [j for j, q in enumerate(players) if q == p]
+            index = torch.cat([slots[j] for j in mine])
+            owner = torch.as_tensor(np.repeat([rows[j] for j in mine], [lengths[j] for j in mine]), device=h.device)
+            head = cast(nn.Linear, self.policy[p])
+            weight = head.weight.view(self.slots[p], self.num_actions, -1)[index]
+            part = torch.bmm(weight, h[owner].unsqueeze(-1)).squeeze(-1)
+            part += head.bias.view(self.slots[p], self.num_actions)[index]
+            at = np.concatenate([np.arange(starts[j], starts[j] + lengths[j]) for j in mine])
+            out[torch.as_tensor(at, device=h.device)] = part
+        return out
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.features(x)
         b = h.shape[0]
@@ -217,6 +237,9 @@ class NetworkValueFunction(ValueFunction):
         self.device = torch.device(device)
         self.listener = None
         self.queries = 0
+        # All queries' policy rows in one gather and product per player (False: one per
+        # query, the reference `CVPN.policy_rows_of` is measured against).
+        self.batched_rows = True
 
     def load_state_dict(self, weights: dict) -> None:
         self.net.load_state_dict(weights)
@@ -237,17 +260,23 @@ class NetworkValueFunction(ValueFunction):
         [B, 2, S], the indices of the queries at decisions, their rows one after the
         other (float64) and where each but the first starts. One copy out of torch for
         the batch, not one per query: the same numbers."""
-        x = np.stack([self.encoding.input(q.public_state, q.ranges) for q in queries])
+        x = self.encoding.inputs([q.public_state for q in queries], [q.ranges for q in queries])
         decisions = [i for i, q in enumerate(queries) if q.public_state.kind == DECISION]
+        slots = [self._slot_tensor(queries[i].public_state) for i in decisions]
         with torch.inference_mode():  # no autograd bookkeeping at all: a third off a single query's call
             h = self.net.features(torch.from_numpy(x).to(self.device))
             values = self.net.values(h).cpu().numpy().astype(float)
-            parts = [
-                self.net.policy_rows(h[i], queries[i].public_state.player, self._slot_tensor(queries[i].public_state))
-                for i in decisions
-            ]
-            logits = torch.cat(parts).cpu().numpy().astype(float) if parts else np.zeros((0, self.net.num_actions))
-        return values, decisions, logits, np.cumsum([len(t) for t in parts])[:-1]
+            if not decisions:
+                logits = np.zeros((0, self.net.num_actions))
+            elif self.batched_rows:
+                players = [queries[i].public_state.player for i in decisions]
+                logits = self.net.policy_rows_of(h, decisions, players, slots).cpu().numpy().astype(float)
+            else:  # the reference: one product per query
+                parts = [
+                    self.net.policy_rows(h[i], queries[i].public_state.player, t) for i, t in zip(decisions, slots)
+                ]
+                logits = torch.cat(parts).cpu().numpy().astype(float)
+        return values, decisions, logits, np.cumsum([len(t) for t in slots])[:-1]
 
     def _slot_tensor(self, node: PublicState) -> torch.Tensor:
         """The acting player's `slot_index` at `node` on the network's device, kept with the node."""
