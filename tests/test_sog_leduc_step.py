@@ -91,3 +91,16 @@ def test_shared_expansions_solve_bit_for_bit_as_alone(game_name):
     for a, b in zip(alone, joined):
         for x, y in zip(a, b):
             assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker", "liars_dice"])
+def test_counterfactual_values_of_a_batch_equal_per_query_bit_for_bit(game_name):
+    encoding, queries = _queries(game_name, 60, max_depth=4 if game_name == "liars_dice" else None)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
+    values = np.random.default_rng(0).normal(size=(len(queries), 2, encoding.max_slots))
+    batch = value_fn._counterfactual_values(queries, values)
+    for q, v, got in zip(queries, values, batch):
+        for p in range(2):
+            slots = encoding.slot_index(q.public_state, p)
+            want = v[p, slots] * encoding.reach_mass(q.public_state, q.ranges, p)
+            assert got[p].shape == want.shape and np.array_equal(got[p], want)

@@ -33,7 +33,7 @@ from polyzero.games.public_states import DECISION, PublicState
 from polyzero.nets.towers import DenseResidualTower, ResidualTower
 
 from .belief_encoding import BeliefEncoding
-from .values import Evaluation, Query, ValueFunction, world_reach
+from .values import Evaluation, Query, ValueFunction
 
 __all__ = ["CVPN", "BeliefEncoding", "BoardTrunk", "Example", "NetworkValueFunction", "build_cvpn", "cvpn_loss"]
 
@@ -299,13 +299,29 @@ class NetworkValueFunction(ValueFunction):
             own = np.exp(own - own.max(axis=1, keepdims=True))
             for i, prior in zip(decisions, np.split(own / own.sum(axis=1, keepdims=True), ends)):
                 policies[i] = prior
-        out = []
-        for q, v, policy in zip(queries, values, policies):
-            node = q.public_state
-            cfv = []
-            reach = world_reach(node, q.ranges)
-            for p in range(2):
-                slots = self.encoding.slot_index(node, p)
-                cfv.append(v[p, slots] * self.encoding.reach_mass(node, q.ranges, p, reach))
-            out.append(Evaluation(cfv, policy))
+        cfv = self._counterfactual_values(queries, values)
+        return [Evaluation(c, policy) for c, policy in zip(cfv, policies)]
+
+    def _counterfactual_values(self, queries: list[Query], values: np.ndarray) -> list[list[np.ndarray]]:
+        """Per query and player: the normalised values at the information states' slots
+        times their chance-and-opponent reach (`BeliefEncoding.reach_mass`), for all
+        queries at once: one `np.bincount` per player whose bins are the queries'
+        information states one after the other (each adds its own worlds in their
+        order), then elementwise products: `reach_mass`'s numbers bit for bit."""
+        nodes = [q.public_state for q in queries]
+        chance = np.concatenate([n.world_chance for n in nodes])
+        reach = [
+            np.concatenate([np.asarray(q.ranges[p], float)[n.world_info[p]] for q, n in zip(queries, nodes)])
+            for p in range(2)
+        ]
+        out: list[list[np.ndarray]] = [[] for _ in queries]
+        for p in range(2):
+            counts = [len(n.info_states[p]) for n in nodes]
+            starts = np.cumsum([0, *counts[:-1]])
+            info = np.concatenate([n.world_info[p] + start for n, start in zip(nodes, starts)])
+            mass = np.bincount(info, weights=chance * reach[1 - p], minlength=sum(counts))
+            slots = np.concatenate([self.encoding.slot_index(n, p) for n in nodes])
+            cfv = values[np.repeat(np.arange(len(nodes)), counts), p, slots] * mass
+            for row, part in zip(out, np.split(cfv, starts[1:])):
+                row.append(part)
         return out

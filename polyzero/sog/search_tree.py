@@ -170,9 +170,8 @@ class SearchTree(PublicTree):
             self.index_of[key] = child_index
             self.moves.append({})
             node.children[obs] = child_index
-            for cw, (w, a, p) in enumerate(moves):
-                node.transitions.append(Transition(w, a, child_index, cw, p))
-                self.moves[index][(w, a)] = (child_index, cw)
+            node.transitions += [Transition(w, a, child_index, cw, p) for cw, (w, a, p) in enumerate(moves)]
+            self.moves[index].update({(w, a): (child_index, cw) for cw, (w, a, _) in enumerate(moves)})
             added.append(child_index)
         return added
 
