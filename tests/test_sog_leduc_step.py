@@ -17,7 +17,7 @@ from polyzero.sog.gtcfr import SoGSettings
 from polyzero.sog.query_store import StoredQuery
 from polyzero.sog.search_tree import Expansions
 from polyzero.sog.selfplay import solve_query
-from polyzero.sog.values import Query
+from polyzero.sog.values import Query, per_world_values
 
 
 def _queries(game_name: str, count: int, seed: int = 1, max_depth: int | None = None) -> tuple:
@@ -104,3 +104,28 @@ def test_counterfactual_values_of_a_batch_equal_per_query_bit_for_bit(game_name)
             slots = encoding.slot_index(q.public_state, p)
             want = v[p, slots] * encoding.reach_mass(q.public_state, q.ranges, p)
             assert got[p].shape == want.shape and np.array_equal(got[p], want)
+
+
+def _per_world_alone(node, reach, values):
+    """The per-leaf formula `per_world_values` batches (as it was before, leaf by leaf)."""
+    out = np.zeros((len(node.worlds), reach.shape[1]))
+    for p in range(reach.shape[1]):
+        info = node.world_info[p]
+        weights = node.world_chance * reach[:, 1 - p]
+        denom = np.bincount(info, weights=weights, minlength=len(values[p]))
+        per_info = np.divide(values[p], denom, out=np.zeros_like(values[p], dtype=float), where=denom > 0)
+        out[:, p] = per_info[info]
+    return out
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
+def test_per_world_values_of_a_batch_equal_leaf_by_leaf_bit_for_bit(game_name):
+    encoding, queries = _queries(game_name, 40)
+    source = np.random.default_rng(2)
+    nodes = [q.public_state for q in queries]
+    reaches = [source.random((len(n.worlds), 2)) * (source.random((len(n.worlds), 2)) > 0.2) for n in nodes]
+    values = [[source.normal(size=len(s)) for s in n.info_states] for n in nodes]
+    batch = per_world_values(nodes, reaches, values)
+    assert len(batch) == len(nodes) and per_world_values([], [], []) == []
+    for n, r, v, got in zip(nodes, reaches, values, batch):
+        assert np.array_equal(got, _per_world_alone(n, r, v))

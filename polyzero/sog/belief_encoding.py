@@ -30,7 +30,7 @@ from polyzero.errors import UsageError
 from polyzero.games.public_states import DECISION, PublicState, PublicTree
 
 from .gtcfr import is_perfect_information
-from .values import counterfactual_reach, info_of, world_reach
+from .values import bincount_parts, counterfactual_reach, info_of, world_reach
 
 
 def _scotland_yard_slots(game: pyspiel.Game):
@@ -273,10 +273,9 @@ class BeliefEncoding:
         start = self.public_size
         for p in range(2):
             s = self.slots[p]
-            index = np.concatenate([self.slot_index(node, p) + row * s for row, node in enumerate(nodes)])
             weights = np.concatenate([np.asarray(r[p], float) for r in ranges])
-            r = np.bincount(index, weights=weights, minlength=len(nodes) * s).reshape(len(nodes), s)
-            r = r.astype(np.float32)
+            r, _ = bincount_parts([self.slot_index(node, p) for node in nodes], weights, [s] * len(nodes))
+            r = r.reshape(len(nodes), s).astype(np.float32)
             total = r.sum(axis=1, keepdims=True)
             out[:, start : start + s] = np.divide(r, total, out=r.copy(), where=total > 0)
             start += s

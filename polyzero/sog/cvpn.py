@@ -33,7 +33,7 @@ from polyzero.games.public_states import DECISION, PublicState
 from polyzero.nets.towers import DenseResidualTower, ResidualTower
 
 from .belief_encoding import BeliefEncoding
-from .values import Evaluation, Query, ValueFunction
+from .values import Evaluation, Query, ValueFunction, bincount_parts
 
 __all__ = ["CVPN", "BeliefEncoding", "BoardTrunk", "Example", "NetworkValueFunction", "build_cvpn", "cvpn_loss"]
 
@@ -317,9 +317,7 @@ class NetworkValueFunction(ValueFunction):
         out: list[list[np.ndarray]] = [[] for _ in queries]
         for p in range(2):
             counts = [len(n.info_states[p]) for n in nodes]
-            starts = np.cumsum([0, *counts[:-1]])
-            info = np.concatenate([n.world_info[p] + start for n, start in zip(nodes, starts)])
-            mass = np.bincount(info, weights=chance * reach[1 - p], minlength=sum(counts))
+            mass, starts = bincount_parts([n.world_info[p] for n in nodes], chance * reach[1 - p], counts)
             slots = np.concatenate([self.encoding.slot_index(n, p) for n in nodes])
             cfv = values[np.repeat(np.arange(len(nodes)), counts), p, slots] * mass
             for row, part in zip(out, np.split(cfv, starts[1:])):
