@@ -17,7 +17,7 @@ from polyzero.sog.gtcfr import SoGSettings
 from polyzero.sog.query_store import StoredQuery
 from polyzero.sog.search_tree import Expansions
 from polyzero.sog.selfplay import solve_query
-from polyzero.sog.values import Query, per_world_values
+from polyzero.sog.values import BATCH_FROM, Query
 
 
 def _queries(game_name: str, count: int, seed: int = 1, max_depth: int | None = None) -> tuple:
@@ -36,10 +36,11 @@ def _queries(game_name: str, count: int, seed: int = 1, max_depth: int | None = 
 @pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker", "liars_dice"])
 def test_inputs_as_one_array_equal_input_bit_for_bit(game_name):
     encoding, queries = _queries(game_name, 60, max_depth=4 if game_name == "liars_dice" else None)
-    one = encoding.inputs([q.public_state for q in queries], [q.ranges for q in queries])
     rows = np.stack([encoding.input(q.public_state, q.ranges) for q in queries])
-    assert one.dtype == rows.dtype == np.float32
-    assert np.array_equal(one, rows)
+    for size in (len(queries), BATCH_FROM, BATCH_FROM - 1, 1):  # batched, and row by row below BATCH_FROM
+        one = encoding.inputs([q.public_state for q in queries[:size]], [q.ranges for q in queries[:size]])
+        assert one.dtype == rows.dtype == np.float32
+        assert np.array_equal(one, rows[:size])
     assert any(not r[0].any() for r in (q.ranges for q in queries))  # the zero-range branch ran
     assert encoding.inputs([], []).shape == (0, encoding.input_size)
 
@@ -48,7 +49,7 @@ def test_inputs_as_one_array_equal_input_bit_for_bit(game_name):
 @pytest.mark.parametrize("net_seed", [0, 1, 2])
 def test_batched_policy_rows_match_per_query_rows(game_name, net_seed):
     torch.set_num_threads(1)
-    encoding, queries = _queries(game_name, 50, seed=net_seed + 5)
+    encoding, queries = _queries(game_name, 150, seed=net_seed + 5)
     torch.manual_seed(net_seed)
     value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=64, layers=2))
     assert {q.public_state.player for q in queries if q.public_state.kind == DECISION} == {0, 1}
@@ -65,6 +66,7 @@ def test_batched_policy_rows_match_per_query_rows(game_name, net_seed):
     value_fn.batched_rows = True
     _, decisions_b, logits_b, _ = value_fn._forward(queries)
     assert decisions == decisions_b and logits.shape == logits_b.shape and len(logits) > len(decisions)
+    assert len(decisions) >= BATCH_FROM  # the batched product ran
     assert np.abs(logits - logits_b).max() <= 1e-5 * max(1.0, float(np.abs(logits).max()))
 
 
@@ -99,33 +101,9 @@ def test_counterfactual_values_of_a_batch_equal_per_query_bit_for_bit(game_name)
     value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
     values = np.random.default_rng(0).normal(size=(len(queries), 2, encoding.max_slots))
     batch = value_fn._counterfactual_values(queries, values)
+    batch[:3] = value_fn._counterfactual_values(queries[:3], values[:3])  # row by row: below BATCH_FROM
     for q, v, got in zip(queries, values, batch):
         for p in range(2):
             slots = encoding.slot_index(q.public_state, p)
             want = v[p, slots] * encoding.reach_mass(q.public_state, q.ranges, p)
             assert got[p].shape == want.shape and np.array_equal(got[p], want)
-
-
-def _per_world_alone(node, reach, values):
-    """The per-leaf formula `per_world_values` batches (as it was before, leaf by leaf)."""
-    out = np.zeros((len(node.worlds), reach.shape[1]))
-    for p in range(reach.shape[1]):
-        info = node.world_info[p]
-        weights = node.world_chance * reach[:, 1 - p]
-        denom = np.bincount(info, weights=weights, minlength=len(values[p]))
-        per_info = np.divide(values[p], denom, out=np.zeros_like(values[p], dtype=float), where=denom > 0)
-        out[:, p] = per_info[info]
-    return out
-
-
-@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
-def test_per_world_values_of_a_batch_equal_leaf_by_leaf_bit_for_bit(game_name):
-    encoding, queries = _queries(game_name, 40)
-    source = np.random.default_rng(2)
-    nodes = [q.public_state for q in queries]
-    reaches = [source.random((len(n.worlds), 2)) * (source.random((len(n.worlds), 2)) > 0.2) for n in nodes]
-    values = [[source.normal(size=len(s)) for s in n.info_states] for n in nodes]
-    batch = per_world_values(nodes, reaches, values)
-    assert len(batch) == len(nodes) and per_world_values([], [], []) == []
-    for n, r, v, got in zip(nodes, reaches, values, batch):
-        assert np.array_equal(got, _per_world_alone(n, r, v))

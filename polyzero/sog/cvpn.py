@@ -33,7 +33,7 @@ from polyzero.games.public_states import DECISION, PublicState
 from polyzero.nets.towers import DenseResidualTower, ResidualTower
 
 from .belief_encoding import BeliefEncoding
-from .values import Evaluation, Query, ValueFunction, bincount_parts
+from .values import BATCH_FROM, Evaluation, Query, ValueFunction, bincount_parts, world_reach
 
 __all__ = ["CVPN", "BeliefEncoding", "BoardTrunk", "Example", "NetworkValueFunction", "build_cvpn", "cvpn_loss"]
 
@@ -237,8 +237,9 @@ class NetworkValueFunction(ValueFunction):
         self.device = torch.device(device)
         self.listener = None
         self.queries = 0
-        # All queries' policy rows in one gather and product per player (False: one per
-        # query, the reference `CVPN.policy_rows_of` is measured against).
+        # All queries' policy rows in one gather and product per player where a batch
+        # has `BATCH_FROM` decisions or more (False: always one per query, the reference
+        # `CVPN.policy_rows_of` is measured against).
         self.batched_rows = True
 
     def load_state_dict(self, weights: dict) -> None:
@@ -268,7 +269,7 @@ class NetworkValueFunction(ValueFunction):
             values = self.net.values(h).cpu().numpy().astype(float)
             if not decisions:
                 logits = np.zeros((0, self.net.num_actions))
-            elif self.batched_rows:
+            elif self.batched_rows and len(decisions) >= BATCH_FROM:  # fewer: cheaper one by one
                 players = [queries[i].public_state.player for i in decisions]
                 logits = self.net.policy_rows_of(h, decisions, players, slots).cpu().numpy().astype(float)
             else:  # the reference: one product per query
@@ -302,12 +303,22 @@ class NetworkValueFunction(ValueFunction):
         cfv = self._counterfactual_values(queries, values)
         return [Evaluation(c, policy) for c, policy in zip(cfv, policies)]
 
+    def _counterfactual_values_of(self, query: Query, values: np.ndarray) -> list[np.ndarray]:
+        node, reach = query.public_state, world_reach(query.public_state, query.ranges)
+        return [
+            values[p, self.encoding.slot_index(node, p)] * self.encoding.reach_mass(node, query.ranges, p, reach)
+            for p in range(2)
+        ]
+
     def _counterfactual_values(self, queries: list[Query], values: np.ndarray) -> list[list[np.ndarray]]:
         """Per query and player: the normalised values at the information states' slots
         times their chance-and-opponent reach (`BeliefEncoding.reach_mass`), for all
         queries at once: one `np.bincount` per player whose bins are the queries'
         information states one after the other (each adds its own worlds in their
-        order), then elementwise products: `reach_mass`'s numbers bit for bit."""
+        order), then elementwise products: `reach_mass`'s numbers bit for bit. Fewer
+        than `BATCH_FROM` queries go one by one (`reach_mass`), which is cheaper there."""
+        if len(queries) < BATCH_FROM:
+            return [self._counterfactual_values_of(q, v) for q, v in zip(queries, values)]
         nodes = [q.public_state for q in queries]
         chance = np.concatenate([n.world_chance for n in nodes])
         reach = [

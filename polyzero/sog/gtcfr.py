@@ -220,9 +220,9 @@ class GTCFR:
         """Per-world values of the leaves from the value function's answers to `pending`'s queries."""
         queries, asked, out, indices = pending
         self.value_calls += len(queries)
-        nodes = [self.tree.nodes[i] for i, _ in asked]
-        per_world = per_world_values(nodes, [r for _, r in asked], [a.values for a in answers])
-        for (index, _), ev, values in zip(asked, answers, per_world):
+        for (index, reach), ev in zip(asked, answers):
+            node = self.tree.nodes[index]
+            values = per_world_values(node, reach, ev.values)
             if ev.policy is not None:
                 self.priors[index] = ev.policy
             if self.perfect_information:

@@ -100,6 +100,11 @@ def counterfactual_reach(node: PublicState, reach: np.ndarray, player: int) -> n
     return node.world_chance * others_reach(reach, player)
 
 
+# Below this many queries a batch is cheaper query by query: the batched forms'
+# concatenations cost more than they save (measured on Leduc: even at about 5-8).
+BATCH_FROM = 8
+
+
 def bincount_parts(indices: list[np.ndarray], weights: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """`np.bincount(indices[j], part j's weights, minlength=sizes[j])` for every part j
     in one call, the parts' bins one after another (and where each part's begin): a
@@ -110,24 +115,18 @@ def bincount_parts(indices: list[np.ndarray], weights: np.ndarray, sizes: list[i
     return np.bincount(index, weights=weights, minlength=sum(sizes)), starts
 
 
-def per_world_values(nodes: list[PublicState], reaches: list[np.ndarray], values: list[list[np.ndarray]]) -> list:
-    """Counterfactual values per information state -> per-world values [W, players],
-    for each leaf (node, reach [W, players], values per player) of a batch at once:
+def per_world_values(node: PublicState, reach: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
+    """Counterfactual values per information state -> per-world values [W, players]:
     v_p(w) = cfv_p(s_p(w)) / sum over w' in s_p(w) of chance(w') reach_-p(w').
     Any split consistent with the cfvs gives the same regrets above the leaf (a
     player's regrets weigh its own values by chance and the others' reach only)."""
-    if not nodes:
-        return []
-    chance = np.concatenate([n.world_chance for n in nodes])
-    reach = np.concatenate(reaches)
-    out = np.zeros((len(chance), reach.shape[1]))
+    out = np.zeros((len(node.worlds), reach.shape[1]))
     for p in range(reach.shape[1]):
-        sizes = [len(v[p]) for v in values]
-        denom, starts = bincount_parts([n.world_info[p] for n in nodes], chance * others_reach(reach, p), sizes)
-        cfv = np.concatenate([np.asarray(v[p], float) for v in values])
-        per_info = np.divide(cfv, denom, out=np.zeros_like(cfv), where=denom > 0)
-        out[:, p] = per_info[np.concatenate([n.world_info[p] + start for n, start in zip(nodes, starts)])]
-    return np.split(out, np.cumsum([len(n.worlds) for n in nodes])[:-1])
+        info = info_of(node, p)
+        denom = np.bincount(info, weights=counterfactual_reach(node, reach, p), minlength=len(values[p]))
+        per_info = np.divide(values[p], denom, out=np.zeros_like(values[p], dtype=float), where=denom > 0)
+        out[:, p] = per_info[info]
+    return out
 
 
 class Subtree(PublicTree):
