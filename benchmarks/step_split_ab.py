@@ -119,6 +119,25 @@ def summary(rec: dict, skip: int, positions_per_step: int = 0) -> dict:
     }
 
 
+def paired_rounds(arm: dict) -> list[float]:
+    """Per ABBA round: the mean step CPU of its two baseline processes over its two new
+    ones (which ran between them), so that a machine whose speed drifts weighs on both."""
+    base, now = [r["step_s"] for r in arm["baseline"]["runs"]], [r["step_s"] for r in arm["now"]["runs"]]
+    return [(base[i] + base[i + 1]) / (now[i] + now[i + 1]) for i in range(0, min(len(base), len(now)) - 1, 2)]
+
+
+def paired_lines(result: dict) -> list[str]:
+    """The page's lines of the rounds' paired ratios: mean and 95% t-interval over rounds."""
+    from common import interval
+
+    lines = ["", "Paired by round (baseline / now of each ABBA round's step CPU), mean with a 95% t-interval:", ""]
+    for name, arm in result["algos"].items():
+        ratios = paired_rounds(arm)
+        mean, low, high = interval(ratios) if ratios else (float("nan"),) * 3
+        lines.append(f"- {name}: {', '.join(f'{r:.2f}' for r in ratios)}; {mean:.2f}x [{low:.2f}, {high:.2f}]")
+    return lines
+
+
 def render(result: dict) -> str:
     trees = ("baseline", "now") if result.get("baseline") else ("now",)
     against = "this tree against an earlier revision" if len(trees) == 2 else "this tree's arms"
@@ -156,6 +175,7 @@ def render(result: dict) -> str:
                 f"| {name} | {b['selfplay_s'] / n['selfplay_s']:.2f}x | {b['learner_s'] / n['learner_s']:.2f}x | "
                 f"{b['step_s'] / n['step_s']:.2f}x |"
             )
+        lines += paired_lines(result)
     if len(result["algos"]) > 1:
         ref = "alphazero" if "alphazero" in result["algos"] else next(iter(result["algos"]))
         lines += ["", f"Against {ref} ({trees[-1]}): each arm's CPU over {ref}'s.", ""]
@@ -187,7 +207,15 @@ def main(argv=None) -> None:
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--render", action="store_true", help="only write --out's page again from its stored JSON")
     args = ap.parse_args(argv)
+    if args.render:
+        try:
+            stored = json.loads(Path(args.out).read_text())
+        except (OSError, ValueError) as exc:
+            ap.error(f"--render: cannot read {args.out} ({exc})")
+        Path(args.out).with_suffix(".md").write_text(render(stored))
+        return
     if args.steps <= args.skip or args.skip < 1 or args.rounds < 1:
         ap.error("need --rounds >= 1 and 1 <= --skip < --steps")
     if args.baseline:

@@ -58,3 +58,13 @@ def test_a_worker_imports_its_own_trees_polyzero():
     code = "import sys; sys.path.insert(0, 'benchmarks'); import step_split_ab; print('polyzero' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_paired_rounds_pair_each_abba_rounds_baseline_with_its_new_processes():
+    arm = {
+        "baseline": {"runs": [{"step_s": s} for s in (2.0, 4.0, 3.0, 3.0)]},
+        "now": {"runs": [{"step_s": s} for s in (1.0, 2.0, 2.0, 1.0)]},
+    }
+    assert bench.paired_rounds(arm) == [2.0, 2.0]
+    lines = bench.paired_lines({"algos": {"sog": arm}})
+    assert lines[-1] == "- sog: 2.00, 2.00; 2.00x [2.00, 2.00]"

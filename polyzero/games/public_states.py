@@ -326,6 +326,11 @@ class PublicTree:
             index += 1
 
     def _add_node(self, key, pairs, parent, depth) -> int:
+        self.nodes.append(self._new_node(key, pairs, parent, depth))
+        return len(self.nodes) - 1
+
+    def _new_node(self, key, pairs, parent, depth) -> PublicState:
+        """The public state of these (state, chance reach) worlds, not yet in the tree."""
         kinds = {_kind(state) for state, _ in pairs}
         if len(kinds) != 1:
             raise AssertionError(
@@ -341,9 +346,7 @@ class PublicTree:
                 s = _info_state_string(self._type, state, p)
                 ids.append(info_index[p].setdefault(s, len(info_index[p])))
             worlds.append(World(state, reach, tuple(ids)))
-        node = PublicState(key, kind, player, worlds, [list(d) for d in info_index], parent, depth)
-        self.nodes.append(node)
-        return len(self.nodes) - 1
+        return PublicState(key, kind, player, worlds, [list(d) for d in info_index], parent, depth)
 
     def _expand(self, index: int) -> None:
         node = self.nodes[index]

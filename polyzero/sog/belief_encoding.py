@@ -30,7 +30,7 @@ from polyzero.errors import UsageError
 from polyzero.games.public_states import DECISION, PublicState, PublicTree
 
 from .gtcfr import is_perfect_information
-from .values import counterfactual_reach, info_of, world_reach
+from .values import BATCH_FROM, bincount_parts, counterfactual_reach, info_of, world_reach
 
 
 def _scotland_yard_slots(game: pyspiel.Game):
@@ -259,6 +259,29 @@ class BeliefEncoding:
             total = r.sum()
             parts.append(r / total if total > 0 else r)
         return np.concatenate(parts)
+
+    def inputs(self, nodes: list[PublicState], ranges: list[list[np.ndarray]]) -> np.ndarray:
+        """[B, input_size]: `input` of each (node, ranges) pair, built as one array. Each
+        player's ranges go into their slots in one `np.bincount` over all rows (every
+        row's weights added in its own index order, as `to_slots` adds them), and the
+        float32 totals and divisions are `input`'s, row by row: the same numbers bit for
+        bit (tests/test_sog_leduc_step.py). Fewer than `BATCH_FROM` rows go row by row
+        (`input`), which is cheaper there."""
+        if len(nodes) < BATCH_FROM:  # cheaper row by row
+            rows = [self.input(node, r) for node, r in zip(nodes, ranges)]
+            return np.stack(rows) if rows else np.empty((0, self.input_size), np.float32)
+        out = np.empty((len(nodes), self.input_size), np.float32)
+        out[:, : self.public_size] = [self.public_tensor(node) for node in nodes]
+        start = self.public_size
+        for p in range(2):
+            s = self.slots[p]
+            weights = np.concatenate([np.asarray(r[p], float) for r in ranges])
+            r, _ = bincount_parts([self.slot_index(node, p) for node in nodes], weights, [s] * len(nodes))
+            r = r.reshape(len(nodes), s).astype(np.float32)
+            total = r.sum(axis=1, keepdims=True)
+            out[:, start : start + s] = np.divide(r, total, out=r.copy(), where=total > 0)
+            start += s
+        return out
 
     def reach_mass(
         self, node: PublicState, ranges: list[np.ndarray], player: int, reach: np.ndarray | None = None

@@ -33,7 +33,7 @@ from polyzero.games.public_states import DECISION, PublicState
 from polyzero.nets.towers import DenseResidualTower, ResidualTower
 
 from .belief_encoding import BeliefEncoding
-from .values import Evaluation, Query, ValueFunction, world_reach
+from .values import BATCH_FROM, Evaluation, Query, ValueFunction, bincount_parts, world_reach
 
 __all__ = ["CVPN", "BeliefEncoding", "BoardTrunk", "Example", "NetworkValueFunction", "build_cvpn", "cvpn_loss"]
 
@@ -124,6 +124,26 @@ class CVPN(nn.Module):
         head = cast(nn.Linear, self.policy[player])
         weight = head.weight.view(self.slots[player], self.num_actions, -1)[slots]
         return weight @ h + head.bias.view(self.slots[player], self.num_actions)[slots]
+
+    def policy_rows_of(self, h: torch.Tensor, rows: list[int], players: list[int], slots: list) -> torch.Tensor:
+        """`policy_rows(h[rows[j]], players[j], slots[j])` for every j, one after the other
+        [sum of the slots' lengths, A], in one gather and one batched product per player
+        (instead of one per query): each output is the same dot product, summed by
+        another kernel, so its last bits may differ (tests/test_sog_leduc_step.py)."""
+        lengths = [len(t) for t in slots]
+        out = h.new_empty((sum(lengths), self.num_actions))
+        starts = np.cumsum([0, *lengths[:-1]])
+        for p in sorted(set(players)):
+            mine = [j for j, q in enumerate(players) if q == p]
+            index = torch.cat([slots[j] for j in mine])
+            owner = torch.as_tensor(np.repeat([rows[j] for j in mine], [lengths[j] for j in mine]), device=h.device)
+            head = cast(nn.Linear, self.policy[p])
+            weight = head.weight.view(self.slots[p], self.num_actions, -1)[index]
+            part = torch.bmm(weight, h[owner].unsqueeze(-1)).squeeze(-1)
+            part += head.bias.view(self.slots[p], self.num_actions)[index]
+            at = np.concatenate([np.arange(starts[j], starts[j] + lengths[j]) for j in mine])
+            out[torch.as_tensor(at, device=h.device)] = part
+        return out
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.features(x)
@@ -217,6 +237,10 @@ class NetworkValueFunction(ValueFunction):
         self.device = torch.device(device)
         self.listener = None
         self.queries = 0
+        # All queries' policy rows in one gather and product per player where a batch
+        # has `BATCH_FROM` decisions or more (False: always one per query, the reference
+        # `CVPN.policy_rows_of` is measured against).
+        self.batched_rows = True
 
     def load_state_dict(self, weights: dict) -> None:
         self.net.load_state_dict(weights)
@@ -237,17 +261,23 @@ class NetworkValueFunction(ValueFunction):
         [B, 2, S], the indices of the queries at decisions, their rows one after the
         other (float64) and where each but the first starts. One copy out of torch for
         the batch, not one per query: the same numbers."""
-        x = np.stack([self.encoding.input(q.public_state, q.ranges) for q in queries])
+        x = self.encoding.inputs([q.public_state for q in queries], [q.ranges for q in queries])
         decisions = [i for i, q in enumerate(queries) if q.public_state.kind == DECISION]
+        slots = [self._slot_tensor(queries[i].public_state) for i in decisions]
         with torch.inference_mode():  # no autograd bookkeeping at all: a third off a single query's call
             h = self.net.features(torch.from_numpy(x).to(self.device))
             values = self.net.values(h).cpu().numpy().astype(float)
-            parts = [
-                self.net.policy_rows(h[i], queries[i].public_state.player, self._slot_tensor(queries[i].public_state))
-                for i in decisions
-            ]
-            logits = torch.cat(parts).cpu().numpy().astype(float) if parts else np.zeros((0, self.net.num_actions))
-        return values, decisions, logits, np.cumsum([len(t) for t in parts])[:-1]
+            if not decisions:
+                logits = np.zeros((0, self.net.num_actions))
+            elif self.batched_rows and len(decisions) >= BATCH_FROM:  # fewer: cheaper one by one
+                players = [queries[i].public_state.player for i in decisions]
+                logits = self.net.policy_rows_of(h, decisions, players, slots).cpu().numpy().astype(float)
+            else:  # the reference: one product per query
+                parts = [
+                    self.net.policy_rows(h[i], queries[i].public_state.player, t) for i, t in zip(decisions, slots)
+                ]
+                logits = torch.cat(parts).cpu().numpy().astype(float)
+        return values, decisions, logits, np.cumsum([len(t) for t in slots])[:-1]
 
     def _slot_tensor(self, node: PublicState) -> torch.Tensor:
         """The acting player's `slot_index` at `node` on the network's device, kept with the node."""
@@ -270,13 +300,37 @@ class NetworkValueFunction(ValueFunction):
             own = np.exp(own - own.max(axis=1, keepdims=True))
             for i, prior in zip(decisions, np.split(own / own.sum(axis=1, keepdims=True), ends)):
                 policies[i] = prior
-        out = []
-        for q, v, policy in zip(queries, values, policies):
-            node = q.public_state
-            cfv = []
-            reach = world_reach(node, q.ranges)
-            for p in range(2):
-                slots = self.encoding.slot_index(node, p)
-                cfv.append(v[p, slots] * self.encoding.reach_mass(node, q.ranges, p, reach))
-            out.append(Evaluation(cfv, policy))
+        cfv = self._counterfactual_values(queries, values)
+        return [Evaluation(c, policy) for c, policy in zip(cfv, policies)]
+
+    def _counterfactual_values_of(self, query: Query, values: np.ndarray) -> list[np.ndarray]:
+        node, reach = query.public_state, world_reach(query.public_state, query.ranges)
+        return [
+            values[p, self.encoding.slot_index(node, p)] * self.encoding.reach_mass(node, query.ranges, p, reach)
+            for p in range(2)
+        ]
+
+    def _counterfactual_values(self, queries: list[Query], values: np.ndarray) -> list[list[np.ndarray]]:
+        """Per query and player: the normalised values at the information states' slots
+        times their chance-and-opponent reach (`BeliefEncoding.reach_mass`), for all
+        queries at once: one `np.bincount` per player whose bins are the queries'
+        information states one after the other (each adds its own worlds in their
+        order), then elementwise products: `reach_mass`'s numbers bit for bit. Fewer
+        than `BATCH_FROM` queries go one by one (`reach_mass`), which is cheaper there."""
+        if len(queries) < BATCH_FROM:
+            return [self._counterfactual_values_of(q, v) for q, v in zip(queries, values)]
+        nodes = [q.public_state for q in queries]
+        chance = np.concatenate([n.world_chance for n in nodes])
+        reach = [
+            np.concatenate([np.asarray(q.ranges[p], float)[n.world_info[p]] for q, n in zip(queries, nodes)])
+            for p in range(2)
+        ]
+        out: list[list[np.ndarray]] = [[] for _ in queries]
+        for p in range(2):
+            counts = [len(n.info_states[p]) for n in nodes]
+            mass, starts = bincount_parts([n.world_info[p] for n in nodes], chance * reach[1 - p], counts)
+            slots = np.concatenate([self.encoding.slot_index(n, p) for n in nodes])
+            cfv = values[np.repeat(np.arange(len(nodes)), counts), p, slots] * mass
+            for row, part in zip(out, np.split(cfv, starts[1:])):
+                row.append(part)
         return out

@@ -56,7 +56,7 @@ from polyzero.games.public_states import PublicTree, merged_copy, public_observa
 
 from .gtcfr import GTCFR, Gadget, SoGSettings, Summary
 from .players import sample_action
-from .search_tree import SearchTree
+from .search_tree import Expansions, SearchTree
 from .values import ExactValueFunction, ValueFunction
 
 
@@ -102,6 +102,7 @@ class ResolvingSearcher:
         self.settings = settings
         self.seed = seed
         self.observe = public_observation_function(game)
+        self.expansions = Expansions(self.observe)  # the searches' common public states, made once
         self._root = PublicTree(game, max_depth=0).nodes[0]
         self.cache: OrderedDict = OrderedDict()
         self.cache_size = cache_size
@@ -189,7 +190,7 @@ class ResolvingSearcher:
                 _by_name(old, root, opponent, prev.ranges[root_index][opponent]),
                 self.settings.alpha,
             )
-        tree = SearchTree(self.game, root, self.observe)
+        tree = SearchTree(self.game, root, self.observe, self.expansions)
         index = tree.expand_path(key)
         if not tree.nodes[index].transitions:
             tree.expand(index)  # the initial tree: the current public state and all its children

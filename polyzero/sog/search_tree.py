@@ -5,20 +5,97 @@ given public state (re-solving below an earlier search's root)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pyspiel
 
-from polyzero.games.public_states import TERMINAL, PublicState, PublicTree, Transition
+from polyzero.games.public_states import TERMINAL, PublicState, PublicTree, Transition, World
+
+
+@dataclass
+class Shared:
+    """One public state's worlds as the search trees sharing an `Expansions` hold them:
+    its worlds and information states (the same lists), what users derive from them
+    (`PublicState.derived`: the CVPN's slots, legal rows, public tensor) and, once
+    made, its full expansion."""
+
+    worlds: list[World]
+    info_states: list[list[str]]
+    kind: str
+    player: int
+    derived: dict
+    children: list | None = None  # SearchTree._children of the whole node
+    histories: list | None = field(default=None, repr=False)
+
+
+class Expansions:
+    """Public states and their full expansions shared by several search trees (a
+    step's query solves, a re-solver's searches): a node's children are made once
+    through pyspiel (`child`, the public observation, the information states) and
+    attached to every tree that expands the same worlds. A tree's root joins a public
+    state seen before when its worlds are the same histories with the same chance
+    reach and information states, in the same order; otherwise it starts its own. The
+    children of the same worlds are the same states with the same chance reach, so
+    every tree holds what it would build alone (a public state's worlds are never
+    changed once built). Above `max_worlds` worlds the index is emptied (the trees
+    keep theirs)."""
+
+    def __init__(self, observe, max_worlds: int = 100_000):
+        self.observe = observe
+        self.max_worlds = max_worlds
+        self.worlds = 0
+        self.reused = 0  # expansions attached without being made again
+        self.by_key: dict[tuple[str, ...], Shared] = {}
+
+    def add(self, key: tuple[str, ...], entry: Shared) -> None:
+        if key not in self.by_key:
+            if self.worlds + len(entry.worlds) > self.max_worlds:
+                self.by_key.clear()
+                self.worlds = 0
+            self.by_key[key] = entry
+            self.worlds += len(entry.worlds)
+
+    def root(self, node: PublicState) -> Shared:
+        """The shared public state a tree's root joins (a new one when none matches)."""
+        entry = self.by_key.get(node.key)
+        if entry is not None and (entry.worlds is node.worlds or _same_worlds(entry, node)):
+            return entry
+        entry = Shared(node.worlds, node.info_states, node.kind, node.player, node.derived)
+        self.add(node.key, entry)
+        return entry
+
+
+def _same_worlds(entry: Shared, node: PublicState) -> bool:
+    if len(entry.worlds) != len(node.worlds) or entry.info_states != node.info_states:
+        return False
+    if any(
+        a.chance_reach != b.chance_reach or a.info_states != b.info_states for a, b in zip(entry.worlds, node.worlds)
+    ):
+        return False
+    if entry.histories is None:
+        entry.histories = [w.state.history() for w in entry.worlds]
+    return entry.histories == [w.state.history() for w in node.worlds]
 
 
 class SearchTree(PublicTree):
     """A public tree grown node by node from a given root public state."""
 
-    def __init__(self, game: pyspiel.Game, root: PublicState, observe):
+    def __init__(self, game: pyspiel.Game, root: PublicState, observe, shared: Expansions | None = None):
+        if shared is not None and shared.observe is not observe:
+            raise ValueError("the shared expansions were made with another public observation function")
         self.game = game
         self.observe = observe
         self.num_players = game.num_players()
         self._type = game.get_type()
-        self.nodes = [PublicState(root.key, root.kind, root.player, root.worlds, root.info_states, None, 0)]
+        self.shared = shared
+        # per node: its worlds as every tree sharing `shared` holds them (None: not shared)
+        self._entries: list[Shared | None] = [shared.root(root) if shared is not None else None]
+        entry = self._entries[0] or root
+        self.nodes = [
+            PublicState(
+                root.key, root.kind, root.player, entry.worlds, entry.info_states, None, 0, derived=entry.derived
+            )
+        ]
         self.index_of = {root.key: 0}
         self.moves: list[dict] = [{}]  # per node: (world, action) -> (child, child world)
         self.revision = 0  # expansions so far: a CFR over the tree syncs only after one
@@ -29,9 +106,21 @@ class SearchTree(PublicTree):
 
     def expand(self, index: int, actions: set[int] | None = None) -> list[int]:
         """Add the node's children (those reached by `actions` only, when given);
-        returns the indices of the public states added."""
+        returns the indices of the public states added. A node's full expansion is
+        made once per `shared` and then attached (the same worlds, in the same order)."""
         self.revision += 1
-        node = self.nodes[index]
+        node, entry = self.nodes[index], self._entries[index]
+        if self.shared is not None and entry is not None and actions is None and not self.moves[index]:
+            if entry.children is None:
+                entry.children = self._children(node, index, None)
+            else:
+                self.shared.reused += 1
+            return self._attach(index, entry.children)
+        return self._attach(index, self._children(node, index, actions))
+
+    def _children(self, node: PublicState, index: int, actions: set[int] | None) -> list:
+        """[(public observation, [(world, action, probability)], the child's Shared)] of
+        the moves not in the tree yet (those by `actions` only, when given)."""
         groups: dict[str, list] = {}
         for w, world in enumerate(node.worlds):
             outcomes = (
@@ -46,18 +135,43 @@ class SearchTree(PublicTree):
                     continue
                 child = world.state.child(action)
                 groups.setdefault(self.observe(world.state, action, child), []).append((w, action, prob, child))
-        added = []
+        out = []
         for obs, items in groups.items():
+            pairs = [(child, node.worlds[w].chance_reach * prob) for w, _, prob, child in items]
+            made = self._new_node(node.key + (obs,), pairs, index, node.depth + 1)
+            entry = Shared(made.worlds, made.info_states, made.kind, made.player, made.derived)
+            if self.shared is not None:
+                self.shared.add(made.key, entry)
+            out.append((obs, [(w, a, p) for w, a, p, _ in items], entry))
+        return out
+
+    def _attach(self, index: int, children: list) -> list[int]:
+        """Add `_children`'s public states below node `index`; their indices."""
+        node = self.nodes[index]
+        added = []
+        for obs, moves, entry in children:
             if obs in node.children:  # a partially expanded node gains more worlds' moves: not expected
                 raise AssertionError(f"public state {node.key + (obs,)} is already in the tree")
-            pairs = [(child, node.worlds[w].chance_reach * prob) for w, _, prob, child in items]
-            child_index = self._add_node(node.key + (obs,), pairs, index, node.depth + 1)
-            self.index_of[self.nodes[child_index].key] = child_index
+            key = node.key + (obs,)
+            child_index = len(self.nodes)
+            self.nodes.append(
+                PublicState(
+                    key,
+                    entry.kind,
+                    entry.player,
+                    entry.worlds,
+                    entry.info_states,
+                    index,
+                    node.depth + 1,
+                    derived=entry.derived,
+                )
+            )
+            self._entries.append(entry if self.shared is not None else None)
+            self.index_of[key] = child_index
             self.moves.append({})
             node.children[obs] = child_index
-            for cw, (w, a, p, _) in enumerate(items):
-                node.transitions.append(Transition(w, a, child_index, cw, p))
-                self.moves[index][(w, a)] = (child_index, cw)
+            node.transitions += [Transition(w, a, child_index, cw, p) for cw, (w, a, p) in enumerate(moves)]
+            self.moves[index].update({(w, a): (child_index, cw) for cw, (w, a, _) in enumerate(moves)})
             added.append(child_index)
         return added
 

@@ -40,7 +40,7 @@ from .lockstep import answer_together
 from .players import sample_action
 from .query_store import Collector, QueryBuffer, StoredQuery
 from .resolve import ResolvingSearcher, info_state_string
-from .search_tree import SearchTree
+from .search_tree import Expansions, SearchTree
 from .values import Query
 
 __all__ = [
@@ -93,12 +93,19 @@ def make_example(
 
 
 def solve_query(
-    game: pyspiel.Game, query: Query, value_fn, settings: SoGSettings, rng: np.random.Generator, observe=None
+    game: pyspiel.Game,
+    query: Query,
+    value_fn,
+    settings: SoGSettings,
+    rng: np.random.Generator,
+    observe=None,
+    shared: Expansions | None = None,
 ) -> list[np.ndarray]:
     """GT-CFR(settings.simulations, settings.expansions_per_update) rooted at the
     query's belief state; the counterfactual values of every information state
-    there under the final average policies ("Computing training targets")."""
-    search = _solver(game, query, value_fn, settings, rng, observe)
+    there under the final average policies ("Computing training targets"). `shared`:
+    public states and expansions common to several solves (the same numbers)."""
+    search = _solver(game, query, value_fn, settings, rng, shared.observe if shared else observe, shared)
     search.run()
     return _solved_values(search)
 
@@ -115,8 +122,8 @@ def solve_queries(
     """`solve_query` for each query, the searches advanced together so that each CFR
     iteration's leaf queries of all of them go to the value function in one call
     (`polyzero.sog.lockstep`); search j's queries reach `listeners[j]`."""
-    observe = observe or public_observation_function(game)
-    searches = [_solver(game, q, value_fn, settings, rng, observe) for q, rng in zip(queries, rngs)]
+    shared = Expansions(observe or public_observation_function(game))  # the searches' common public states
+    searches = [_solver(game, q, value_fn, settings, rng, shared.observe, shared) for q, rng in zip(queries, rngs)]
     answer_together([s.run_steps() for s in searches], value_fn, listeners)
     out = []
     for j, search in enumerate(searches):
@@ -128,8 +135,8 @@ def solve_queries(
     return out
 
 
-def _solver(game, query: Query, value_fn, settings: SoGSettings, rng, observe) -> GTCFR:
-    tree = SearchTree(game, query.public_state, observe or public_observation_function(game))
+def _solver(game, query: Query, value_fn, settings: SoGSettings, rng, observe, shared=None) -> GTCFR:
+    tree = SearchTree(game, query.public_state, observe or public_observation_function(game), shared)
     tree.expand(0)
     return GTCFR(tree, value_fn, settings, rng, root_ranges=[np.asarray(r, float) for r in query.ranges])
 

@@ -1,0 +1,109 @@
+"""A cheaper Leduc learning step (docs/journal/2026-11-30-sog-leduc-step.md): the
+inputs of a CVPN batch as one array are `BeliefEncoding.input`'s bit for bit; all
+queries' policy rows in one gather and product per player are the per-query products
+to within float32 rounding; search trees sharing their public states' expansions
+solve bit for bit as alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from polyzero.games import load_game
+from polyzero.games.public_states import DECISION, PublicTree, public_observation_function
+from polyzero.sog.cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn
+from polyzero.sog.gtcfr import SoGSettings
+from polyzero.sog.query_store import StoredQuery
+from polyzero.sog.search_tree import Expansions
+from polyzero.sog.selfplay import solve_query
+from polyzero.sog.values import BATCH_FROM, Query
+
+
+def _queries(game_name: str, count: int, seed: int = 1, max_depth: int | None = None) -> tuple:
+    game = load_game(game_name)
+    encoding = BeliefEncoding(game)
+    nodes = list(PublicTree(game, max_depth=max_depth).nodes)
+    source = np.random.default_rng(seed)
+    picks = [nodes[int(i)] for i in source.integers(0, len(nodes), count)]
+    ranges = []
+    for n in picks:  # some rows with a zero range (their slots stay zero, not divided)
+        r = [source.random(len(s)) * (source.random() > 0.1) for s in n.info_states]
+        ranges.append(r)
+    return encoding, [Query(n, r) for n, r in zip(picks, ranges)]
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker", "liars_dice"])
+def test_inputs_as_one_array_equal_input_bit_for_bit(game_name):
+    encoding, queries = _queries(game_name, 60, max_depth=4 if game_name == "liars_dice" else None)
+    rows = np.stack([encoding.input(q.public_state, q.ranges) for q in queries])
+    for size in (len(queries), BATCH_FROM, BATCH_FROM - 1, 1):  # batched, and row by row below BATCH_FROM
+        one = encoding.inputs([q.public_state for q in queries[:size]], [q.ranges for q in queries[:size]])
+        assert one.dtype == rows.dtype == np.float32
+        assert np.array_equal(one, rows[:size])
+    assert any(not r[0].any() for r in (q.ranges for q in queries))  # the zero-range branch ran
+    assert encoding.inputs([], []).shape == (0, encoding.input_size)
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
+@pytest.mark.parametrize("net_seed", [0, 1, 2])
+def test_batched_policy_rows_match_per_query_rows(game_name, net_seed):
+    torch.set_num_threads(1)
+    encoding, queries = _queries(game_name, 150, seed=net_seed + 5)
+    torch.manual_seed(net_seed)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=64, layers=2))
+    assert {q.public_state.player for q in queries if q.public_state.kind == DECISION} == {0, 1}
+    batched = value_fn.evaluate(queries)
+    value_fn.batched_rows = False
+    reference = value_fn.evaluate(queries)
+    for a, b in zip(batched, reference):
+        for x, y in zip(a.values, b.values):
+            assert np.array_equal(x, y)  # the values' path is untouched
+        assert (a.policy is None) == (b.policy is None)
+        if a.policy is not None:  # softmax of logits summed in another order: float32 rounding
+            assert np.abs(a.policy - b.policy).max() <= 1e-6
+    _, decisions, logits, _ = value_fn._forward(queries)
+    value_fn.batched_rows = True
+    _, decisions_b, logits_b, _ = value_fn._forward(queries)
+    assert decisions == decisions_b and logits.shape == logits_b.shape and len(logits) > len(decisions)
+    assert len(decisions) >= BATCH_FROM  # the batched product ran
+    assert np.abs(logits - logits_b).max() <= 1e-5 * max(1.0, float(np.abs(logits).max()))
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
+def test_shared_expansions_solve_bit_for_bit_as_alone(game_name):
+    """Query solves whose trees share their public states' expansions (a step's solves,
+    `Expansions`) give the solves' numbers bit for bit, roots rebuilt from stored
+    histories joining the shared ones."""
+    torch.set_num_threads(1)
+    encoding, queries = _queries(game_name, 8, seed=3)
+    queries = [q for q in queries if q.public_state.kind == DECISION][:4]
+    queries += [StoredQuery.of(q).query(encoding.game) for q in queries]  # the same roots, rebuilt
+    torch.manual_seed(0)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
+    settings = SoGSettings(simulations=10, expansions_per_update=1.0)
+    game = encoding.game
+    alone = [solve_query(game, q, value_fn, settings, np.random.default_rng([4, k])) for k, q in enumerate(queries)]
+    shared = Expansions(public_observation_function(game))
+    joined = [
+        solve_query(game, q, value_fn, settings, np.random.default_rng([4, k]), shared=shared)
+        for k, q in enumerate(queries)
+    ]
+    assert shared.reused > 0
+    for a, b in zip(alone, joined):
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker", "liars_dice"])
+def test_counterfactual_values_of_a_batch_equal_per_query_bit_for_bit(game_name):
+    encoding, queries = _queries(game_name, 60, max_depth=4 if game_name == "liars_dice" else None)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
+    values = np.random.default_rng(0).normal(size=(len(queries), 2, encoding.max_slots))
+    batch = value_fn._counterfactual_values(queries, values)
+    batch[:3] = value_fn._counterfactual_values(queries[:3], values[:3])  # row by row: below BATCH_FROM
+    for q, v, got in zip(queries, values, batch):
+        for p in range(2):
+            slots = encoding.slot_index(q.public_state, p)
+            want = v[p, slots] * encoding.reach_mass(q.public_state, q.ranges, p)
+            assert got[p].shape == want.shape and np.array_equal(got[p], want)
