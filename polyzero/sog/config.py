@@ -27,7 +27,7 @@ class SoGConfig:
     solves_per_step: int = 8  # queries solved per learning step
     # The step's solves advanced together, each CFR iteration's leaves of all of them in
     # one network call (polyzero/sog/lockstep.py); false: one solve after another.
-    # In-process only: under Ray each solver actor solves its share one after another.
+    # Under Ray each solver actor advances its share of the step's queries the same way.
     solve_together: bool = True
     query_buffer: int = 10_000  # queries waiting; the oldest are dropped beyond it
     max_updates: int = 5  # minibatches an example may be used in
