@@ -262,6 +262,7 @@ def stored_seeds(specs: list[tuple[int, Path]], seeds: list[int]) -> dict[int, d
         out[seed] = {
             "file": str(path),
             "git": earlier.get("git") or "unknown",
+            "command": earlier.get("command") or "not stored",  # which run it was (its --work, --set)
             "train_git": earlier.get("train_git") or [],
             "load_while_training": earlier.get("load_while_training"),
             "rows": earlier["rows"],

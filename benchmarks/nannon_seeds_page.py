@@ -113,8 +113,8 @@ def _stored_lines(stored: dict) -> list[str]:
         lines += [
             "",
             f"Seed {s}'s evaluated checkpoints come from the stored results file `{x['file']}` (written at "
-            f"commit {x['git'][:10]}; its work directory is gone): its training commit {trained}, its load "
-            f"while training {load_text}.",
+            f"commit {x['git'][:10]} by `{x.get('command', 'not stored')}`; its work directory is gone): its "
+            f"training commit {trained}, its load while training {load_text}.",
         ]
     return lines
 

@@ -212,9 +212,12 @@ def main(argv=None) -> None:
     if args.render:
         try:
             stored = json.loads(Path(args.out).read_text())
+            page = render(stored)
         except (OSError, ValueError) as exc:
             ap.error(f"--render: cannot read {args.out} ({exc})")
-        Path(args.out).with_suffix(".md").write_text(render(stored))
+        except (KeyError, TypeError, AttributeError):
+            ap.error(f"--render: {args.out} is not a step_split_ab results file")
+        Path(args.out).with_suffix(".md").write_text(page)
         return
     if args.steps <= args.skip or args.skip < 1 or args.rounds < 1:
         ap.error("need --rounds >= 1 and 1 <= --skip < --steps")

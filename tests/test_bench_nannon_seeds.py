@@ -199,6 +199,7 @@ def test_a_seed_from_a_stored_one_seed_results_file(tmp_path, monkeypatch):
     md = (tmp_path / "results" / "t_seeds.md").read_text()
     assert f"Seed 0's evaluated checkpoints come from the stored results file `{stored}`" in md
     assert "its training commit bda40dd012, its load while training mean 4.00, max 5.00" in md
+    assert result["stored"]["0"]["command"].endswith(f"report --method ndmz --work {s0} --out one")
 
 
 def test_a_stored_file_without_commit_or_load_says_so(tmp_path, monkeypatch):
@@ -211,7 +212,10 @@ def test_a_stored_file_without_commit_or_load_says_so(tmp_path, monkeypatch):
     result = json.loads((tmp_path / "results" / "t_seeds.json").read_text())
     assert result["train_git"]["2"] == [] and result["load_while_training"]["2"] is None
     md = (tmp_path / "results" / "t_seeds.md").read_text()
-    assert "(written at commit 097b288468; its work directory is gone): its training commit is not stored" in md
+    assert (
+        "(written at commit 097b288468 by `not stored`; its work directory is gone): its training commit is not stored"
+        in md
+    )
     assert "its load while training not stored." in md
 
 

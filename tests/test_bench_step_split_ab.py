@@ -68,3 +68,13 @@ def test_paired_rounds_pair_each_abba_rounds_baseline_with_its_new_processes():
     assert bench.paired_rounds(arm) == [2.0, 2.0]
     lines = bench.paired_lines({"algos": {"sog": arm}})
     assert lines[-1] == "- sog: 2.00, 2.00; 2.00x [2.00, 2.00]"
+
+
+@pytest.mark.parametrize(("text", "message"), [("{", "cannot read"), ('{"x": 1}', "not a step_split_ab results file")])
+def test_render_of_a_bad_file_is_a_usage_error(tmp_path, capsys, text, message):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--render", "--out", str(path)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and "Traceback" not in err

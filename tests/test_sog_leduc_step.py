@@ -107,3 +107,38 @@ def test_counterfactual_values_of_a_batch_equal_per_query_bit_for_bit(game_name)
             slots = encoding.slot_index(q.public_state, p)
             want = v[p, slots] * encoding.reach_mass(q.public_state, q.ranges, p)
             assert got[p].shape == want.shape and np.array_equal(got[p], want)
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
+def test_a_root_with_the_same_key_but_other_worlds_does_not_join(game_name):
+    """A root whose public state has the key of a shared one but its worlds in another
+    order (so its information states too) starts its own shared entry, and its solve is
+    the one it gives alone: `Expansions.root` compares the worlds, not only the key."""
+    from polyzero.games.public_states import PublicTree as Builder
+
+    torch.set_num_threads(1)
+    encoding, queries = _queries(game_name, 8, seed=3)
+    query = next(q for q in queries if q.public_state.kind == DECISION and len(q.public_state.worlds) > 2)
+    node = query.public_state
+    builder = Builder.__new__(Builder)  # the node builder, as merged_copy uses it
+    builder.num_players, builder._type, builder.nodes = 2, encoding.game.get_type(), []
+    builder._add_node(node.key, [(w.state, w.chance_reach) for w in reversed(node.worlds)], None, node.depth)
+    other = builder.nodes[0]
+    assert other.key == node.key and other.info_states != node.info_states
+    source = np.random.default_rng(7)
+    reordered = Query(other, [source.random(len(s)) + 0.05 for s in other.info_states])
+    torch.manual_seed(0)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
+    settings = SoGSettings(simulations=10, expansions_per_update=1.0)
+    game = encoding.game
+    pair = [query, reordered]
+    alone = [solve_query(game, q, value_fn, settings, np.random.default_rng([4, k])) for k, q in enumerate(pair)]
+    shared = Expansions(public_observation_function(game))
+    joined = [
+        solve_query(game, q, value_fn, settings, np.random.default_rng([4, k]), shared=shared)
+        for k, q in enumerate(pair)
+    ]
+    for a, b in zip(alone, joined):
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)
+    assert shared.root(node) is not shared.root(other)

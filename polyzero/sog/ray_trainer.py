@@ -27,9 +27,10 @@ from polyzero.train.ray_driver import _import_ray, check_cpus, cpu_demand, start
 
 from .trainer import SoGTrainer
 
-# Tries (a second apart) of a dead actor's work while Ray restarts it: a restart imports
-# torch and OpenSpiel, which took over 30 s on a 2-core machine busy with other work.
-RETRIES = 300
+# How long a dead actor's work is retried (a second apart) while Ray restarts it: a
+# restart imports torch and OpenSpiel, and with 30 one-second tries the Ray SoG test
+# failed on a 2-core machine whose cores were both busy with pinned training runs.
+RESTART_WAIT_S = 300.0
 
 
 class SoGWorker:
@@ -156,22 +157,22 @@ class RayGamesAndQueries(InProcess):
 
     def _await(self, worker, method: str, work: list, ref) -> list:
         """The result of `worker.method(work)`; if the actor died, Ray restarts it and the
-        work is done again there with the latest weights (tries while it restarts)."""
+        work is done again there with the latest weights (tried for up to RESTART_WAIT_S)."""
         ray = self.ray
         lost = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ActorUnavailableError)
         try:
             return ray.get(wait_for(self, [ref])[0])
         except lost:
             self.loop.failures += 1
-        for attempt in range(RETRIES):
+        deadline = time.monotonic() + RESTART_WAIT_S
+        while True:
             try:
                 worker.set_weights.remote(self._weights)
                 return ray.get(wait_for(self, [getattr(worker, method).remote(work)])[0])
             except lost:
-                if attempt == RETRIES - 1:
+                if time.monotonic() > deadline:
                     raise
                 time.sleep(1.0)
-        raise AssertionError("unreachable")
 
     def collect(self, loop) -> None:
         sog, data = self.cfg.sog, loop.data
