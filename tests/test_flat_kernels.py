@@ -107,14 +107,14 @@ def test_the_sums_kernel_gives_torch_sums_bits_at_one_thread(one_thread):
         x = torch.from_numpy((rng.standard_normal(start) * scale).astype(np.float32))
         for square in (False, True):
             want = torch.stack([(x[a:b] * x[a:b] if square else x[a:b]).sum() for a, b in bounds])
-            got = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES, square)
+            got = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.lanes(), square)
             assert torch.equal(want.view(torch.int32), torch.from_numpy(got).view(torch.int32))
         # l2_pass: the gradient as l2_grad writes it and c times the squares' sums added in order
         grad, expected = np.full(start, np.nan, np.float32), np.empty(start, np.float32)
-        value = flat_kernels.l2_pass(x.numpy(), bounds, flat_kernels.LANES, grad, 2e-4, 1e-4)
+        value = flat_kernels.l2_pass(x.numpy(), bounds, flat_kernels.lanes(), grad, 2e-4, 1e-4)
         flat_kernels.l2_grad(x.numpy(), expected, np.float32(2e-4))
         assert np.array_equal(grad.view(np.int32), expected.view(np.int32))
-        sums = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.LANES, True)
+        sums = flat_kernels.torch_sums(x.numpy(), bounds, flat_kernels.lanes(), True)
         total = sums[0]
         for piece in sums[1:]:
             total = total + piece  # NumPy float32 scalars

@@ -97,7 +97,7 @@ class FlatParameters:
         # at c = 1e-4) c theta rounds coarser and the two may differ in the last bit.
         if self.kernels():  # the gradient and the value in one compiled call
             grad = self.grad.numpy()
-            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.LANES, grad, 2 * c, c)
+            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.lanes(), grad, 2 * c, c)
             torch.autograd.graph.increment_version(self.grad)  # written through NumPy
             self._relink()
             return torch.tensor(value, dtype=torch.float32)
@@ -145,7 +145,7 @@ class FlatParameters:
         read back: torch.mul's squares, torch.sum's order)."""
         if self.kernels():
             no_grad = flat_kernels.NO_GRAD
-            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.LANES, no_grad, 0.0, c)
+            value = flat_kernels.l2_pass(self.data.numpy(), self.bounds_array, flat_kernels.lanes(), no_grad, 0.0, c)
             return torch.tensor(value, dtype=torch.float32)
         torch.mul(self.data, self.data, out=self.scratch)
         sums = [square.sum() for square in self.scratch_views]

@@ -235,8 +235,28 @@ def torch_passes(theta, grad, m, v, scratch, lr, beta1, beta2, eps, count) -> No
 
 
 _CHECKED: dict = {}
-# ATen's vector width for float32 (Vectorized<float>::size()) at this CPU capability.
-LANES = 16 if "AVX512" in torch.backends.cpu.get_cpu_capability() else 8
+
+
+def lanes() -> int:
+    """ATen's vector width for float32 sums as torch dispatches them on this machine
+    (Vectorized<float>::size() of the kernel that runs): the one of 16 and 8 whose
+    `torch_sums` gives torch.sum's bits on a probe, else 8. Not read off the CPU
+    capability: on an AVX-512 Intel Xeon, where torch reports "AVX512", torch 2.13's sum
+    ran the 8-lane kernel. Probed once, at one thread."""
+    if "lanes" not in _CHECKED:
+        x = np.random.default_rng(0).standard_normal(2_000).astype(np.float32)
+        bounds = np.asarray([(0, 17), (32, 65), (96, 353), (368, 2_000)], np.int64)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            want = torch.stack([torch.from_numpy(x[a:b]).sum() for a, b in bounds]).numpy()
+        finally:
+            torch.set_num_threads(threads)
+        matching = [
+            n for n in (16, 8) if np.array_equal(want.view(np.int32), torch_sums(x, bounds, n, False).view(np.int32))
+        ]
+        _CHECKED["lanes"] = matching[0] if matching else 8
+    return _CHECKED["lanes"]
 
 
 def sums_match_torch(bounds: np.ndarray, size: int) -> bool:
@@ -253,7 +273,7 @@ def sums_match_torch(bounds: np.ndarray, size: int) -> bool:
             x = torch.from_numpy((rng.standard_normal(size) * scale).astype(np.float32))
             for square in (False, True):
                 want = torch.stack([(x[a:b] * x[a:b] if square else x[a:b]).sum() for a, b in bounds]).numpy()
-                got = torch_sums(x.numpy(), bounds, LANES, square)
+                got = torch_sums(x.numpy(), bounds, lanes(), square)
                 ok &= np.array_equal(want.view(np.int32), got.view(np.int32))
         _CHECKED[key] = bool(ok)
     return _CHECKED[key]
