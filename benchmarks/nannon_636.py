@@ -305,7 +305,7 @@ def phase_report(args, work: Path) -> dict:
         "ndmz_top_move_per_k_at_last_checkpoint": last_dyn,
         "ndmz_top_move_ge_0.95_every_k": last_dyn is not None and min(last_dyn) >= 0.95,
     }
-    command = "python benchmarks/nannon_636.py " + " ".join(args.argv)  # main(argv) too, not only sys.argv
+    command = nannon_seeds.report_command(args)
     git = git_commit()
     result = {
         "game": args.game,

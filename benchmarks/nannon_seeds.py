@@ -157,7 +157,15 @@ def report(args) -> dict:
     seeds = args.seeds
     stored = stored_seeds(getattr(args, "seed_results", None) or [], seeds)
     works = {seed: seed_work(args.work, args.out, seed) for seed in seeds if seed not in stored}
-    rows_by_seed = {seed: stored[seed].pop("rows") if seed in stored else eval_rows(works[seed]) for seed in seeds}
+    # each seed's rows, training commits and load: from its work directory or its stored file
+    source = {
+        **{
+            s: {"rows": eval_rows(w), "train_git": train_commits(w), "load_while_training": load_summary(w)}
+            for s, w in works.items()
+        },
+        **stored,
+    }
+    rows_by_seed = {seed: source[seed]["rows"] for seed in seeds}
     missing = [s for s, rows in rows_by_seed.items() if not rows]
     if missing:
         raise SystemExit(f"no evaluated checkpoints for seed(s) {missing} (run eval with --seed S first)")
@@ -169,14 +177,12 @@ def report(args) -> dict:
         "game": args.game,
         "seeds": seeds,
         "work": {str(s): str(w) for s, w in works.items()},
-        "command": "python benchmarks/nannon_636.py " + " ".join(getattr(args, "argv", [])),
+        "command": report_command(args),
         "git": git_commit(),
-        "stored": {str(s): x for s, x in stored.items()},
-        "train_git": {str(s): stored[s]["train_git"] if s in stored else train_commits(works[s]) for s in seeds},
+        "stored": {str(s): {k: v for k, v in x.items() if k != "rows"} for s, x in stored.items()},
+        "train_git": {str(s): source[s]["train_git"] for s in seeds},
         "machine": machine_line(),
-        "load_while_training": {
-            str(s): stored[s]["load_while_training"] if s in stored else load_summary(works[s]) for s in seeds
-        },
+        "load_while_training": {str(s): source[s]["load_while_training"] for s in seeds},
         "marks": marks,
         "cells": cells,
         "baseline": baseline,
@@ -245,6 +251,11 @@ def _against(args, seeds: list[int]) -> dict | None:
         "cells": cells,
         "by_step": rows,
     }
+
+
+def report_command(args) -> str:
+    """The command line a report records: main(argv)'s own arguments (`args.argv`)."""
+    return "python benchmarks/nannon_636.py " + " ".join(getattr(args, "argv", []))
 
 
 def stored_seeds(specs: list[tuple[int, Path]], seeds: list[int]) -> dict[int, dict]:
