@@ -311,6 +311,10 @@ class RayConfig:
     # selfplay.shared_inference under Ray: the inference server's share of a GPU when the
     # device is CUDA (one GPU box: learner_gpus = 0.5 beside it)
     inference_gpus: float = 0.5
+    # selfplay.shared_inference under Ray: servers sharing the workers (worker i calls
+    # server i mod N) and ray.inference_gpus evenly; more than one when one server's
+    # Python, not the GPU, is the limit (docs/cluster.md "One GPU box")
+    inference_servers: int = 1
     learner_restart_window: float = 600.0  # seconds: a second learner death within it stops the run
 
     def validate(self):
@@ -322,6 +326,7 @@ class RayConfig:
         _positive("ray.worker_gpus", self.worker_gpus, allow_zero=True)
         _positive("ray.learner_gpus", self.learner_gpus)
         _positive("ray.inference_gpus", self.inference_gpus)
+        _positive("ray.inference_servers", self.inference_servers)
         _positive("ray.learner_restart_window", self.learner_restart_window, allow_zero=True)
 
 
@@ -397,8 +402,9 @@ class RunConfig:
         for name in self.section_names():
             if dataclasses.is_dataclass(section := getattr(self, name)):
                 section.validate()
-        if self.ray.inference_gpus != RayConfig.inference_gpus and not self.selfplay.shared_inference:
-            raise UsageError("ray.inference_gpus applies with selfplay.shared_inference = true only")
+        for key in ("inference_gpus", "inference_servers"):
+            if getattr(self.ray, key) != getattr(RayConfig, key) and not self.selfplay.shared_inference:
+                raise UsageError(f"ray.{key} applies with selfplay.shared_inference = true only")
         return self
 
     def to_dict(self) -> dict:

@@ -8,15 +8,22 @@
 # Four AlphaZero preset (about 9 minutes; fits one 10-minute device call): today's single
 # in-process actor on the GPU against actor threads around one shared inference service
 # (selfplay.shared_inference, docs/cluster.md "One GPU box"), interleaved, with the
-# network calls alone at the same batches; then the service in bfloat16; then four short
-# Ray runs, each worker's own network against one inference server on the GPU
+# network calls alone at the same batches; then the service in bfloat16; then short Ray
+# runs (RAY_ARMS, below), each worker's own network against inference servers on the GPU
 # (positions/s from the run's metrics, the GPU's busy share from nvidia-smi). Results:
 # OUT_DIR/selfplay_service_gpu{,_bf16}.{json,md} and OUT_DIR/ray_arms.md (copy them to
-# benchmarks/results/).
-#   bash scripts/gpu_smoke.sh --throughput [OUT_DIR]
+# benchmarks/results/). --ray-only: the Ray runs alone.
+#   bash scripts/gpu_smoke.sh --throughput [--ray-only] [OUT_DIR]
 set -u
-throughput=0
-if [ "${1:-}" = "--throughput" ]; then throughput=1; shift; fi
+throughput=0 in_process=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --throughput) throughput=1 ;;
+    --ray-only) in_process=0 ;;
+    *) break ;;
+  esac
+  shift
+done
 out=${1:-/tmp/gpu_smoke}
 mkdir -p "$out"
 py=${PYTHON:-python3}
@@ -24,17 +31,20 @@ if [ $throughput = 1 ]; then
   nvidia-smi --query-gpu=name,memory.total,utilization.gpu --format=csv | tee "$out/nvidia_smi.txt"
   bench=(benchmarks/selfplay_throughput.py --presets alphazero --games 64 --service-device cuda
     --service 8x256,16x256 --wait-ms 2 --buckets 512,1024,2048,4096 --service-rounds 3 --warmup-ticks 2)
-  timeout --foreground 150 "$py" "${bench[@]}" --out "$out/selfplay_service_gpu.json" || echo "FAIL float32 (exit $?)"
-  timeout --foreground 100 "$py" "${bench[@]}" --service 16x256 --dtype bfloat16 \
-    --out "$out/selfplay_service_gpu_bf16.json" || echo "FAIL bfloat16 (exit $?)"
-  # Under Ray, arms of KIND:WORKERS:CPUS:GAMES:ACTORS for 100 s each: 14 CPU workers with
-  # a network each (the GPU for the learner), then workers calling one inference server
-  # on the GPU (selfplay.shared_inference): 14 of them, 14 of two actor threads of 128
-  # games each (the same games in flight), then 28 at half a CPU each (on 2026-11-30
-  # single-threaded workers ran at about 40% of a core, waiting on the server). Per arm:
-  # positions/s over the run's last three quarters, the GPU's busy share (nvidia-smi,
-  # each second), and the busiest processes' CPU share half-way (top), to
-  # $out/ray_arms.md and $out/top-ARM.txt.
+  if [ $in_process = 1 ]; then
+    timeout --foreground 150 "$py" "${bench[@]}" --out "$out/selfplay_service_gpu.json" || echo "FAIL float32 (exit $?)"
+    timeout --foreground 100 "$py" "${bench[@]}" --service 16x256 --dtype bfloat16 \
+      --out "$out/selfplay_service_gpu_bf16.json" || echo "FAIL bfloat16 (exit $?)"
+  fi
+  # Under Ray, arms of KIND:WORKERS:CPUS:GAMES:ACTORS:SERVERS for ARM_SECONDS (100) each:
+  # 14 CPU workers with a network each (the GPU for the learner), then workers calling
+  # inference servers on the GPU (selfplay.shared_inference): 14 of them, 14 of two actor
+  # threads of 128 games each (the same games in flight), then 28 at half a CPU each (on
+  # 2026-11-30 single-threaded workers ran at about 40% of a core, waiting on the server).
+  # RAY_ARMS replaces the list (SERVERS: ray.inference_servers, worker i calling server
+  # i mod SERVERS). Per arm: positions/s over the run's last three quarters, the GPU's busy
+  # share (nvidia-smi, each second), and the busiest processes' CPU share half-way (top),
+  # to $out/ray_arms.md and $out/top-ARM.txt.
   # What an arm leaves behind is killed by its Ray directory (RAY_TMPDIR, in the environment
   # of every process the arm started, Ray's included), never by name: nothing else of the
   # machine's. The directory's path stays short (Ray's socket paths must fit in 107 bytes).
@@ -44,17 +54,18 @@ if [ $throughput = 1 ]; then
       f=${f#/proc/}; kill -9 "${f%/environ}" 2>/dev/null
     done
   }
-  for arm in own:14:1:256:1 server:14:1:256:1 server:14:1:128:2 server:28:0.5:256:1; do
-    IFS=: read -r kind w c g actors <<<"$arm"
+  seconds=${ARM_SECONDS:-100}
+  for arm in ${RAY_ARMS:-own:14:1:256:1:1 server:14:1:256:1:1 server:14:1:128:2:1 server:28:0.5:256:1:1}; do
+    IFS=: read -r kind w c g actors servers <<<"$arm"
     raytmp=$(mktemp -d /tmp/pzray.XXXXXX)
     arm=${arm//:/-}  # file names
     extra=(); [ "$kind" = server ] && extra=(--set selfplay.shared_inference=true --set ray.learner_gpus=0.5
-      --set selfplay.actors="$actors")
+      --set selfplay.actors="$actors" --set ray.inference_servers="${servers:-1}")
     nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 >"$out/busy-$arm.txt" &
     smi=$!
-    (sleep 50; top -b -d 10 -n 2 -w 200 | awk '/^top/ || /^%Cpu/ || ($9 + 0 > 15)' | cut -c1-160) >"$out/top-$arm.txt" 2>&1 &
-    # SIGTERM at 100 s (the run writes its checkpoint and stops), SIGKILL 30 s later if not
-    RAY_TMPDIR=$raytmp timeout -k 30 --foreground 100 "$py" -m polyzero train connect_four --workers "$w" --device auto --no-progress \
+    (sleep $((seconds / 2)); top -b -d 10 -n 2 -w 200 | awk '/^top/ || /^%Cpu/ || ($9 + 0 > 15)' | cut -c1-160) >"$out/top-$arm.txt" 2>&1 &
+    # SIGTERM at the arm's end (the run writes its checkpoint and stops), SIGKILL 30 s later if not
+    RAY_TMPDIR=$raytmp timeout -k 30 --foreground "$seconds" "$py" -m polyzero train connect_four --workers "$w" --device auto --no-progress \
       --set eval.every=0 --set eval.final_games=0 --set train.steps=5000 --set selfplay.concurrent_games="$g" \
       --set ray.worker_cpus="$c" "${extra[@]}" --run-dir "$out/ray-$arm" >"$out/ray-$arm.log" 2>&1
     kill $smi; wait
@@ -70,7 +81,7 @@ steady = busy[on[0] : on[-1] + 1] if on else []
 a, b = rows[len(rows) // 4] if rows else {}, rows[-1] if rows else {}
 rate = (b["selfplay/positions"] - a["selfplay/positions"]) / max(b["time"] - a["time"], 1e-9) if len(rows) > 1 else 0.0
 q = np.percentile([r["selfplay/positions_per_s"] for r in rows[len(rows) // 4 :]] or [0], [25, 50, 75])
-print(f"- arm {sys.argv[3]} (kind-workers-cpus-games-actors): {len(rows)} steps, positions/s over the last 3/4 {rate:.0f} "
+print(f"- arm {sys.argv[3]} (kind-workers-cpus-games-actors-servers): {len(rows)} steps, positions/s over the last 3/4 {rate:.0f} "
       f"(per step quartiles {q[0]:.0f} {q[1]:.0f} {q[2]:.0f}), GPU busy mean {np.mean(busy) if busy else 0:.0f}% "
       f"(while busy {np.mean(steady) if steady else 0:.0f}%), rows per forward {b.get('ray/inference_rows_per_forward', '-')}")
 PY

@@ -324,6 +324,8 @@ def test_a_client_gives_up_when_the_service_does_not_answer():
         (["selfplay.actors=0"], "selfplay.actors must be positive"),
         (["selfplay.inference_wait_ms=2"], "applies with selfplay.shared_inference"),
         (["ray.inference_gpus=0.25"], "ray.inference_gpus applies with selfplay.shared_inference"),
+        (["ray.inference_servers=2"], "ray.inference_servers applies with selfplay.shared_inference"),
+        (["selfplay.shared_inference=true", "ray.inference_servers=0"], "ray.inference_servers must be positive"),
         (["selfplay.shared_inference=true", "selfplay.inference_buckets=[64,16]"], "strictly ascending"),
         (
             ["selfplay.shared_inference=true", "selfplay.inference_max_batch=32", "selfplay.inference_buckets=[64]"],
@@ -530,13 +532,13 @@ def test_the_learner_skips_late_server_stats_and_resends_weights_to_a_restarted_
 
     replies, asked = [], []
 
-    def get(ref, timeout=None):
+    def get(refs, timeout=None):
         assert timeout == SERVER_STATS_TIMEOUT_S  # never an unbounded wait
         if not replies:
             raise GetTimeoutError("not yet")
         if isinstance(replies[-1], Exception):
             raise replies.pop()
-        return replies.pop()
+        return [replies.pop()]
 
     ray = SimpleNamespace(
         get=get, exceptions=SimpleNamespace(GetTimeoutError=GetTimeoutError, RayActorError=RayActorError)
@@ -544,15 +546,52 @@ def test_the_learner_skips_late_server_stats_and_resends_weights_to_a_restarted_
     stats = SimpleNamespace(remote=lambda: asked.append(1) or len(asked))
     sent = []
     server = SimpleNamespace(stats=stats, set_weights=SimpleNamespace(remote=lambda *a: sent.append(a)))
-    driver = SimpleNamespace(ray=ray, server=server, _stats_ref=None, _weights_ref="w", _weights_version=2)
+    driver = SimpleNamespace(ray=ray, servers=[server], _stats_refs=None, _weights_ref="w", _weights_version=2)
     driver._send_server_weights = lambda: RaySelfPlay._send_server_weights(driver)
     assert RaySelfPlay._server_metrics(driver) == {} and RaySelfPlay._server_metrics(driver) == {}
     assert len(asked) == 1  # the second step waited on the same request
     replies.append({"forwards": 4, "rows": 10, "version": 2})
     assert RaySelfPlay._server_metrics(driver) == {"ray/inference_forwards": 4, "ray/inference_rows_per_forward": 2.5}
-    assert driver._stats_ref is None and not sent
+    assert driver._stats_refs is None and not sent
     replies.append({"forwards": 1, "rows": 1, "version": -1})  # restarted: its constructor's weights
     RaySelfPlay._server_metrics(driver)
     assert sent == [("w", 2)]  # the latest weights again, not at the next publication
     replies.append(RayActorError())  # restarting now: the weights queue for it
-    assert RaySelfPlay._server_metrics(driver) == {} and sent == [("w", 2)] * 2 and driver._stats_ref is None
+    assert RaySelfPlay._server_metrics(driver) == {} and sent == [("w", 2)] * 2 and driver._stats_refs is None
+
+
+def test_inference_servers_share_the_workers_and_the_gpu(monkeypatch):
+    """ray.inference_servers = 3 with 5 workers of 2 actor threads: worker i calls server
+    i mod 3, so the servers wait for 4, 4 and 2 clients, and each holds a third of
+    ray.inference_gpus."""
+    import torch
+
+    from polyzero.nets import inference
+    from polyzero.train.ray_inference import server_of, start_servers
+
+    made = []
+
+    class FakeRay:
+        def available_resources(self):
+            return {"GPU": 1.0}
+
+        def remote(self, **options):
+            def actor(cls):
+                class Handle:
+                    @staticmethod
+                    def remote(cfg_dict, clients):
+                        made.append((options, clients))
+                        return f"server{len(made) - 1}"
+
+                return Handle
+
+            return actor
+
+    monkeypatch.setattr(inference, "resolve_device", lambda device: torch.device("cuda"))
+    overrides = ["selfplay.shared_inference=true", "selfplay.actors=2", "ray.inference_servers=3"]
+    servers = start_servers(FakeRay(), build_config("tic_tac_toe", "alphazero", overrides=overrides), workers=5)
+    assert [clients for _, clients in made] == [4, 4, 2]
+    assert [o["max_concurrency"] for o, _ in made] == [5, 5, 3]
+    assert [o["num_gpus"] for o, _ in made] == pytest.approx([0.5 / 3] * 3)
+    assert [server_of(servers, i) for i in range(5)] == ["server0", "server1", "server2", "server0", "server1"]
+    assert server_of([], 4) is None

@@ -477,3 +477,21 @@ def test_workers_share_one_inference_server(local_ray, tmp_path):
     last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
     assert last["replay/size"] >= 2 * 48
     assert last["ray/inference_forwards"] > 0 and last["ray/inference_rows_per_forward"] >= 1
+
+
+def test_workers_split_across_inference_servers(local_ray, tmp_path):
+    """ray.inference_servers = 2: worker i calls server i mod 2, so each server batches
+    its own worker's leaves (both serve), and the run learns its steps."""
+    overrides = ["train.steps=2", "selfplay.shared_inference=true", "ray.inference_servers=2", "ray.worker_cpus=0.5"]
+    cfg = build_config("tic_tac_toe", "alphazero", overrides=SMALL + overrides)
+    supervised = SupervisedRun.create(cfg, tmp_path / "run", progress=False, workers=2)  # + 2 servers: 2 CPUs
+    try:
+        assert supervised.run()["step"] == 2
+    finally:
+        supervised.close()
+    last = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "train"][-1]
+    assert last["ray/inference_server0/forwards"] > 0 and last["ray/inference_server1/forwards"] > 0
+    assert (
+        last["ray/inference_forwards"]
+        == last["ray/inference_server0/forwards"] + last["ray/inference_server1/forwards"]
+    )

@@ -40,15 +40,15 @@ from .ray_actors import (  # noqa: F401 - their home was here; scripts import th
     start_ray,
     wait_for,
 )
-from .ray_inference import start_server
+from .ray_inference import server_of, start_servers
 from .selfplay import new_stats
 
 SERVER_STATS_TIMEOUT_S = 1.0  # the learner's wait for the inference server's stats, per step
 
 
 def check_ray_inference(cfg) -> None:
-    """selfplay.shared_inference under Ray: one server, whose clients are the workers'
-    actor threads (`selfplay.actors` each)."""
+    """selfplay.shared_inference under Ray: `ray.inference_servers` servers, whose clients
+    are the workers' actor threads (`selfplay.actors` each)."""
     sp = cfg.selfplay
     if sp.shared_inference and cfg.ray.worker_gpus > 0:
         raise UsageError(
@@ -101,8 +101,8 @@ class RaySelfPlay:
         self.eval_waiting = None  # the newest weights to score once an evaluation actor is free
         self.evaluations_skipped = 0  # weights replaced while waiting: evaluation lags, never queues
         self.workers = []
-        self.server = None  # selfplay.shared_inference: the workers' one network (ray_inference)
-        self._stats_ref = None  # the server's stats, asked for and not yet in
+        self.servers: list = []  # selfplay.shared_inference: the workers' network (ray_inference)
+        self._stats_refs: list | None = None  # the servers' stats, asked for and not yet in
         # The sources' parts under Ray (`sources.RayPart`: Go-Exploit's archive actors,
         # Reanalyze's actors).
         self.parts = [part for part in map(self._ray_part, loop.sources) if part is not None]
@@ -140,8 +140,8 @@ class RaySelfPlay:
             self._stop()
             raise
         cfg_dict = self.cfg.to_dict()
-        if self.cfg.selfplay.shared_inference:  # one network for all workers (polyzero.train.ray_inference)
-            self.server = start_server(ray, self.cfg, self.num_workers)
+        if self.cfg.selfplay.shared_inference:  # the workers' network (polyzero.train.ray_inference)
+            self.servers = start_servers(ray, self.cfg, self.num_workers)
         self.workers = self.start_workers(self.num_workers, 0, self.cfg.ray.worker_cpus)
         if self.cfg.eval.every:
             evaluator = ray.remote(num_cpus=self.cfg.ray.worker_cpus, max_restarts=-1, max_task_retries=0)(
@@ -159,16 +159,19 @@ class RaySelfPlay:
             SelfPlayWorker
         )
         cfg_dict = self.cfg.to_dict()
-        server = {"server": self.server} if self.server is not None and not args else {}
-        return [remote.remote(cfg_dict, first_index + i, *args, **server) for i in range(count)]
+        servers = self.servers if not args else []
+        return [
+            remote.remote(cfg_dict, i, *args, server=server_of(servers, i))
+            for i in range(first_index, first_index + count)
+        ]
 
     def _part_actors(self) -> list:
         return [actor for part in self.parts for actor in part.actors]
 
     def _stop(self) -> None:
-        for w in self.workers + self._part_actors() + self.eval_workers + [self.server] * (self.server is not None):
+        for w in self.workers + self._part_actors() + self.eval_workers + self.servers:
             self.ray.kill(w, no_restart=True)
-        self.server, self._stats_ref = None, None
+        self.servers, self._stats_refs = [], None
         self.eval_workers, self.evaluations, self.eval_waiting = [], {}, None
         self.workers, self.in_flight = [], {}
         for part in self.parts:
@@ -307,17 +310,17 @@ class RaySelfPlay:
         self._submit(worker)
 
     def _send_weights(self, worker) -> None:
-        """The latest weights to a lost actor Ray restarts, and to the inference server,
+        """The latest weights to a lost actor Ray restarts, and to the inference servers,
         which may have restarted with it."""
         worker.set_weights.remote(self._weights_ref, self._weights_version)
-        if self.server is not None:
-            self._send_server_weights()
+        self._send_server_weights()
 
     def _send_server_weights(self) -> None:
-        """The latest weights to the inference server (a version it holds is not loaded
+        """The latest weights to the inference servers (a version one holds is not loaded
         again); a restarting server gets them once it is up, instead of serving the
         untrained weights its constructor made until the next publication."""
-        self.server.set_weights.remote(self._weights_ref, self._weights_version)
+        for server in self.servers:
+            server.set_weights.remote(self._weights_ref, self._weights_version)
 
     def publish(self, loop, force: bool = False) -> None:
         """After a learning step, the other sources' weights in this process (Reanalyze's
@@ -333,8 +336,7 @@ class RaySelfPlay:
         self._weights_version = self.loop.step
         for w in self.workers + self._part_actors():
             w.set_weights.remote(self._weights_ref, self._weights_version)
-        if self.server is not None:  # once a publication, not once a worker
-            self._send_server_weights()
+        self._send_server_weights()  # once a publication, not once a worker
         for part in self.parts:
             part.publish(self, self._weights_ref, self.loop.step)
 
@@ -357,32 +359,34 @@ class RaySelfPlay:
                 out[f"ray/worker{i}/positions_per_s"] = positions / seconds
                 out[f"ray/worker{i}/simulations_per_s"] = simulations / seconds
         self.worker_work = {}
-        if self.server is not None:
+        if self.servers:
             out.update(self._server_metrics())
         return out
 
     def _server_metrics(self) -> dict:
-        """The shared inference server's batches so far, without stalling the learner on a
-        busy or restarting server: a reply not in within SERVER_STATS_TIMEOUT_S is left
-        for a later step (one request outstanding, never a queue of them). A server found
-        restarted gets the latest weights again."""
-        if self._stats_ref is None:
-            self._stats_ref = self.server.stats.remote()
+        """The shared inference servers' batches so far, together, without stalling the
+        learner on a busy or restarting server: replies not in within
+        SERVER_STATS_TIMEOUT_S are left for a later step (one request per server
+        outstanding, never a queue of them). A server found restarted gets the latest
+        weights again."""
+        if self._stats_refs is None:
+            self._stats_refs = [server.stats.remote() for server in self.servers]
         try:
-            served = self.ray.get(self._stats_ref, timeout=SERVER_STATS_TIMEOUT_S)
+            served = self.ray.get(self._stats_refs, timeout=SERVER_STATS_TIMEOUT_S)
         except self.ray.exceptions.GetTimeoutError:
             return {}
         except self.ray.exceptions.RayActorError:  # restarting: its numbers start again
-            self._stats_ref = None
+            self._stats_refs = None
             self._send_server_weights()
             return {}
-        self._stats_ref = None
-        if served["version"] < self._weights_version:  # restarted since: untrained weights
+        self._stats_refs = None
+        if min(s["version"] for s in served) < self._weights_version:  # restarted since: untrained weights
             self._send_server_weights()
-        return {
-            "ray/inference_forwards": served["forwards"],
-            "ray/inference_rows_per_forward": served["rows"] / max(served["forwards"], 1),
-        }
+        forwards, rows = sum(s["forwards"] for s in served), sum(s["rows"] for s in served)
+        out = {"ray/inference_forwards": forwards, "ray/inference_rows_per_forward": rows / max(forwards, 1)}
+        if len(served) > 1:  # how evenly the servers share the work
+            out.update({f"ray/inference_server{j}/forwards": s["forwards"] for j, s in enumerate(served)})
+        return out
 
     def _actor_state(self) -> tuple[dict, dict]:
         meta = {"rng": self.loop.actor.rng.bit_generator.state, "stats": dict(self.totals), "slots": []}

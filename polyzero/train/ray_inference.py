@@ -1,9 +1,10 @@
 """One inference service for the Ray self-play workers (`--workers N` with
 `selfplay.shared_inference`; issue 60, item 3, docs/cluster.md "One GPU box").
 
-The network lives in one Ray actor, :class:`InferenceServer`, on the run's device
-(the GPU where there is one); Ray runs up to `max_concurrency` of its method calls at
-once in threads, and each calls the :class:`~polyzero.nets.inference_service.InferenceService`
+The network lives in a Ray actor, :class:`InferenceServer`, on the run's device
+(the GPU where there is one; `ray.inference_servers` of them share the workers and the
+GPU, for when one server's Python rather than the GPU is the limit); Ray runs up to
+`max_concurrency` of its method calls at once in threads, and each calls the :class:`~polyzero.nets.inference_service.InferenceService`
 inside it, which joins the concurrent calls into one batch. Each worker's search calls
 a :class:`RemoteEvaluator`, the evaluator interface over Ray, so the workers walk
 their trees in processes of their own (no GIL shared) while the server batches their
@@ -104,21 +105,36 @@ class RemoteEvaluator(EntryPoints):
         pass
 
 
-def start_server(ray, cfg, workers: int):
-    """The server actor: a worker's CPUs, and `ray.inference_gpus` of a GPU when the run's
-    device is CUDA (refused on one line where the cluster has not that much free)."""
+def start_servers(ray, cfg, workers: int) -> list:
+    """The `ray.inference_servers` server actors, each with a worker's CPUs and an even
+    share of `ray.inference_gpus` when the run's device is CUDA (refused on one line where
+    the cluster has not that much free). Worker i calls server i mod N (:func:`server_of`),
+    so each server's clients are its workers' actor threads."""
     from ..errors import UsageError
     from ..nets.inference import resolve_device
 
+    count = cfg.ray.inference_servers
     gpus = cfg.ray.inference_gpus if resolve_device(cfg.device).type == "cuda" else 0
     free = ray.available_resources().get("GPU", 0)
     if gpus > free:
         raise UsageError(
-            f"the inference server asks for ray.inference_gpus = {gpus:g} of a GPU and {free:g} is free "
+            f"the inference servers ask for ray.inference_gpus = {gpus:g} of a GPU and {free:g} is free "
             f"(the learner holds ray.learner_gpus = {cfg.ray.learner_gpus:g}): lower one of them"
         )
-    clients = workers * cfg.selfplay.actors  # each worker's actor threads
-    remote = ray.remote(
-        num_cpus=cfg.ray.worker_cpus, num_gpus=gpus, max_concurrency=clients + 1, max_restarts=-1, max_task_retries=0
-    )
-    return remote(InferenceServer).remote(cfg.to_dict(), clients)
+    servers = []
+    for j in range(count):
+        clients = len(range(j, workers, count)) * cfg.selfplay.actors  # its workers' actor threads
+        remote = ray.remote(
+            num_cpus=cfg.ray.worker_cpus,
+            num_gpus=gpus / count,
+            max_concurrency=clients + 1,
+            max_restarts=-1,
+            max_task_retries=0,
+        )
+        servers.append(remote(InferenceServer).remote(cfg.to_dict(), max(clients, 1)))
+    return servers
+
+
+def server_of(servers: list, worker_index: int):
+    """The server worker `worker_index` calls (None without servers)."""
+    return servers[worker_index % len(servers)] if servers else None

@@ -36,7 +36,7 @@ def extra_actors(cfg) -> dict[str, int]:
     return {
         "ray.evaluators": cfg.ray.evaluators if cfg.eval.every else 0,
         "ray.reanalysers": cfg.ray.reanalysers if REANALYSE in declared_sources(cfg) else 0,
-        "selfplay.shared_inference": 1 if cfg.selfplay.shared_inference else 0,  # the inference server
+        "ray.inference_servers": cfg.ray.inference_servers if cfg.selfplay.shared_inference else 0,
     }
 
 
