@@ -5,13 +5,14 @@ The network lives in a Ray actor, :class:`InferenceServer`, on the run's device
 (the GPU where there is one; `ray.inference_servers` of them share the workers and the
 GPU, for when one server's Python rather than the GPU is the limit); Ray runs up to
 `max_concurrency` of its method calls at once in threads, and each calls the
-:class:`~polyzero.nets.inference_service.InferenceService` inside it, which joins the concurrent calls into one batch. Each worker's search calls
-a :class:`RemoteEvaluator`, the evaluator interface over Ray, so the workers walk
-their trees in processes of their own (no GIL shared) while the server batches their
-leaves. With `selfplay.actors` above 1 each worker runs that many actor threads, each
-with its own games and its own calls to the server: while one waits for a reply the
-others walk their trees (on a GPU box the single-threaded workers ran at about 40% of
-a core, waiting).
+:class:`~polyzero.nets.inference_service.InferenceService` inside it, which joins the
+concurrent calls into one batch. Each worker's search calls a :class:`RemoteEvaluator`,
+the evaluator interface over Ray, so the workers walk their trees in processes of
+their own (no GIL shared) while the server batches their leaves. With
+`selfplay.actors` above 1 each worker runs that many actor threads, each with its own
+games and its own calls to the server: while one waits for a reply the others walk
+their trees (on a GPU box the single-threaded workers ran at about 40% of a core,
+waiting).
 
 A request is one Ray call, and Ray passes an argument inline only below 100 KB; above
 it goes through the object store, which on the loaded 2-core machine made a 256-row
