@@ -11,8 +11,8 @@
 # network calls alone at the same batches; then the service in bfloat16; then short Ray
 # runs (RAY_ARMS, below), each worker's own network against inference servers on the GPU
 # (positions/s from the run's metrics, the GPU's busy share from nvidia-smi). Results:
-# OUT_DIR/selfplay_service_gpu{,_bf16}.{json,md} and OUT_DIR/ray_arms.md (copy them to
-# benchmarks/results/). --ray-only: the Ray runs alone.
+# OUT_DIR/selfplay_service_gpu{,_bf16}.{json,md} and OUT_DIR/ray_arms.{json,md}
+# (benchmarks/ray_arms.py; copy them to benchmarks/results/). --ray-only: the Ray runs alone.
 #   bash scripts/gpu_smoke.sh --throughput [--ray-only] [OUT_DIR]
 set -u
 throughput=0 in_process=1
@@ -43,8 +43,8 @@ if [ $throughput = 1 ]; then
   # 2026-11-30 single-threaded workers ran at about 40% of a core, waiting on the server).
   # RAY_ARMS replaces the list (SERVERS: ray.inference_servers, worker i calling server
   # i mod SERVERS). Per arm: positions/s over the run's last three quarters, the GPU's busy
-  # share (nvidia-smi, each second), and the busiest processes' CPU share half-way (top),
-  # to $out/ray_arms.md and $out/top-ARM.txt.
+  # share (nvidia-smi, each second), the learning steps' pace, and the busiest processes'
+  # CPU share half-way (top), to $out/ray_arms.{json,md} and $out/top-ARM.txt.
   # What an arm leaves behind is killed by its Ray directory (RAY_TMPDIR, in the environment
   # of every process the arm started, Ray's included), never by name: nothing else of the
   # machine's. The directory's path stays short (Ray's socket paths must fit in 107 bytes).
@@ -70,22 +70,8 @@ if [ $throughput = 1 ]; then
       --set ray.worker_cpus="$c" "${extra[@]}" --run-dir "$out/ray-$arm" >"$out/ray-$arm.log" 2>&1
     kill $smi; wait
     kill_arm "$raytmp"; sleep 2; rm -rf "$raytmp"
-    "$py" - "$out/ray-$arm" "$out/busy-$arm.txt" "$arm" <<'PY' | tee -a "$out/ray_arms.md"
-import sys
-import numpy as np
-from polyzero.train.metrics import read_metrics
-rows = [r for r in read_metrics(sys.argv[1]) if r["kind"] == "train"]
-busy = [float(x) for x in open(sys.argv[2]).read().split() if x.strip()]
-on = [i for i, x in enumerate(busy) if x > 0]
-steady = busy[on[0] : on[-1] + 1] if on else []
-a, b = rows[len(rows) // 4] if rows else {}, rows[-1] if rows else {}
-rate = (b["selfplay/positions"] - a["selfplay/positions"]) / max(b["time"] - a["time"], 1e-9) if len(rows) > 1 else 0.0
-q = np.percentile([r["selfplay/positions_per_s"] for r in rows[len(rows) // 4 :]] or [0], [25, 50, 75])
-print(f"- arm {sys.argv[3]} (kind-workers-cpus-games-actors-servers): {len(rows)} steps, positions/s over the last 3/4 {rate:.0f} "
-      f"(per step quartiles {q[0]:.0f} {q[1]:.0f} {q[2]:.0f}), GPU busy mean {np.mean(busy) if busy else 0:.0f}% "
-      f"(while busy {np.mean(steady) if steady else 0:.0f}%), rows per forward {b.get('ray/inference_rows_per_forward', '-')}")
-PY
   done
+  "$py" benchmarks/ray_arms.py "$out" --out "$out/ray_arms.json"
   exit 0
 fi
 quick=(--no-progress --set eval.every=0 --set eval.final_games=4 --set train.checkpoint_every=2)
