@@ -229,6 +229,35 @@ def test_final_evaluation_is_kept_and_a_finished_run_says_so_on_resume(tmp_path,
     assert "discarded" not in err
 
 
+def test_a_save_thins_only_the_checkpoint_it_supersedes_and_any_a_kill_cut_short(tmp_path, monkeypatch):
+    """A save reads one older learner.pt (the one it supersedes), not every kept one; a
+    checkpoint whose thinning was cut short (its buffers still there) is thinned at the
+    next save."""
+    from polyzero.train import checkpoint as ckpt
+
+    def files(step):
+        learner = {"net": {"w": torch.full((2,), float(step))}, "optimizer": {"m": torch.zeros(2)}}
+        return {"learner.pt": ckpt.torch_bytes(learner), "replay.npz": b"r", "state.json": b"{}"}
+
+    for step in range(1, 5):
+        ckpt.save_checkpoint(tmp_path, step, files(step), keep=10)
+    root = tmp_path / "checkpoints"
+    cut_short = root / "step_000002"  # a kill after its learner.pt, before its buffers went
+    (cut_short / "replay.npz").write_bytes(b"r")
+    loads = []
+    real_load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loads.append(a[0]) or real_load(*a, **k))
+    ckpt.save_checkpoint(tmp_path, 5, files(5), keep=10)
+    assert sorted(p.parent.name for p in loads) == ["step_000002", "step_000004"]
+    for step in range(1, 5):
+        p = root / f"step_{step:06d}"
+        assert set(read_learner(p)) == {"net"} and not (p / "replay.npz").exists(), p.name
+    assert (
+        set(read_learner(root / "step_000005")) == {"net", "optimizer"}
+        and (root / "step_000005" / "replay.npz").exists()
+    )
+
+
 def test_older_checkpoints_are_weights_only_unless_kept_for_resuming(tmp_path):
     """Checkpoints behind the newest keep the network only (no replay, no optimizer state);
     train.keep_replay_every=K keeps everything at steps that are multiples of K."""

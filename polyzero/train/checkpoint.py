@@ -43,6 +43,7 @@ from ..validation import read_text
 
 LATEST = "latest"
 BUFFERS = ("replay.npz", "queries.npz")  # read only when the run resumes
+RESUME_ONLY = (*BUFFERS, "reanalyser.pt")  # what a checkpoint behind the newest drops
 TMP, ASIDE = ".tmp-", ".old-"
 FAULT_ENV = "POLYZERO_CHECKPOINT_FAULT"  # tests and benchmarks/fault_injection.py: STAGE[:ACTION[:N]]
 #: The instants of a write `_fault_hook` can stop it at, in order.
@@ -154,23 +155,29 @@ def _prune(root: Path, keep: int, current: str | None = None, keep_replay_every:
     for older in done[-keep:-1]:
         if keep_replay_every and int(older.name[5:]) % keep_replay_every == 0:
             continue
-        _weights_only(older)
+        # The checkpoint `current` supersedes, or one whose thinning a kill cut short (its
+        # buffers still there); the others were thinned when they were superseded.
+        # Reading every kept one's learner.pt again at each save made a save's cost grow
+        # with train.keep_checkpoints (the benchmarks keep them all).
+        if older == done[-2] or any((older / name).exists() for name in RESUME_ONLY):
+            _weights_only(older)
     for stale in list(root.glob(f"{TMP}*")) + list(root.glob(f"{ASIDE}*")):
         shutil.rmtree(stale, ignore_errors=True)
 
 
 def _weights_only(ckpt: Path) -> None:
-    """Drop what only a resume reads: the buffers, Reanalyze's target network and the
-    optimizer's state."""
-    for name in (*BUFFERS, "reanalyser.pt"):
-        (ckpt / name).unlink(missing_ok=True)
+    """Drop what only a resume reads: the optimizer's state, then the buffers and
+    Reanalyze's target network (in that order, so that a kill in between leaves the
+    buffers that mark the checkpoint as not yet thinned)."""
     learner = ckpt / "learner.pt"
     try:
         state = torch.load(learner, map_location="cpu", weights_only=True)
     except Exception:  # noqa: BLE001 - unreadable: left for the reader to report
-        return
+        state = None
     if isinstance(state, dict) and "net" in state and set(state) != {"net"}:
         atomic_write(learner, torch_bytes({"net": state["net"]}))
+    for name in RESUME_ONLY:
+        (ckpt / name).unlink(missing_ok=True)
 
 
 def _pointer(root: Path) -> str | None:
