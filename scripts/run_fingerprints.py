@@ -138,7 +138,7 @@ def fingerprint(run: Path) -> dict:
     state = {k: v for k, v in json.loads((point / "state.json").read_text()).items() if k not in VOLATILE}
     out["state"], out["state_keys"] = _hash(json.dumps(state, sort_keys=True).encode()), sorted(state)
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
-    clean = [{k: v for k, v in r.items() if k not in VOLATILE} for r in records]
+    clean = [{k: v for k, v in r.items() if k not in VOLATILE and not k.startswith("step_time/")} for r in records]
     out["metrics"], out["last_record"] = _hash(json.dumps(clean, sort_keys=True).encode()), clean[-1]
     return out
 

@@ -1,5 +1,6 @@
 """AlphaZero training end to end: learning that cannot pass without learning, and exact resume."""
 
+import json
 import os
 import signal
 import subprocess
@@ -51,6 +52,12 @@ def test_metrics_and_checkpoints_written(trained):
     assert (run / "config.toml").is_file()
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == trainer.cfg.train.steps
+    # each step's time split into its phases, which add up to the step (train_time's share)
+    records = [json.loads(line) for line in lines]
+    for before, rec in zip([{"train_time": 0.0}, *records], records, strict=False):
+        phases = [rec[f"step_time/{p}_s"] for p in ("collect", "update", "publish")]
+        assert min(phases) >= 0 and rec["step_time/update_s"] > 0
+        assert sum(phases) == pytest.approx(rec["train_time"] - before["train_time"], rel=1e-6, abs=1e-6)
     assert latest_checkpoint(run).name == f"step_{trainer.cfg.train.steps:06d}"
     assert any((run / "tensorboard").iterdir())
 

@@ -259,20 +259,31 @@ class TrainingLoop(RunDirectory):
         t_step = time.perf_counter()
         before = dict(self.selfplay_stats)
         self._collect()
+        t_collected = time.perf_counter()
         losses = self._updates()
+        t_updated = time.perf_counter()
         self.step += 1
         self._publish_weights()
         ended = self._end_step(len(losses))
-        dt = time.perf_counter() - t_step
+        t_end = time.perf_counter()
+        dt = t_end - t_step
         self.train_time += dt
         loss = {k: float(np.mean([m[k] for m in losses])) for k in losses[0]} if losses else {}
         data = self._step_metrics(before, ended, dt)
         runtime = self._runtime_metrics(dt)
+        # where the step's time went: waiting for / taking in new data, the updates, and the
+        # rest (weights to the actors, the sources' end of step) -- what bounds a run whose
+        # self-play outpaces its learner (docs/cluster.md, "One GPU box")
+        phases = {
+            "step_time/collect_s": t_collected - t_step,
+            "step_time/update_s": t_updated - t_collected,
+            "step_time/publish_s": t_end - t_updated,
+        }
         log.log(
             "train",
             self.step,
             self._now(),
-            {**loss, **data, **runtime, "replay/size": len(self.replay), "train_time": self.train_time},
+            {**loss, **data, **runtime, **phases, "replay/size": len(self.replay), "train_time": self.train_time},
         )
         self._periodic_evaluation(log)
         if self.step % cfg.train.checkpoint_every == 0 or self.step == cfg.train.steps:
