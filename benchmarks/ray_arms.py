@@ -19,10 +19,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write_json_atomic  # noqa: E402
+from common import write_results  # noqa: E402
 from polyzero.train.metrics import read_metrics  # noqa: E402
 
 FIELDS = "kind-workers-cpus-games-actors-servers"
+PHASES = ("collect", "update", "publish")  # a learning step's step_time/*_s
+
+
+def _mean_ms(seconds: list) -> float | None:
+    """The mean in milliseconds; None where a row lacks it (runs before step_time/*)."""
+    return None if not seconds or None in seconds else 1000 * float(np.mean(seconds))
 
 
 def arm_summary(run: Path, busy_file: Path) -> dict:
@@ -49,6 +55,8 @@ def arm_summary(run: Path, busy_file: Path) -> dict:
         step_rate_quartiles=[float(x) for x in q],
         learner_steps_per_s=steps / seconds,
         step_ms=1000 * (b["train_time"] - a["train_time"]) / steps,
+        # its phases (runs since step_time/* was logged): collecting, updates, publishing
+        phase_ms=[_mean_ms([r.get(f"step_time/{p}_s") for r in rows[len(rows) // 4 :]]) for p in PHASES],
         step_share=(b["train_time"] - a["train_time"]) / seconds,
         positions_per_step=(b["selfplay/positions"] - a["selfplay/positions"]) / steps,
         rows_per_forward=b.get("ray/inference_rows_per_forward"),
@@ -73,21 +81,22 @@ def markdown(arms: list[dict], command: str) -> str:
         "first nonzero sample to the last",
         "",
         "| arm | learning steps | positions / s | per-step rate quartiles | learner steps / s | ms per learning "
-        "step | share of wall clock in learning steps | new positions per step | GPU busy (mean / while busy) | "
-        "rows per forward | forwards per server |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|",
+        "step | of which collect / update / publish | share of wall clock in learning steps | new positions per "
+        "step | GPU busy (mean / while busy) | rows per forward | forwards per server |",
+        "|---|---:|---:|---|---:|---:|---|---:|---:|---|---:|---|",
     ]
     for a in arms:
         if "positions_per_s" not in a:
-            lines.append(f"| {a['arm']} | {a['steps']} |" + " - |" * 9)
+            lines.append(f"| {a['arm']} | {a['steps']} |" + " - |" * 10)
             continue
         q = " / ".join(f"{x:.0f}" for x in a["step_rate_quartiles"])
         rows = "-" if a["rows_per_forward"] is None else f"{a['rows_per_forward']:.0f}"
         servers = ", ".join(str(int(f)) for f in a["server_forwards"]) or "-"
+        phases = " / ".join("-" if x is None else f"{x:.0f}" for x in a["phase_ms"])
         lines.append(
             f"| {a['arm']} | {a['steps']} | {a['positions_per_s']:.0f} | {q} | {a['learner_steps_per_s']:.2f} | "
-            f"{a['step_ms']:.0f} | {a['step_share']:.2f} | {a['positions_per_step']:.0f} | {a['gpu_busy_mean']:.0f}% / "
-            f"{a['gpu_busy_while_busy']:.0f}% | {rows} | {servers} |"
+            f"{a['step_ms']:.0f} | {phases} | {a['step_share']:.2f} | {a['positions_per_step']:.0f} | "
+            f"{a['gpu_busy_mean']:.0f}% / {a['gpu_busy_while_busy']:.0f}% | {rows} | {servers} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -102,8 +111,7 @@ def main(argv=None) -> int:
         p.error(f"no ray-ARM run directories in {args.out_dir}")
     arms = [arm_summary(d, args.out_dir / f"busy-{d.name.removeprefix('ray-')}.txt") for d in runs]
     command = " ".join(["python benchmarks/ray_arms.py", *(argv if argv is not None else sys.argv[1:])])
-    write_json_atomic(args.out, {"command": command, "arms": arms})
-    args.out.with_suffix(".md").write_text(markdown(arms, command))
+    write_results(args.out, {"command": command, "arms": arms}, markdown(arms, command))
     print(markdown(arms, command))
     return 0
 

@@ -5,7 +5,9 @@
 #   bash scripts/gpu_smoke.sh [OUT_DIR]
 #
 # With --throughput, instead: self-play positions/s and the GPU's busy share on the Connect
-# Four AlphaZero preset (about 9 minutes; fits one 10-minute device call): today's single
+# Four AlphaZero preset (the in-process part about 4 minutes, each Ray arm ARM_SECONDS
+# and about 15 s more: with --ray-only, or fewer arms, it fits one 10-minute device
+# call): today's single
 # in-process actor on the GPU against actor threads around one shared inference service
 # (selfplay.shared_inference, docs/cluster.md "One GPU box"), interleaved, with the
 # network calls alone at the same batches; then the service in bfloat16; then short Ray
@@ -36,13 +38,14 @@ if [ $throughput = 1 ]; then
     timeout --foreground 100 "$py" "${bench[@]}" --service 16x256 --dtype bfloat16 \
       --out "$out/selfplay_service_gpu_bf16.json" || echo "FAIL bfloat16 (exit $?)"
   fi
-  # Under Ray, arms of KIND:WORKERS:CPUS:GAMES:ACTORS:SERVERS for ARM_SECONDS (100) each:
+  # Under Ray, arms of KIND:WORKERS:CPUS:GAMES:ACTORS:SERVERS[:SETS] for ARM_SECONDS (100) each:
   # 14 CPU workers with a network each (the GPU for the learner), then workers calling
   # inference servers on the GPU (selfplay.shared_inference): 14 of them, 14 of two actor
   # threads of 128 games each (the same games in flight), then 28 at half a CPU each (on
   # 2026-11-30 single-threaded workers ran at about 40% of a core, waiting on the server).
   # RAY_ARMS replaces the list (SERVERS: ray.inference_servers, worker i calling server
-  # i mod SERVERS). Per arm: positions/s over the run's last three quarters, the GPU's busy
+  # i mod SERVERS; SETS: more overrides, KEY=VALUE;KEY=VALUE, e.g. the learner's side:
+  # train.positions_per_step=2048;train.minibatches_per_step=16;train.checkpoint_every=200). Per arm: positions/s over the run's last three quarters, the GPU's busy
   # share (nvidia-smi, each second), the learning steps' pace, and the busiest processes'
   # CPU share half-way (top), to $out/ray_arms.{json,md} and $out/top-ARM.txt.
   # What an arm leaves behind is killed by its Ray directory (RAY_TMPDIR, in the environment
@@ -55,12 +58,20 @@ if [ $throughput = 1 ]; then
     done
   }
   seconds=${ARM_SECONDS:-100}
-  for arm in ${RAY_ARMS:-own:14:1:256:1:1 server:14:1:256:1:1 server:14:1:128:2:1 server:28:0.5:256:1:1}; do
-    IFS=: read -r kind w c g actors servers <<<"$arm"
+  # The default: the anchors of 2026-11-30 (a network per worker; one server), then the
+  # learner's side, which bounded those runs (docs/cluster.md "One GPU box"): checkpoints
+  # every 200 steps and weights every 4, then also 4x the positions per step at the same
+  # samples per position.
+  lighter="train.checkpoint_every=200;ray.weights_every=4"
+  bigger="$lighter;train.positions_per_step=2048;train.minibatches_per_step=16"
+  for arm in ${RAY_ARMS:-own:14:1:256:1:1 server:28:0.5:256:1:1 server:28:0.5:256:1:1:$lighter server:28:0.5:256:1:1:$bigger}; do
+    IFS=: read -r kind w c g actors servers sets <<<"$arm"
     raytmp=$(mktemp -d /tmp/pzray.XXXXXX)
-    arm=${arm//:/-}  # file names
+    arm=$(tr ':=;' '-__' <<<"$arm")  # file names
     extra=(); [ "$kind" = server ] && extra=(--set selfplay.shared_inference=true --set ray.learner_gpus=0.5
       --set selfplay.actors="$actors" --set ray.inference_servers="${servers:-1}")
+    IFS=';' read -ra more <<<"${sets:-}"
+    for o in "${more[@]}"; do extra+=(--set "$o"); done
     nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 >"$out/busy-$arm.txt" &
     smi=$!
     (sleep $((seconds / 2)); top -b -d 10 -n 2 -w 200 | awk '/^top/ || /^%Cpu/ || ($9 + 0 > 15)' | cut -c1-160) >"$out/top-$arm.txt" 2>&1 &

@@ -5,6 +5,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import ray_arms  # noqa: E402
@@ -20,6 +22,12 @@ def _arm(out: Path, name: str, step_s: float, ended: float, servers: int = 0) ->
         row = {"kind": "train", "step": i, "time": i * step_s, "train_time": 0.8 * i * step_s}
         row |= {"selfplay/positions": 512 * i, "selfplay/positions_per_s": 512 / step_s}
         row |= {f"ray/inference_server{j}/forwards": 10 * i for j in range(servers)}
+        if servers:  # a run that logs its steps' phases
+            row |= {
+                "step_time/collect_s": 0.5 * step_s,
+                "step_time/update_s": 0.2 * step_s,
+                "step_time/publish_s": 0.1 * step_s,
+            }
         rows.append(row)
     (run / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
     (out / f"busy-{name}.txt").write_text("0\n20\n40\n0\n")
@@ -40,5 +48,7 @@ def test_arms_are_reported_in_run_order_with_the_learners_pace(tmp_path):
     assert abs(four["step_share"] - 0.8) < 1e-12 and four["positions_per_step"] == 512
     assert four["gpu_busy_mean"] == 15.0 and four["gpu_busy_while_busy"] == 30.0
     assert four["server_forwards"] == [80, 80, 80, 80] and own["server_forwards"] == []
+    assert four["phase_ms"] == pytest.approx([50.0, 20.0, 10.0]) and own["phase_ms"] == [None, None, None]
     md = (tmp_path / "arms.md").read_text()
     assert "| server-28-0.5-256-1-4 | 8 | 5120 |" in md and "| 80, 80, 80, 80 |" in md
+    assert "| 80 | 50 / 20 / 10 | 0.80 |" in md and "| 103 | - / - / - |" not in md
