@@ -39,9 +39,11 @@ class SoGWorker:
     def __init__(self, cfg_dict: dict):
         from polyzero.config import build_config
         from polyzero.games import load_game
+        from polyzero.games.public_states import public_observation_function
         from polyzero.nets.inference import set_threads
 
         from .cvpn import BeliefEncoding, NetworkValueFunction
+        from .search_tree import Expansions
         from .selfplay import SoundSelfPlay
         from .trainer import CVPNModel
 
@@ -51,7 +53,10 @@ class SoGWorker:
         self.game = load_game(cfg.game)
         self.encoding = BeliefEncoding(self.game)
         self.values = NetworkValueFunction(self.encoding, CVPNModel(self.encoding, cfg).build_network())
-        self.actor = SoundSelfPlay(self.game, self.encoding, self.values, cfg.sog.search_settings(), cfg.sog.p_td)
+        # the worker's games and solves share their public states' expansions (as in-process)
+        self.expansions = Expansions(public_observation_function(self.game))
+        settings = cfg.sog.search_settings()
+        self.actor = SoundSelfPlay(self.game, self.encoding, self.values, settings, cfg.sog.p_td, self.expansions)
 
     def pid(self) -> int:
         return os.getpid()
@@ -88,6 +93,7 @@ class SoGWorker:
                 [index for index, _ in group],
                 sog.q_recursive,
                 sog.query_buffer,
+                shared=self.expansions,
             )
         ]
 

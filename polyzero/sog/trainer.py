@@ -21,13 +21,14 @@ from polyzero.config import RunConfig, build_config, read_toml
 from polyzero.errors import UsageError
 from polyzero.games import check_supported, load_game
 from polyzero.games.capabilities import GameRequirements
-from polyzero.games.public_states import PublicTree
+from polyzero.games.public_states import PublicTree, public_observation_function
 from polyzero.train import checkpoint as ckpt
 from polyzero.train.learner import Learner
 from polyzero.train.loop import TrainingLoop, npz_bytes
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
+from .search_tree import Expansions
 from .selfplay import QueryBuffer, SlidingWindow, SoundSelfPlay, play_game, solve_indexed_together
 
 MAE_TREE_LIMIT = 2000  # public states; larger games get no value error in evaluation
@@ -90,7 +91,13 @@ class GamesAndQueries:
     def __init__(self, game, encoding, cfg: RunConfig, actor_values, solver_values, replay):
         self.game, self.encoding, self.cfg, self.replay = game, encoding, cfg, replay
         self.actor_values, self.solver_values = actor_values, solver_values
-        self.actor = SoundSelfPlay(game, encoding, actor_values, cfg.sog.search_settings(), cfg.sog.p_td)
+        # Public states and their expansions made once for the whole run, every search's
+        # tree attaching them (`search_tree.Expansions`: the same numbers, made once, not
+        # once per step and game); bounded by its `max_worlds`.
+        self.expansions = Expansions(public_observation_function(game))
+        self.actor = SoundSelfPlay(
+            game, encoding, actor_values, cfg.sog.search_settings(), cfg.sog.p_td, expansions=self.expansions
+        )
         self.queries = QueryBuffer(game, cfg.sog.query_buffer)
         self.counts = {
             "games": 0,
@@ -132,6 +139,7 @@ class GamesAndQueries:
                 range(self.counts["solves"], self.counts["solves"] + len(queries)),
                 self.cfg.sog.q_recursive,
                 self.cfg.sog.query_buffer,
+                shared=self.expansions,
             ):
                 loop._add_solve(solved)
                 self.solved += 1
