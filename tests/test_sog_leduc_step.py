@@ -17,7 +17,7 @@ from polyzero.sog.cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn
 from polyzero.sog.gtcfr import SoGSettings
 from polyzero.sog.query_store import StoredQuery
 from polyzero.sog.search_tree import Expansions
-from polyzero.sog.selfplay import SoundSelfPlay, _solver, play_game, solve_query
+from polyzero.sog.selfplay import SoundSelfPlay, _solver, kept_expansions, play_game, solve_query
 from polyzero.sog.values import BATCH_FROM, Query
 
 
@@ -209,3 +209,10 @@ def test_games_on_kept_expansions_play_as_alone():
             assert all(np.array_equal(h, g) for h, g in zip(x.histories, y.histories))
             assert all(np.array_equal(r, t) for r, t in zip(x.ranges, y.ranges))
     assert shared.reused > 0
+
+
+def test_a_trainer_keeps_expansions_only_where_searches_share_them():
+    """Imperfect-information games keep one index for the run; perfect-information
+    games, whose searches add only the top-k children (never shared), keep none."""
+    assert isinstance(kept_expansions(load_game("leduc_poker")), Expansions)
+    assert kept_expansions(load_game("tic_tac_toe")) is None

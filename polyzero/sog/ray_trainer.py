@@ -39,12 +39,10 @@ class SoGWorker:
     def __init__(self, cfg_dict: dict):
         from polyzero.config import build_config
         from polyzero.games import load_game
-        from polyzero.games.public_states import public_observation_function
         from polyzero.nets.inference import set_threads
 
         from .cvpn import BeliefEncoding, NetworkValueFunction
-        from .search_tree import Expansions
-        from .selfplay import SoundSelfPlay
+        from .selfplay import SoundSelfPlay, kept_expansions
         from .trainer import CVPNModel
 
         cfg = build_config(base=cfg_dict)
@@ -54,7 +52,7 @@ class SoGWorker:
         self.encoding = BeliefEncoding(self.game)
         self.values = NetworkValueFunction(self.encoding, CVPNModel(self.encoding, cfg).build_network())
         # the worker's games and solves share their public states' expansions (as in-process)
-        self.expansions = Expansions(public_observation_function(self.game))
+        self.expansions = kept_expansions(self.game)
         settings = cfg.sog.search_settings()
         self.actor = SoundSelfPlay(self.game, self.encoding, self.values, settings, cfg.sog.p_td, self.expansions)
 

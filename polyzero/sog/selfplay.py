@@ -35,7 +35,7 @@ from polyzero.replay.draws import StateOf, window_draws
 from polyzero.replay.gather import SymmetricGather
 
 from .cvpn import BeliefEncoding, Example, NetworkValueFunction
-from .gtcfr import GTCFR, SoGSettings
+from .gtcfr import GTCFR, SoGSettings, is_perfect_information
 from .lockstep import answer_together
 from .players import sample_action
 from .query_store import Collector, QueryBuffer, StoredQuery
@@ -48,6 +48,7 @@ __all__ = [
     "QueryBuffer",
     "SlidingWindow",
     "SoundSelfPlay",
+    "kept_expansions",
     "play_game",
     "solve_indexed",
     "solve_indexed_together",
@@ -136,6 +137,15 @@ def solve_queries(
         finally:
             value_fn.listener = previous
     return out
+
+
+def kept_expansions(game: pyspiel.Game) -> Expansions | None:
+    """The index of expanded public states a trainer keeps for its whole run, shared by
+    every step's games and solves (the same numbers; docs/journal/2026-11-30-sog-leduc-step-2.md),
+    bounded by `Expansions.max_worlds`. None in perfect-information games: their searches
+    add the top k children (partial expansions, never shared), so a kept index would only
+    hold memory; each step's solves and each game then share their own, as before."""
+    return None if is_perfect_information(game) else Expansions(public_observation_function(game))
 
 
 def _solver(game, query: Query, value_fn, settings: SoGSettings, rng, observe, shared=None) -> GTCFR:

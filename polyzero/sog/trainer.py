@@ -21,15 +21,14 @@ from polyzero.config import RunConfig, build_config, read_toml
 from polyzero.errors import UsageError
 from polyzero.games import check_supported, load_game
 from polyzero.games.capabilities import GameRequirements
-from polyzero.games.public_states import PublicTree, public_observation_function
+from polyzero.games.public_states import PublicTree
 from polyzero.train import checkpoint as ckpt
 from polyzero.train.learner import Learner
 from polyzero.train.loop import TrainingLoop, npz_bytes
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
-from .search_tree import Expansions
-from .selfplay import QueryBuffer, SlidingWindow, SoundSelfPlay, play_game, solve_indexed_together
+from .selfplay import QueryBuffer, SlidingWindow, SoundSelfPlay, kept_expansions, play_game, solve_indexed_together
 
 MAE_TREE_LIMIT = 2000  # public states; larger games get no value error in evaluation
 REQUIREMENTS = GameRequirements(chance_nodes=True, imperfect_information=True, single_player=False)
@@ -94,7 +93,7 @@ class GamesAndQueries:
         # Public states and their expansions made once for the whole run, every search's
         # tree attaching them (`search_tree.Expansions`: the same numbers, made once, not
         # once per step and game); bounded by its `max_worlds`.
-        self.expansions = Expansions(public_observation_function(game))
+        self.expansions = kept_expansions(game)
         self.actor = SoundSelfPlay(
             game, encoding, actor_values, cfg.sog.search_settings(), cfg.sog.p_td, expansions=self.expansions
         )
