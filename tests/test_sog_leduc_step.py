@@ -2,7 +2,8 @@
 inputs of a CVPN batch as one array are `BeliefEncoding.input`'s bit for bit; all
 queries' policy rows in one gather and product per player are the per-query products
 to within float32 rounding; search trees sharing their public states' expansions
-solve bit for bit as alone."""
+solve bit for bit as alone, also when the expansions and the CFR's arrays of them are
+kept from an earlier step's trees and games (docs/journal/2026-11-30-sog-leduc-step-2.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from polyzero.sog.cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn
 from polyzero.sog.gtcfr import SoGSettings
 from polyzero.sog.query_store import StoredQuery
 from polyzero.sog.search_tree import Expansions
-from polyzero.sog.selfplay import solve_query
+from polyzero.sog.selfplay import SoundSelfPlay, _solver, kept_expansions, play_game, solve_query
 from polyzero.sog.values import BATCH_FROM, Query
 
 
@@ -31,6 +32,20 @@ def _queries(game_name: str, count: int, seed: int = 1, max_depth: int | None = 
         r = [source.random(len(s)) * (source.random() > 0.1) for s in n.info_states]
         ranges.append(r)
     return encoding, [Query(n, r) for n, r in zip(picks, ranges)]
+
+
+def _solve_setup(game_name: str, seed: int, key: int) -> tuple:
+    """Four decision queries, a small CVPN, GT-CFR(10, 1) and each query solved alone
+    (its generator seeded [key, k])."""
+    torch.set_num_threads(1)
+    encoding, queries = _queries(game_name, 8, seed=seed)
+    queries = [q for q in queries if q.public_state.kind == DECISION][:4]
+    torch.manual_seed(0)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
+    settings = SoGSettings(simulations=10, expansions_per_update=1.0)
+    game = encoding.game
+    alone = [solve_query(game, q, value_fn, settings, np.random.default_rng([key, k])) for k, q in enumerate(queries)]
+    return game, queries, value_fn, settings, alone
 
 
 @pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker", "liars_dice"])
@@ -75,14 +90,8 @@ def test_shared_expansions_solve_bit_for_bit_as_alone(game_name):
     """Query solves whose trees share their public states' expansions (a step's solves,
     `Expansions`) give the solves' numbers bit for bit, roots rebuilt from stored
     histories joining the shared ones."""
-    torch.set_num_threads(1)
-    encoding, queries = _queries(game_name, 8, seed=3)
-    queries = [q for q in queries if q.public_state.kind == DECISION][:4]
-    queries += [StoredQuery.of(q).query(encoding.game) for q in queries]  # the same roots, rebuilt
-    torch.manual_seed(0)
-    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
-    settings = SoGSettings(simulations=10, expansions_per_update=1.0)
-    game = encoding.game
+    game, queries, value_fn, settings, _ = _solve_setup(game_name, seed=3, key=4)
+    queries += [StoredQuery.of(q).query(game) for q in queries]  # the same roots, rebuilt
     alone = [solve_query(game, q, value_fn, settings, np.random.default_rng([4, k])) for k, q in enumerate(queries)]
     shared = Expansions(public_observation_function(game))
     joined = [
@@ -142,3 +151,68 @@ def test_a_root_with_the_same_key_but_other_worlds_does_not_join(game_name):
         for x, y in zip(a, b):
             assert np.array_equal(x, y)
     assert shared.root(node) is not shared.root(other)
+
+
+@pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
+def test_trees_of_kept_expansions_share_their_cfr_arrays_and_solve_as_alone(game_name):
+    """A later step's solves of the same belief states, on the `Expansions` an earlier
+    step's solves filled (the trainer keeps one for the run): nothing is expanded
+    again, every decision's CFR arrays are the earlier tree's (read only), and the
+    counterfactual values are those of solves alone, bit for bit."""
+    game, queries, value_fn, settings, alone = _solve_setup(game_name, seed=5, key=6)
+    shared = Expansions(public_observation_function(game))
+    steps = []
+    for step in range(2):  # the second step's roots are rebuilt from stored histories
+        reused = shared.reused
+        made = [q if step == 0 else StoredQuery.of(q).query(game) for q in queries]
+        searches = [
+            _solver(game, q, value_fn, settings, np.random.default_rng([6, k]), shared.observe, shared)
+            for k, q in enumerate(made)
+        ]
+        for search in searches:
+            search.run()
+        steps.append((searches, shared.reused - reused))
+    (first, _), (second, reused) = steps
+    assert reused == sum(s.tree.revision for s in second)  # every expansion attached, none made
+    for a, b, values in zip(first, second, alone):
+        assert b.cfr.decisions
+        for index, d in b.cfr.decisions.items():
+            kept = a.cfr.decisions[a.tree.index_of[b.tree.nodes[index].key]]
+            assert d.membership is kept.membership and d.legal is kept.legal and not d.legal.flags.writeable
+            assert d.cumulative_regret is not kept.cumulative_regret
+        for search in (a, b):
+            search.cfr.evaluate_average()
+            for p, v in enumerate(values):
+                assert np.array_equal(search.cfr.counterfactual_values(0, p), v)
+
+
+def test_games_on_kept_expansions_play_as_alone():
+    """Sound self-play games whose re-solving searches share one `Expansions` (the
+    trainer's, kept between games) make the same examples as games on their own."""
+    torch.set_num_threads(1)
+    encoding, _ = _queries("leduc_poker", 1)
+    torch.manual_seed(0)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
+    settings = SoGSettings(simulations=6, expansions_per_update=1.0)
+    game = encoding.game
+    shared = Expansions(public_observation_function(game))
+    kept = SoundSelfPlay(game, encoding, value_fn, settings, p_td=0.5, expansions=shared)
+    own = SoundSelfPlay(game, encoding, value_fn, settings, p_td=0.5)
+    for index in range(3):
+        a, b = play_game(kept, 7, index, 0.5), play_game(own, 7, index, 0.5)
+        assert a.returns == b.returns and a.decisions == b.decisions and len(a.collected) == len(b.collected)
+        for x, y in zip(a.examples, b.examples):
+            for name in ("x", "value", "value_mask", "policy", "policy_mask"):
+                assert np.array_equal(getattr(x, name), getattr(y, name))
+        for x, y in zip(a.collected + a.to_solve, b.collected + b.to_solve):
+            assert x.key == y.key and np.array_equal(x.chance_reach, y.chance_reach)
+            assert all(np.array_equal(h, g) for h, g in zip(x.histories, y.histories))
+            assert all(np.array_equal(r, t) for r, t in zip(x.ranges, y.ranges))
+    assert shared.reused > 0
+
+
+def test_a_trainer_keeps_expansions_only_where_searches_share_them():
+    """Imperfect-information games keep one index for the run; perfect-information
+    games, whose searches add only the top-k children (never shared), keep none."""
+    assert isinstance(kept_expansions(load_game("leduc_poker")), Expansions)
+    assert kept_expansions(load_game("tic_tac_toe")) is None

@@ -106,11 +106,68 @@ class _Decision:
     down: tuple = ()
 
     def __post_init__(self) -> None:
-        if self.edges:
+        if self.edges and not self.down:
             worlds = np.concatenate([e[1] for e in self.edges])
             ends = np.cumsum([len(e[1]) for e in self.edges])
             spans = [(e[0], end - len(e[1]), end, e[3]) for e, end in zip(self.edges, ends)]
             self.down = (worlds, self.info[worlds], np.concatenate([e[2] for e in self.edges]), spans)
+
+
+def _group(transitions, column, base: int) -> list:
+    """[(child - base, worlds, column values, child worlds)] per child, in the order the
+    transitions first reach each."""
+    by_child: dict[int, list] = {}
+    for t in transitions:
+        by_child.setdefault(t.child - base, []).append((t.world, column(t), t.child_world))
+    return [(c, *(_frozen(np.array(x)) for x in zip(*rows))) for c, rows in by_child.items()]
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)  # shared by every tree holding the node: read only
+    return array
+
+
+@dataclass(frozen=True)
+class _DecisionShape:
+    """A decision node's arrays that its worlds and moves fix (see `_Decision`), children
+    counted from the node's first; read only (several trees' CFRs may share them)."""
+
+    player: int
+    actions: list[int]
+    info: np.ndarray
+    membership: np.ndarray
+    first_world: np.ndarray
+    legal: np.ndarray
+    edges: list
+    down: tuple
+    policy: np.ndarray  # regret matching of zero regrets (uniform over the legal actions)
+
+
+def _decision_shape(node, base: int) -> _DecisionShape:
+    p = node.player
+    actions = sorted({t.action for t in node.transitions})
+    col = {a: k for k, a in enumerate(actions)}
+    info = node.world_info[p]
+    num_info = len(node.info_states[p])
+    membership = np.zeros((num_info, len(node.worlds)))
+    membership[info, np.arange(len(node.worlds))] = 1.0
+    first_world = np.array([np.flatnonzero(info == i)[0] for i in range(num_info)])
+    legal = np.zeros((num_info, len(actions)), bool)
+    for t in node.transitions:
+        legal[info[t.world], col[t.action]] = True
+    edges = _group(node.transitions, lambda t: col[t.action], base)
+    worlds = np.concatenate([e[1] for e in edges])
+    ends = np.cumsum([len(e[1]) for e in edges])
+    spans = [(e[0], end - len(e[1]), end, e[3]) for e, end in zip(edges, ends)]
+    down = (_frozen(worlds), _frozen(info[worlds]), _frozen(np.concatenate([e[2] for e in edges])), spans)
+    policy = regret_matching(np.zeros((num_info, len(actions))), legal)
+    arrays = (membership, first_world, legal, policy)
+    membership, first_world, legal, policy = (_frozen(a) for a in arrays)
+    return _DecisionShape(p, actions, info, membership, first_world, legal, edges, down, policy)
+
+
+def _chance_shape(node, base: int) -> list:
+    return _group(node.transitions, lambda t: t.probability, base)
 
 
 LeafValuesFn = Callable[[list[int], list[np.ndarray]], list[np.ndarray]]
@@ -177,7 +234,7 @@ class PublicTreeCFR:
                 continue  # a leaf
             if node.kind == DECISION:
                 old = self.decisions.get(index)
-                new = self._decision_arrays(node)
+                new = self._decision_arrays(index, node)
                 if old is not None:
                     for k, action in enumerate(old.actions):
                         j = new.actions.index(action)
@@ -191,48 +248,46 @@ class PublicTreeCFR:
                     new.policy = regret_matching(new.cumulative_regret, new.legal)
                 self.decisions[index] = new
             else:
-                self._chance_edges[index] = self._chance_arrays(node)
+                self._chance_edges[index] = self._chance_arrays(index, node)
         self.leaves = [i for i, n in enumerate(nodes) if n.kind != TERMINAL and not n.transitions]
 
-    @staticmethod
-    def _group(transitions, column):
-        by_child: dict[int, list] = {}
-        for t in transitions:
-            by_child.setdefault(t.child, []).append((t.world, column(t), t.child_world))
-        return [(c, *(np.array(x) for x in zip(*rows))) for c, rows in by_child.items()]
+    def _shape(self, index: int, node, kind: str, build):
+        """What a node's arrays hold that depends only on its worlds and moves, children
+        counted from its first (`_decision_shape`, `_chance_shape`): made once for all
+        the trees that attached the same shared expansion (`SearchTree.structure`: their
+        moves are the same, in the same order, their children added in the same order)."""
+        structure = getattr(self.tree, "structure", None)
+        cache = structure(index) if structure is not None else None
+        key = (kind, len(node.transitions))
+        shape = cache.get(key) if cache is not None else None
+        if shape is None:
+            shape = build(node, min(node.children.values()))
+            if cache is not None:
+                cache[key] = shape
+        return shape
 
-    def _decision_arrays(self, node) -> _Decision:
-        p = node.player
-        actions = sorted({t.action for t in node.transitions})
-        col = {a: k for k, a in enumerate(actions)}
-        info = node.world_info[p]
-        num_info = len(node.info_states[p])
-        membership = np.zeros((num_info, len(node.worlds)))
-        membership[info, np.arange(len(node.worlds))] = 1.0
-        first_world = np.array([np.flatnonzero(info == i)[0] for i in range(num_info)])
-        legal = np.zeros((num_info, len(actions)), bool)
-        for t in node.transitions:
-            legal[info[t.world], col[t.action]] = True
-        edges = self._group(node.transitions, lambda t: col[t.action])
-        zeros = np.zeros((num_info, len(actions)))
+    def _decision_arrays(self, index: int, node) -> _Decision:
+        shape = self._shape(index, node, DECISION, _decision_shape)
+        base = min(node.children.values())
+        worlds, infos, cols, spans = shape.down
+        zeros = np.zeros(shape.legal.shape)
         return _Decision(
-            p,
-            actions,
-            info,
-            membership,
-            first_world,
-            legal,
-            edges,
+            shape.player,
+            shape.actions,
+            shape.info,
+            shape.membership,
+            shape.first_world,
+            shape.legal,
+            [(base + k, w, c, cw) for k, w, c, cw in shape.edges],
+            zeros,
             zeros.copy(),
-            zeros.copy(),
-            regret_matching(zeros, legal),
+            shape.policy,
+            down=(worlds, infos, cols, [(base + k, start, end, cw) for k, start, end, cw in spans]),
         )
 
-    def _chance_arrays(self, node):
-        return [
-            (c, worlds, probs, child_worlds)
-            for c, worlds, probs, child_worlds in self._group(node.transitions, lambda t: t.probability)
-        ]
+    def _chance_arrays(self, index: int, node):
+        base = min(node.children.values())
+        return [(base + k, w, probs, cw) for k, w, probs, cw in self._shape(index, node, CHANCE, _chance_shape)]
 
     # -- one iteration -----------------------------------------------------------------
 

@@ -42,7 +42,7 @@ class SoGWorker:
         from polyzero.nets.inference import set_threads
 
         from .cvpn import BeliefEncoding, NetworkValueFunction
-        from .selfplay import SoundSelfPlay
+        from .selfplay import SoundSelfPlay, kept_expansions
         from .trainer import CVPNModel
 
         cfg = build_config(base=cfg_dict)
@@ -51,7 +51,10 @@ class SoGWorker:
         self.game = load_game(cfg.game)
         self.encoding = BeliefEncoding(self.game)
         self.values = NetworkValueFunction(self.encoding, CVPNModel(self.encoding, cfg).build_network())
-        self.actor = SoundSelfPlay(self.game, self.encoding, self.values, cfg.sog.search_settings(), cfg.sog.p_td)
+        # the worker's games and solves share their public states' expansions (as in-process)
+        self.expansions = kept_expansions(self.game)
+        settings = cfg.sog.search_settings()
+        self.actor = SoundSelfPlay(self.game, self.encoding, self.values, settings, cfg.sog.p_td, self.expansions)
 
     def pid(self) -> int:
         return os.getpid()
@@ -88,6 +91,7 @@ class SoGWorker:
                 [index for index, _ in group],
                 sog.q_recursive,
                 sog.query_buffer,
+                shared=self.expansions,
             )
         ]
 

@@ -86,7 +86,9 @@ class ResolvingSearcher:
     worlds), dropping the least recently used but never a player's latest search. A
     dropped search is searched again when needed (a search is a function of its public
     state, its seed and the previous search), so the bounds change costs, never
-    results; `search_at` restarts from the latest search cached."""
+    results; `search_at` restarts from the latest search cached. `expansions`: public
+    states and expansions shared with other searches (`search_tree.Expansions`: the
+    same numbers; by default the searcher's own)."""
 
     def __init__(
         self,
@@ -96,13 +98,15 @@ class ResolvingSearcher:
         seed: int = 0,
         cache_size: int = 100_000,
         max_worlds: int | None = MAX_CACHED_WORLDS,
+        expansions: Expansions | None = None,
     ):
         self.game = game
         self.value_fn = value_fn
         self.settings = settings
         self.seed = seed
-        self.observe = public_observation_function(game)
-        self.expansions = Expansions(self.observe)  # the searches' common public states, made once
+        # the searches' common public states, made once (given: shared with other searchers)
+        self.expansions = expansions if expansions is not None else Expansions(public_observation_function(game))
+        self.observe = self.expansions.observe
         self._root = PublicTree(game, max_depth=0).nodes[0]
         self.cache: OrderedDict = OrderedDict()
         self.cache_size = cache_size

@@ -26,6 +26,9 @@ class Shared:
     derived: dict
     children: list | None = None  # SearchTree._children of the whole node
     histories: list | None = field(default=None, repr=False)
+    # What users derive from `children` (the moves, every tree's in the same order):
+    # the CFR's arrays of the node (`SearchTree.structure`).
+    structure: dict = field(default_factory=dict, repr=False)
 
 
 class Expansions:
@@ -99,6 +102,7 @@ class SearchTree(PublicTree):
         self.index_of = {root.key: 0}
         self.moves: list[dict] = [{}]  # per node: (world, action) -> (child, child world)
         self.revision = 0  # expansions so far: a CFR over the tree syncs only after one
+        self._structures: dict[int, dict] = {}  # node -> its shared expansion's `structure`
 
     def is_leaf(self, index: int) -> bool:
         node = self.nodes[index]
@@ -115,8 +119,14 @@ class SearchTree(PublicTree):
                 entry.children = self._children(node, index, None)
             else:
                 self.shared.reused += 1
+            self._structures[index] = entry.structure
             return self._attach(index, entry.children)
         return self._attach(index, self._children(node, index, actions))
+
+    def structure(self, index: int) -> dict | None:
+        """A dict for what is derived from the node's moves, shared by every tree that
+        attached the same full expansion of it (None: the moves are this tree's own)."""
+        return self._structures.get(index)
 
     def _children(self, node: PublicState, index: int, actions: set[int] | None) -> list:
         """[(public observation, [(world, action, probability)], the child's Shared)] of

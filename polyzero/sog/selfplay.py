@@ -35,7 +35,7 @@ from polyzero.replay.draws import StateOf, window_draws
 from polyzero.replay.gather import SymmetricGather
 
 from .cvpn import BeliefEncoding, Example, NetworkValueFunction
-from .gtcfr import GTCFR, SoGSettings
+from .gtcfr import GTCFR, SoGSettings, is_perfect_information
 from .lockstep import answer_together
 from .players import sample_action
 from .query_store import Collector, QueryBuffer, StoredQuery
@@ -48,6 +48,7 @@ __all__ = [
     "QueryBuffer",
     "SlidingWindow",
     "SoundSelfPlay",
+    "kept_expansions",
     "play_game",
     "solve_indexed",
     "solve_indexed_together",
@@ -118,11 +119,14 @@ def solve_queries(
     rngs: list[np.random.Generator],
     listeners: list | None = None,
     observe=None,
+    shared: Expansions | None = None,
 ) -> list[list[np.ndarray]]:
     """`solve_query` for each query, the searches advanced together so that each CFR
     iteration's leaf queries of all of them go to the value function in one call
-    (`polyzero.sog.lockstep`); search j's queries reach `listeners[j]`."""
-    shared = Expansions(observe or public_observation_function(game))  # the searches' common public states
+    (`polyzero.sog.lockstep`); search j's queries reach `listeners[j]`. `shared`: the
+    public states and expansions the searches share (by default, their own)."""
+    if shared is None:  # the searches' common public states
+        shared = Expansions(observe or public_observation_function(game))
     searches = [_solver(game, q, value_fn, settings, rng, shared.observe, shared) for q, rng in zip(queries, rngs)]
     answer_together([s.run_steps() for s in searches], value_fn, listeners)
     out = []
@@ -133,6 +137,15 @@ def solve_queries(
         finally:
             value_fn.listener = previous
     return out
+
+
+def kept_expansions(game: pyspiel.Game) -> Expansions | None:
+    """The index of expanded public states a trainer keeps for its whole run, shared by
+    every step's games and solves (the same numbers; docs/journal/2026-11-30-sog-leduc-step-2.md),
+    bounded by `Expansions.max_worlds`. None in perfect-information games: their searches
+    add the top k children (partial expansions, never shared), so a kept index would only
+    hold memory; each step's solves and each game then share their own, as before."""
+    return None if is_perfect_information(game) else Expansions(public_observation_function(game))
 
 
 def _solver(game, query: Query, value_fn, settings: SoGSettings, rng, observe, shared=None) -> GTCFR:
@@ -360,10 +373,12 @@ def solve_indexed_together(
     indices: Sequence[int],
     q_recursive: float,
     capacity: int | None = None,
+    shared: Expansions | None = None,
 ) -> list[SolveResult]:
     """Solves number `indices[k]` of a run (query k), each with `solve_indexed`'s
     randomness; with more than one query the searches run together (`solve_queries`:
-    one network call per round for all their leaves)."""
+    one network call per round for all their leaves). `shared`: public states and
+    expansions kept from earlier solves (`search_tree.Expansions`; the same numbers)."""
     if len(indices) != len(queries):
         raise ValueError(f"{len(indices)} solve indices for {len(queries)} queries")
     collectors = [Collector(q_recursive, np.random.default_rng([seed, 4, i]), capacity) for i in indices]
@@ -371,11 +386,11 @@ def solve_indexed_together(
     if len(queries) == 1:
         value_fn.listener = collectors[0]
         try:
-            solved = [solve_query(game, queries[0], value_fn, settings, rngs[0])]
+            solved = [solve_query(game, queries[0], value_fn, settings, rngs[0], shared=shared)]
         finally:
             value_fn.listener = None
     else:
-        solved = solve_queries(game, queries, value_fn, settings, rngs, collectors)
+        solved = solve_queries(game, queries, value_fn, settings, rngs, collectors, shared=shared)
     out = []
     for query, cfv, collector in zip(queries, solved, collectors):
         value, mask = value_targets(encoding, query, cfv)
@@ -394,18 +409,22 @@ class SoundSelfPlay:
         value_fn: NetworkValueFunction,
         settings: SoGSettings,
         p_td: float,
+        expansions: Expansions | None = None,
     ):
         self.game = game
         self.encoding = encoding
         self.value_fn = value_fn
         self.settings = settings
         self.p_td = p_td
+        self.expansions = expansions  # shared by its games' searches (None: each game its own)
 
     def play(self, seed: int, rng: np.random.Generator) -> EpisodeResult:
         """One game. Each decision's example (its policy target) is built when the decision
         is made and its belief state kept as a `StoredQuery`, so the game holds no search
         tree or public state past its decision (a long London game held gigabytes)."""
-        searcher = ResolvingSearcher(self.game, self.value_fn, self.settings, seed, cache_size=LINE_SEARCHES)
+        searcher = ResolvingSearcher(
+            self.game, self.value_fn, self.settings, seed, cache_size=LINE_SEARCHES, expansions=self.expansions
+        )
         state = self.game.new_initial_state()
         line = []  # (example without values, stored query, the slot held by each player)
         while not state.is_terminal():

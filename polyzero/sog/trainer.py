@@ -28,7 +28,7 @@ from polyzero.train.loop import TrainingLoop, npz_bytes
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
-from .selfplay import QueryBuffer, SlidingWindow, SoundSelfPlay, play_game, solve_indexed_together
+from .selfplay import QueryBuffer, SlidingWindow, SoundSelfPlay, kept_expansions, play_game, solve_indexed_together
 
 MAE_TREE_LIMIT = 2000  # public states; larger games get no value error in evaluation
 REQUIREMENTS = GameRequirements(chance_nodes=True, imperfect_information=True, single_player=False)
@@ -90,7 +90,13 @@ class GamesAndQueries:
     def __init__(self, game, encoding, cfg: RunConfig, actor_values, solver_values, replay):
         self.game, self.encoding, self.cfg, self.replay = game, encoding, cfg, replay
         self.actor_values, self.solver_values = actor_values, solver_values
-        self.actor = SoundSelfPlay(game, encoding, actor_values, cfg.sog.search_settings(), cfg.sog.p_td)
+        # Public states and their expansions made once for the whole run, every search's
+        # tree attaching them (`search_tree.Expansions`: the same numbers, made once, not
+        # once per step and game); bounded by its `max_worlds`.
+        self.expansions = kept_expansions(game)
+        self.actor = SoundSelfPlay(
+            game, encoding, actor_values, cfg.sog.search_settings(), cfg.sog.p_td, expansions=self.expansions
+        )
         self.queries = QueryBuffer(game, cfg.sog.query_buffer)
         self.counts = {
             "games": 0,
@@ -132,6 +138,7 @@ class GamesAndQueries:
                 range(self.counts["solves"], self.counts["solves"] + len(queries)),
                 self.cfg.sog.q_recursive,
                 self.cfg.sog.query_buffer,
+                shared=self.expansions,
             ):
                 loop._add_solve(solved)
                 self.solved += 1
