@@ -392,6 +392,27 @@ def test_liars_dice_trains_end_to_end(tmp_path):
     assert main(["exploitability", f"sog:4,1,net={run}", "--game", spec, "--seeds", "1", "--no-progress"]) == 0
 
 
+def test_scotland_yard_mr_x_has_a_slot_before_his_start_is_dealt():
+    """London deals the starts by chance, Mr X's last: the public states before it hold
+    worlds where he has no station (mrx 0). Their inputs are built, one by one and in a
+    batch (values.BATCH_FROM or more rows), with his one information state in slot 0:
+    the slot -1 of before crashed London self-play at its first search."""
+    from polyzero.sog.values import BATCH_FROM
+
+    game = load_game("scotland_yard(mrx_start=0,detective_starts=deal,start_cards=3;6;9;2;5)")
+    enc = BeliefEncoding(game)
+    tree = PublicTree(game, max_depth=3)
+    undealt = [n for n in tree.nodes if any(w.state.mrx == 0 for w in n.worlds)]
+    assert undealt and all(w.state.mrx == 0 for n in undealt for w in n.worlds)  # never mixed with placed
+    assert all((enc.slot_index(n, 0) == 0).all() for n in undealt)
+    rng = np.random.default_rng(0)
+    nodes = (undealt * BATCH_FROM)[:BATCH_FROM]
+    ranges = [_random_ranges(n, rng) for n in nodes]
+    batch = enc.inputs(nodes, ranges)
+    assert np.array_equal(batch, np.stack([enc.input(n, r) for n, r in zip(nodes, ranges)]))
+    assert (batch[:, enc.public_size] == 1).all()  # Mr X's whole range in slot 0
+
+
 def test_scotland_yard_slots_share_mr_x_positions():
     """Mr X's information states are his paths; the CVPN's slots are his stations, and
     a slot's range and value target aggregate the paths that end there."""

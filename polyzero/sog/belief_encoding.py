@@ -34,9 +34,11 @@ from .values import BATCH_FROM, bincount_parts, counterfactual_reach, info_of, w
 
 
 def _scotland_yard_slots(game: pyspiel.Game):
-    """Mr X (player 0): his station; the detectives (player 1): one slot."""
+    """Mr X (player 0): his station; the detectives (player 1): one slot. Before chance
+    deals his start (`mrx` 0, London's dealt starts) Mr X has one information state,
+    and the public states there hold no placed worlds: slot 0."""
     stations = game.rules.num_stations
-    return [stations, 1], lambda state, player: state.mrx - 1 if player == 0 else 0
+    return [stations, 1], lambda state, player: max(state.mrx - 1, 0) if player == 0 else 0
 
 
 def _liars_dice_slots(game: pyspiel.Game):
@@ -219,6 +221,13 @@ class BeliefEncoding:
                 info = world.info_states[player]
                 if out[info] < 0:
                     out[info] = self._slot_of(world.state, player)
+            if len(out) and not 0 <= out.min() <= out.max() < self.slots[player]:
+                # a slot rule's bug: np.bincount refuses a negative slot, and a batch's
+                # bincount (values.bincount_parts) would put it in the row before
+                raise ValueError(
+                    f"{self.game}: player {player}'s slots {sorted(set(out.tolist()))} "
+                    f"outside 0..{self.slots[player] - 1}"
+                )
             out.flags.writeable = False
             node.derived[key] = out
         return out
