@@ -5,6 +5,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import ray_arms  # noqa: E402
@@ -40,5 +42,37 @@ def test_arms_are_reported_in_run_order_with_the_learners_pace(tmp_path):
     assert abs(four["step_share"] - 0.8) < 1e-12 and four["positions_per_step"] == 512
     assert four["gpu_busy_mean"] == 15.0 and four["gpu_busy_while_busy"] == 30.0
     assert four["server_forwards"] == [80, 80, 80, 80] and own["server_forwards"] == []
+    assert four["collect_wait_share"] is None  # runs that did not log ray/collect_wait_s
     md = (tmp_path / "arms.md").read_text()
     assert "| server-28-0.5-256-1-4 | 8 | 5120 |" in md and "| 80, 80, 80, 80 |" in md
+
+
+def test_the_wall_clock_between_steps_is_split_at_the_checkpoints(tmp_path):
+    """Steps of 50 ms; 10 ms between steps, 100 ms after each 4th (a checkpoint): over
+    rows 3-12, the shares after checkpoint steps and after the others, and the steps'
+    new positions, whole games (not 512 each)."""
+    run = tmp_path / "ray-server-28-0.5-256-1-4"
+    run.mkdir()
+    rows, time, positions = [], 0.0, 0
+    for step in range(1, 13):
+        time += 0.05 + (0.1 if (step - 1) % 4 == 0 and step > 1 else 0.01)
+        positions += (400, 600)[step % 2]
+        rows.append({"kind": "train", "step": step, "time": time, "train_time": 0.05 * step})
+        rows[-1] |= {"selfplay/positions": positions, "selfplay/positions_per_s": 1.0, "ray/collect_wait_s": 0.02}
+    (run / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    (tmp_path / "busy-server-28-0.5-256-1-4.txt").write_text("[N/A]\n50\n")  # a sample nvidia-smi could not read
+    out = tmp_path / "arms.json"
+    assert ray_arms.main([str(tmp_path), "--out", str(out), "--checkpoint-every", "4"]) == 0
+    (arm,) = json.loads(out.read_text())["arms"]
+    span = rows[-1]["time"] - rows[3]["time"]  # rows from the first quarter (index 3) on
+    assert abs(arm["checkpoint_share"] - 2 * 0.1 / span) < 1e-9  # after steps 4 and 8
+    assert abs(arm["other_share"] - 6 * 0.01 / span) < 1e-9 and abs(arm["other_gap_ms_median"] - 10) < 1e-6
+    assert arm["positions_per_step_quartiles"] == [400, 500, 600] and arm["gpu_busy_mean"] == 50.0
+    assert abs(arm["collect_wait_share"] - 8 * 0.02 / span) < 1e-9  # the steps after the first row's
+    assert f"| {arm['collect_wait_share']:.2f} | 400 / 500 / 600 |" in (tmp_path / "arms.md").read_text()
+
+
+def test_a_directory_without_arms_is_refused_on_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        ray_arms.main([str(tmp_path), "--out", str(tmp_path / "arms.json")])
+    assert exit_.value.code == 2 and "no ray-ARM run directories" in capsys.readouterr().err
