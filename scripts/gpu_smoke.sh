@@ -20,10 +20,14 @@ while [ $# -gt 0 ]; do
   case $1 in
     --throughput) throughput=1 ;;
     --ray-only) in_process=0 ;;
+    -*) echo "gpu_smoke.sh: unknown option $1 (--throughput [--ray-only] [OUT_DIR])" >&2; exit 2 ;;
     *) break ;;
   esac
   shift
 done
+if [ $in_process = 0 ] && [ $throughput = 0 ]; then
+  echo "gpu_smoke.sh: --ray-only goes with --throughput" >&2; exit 2
+fi
 out=${1:-/tmp/gpu_smoke}
 mkdir -p "$out"
 py=${PYTHON:-python3}

@@ -76,3 +76,15 @@ def test_a_directory_without_arms_is_refused_on_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         ray_arms.main([str(tmp_path), "--out", str(tmp_path / "arms.json")])
     assert exit_.value.code == 2 and "no ray-ARM run directories" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--ray-only"], "--ray-only goes with --throughput"), (["--throughput", "-x"], "unknown option -x")],
+)
+def test_gpu_smoke_refuses_bad_options_before_running_anything(argv, message, tmp_path):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gpu_smoke.sh"
+    done = subprocess.run(["bash", str(script), *argv, str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 2 and message in done.stderr and not (tmp_path / "out").exists()
