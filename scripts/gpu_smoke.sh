@@ -22,10 +22,14 @@ while [ $# -gt 0 ]; do
   case $1 in
     --throughput) throughput=1 ;;
     --ray-only) in_process=0 ;;
+    -*) echo "gpu_smoke.sh: unknown option $1 (--throughput [--ray-only] [OUT_DIR])" >&2; exit 2 ;;
     *) break ;;
   esac
   shift
 done
+if [ $in_process = 0 ] && [ $throughput = 0 ]; then
+  echo "gpu_smoke.sh: --ray-only goes with --throughput" >&2; exit 2
+fi
 out=${1:-/tmp/gpu_smoke}
 mkdir -p "$out"
 py=${PYTHON:-python3}
@@ -74,7 +78,10 @@ if [ $throughput = 1 ]; then
     for o in "${more[@]}"; do extra+=(--set "$o"); done
     nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 1 >"$out/busy-$arm.txt" &
     smi=$!
-    (sleep $((seconds / 2)); top -b -d 10 -n 2 -w 200 | awk '/^top/ || /^%Cpu/ || ($9 + 0 > 15)' | cut -c1-160) >"$out/top-$arm.txt" 2>&1 &
+    # top's second frame only: its first covers a moment, not the 10 s (on 2026-11-30 it
+    # showed workers at 90-100% of a core that the 10-s frame had at 15-19%)
+    (sleep $((seconds / 2)); top -b -d 10 -n 2 -w 200 | awk '/^top/ { n++ } n == 2 && (/^top/ || /^%Cpu/ || ($9 + 0 > 15))' |
+      cut -c1-160) >"$out/top-$arm.txt" 2>&1 &
     # SIGTERM at the arm's end (the run writes its checkpoint and stops), SIGKILL 30 s later if not
     RAY_TMPDIR=$raytmp timeout -k 30 --foreground "$seconds" "$py" -m polyzero train connect_four --workers "$w" --device auto --no-progress \
       --set eval.every=0 --set eval.final_games=0 --set train.steps=5000 --set selfplay.concurrent_games="$g" \

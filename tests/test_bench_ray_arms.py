@@ -52,3 +52,52 @@ def test_arms_are_reported_in_run_order_with_the_learners_pace(tmp_path):
     md = (tmp_path / "arms.md").read_text()
     assert "| server-28-0.5-256-1-4 | 8 | 5120 |" in md and "| 80, 80, 80, 80 |" in md
     assert "| 80 | 50 / 20 / 10 | 0.80 |" in md and "| 103 | - / - / - |" not in md
+    assert four["collect_wait_share"] is None  # runs that did not log ray/collect_wait_s
+
+
+@pytest.mark.parametrize("every_from", ["flag", "config"])
+def test_the_wall_clock_between_steps_is_split_at_the_checkpoints(tmp_path, every_from):
+    """Steps of 50 ms; 10 ms between steps, 100 ms after each 4th (a checkpoint): over
+    rows 3-12, the shares after checkpoint steps and after the others, and the steps'
+    new positions, whole games (not 512 each). The interval is the run's own
+    (config.toml: an arm's override) over --checkpoint-every."""
+    run = tmp_path / "ray-server-28-0.5-256-1-4"
+    run.mkdir()
+    if every_from == "config":
+        (run / "config.toml").write_text("[train]\ncheckpoint_every = 4\n")
+    rows, time, positions = [], 0.0, 0
+    for step in range(1, 13):
+        time += 0.05 + (0.1 if (step - 1) % 4 == 0 and step > 1 else 0.01)
+        positions += (400, 600)[step % 2]
+        rows.append({"kind": "train", "step": step, "time": time, "train_time": 0.05 * step})
+        rows[-1] |= {"selfplay/positions": positions, "selfplay/positions_per_s": 1.0, "ray/collect_wait_s": 0.02}
+    (run / "metrics.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    (tmp_path / "busy-server-28-0.5-256-1-4.txt").write_text("[N/A]\n50\n")  # a sample nvidia-smi could not read
+    out = tmp_path / "arms.json"
+    flag = "4" if every_from == "flag" else "10"
+    assert ray_arms.main([str(tmp_path), "--out", str(out), "--checkpoint-every", flag]) == 0
+    (arm,) = json.loads(out.read_text())["arms"]
+    span = rows[-1]["time"] - rows[3]["time"]  # rows from the first quarter (index 3) on
+    assert abs(arm["checkpoint_share"] - 2 * 0.1 / span) < 1e-9  # after steps 4 and 8
+    assert abs(arm["other_share"] - 6 * 0.01 / span) < 1e-9 and abs(arm["other_gap_ms_median"] - 10) < 1e-6
+    assert arm["positions_per_step_quartiles"] == [400, 500, 600] and arm["gpu_busy_mean"] == 50.0
+    assert abs(arm["collect_wait_share"] - 8 * 0.02 / span) < 1e-9  # the steps after the first row's
+    assert f"| {arm['collect_wait_share']:.2f} | 400 / 500 / 600 |" in (tmp_path / "arms.md").read_text()
+
+
+def test_a_directory_without_arms_is_refused_on_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        ray_arms.main([str(tmp_path), "--out", str(tmp_path / "arms.json")])
+    assert exit_.value.code == 2 and "no ray-ARM run directories" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--ray-only"], "--ray-only goes with --throughput"), (["--throughput", "-x"], "unknown option -x")],
+)
+def test_gpu_smoke_refuses_bad_options_before_running_anything(argv, message, tmp_path):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gpu_smoke.sh"
+    done = subprocess.run(["bash", str(script), *argv, str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 2 and message in done.stderr and not (tmp_path / "out").exists()

@@ -548,11 +548,13 @@ def test_the_learner_skips_late_server_stats_and_resends_weights_to_a_restarted_
     server = SimpleNamespace(stats=stats, set_weights=SimpleNamespace(remote=lambda *a: sent.append(a)))
     driver = SimpleNamespace(ray=ray, servers=[server], _stats_refs=None, _weights_ref="w", _weights_version=2)
     driver._send_server_weights = lambda: RaySelfPlay._send_server_weights(driver)
+    driver._ask_server_stats = lambda: RaySelfPlay._ask_server_stats(driver)
+    driver._ask_server_stats()  # at the step's start (collect): read after the step
     assert RaySelfPlay._server_metrics(driver) == {} and RaySelfPlay._server_metrics(driver) == {}
     assert len(asked) == 1  # the second step waited on the same request
-    replies.append({"forwards": 4, "rows": 10, "version": 2})
+    replies.append({"forwards": 4, "rows": 10, "version": 1})  # asked before the step's publication
     assert RaySelfPlay._server_metrics(driver) == {"ray/inference_forwards": 4, "ray/inference_rows_per_forward": 2.5}
-    assert driver._stats_refs is None and not sent
+    assert driver._stats_refs is None and not sent  # an older version is no restart
     replies.append({"forwards": 1, "rows": 1, "version": -1})  # restarted: its constructor's weights
     RaySelfPlay._server_metrics(driver)
     assert sent == [("w", 2)]  # the latest weights again, not at the next publication
@@ -567,6 +569,7 @@ def test_inference_servers_share_the_workers_and_the_gpu(monkeypatch):
     import torch
 
     from polyzero.nets import inference
+    from polyzero.train.ray_driver import check_ray_inference
     from polyzero.train.ray_inference import server_of, start_servers
 
     made = []
@@ -595,3 +598,6 @@ def test_inference_servers_share_the_workers_and_the_gpu(monkeypatch):
     assert [o["num_gpus"] for o, _ in made] == pytest.approx([0.5 / 3] * 3)
     assert [server_of(servers, i) for i in range(5)] == ["server0", "server1", "server2", "server0", "server1"]
     assert server_of([], 4) is None
+    with pytest.raises(UsageError, match="ray.inference_servers = 3 is more than the 2 workers"):
+        check_ray_inference(build_config("tic_tac_toe", "alphazero", overrides=overrides), workers=2)
+    check_ray_inference(build_config("tic_tac_toe", "alphazero", overrides=overrides), workers=3)

@@ -298,6 +298,8 @@ def test_per_actor_throughput_is_logged(local_ray, tmp_path):
     rates = [v for k, v in last.items() if k.startswith("ray/worker") and k.endswith("/positions_per_s")]
     assert rates and all(r > 0 for r in rates)
     assert "ray/queue" in last and "ray/weight_staleness" in last
+    first = next(r for r in read_metrics(tmp_path / "run") if r["kind"] == "train")
+    assert first["ray/collect_wait_s"] > 0 and last["ray/collect_wait_s"] >= 0  # the first step waits for cold workers
 
 
 def test_evaluation_runs_on_its_own_actors(local_ray, tmp_path):

@@ -23,6 +23,7 @@ common trainer with this executor.
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -46,10 +47,16 @@ from .selfplay import new_stats
 SERVER_STATS_TIMEOUT_S = 1.0  # the learner's wait for the inference server's stats, per step
 
 
-def check_ray_inference(cfg) -> None:
+def check_ray_inference(cfg, workers: int) -> None:
     """selfplay.shared_inference under Ray: `ray.inference_servers` servers, whose clients
-    are the workers' actor threads (`selfplay.actors` each)."""
+    are the workers' actor threads (`selfplay.actors` each); no more servers than workers
+    (one without workers would only hold its CPUs and GPU share)."""
     sp = cfg.selfplay
+    if sp.shared_inference and cfg.ray.inference_servers > workers:
+        raise UsageError(
+            f"ray.inference_servers = {cfg.ray.inference_servers} is more than the {workers} workers: "
+            "lower it or add workers"
+        )
     if sp.shared_inference and cfg.ray.worker_gpus > 0:
         raise UsageError(
             "ray.worker_gpus gives each worker a network of its own; with selfplay.shared_inference "
@@ -65,7 +72,7 @@ class RayTrainer(ExecutorState, Trainer):
     actor_threads_here = False  # selfplay.shared_inference: the workers call a server instead
 
     def __init__(self, cfg, run_dir, progress: bool = True, workers: int = 2, ray_address: str | None = None):
-        check_ray_inference(cfg)
+        check_ray_inference(cfg, workers)
         super().__init__(cfg, run_dir, progress)
         self._down: set = set()  # actors whose fault is counted and who have not delivered since
         self.executor = RaySelfPlay(self, workers, ray_address)
@@ -95,6 +102,7 @@ class RaySelfPlay:
         self.totals = new_stats()
         self.staleness: list[int] = []
         self.worker_seconds = 0.0
+        self.collect_wait = 0.0  # seconds the learner waited for workers' results since the last step's metrics
         self.worker_work: dict[int, list] = {}  # worker index -> [positions, simulations, seconds]
         self.eval_workers: list = []
         self.evaluations: dict = {}  # in-flight evaluation -> (learning step, train time, actor)
@@ -263,11 +271,14 @@ class RaySelfPlay:
 
     def collect(self, loop) -> None:
         ray = self.ray
+        self._ask_server_stats()
         for w in self.workers + self._part_actors():
             if w not in self.in_flight.values():
                 self._submit(w)
         while self.loop.pending < self.cfg.train.positions_per_step:
+            waited = time.perf_counter()
             ref = wait_for(self, list(self.in_flight))[0]
+            self.collect_wait += time.perf_counter() - waited
             worker = self.in_flight.pop(ref)
             part = self._part_of(worker)
             if part is not None:
@@ -345,7 +356,11 @@ class RaySelfPlay:
             "ray/workers": self.num_workers,
             "ray/worker_failures": self.loop.failures,
             "ray/queue": len(self.in_flight),
+            # the step's wait for its sources' results: near 0 when they were ready (the
+            # learner sets the pace), most of the step when the workers or their servers do
+            "ray/collect_wait_s": self.collect_wait,
         }
+        self.collect_wait = 0.0
         for part in self.parts:
             out.update(part.metrics())
         if self.eval_workers:
@@ -363,14 +378,25 @@ class RaySelfPlay:
             out.update(self._server_metrics())
         return out
 
+    def _ask_server_stats(self) -> None:
+        """At a learning step's start (`collect`): the servers' stats, read after the step,
+        so their replies come while the learner collects and learns. Asked after the step,
+        the learner waited for the slowest of N busy servers each step: on the GPU box
+        the time between steps that wrote no checkpoint grew with the servers (medians of
+        4, 7 and 22 ms with 1, 2 and 4 servers, 5%, 11% and 24-25% of wall clock;
+        `benchmarks/results/gpu_box_h200_ray_arms_call1.md`)."""
+        if self.servers and self._stats_refs is None:
+            self._stats_refs = [server.stats.remote() for server in self.servers]
+
     def _server_metrics(self) -> dict:
         """The shared inference servers' batches so far, together, without stalling the
         learner on a busy or restarting server: replies not in within
         SERVER_STATS_TIMEOUT_S are left for a later step (one request per server
-        outstanding, never a queue of them). A server found restarted gets the latest
-        weights again."""
-        if self._stats_refs is None:
-            self._stats_refs = [server.stats.remote() for server in self.servers]
+        outstanding, never a queue of them). A server found restarted (its version still
+        the constructor's -1: any weights it loaded since are the latest) gets them again;
+        a reply asked for before the step's publication carries the previous version and
+        is no restart."""
+        self._ask_server_stats()
         try:
             served = self.ray.get(self._stats_refs, timeout=SERVER_STATS_TIMEOUT_S)
         except self.ray.exceptions.GetTimeoutError:
@@ -380,7 +406,7 @@ class RaySelfPlay:
             self._send_server_weights()
             return {}
         self._stats_refs = None
-        if min(s["version"] for s in served) < self._weights_version:  # restarted since: untrained weights
+        if min(s["version"] for s in served) < 0:  # restarted since: untrained weights
             self._send_server_weights()
         forwards, rows = sum(s["forwards"] for s in served), sum(s["rows"] for s in served)
         out = {"ray/inference_forwards": forwards, "ray/inference_rows_per_forward": rows / max(forwards, 1)}

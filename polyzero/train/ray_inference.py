@@ -132,7 +132,7 @@ def start_servers(ray, cfg, workers: int) -> list:
             max_restarts=-1,
             max_task_retries=0,
         )
-        servers.append(remote(InferenceServer).remote(cfg.to_dict(), max(clients, 1)))
+        servers.append(remote(InferenceServer).remote(cfg.to_dict(), clients))
     return servers
 
 

@@ -91,7 +91,7 @@ class SupervisedRun:
             raise UsageError(str(exc)) from None
         from .ray_driver import _import_ray, check_ray_inference
 
-        check_ray_inference(cfg)  # here, not in the learner actor: one line, exit 2
+        check_ray_inference(cfg, workers)  # here, not in the learner actor: one line, exit 2
         self.ray = _import_ray()  # before a new run's directory is written
         self.actor = None
         self._owns_ray = False
