@@ -95,7 +95,7 @@ def report(args, work: Path, results: Path) -> dict:
         "run_minutes": {a: _run_minutes(work, a) for a in curves},
         "command": "python benchmarks/minatar_muzero.py " + " ".join(getattr(args, "argv", [])),
         "git": git_commit(),
-        "machine": machine_line(),
+        "machine": f"{machine_line()}, {_hardware()}",
         "python": platform.python_version(),
         "random": random,
         "curves": curves,
@@ -107,6 +107,20 @@ def report(args, work: Path, results: Path) -> dict:
     (results / f"{args.out}.md").write_text("\n".join(markdown(result)) + "\n")
     minatar_muzero_plots.three_axes(result, results / f"{args.out}.png")
     return result
+
+
+def _hardware() -> str:
+    """The processor's model and the memory (Linux's /proc), else what platform knows."""
+    import platform
+
+    info = {}
+    for name in ("/proc/cpuinfo", "/proc/meminfo"):
+        if Path(name).exists():
+            for line in Path(name).read_text().splitlines():
+                key, _, value = line.partition(":")
+                info.setdefault(key.strip(), value.strip())
+    memory = f", {int(info['MemTotal'].split()[0]) / 2**20:.0f} GB memory" if "MemTotal" in info else ""
+    return info.get("model name", platform.processor() or platform.machine()) + memory
 
 
 def _run_minutes(work: Path, arm: str) -> float | None:
@@ -160,7 +174,7 @@ def markdown(r: dict) -> list[str]:
         f"- machine: {r['machine']}",
         f"- command: `{r['command']}` (report at commit {r['git'][:10]})",
         f"- training: `{r['game']}` preset, {r['search']} root search, training wall clock per arm: "
-        + ", ".join(f"{a} {m} min" for a, m in r["run_minutes"].items() if m is not None),
+        + ", ".join(f"{a} {'still training' if m is None else f'{m} min'}" for a, m in r["run_minutes"].items()),
         f"- evaluation: mean return over {r['episodes']} episodes per checkpoint with its normal 95% interval; "
         f"the run's evaluation search ({', '.join(f'{s} simulations' for s in set(r['eval_simulations'].values()))}, "
         f"no noise, the search's own action); {_cap_text(r)}, random play under the same cap",
