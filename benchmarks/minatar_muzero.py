@@ -395,6 +395,9 @@ def _parser() -> argparse.ArgumentParser:
         help="eval: look for new checkpoints every SECONDS until every arm's training has ended (ARM.seconds)",
     )
     p.add_argument(
+        "--newest-first", action="store_true", help="eval: the newest checkpoints first (a second eval process)"
+    )
+    p.add_argument(
         "--eval-beyond",
         type=int,
         default=6,

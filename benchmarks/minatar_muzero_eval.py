@@ -4,6 +4,8 @@ same run, both under the evaluation's episode cap (`--eval-cap`,
 minatar_muzero_games.py); every result cached in WORK/eval, so the phase resumes.
 With `--follow SECONDS` it evaluates checkpoints as they appear, until every arm's
 training has ended (the arm wrote ARM.seconds), then once more for the last ones.
+`--newest-first` takes them in the opposite order: a second process on another core
+works through a backlog from its end (the two meet, at most one checkpoint evaluated twice).
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def _evaluate_once(args, work: Path, to_evaluate) -> None:
         write_json_atomic(random_file, res)  # whole or absent: `eval` may run per arm in parallel
         _log(f"random: {res['mean_return']:.2f} ({res['mean_length']:.0f} steps an episode)")
     for arm in args.arms:
-        for ckpt in to_evaluate(arm):
+        ckpts = to_evaluate(arm)
+        for ckpt in reversed(ckpts) if getattr(args, "newest_first", False) else ckpts:
             path = out / f"{arm}-{ckpt.name}.json"
             if path.exists():
                 continue

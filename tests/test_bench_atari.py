@@ -55,6 +55,35 @@ def test_follow_evaluates_until_the_run_has_ended(tmp_path, monkeypatch):
     assert seen == [["a"], ["a", "b"], ["a", "b", "c"]]
 
 
+@pytest.mark.parametrize("newest_first", [False, True])
+def test_checkpoints_are_evaluated_in_order_or_newest_first(tmp_path, monkeypatch, newest_first):
+    import polyzero.train.agents
+
+    ckpts = []
+    for step in (0, 50, 100):
+        ckpt = tmp_path / "muzero" / "checkpoints" / f"step_{step:06d}"
+        ckpt.mkdir(parents=True)
+        (ckpt / "state.json").write_text(
+            json.dumps({"step": step, "actor": {"stats": {"positions": step}}, "train_time": 1})
+        )
+        ckpts.append(ckpt)
+    played = []
+    monkeypatch.setattr(polyzero.train.agents, "load_search_player", lambda path, game, seed: Path(path).name)
+    fake = {"mean_return": 1.0, "ci_low": 0.5, "ci_high": 1.5, "mean_length": 9.0, "capped": 0, "seconds": 0.1}
+    monkeypatch.setattr(
+        minatar_muzero_eval, "episodes", lambda game, player, n, seed: played.append(player) or dict(fake)
+    )
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "random.json").write_text("{}")
+    (tmp_path / "eval" / "muzero-step_000050.json").write_text("{}")  # cached: not evaluated again
+    args = minatar_muzero.argparse.Namespace(
+        arms=["muzero"], follow=0, game="atari-breakout", eval_cap=40, episodes=2, seed=0, newest_first=newest_first
+    )
+    minatar_muzero_eval.evaluate(args, tmp_path, lambda arm: ckpts)
+    assert played == (["step_000100", "step_000000"] if newest_first else ["step_000000", "step_000100"])
+    assert json.loads((tmp_path / "eval" / "muzero-step_000100.json").read_text())["step"] == 100
+
+
 def _row(step: int, ret: float, half: float = 0.5) -> dict:
     return {
         "mean_return": ret,
