@@ -100,6 +100,7 @@ def report(args, work: Path, results: Path) -> dict:
         "random": random,
         "curves": curves,
         "against_random": {a: against_random(pts, random) for a, pts in curves.items()},
+        "not_evaluated": {a: _not_evaluated(work, a) for a in curves},
         "out": args.out,
     }
     results.mkdir(parents=True, exist_ok=True)
@@ -121,6 +122,12 @@ def _hardware() -> str:
                 info.setdefault(key.strip(), value.strip())
     memory = f", {int(info['MemTotal'].split()[0]) / 2**20:.0f} GB memory" if "MemTotal" in info else ""
     return info.get("model name", platform.processor() or platform.machine()) + memory
+
+
+def _not_evaluated(work: Path, arm: str) -> list[str]:
+    """The arm's checkpoints without an evaluation (the evaluation did not keep up)."""
+    ckpts = sorted(p.name for p in (work / arm / "checkpoints").glob("step_*") if p.is_dir())
+    return [c for c in ckpts if not (work / "eval" / f"{arm}-{c}.json").exists()]
 
 
 def _run_minutes(work: Path, arm: str) -> float | None:
@@ -189,6 +196,10 @@ def markdown(r: dict) -> list[str]:
             f"play's {a['random_mean_return']:.2f}, {'above' if a['last_above_random'] else 'not above'} it "
             f"(intervals apart); {a['checkpoints_above_random']} of {a['checkpoints']} checkpoints above it."
         )
+        if missing := r["not_evaluated"].get(arm):
+            lines.append(
+                f"Checkpoints of `{arm}` not evaluated (the evaluation did not keep up): {', '.join(missing)}."
+            )
     lines += [
         "",
         "| arm | learning steps | environment steps | train min | mean return | 95% CI | mean length | capped "

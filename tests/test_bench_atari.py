@@ -104,7 +104,8 @@ def test_one_seed_report_beside_random_play(tmp_path, monkeypatch):
     monkeypatch.setattr(minatar_muzero, "RESULTS", tmp_path / "results")
     work = tmp_path / "atari_breakout_s0"
     (work / "eval").mkdir(parents=True)
-    (work / "muzero").mkdir()
+    for step in (0, 50, 100, 150):  # step 150 has no evaluation
+        (work / "muzero" / "checkpoints" / f"step_{step:06d}").mkdir(parents=True)
     (work / "muzero" / "config.toml").write_text('game = "atari-breakout"\n[eval]\nsimulations = 16\n')
     (work / "muzero.seconds").write_text("7200.4")
     for step, ret in [(0, 1.0), (50, 1.2), (100, 4.0)]:
@@ -119,6 +120,7 @@ def test_one_seed_report_beside_random_play(tmp_path, monkeypatch):
     assert vs["last_above_random"] is True and vs["checkpoints_above_random"] == 1  # 1.2 +- 0.5 overlaps 1.3 +- 0.4
     md = (tmp_path / "results" / "atari_breakout.md").read_text()
     assert "one seed" in md and "**One seed**" in md and "18,000 frames (4,500 agent steps" in md
+    assert result["not_evaluated"] == {"muzero": ["step_000150"]} and "not evaluated" in md
     assert "random play, same run: 1.30 [0.90, 1.70]" in md and "16 simulations" in md and "120.0 min" in md
     assert (tmp_path / "results" / "atari_breakout.png").stat().st_size > 0
 
