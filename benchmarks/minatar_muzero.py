@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import minatar_muzero_eval  # noqa: E402
 import minatar_muzero_plots  # noqa: E402
 from common import POLYZERO, results_name, seed_list  # noqa: E402
 from minatar_muzero_games import GAMES, game_error  # noqa: E402
@@ -212,8 +213,6 @@ def _to_evaluate(work: Path, arm: str, extra: int, max_positions: int = 0) -> li
 
 def evaluate(args, work: Path) -> None:
     """The eval phase (minatar_muzero_eval.py) over `_to_evaluate`'s checkpoints."""
-    import minatar_muzero_eval
-
     minatar_muzero_eval.evaluate(args, work, lambda arm: _to_evaluate(work, arm, args.eval_beyond, args.max_positions))
 
 
@@ -380,23 +379,7 @@ def _parser() -> argparse.ArgumentParser:
         "(0: none; --budget-min stays a cap on wall clock); a larger N resumes a run stopped at a smaller one",
     )
     p.add_argument("--episodes", type=int, default=100)
-    p.add_argument(
-        "--eval-cap",
-        type=int,
-        default=None,
-        help="episode cap of the evaluation, in the game's unit (Atari frames, MinAtar agent steps; 0: the game's "
-        "own); default the game's (Atari 18,000 frames, MinAtar its own)",
-    )
-    p.add_argument(
-        "--follow",
-        type=float,
-        default=0,
-        metavar="SECONDS",
-        help="eval: look for new checkpoints every SECONDS until every arm's training has ended (ARM.seconds)",
-    )
-    p.add_argument(
-        "--newest-first", action="store_true", help="eval: the newest checkpoints first (a second eval process)"
-    )
+    minatar_muzero_eval.add_options(p)
     p.add_argument(
         "--eval-beyond",
         type=int,
@@ -444,8 +427,8 @@ def _settle(p: argparse.ArgumentParser, args) -> None:
     if error := game_error(args.game, args.arms, PLAIN_ARMS):
         p.error(error)
     args.eval_cap = GAMES[args.game]["cap"] if args.eval_cap is None else args.eval_cap
-    if args.eval_cap < 0 or args.follow < 0 or args.episodes < 2:
-        p.error("--eval-cap and --follow must be >= 0 and --episodes >= 2")
+    if min(args.eval_cap, args.follow, args.eval_every) < 0 or args.episodes < 2:
+        p.error("--eval-cap, --eval-every and --follow must be >= 0 and --episodes >= 2")
     args.out = args.out or GAMES[args.game]["out"]
     if args.work is None and minatar:
         args.work = ROOT / "runs" / "bench" / "minatar_muzero"

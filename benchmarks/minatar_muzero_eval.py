@@ -4,7 +4,8 @@ same run, both under the evaluation's episode cap (`--eval-cap`,
 minatar_muzero_games.py); every result cached in WORK/eval, so the phase resumes.
 With `--follow SECONDS` it evaluates checkpoints as they appear, until every arm's
 training has ended (the arm wrote ARM.seconds), then once more for the last ones.
-`--newest-first` takes them in the opposite order: a second process on another core
+`--eval-every K` only those of every K-th learning step and the last (when the
+evaluation cannot keep up); `--newest-first` takes them in the opposite order: a second process on another core
 works through a backlog from its end (the two meet, at most one checkpoint evaluated twice).
 """
 
@@ -16,6 +17,34 @@ from pathlib import Path
 
 from common import write_json_atomic
 from minatar_muzero_games import eval_game
+
+
+def add_options(p) -> None:
+    """The eval phase's options on `minatar_muzero.py`'s parser."""
+    p.add_argument(
+        "--eval-cap",
+        type=int,
+        default=None,
+        help="episode cap of the evaluation, in the game's unit (Atari frames, MinAtar agent steps; 0: the game's "
+        "own); default the game's (Atari 18,000 frames, MinAtar its own)",
+    )
+    p.add_argument(
+        "--follow",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="eval: look for new checkpoints every SECONDS until every arm's training has ended (ARM.seconds)",
+    )
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="eval: checkpoints of every K-th learning step and the last",
+    )
+    p.add_argument(
+        "--newest-first", action="store_true", help="eval: the newest checkpoints first (a second eval process)"
+    )
 
 
 def _log(msg: str) -> None:
@@ -64,6 +93,14 @@ def episodes(game, player, n: int, seed: int) -> dict:
     return res
 
 
+def thinned(ckpts: list[Path], every: int) -> list[Path]:
+    """The checkpoints whose learning step is a multiple of `every` (0: all), and the
+    last one (a run stopped by the clock ends between multiples)."""
+    if not every:
+        return ckpts
+    return [c for c in ckpts if int(c.name.split("_")[-1]) % every == 0 or c == ckpts[-1]]
+
+
 def _evaluate_once(args, work: Path, to_evaluate) -> None:
     from polyzero.eval.players import RandomPlayer
     from polyzero.games import load_game
@@ -78,7 +115,7 @@ def _evaluate_once(args, work: Path, to_evaluate) -> None:
         write_json_atomic(random_file, res)  # whole or absent: `eval` may run per arm in parallel
         _log(f"random: {res['mean_return']:.2f} ({res['mean_length']:.0f} steps an episode)")
     for arm in args.arms:
-        ckpts = to_evaluate(arm)
+        ckpts = thinned(to_evaluate(arm), getattr(args, "eval_every", 0))
         for ckpt in reversed(ckpts) if getattr(args, "newest_first", False) else ckpts:
             path = out / f"{arm}-{ckpt.name}.json"
             if path.exists():
