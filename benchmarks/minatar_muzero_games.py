@@ -101,6 +101,7 @@ def report(args, work: Path, results: Path) -> dict:
         "curves": curves,
         "against_random": {a: against_random(pts, random) for a, pts in curves.items()},
         "not_evaluated": {a: _not_evaluated(work, a) for a in curves},
+        "selfplay": {a: selfplay_returns(work / a / "metrics.jsonl") for a in curves},
         "out": args.out,
     }
     results.mkdir(parents=True, exist_ok=True)
@@ -122,6 +123,22 @@ def _hardware() -> str:
                 info.setdefault(key.strip(), value.strip())
     memory = f", {int(info['MemTotal'].split()[0]) / 2**20:.0f} GB memory" if "MemTotal" in info else ""
     return info.get("model name", platform.processor() or platform.machine()) + memory
+
+
+def selfplay_returns(metrics: Path, window: int = 50) -> list[dict]:
+    """The self-play episodes' mean return (acting at temperature 1, with exploration
+    noise) per `window` learning steps, from the run's metrics.jsonl: how the acting
+    policy did, beside the evaluation's greedy one."""
+    from common import read_jsonl
+
+    out: dict[int, list[float]] = {}
+    for row in read_jsonl(metrics):
+        if row.get("kind") == "train" and row.get("selfplay/games_per_step"):
+            end = -(-row["step"] // window) * window
+            total = out.setdefault(end, [0.0, 0.0])
+            total[0] += row["selfplay/games_per_step"]
+            total[1] += row["selfplay/games_per_step"] * row["selfplay/mean_return"]
+    return [{"step": k, "episodes": int(n), "mean_return": round(t / n, 3)} for k, (n, t) in sorted(out.items())]
 
 
 def _not_evaluated(work: Path, arm: str) -> list[str]:
@@ -213,5 +230,11 @@ def markdown(r: dict) -> list[str]:
                 f"[{p['ci_low']:.2f}, {p['ci_high']:.2f}] | {p.get('mean_length', 0):.0f} | {p.get('capped', 0)} | "
                 f"{p.get('seconds', 0):.0f} |"
             )
+    for arm, rows in r["selfplay"].items():
+        lines += [
+            "",
+            f"`{arm}`'s self-play episodes (temperature 1, exploration noise; the run's metrics), mean return per "
+            f"50 learning steps: " + ", ".join(f"{x['mean_return']:.2f} ({x['step']})" for x in rows) + ".",
+        ]
     lines += ["", f"![curves]({r['out']}.png)"]
     return lines

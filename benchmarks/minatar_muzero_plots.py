@@ -61,12 +61,16 @@ def three_axes(r: dict, path: Path) -> None:
             ax.fill_between(
                 xs, [p["ci_low"] for p in pts], [p["ci_high"] for p in pts], color=line.get_color(), alpha=0.2
             )
+        if label == "learning steps":
+            for arm, rows in r.get("selfplay", {}).items():
+                ax.plot([x["step"] for x in rows], [x["mean_return"] for x in rows], ":", label=f"{arm} self-play")
         ax.axhline(rnd["mean_return"], color="grey", linestyle="--", label="random play")
         ax.axhspan(rnd["ci_low"], rnd["ci_high"], color="grey", alpha=0.15)
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("mean episode return, 95% CI")
     axes[0].legend()
+    axes[1].legend()
     seeds = "one seed" if len(r["seeds"]) == 1 else f"{len(r['seeds'])} seeds"
     fig.suptitle(f"MuZero on {r['title']}, {seeds}")
     fig.tight_layout()

@@ -119,6 +119,11 @@ def test_one_seed_report_beside_random_play(tmp_path, monkeypatch):
         (work / "muzero" / "checkpoints" / f"step_{step:06d}").mkdir(parents=True)
     (work / "muzero" / "config.toml").write_text('game = "atari-breakout"\n[eval]\nsimulations = 16\n')
     (work / "muzero.seconds").write_text("7200.4")
+    metrics = [
+        {"kind": "train", "step": k, "selfplay/games_per_step": g, "selfplay/mean_return": m}
+        for k, g, m in [(1, 1, 2.0), (50, 3, 1.0), (51, 0, 0.0), (60, 2, 4.0)]
+    ]
+    (work / "muzero" / "metrics.jsonl").write_text("\n".join(json.dumps(m) for m in metrics) + "\n")
     for step, ret in [(0, 1.0), (50, 1.2), (100, 4.0)]:
         (work / "eval" / f"muzero-step_{step:06d}.json").write_text(json.dumps(_row(step, ret)))
     (work / "eval" / "random.json").write_text(json.dumps(_row(0, 1.3, 0.4)))
@@ -132,6 +137,11 @@ def test_one_seed_report_beside_random_play(tmp_path, monkeypatch):
     md = (tmp_path / "results" / "atari_breakout.md").read_text()
     assert "one seed" in md and "**One seed**" in md and "18,000 frames (4,500 agent steps" in md
     assert result["not_evaluated"] == {"muzero": ["step_000150"]} and "not evaluated" in md
+    assert result["selfplay"]["muzero"] == [
+        {"step": 50, "episodes": 4, "mean_return": 1.25},  # episode-weighted: (2 + 3 * 1) / 4
+        {"step": 100, "episodes": 2, "mean_return": 4.0},
+    ]
+    assert "1.25 (50), 4.00 (100)" in md
     assert "random play, same run: 1.30 [0.90, 1.70]" in md and "16 simulations" in md and "120.0 min" in md
     assert (tmp_path / "results" / "atari_breakout.png").stat().st_size > 0
 
