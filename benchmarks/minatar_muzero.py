@@ -37,6 +37,11 @@ Phases (each continues from what WORK already holds, so a run resumes):
           With --seeds 0,1,2 (and {seed} in --work): OUT_seeds.{json,md,png},
           the mean over seeds with its 95% t-interval (minatar_muzero_seeds.py).
 
+Games (--game, minatar_muzero_games.py): minatar-breakout (the default, every arm) and
+atari-breakout (plain-MuZero arms; report OUT default atari_breakout: one curve beside
+random play against environment steps, learning steps and minutes); eval --follow S
+evaluates checkpoints as they appear, --eval-cap caps the evaluation's episodes.
+
 Stopping at equal environment steps: --max-positions N ends each arm's run at the
 learning step whose new positions reach N (its last checkpoint there); --budget-min
 stays a cap on wall clock. Seeds: train and eval each with --seed S --work
@@ -59,7 +64,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import POLYZERO, results_name, seed_list, write_json_atomic  # noqa: E402
+import minatar_muzero_eval  # noqa: E402
+import minatar_muzero_plots  # noqa: E402
+from common import POLYZERO, results_name, seed_list  # noqa: E402
+from minatar_muzero_games import GAMES, game_error  # noqa: E402
 from nannon_seeds import seed_work  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +140,7 @@ def train(args, work: Path) -> None:
             cmd = [
                 *POLYZERO,
                 "train",
-                GAME,
+                getattr(args, "game", GAME),
                 "--algo",
                 "muzero",
                 "--run-dir",
@@ -204,39 +212,15 @@ def _to_evaluate(work: Path, arm: str, extra: int, max_positions: int = 0) -> li
 
 
 def evaluate(args, work: Path) -> None:
-    import torch
-
-    from polyzero.eval import play_single_agent
-    from polyzero.eval.players import RandomPlayer
-    from polyzero.games import load_game
-    from polyzero.train.agents import load_search_player
-
-    torch.set_num_threads(1)  # one core, as each training run (the preset's `threads`)
-
-    out = work / "eval"
-    out.mkdir(exist_ok=True)
-    game = load_game(GAME)
-    random_file = out / "random.json"
-    if not random_file.exists():
-        res = play_single_agent(game, RandomPlayer(args.seed), args.episodes, seed=args.seed)
-        write_json_atomic(random_file, res)  # whole or absent: `eval` may run per arm in parallel
-        _log(f"random: {res['mean_return']:.2f}")
-    for arm in args.arms:
-        for ckpt in _to_evaluate(work, arm, args.eval_beyond, args.max_positions):
-            path = out / f"{arm}-{ckpt.name}.json"
-            if path.exists():
-                continue
-            state = json.loads((ckpt / "state.json").read_text())
-            player = load_search_player(str(ckpt), game, seed=args.seed)
-            res = play_single_agent(game, player, args.episodes, seed=args.seed + 1)
-            res.update(
-                step=state["step"], positions=state["actor"]["stats"]["positions"], train_time=state["train_time"]
-            )
-            write_json_atomic(path, res)
-            _log(f"{arm} {ckpt.name}: {res['mean_return']:.2f} [{res['ci_low']:.2f}, {res['ci_high']:.2f}]")
+    """The eval phase (minatar_muzero_eval.py) over `_to_evaluate`'s checkpoints."""
+    minatar_muzero_eval.evaluate(args, work, lambda arm: _to_evaluate(work, arm, args.eval_beyond, args.max_positions))
 
 
 def report(args, work: Path) -> dict:
+    if getattr(args, "game", GAME) != GAME:  # another game: one curve beside random play
+        import minatar_muzero_games
+
+        return minatar_muzero_games.report(args, work, RESULTS)
     out = work / "eval"
     curves = {
         arm: sorted((json.loads(p.read_text()) for p in out.glob(f"{arm}-step_*.json")), key=lambda r: r["step"])
@@ -244,10 +228,9 @@ def report(args, work: Path) -> dict:
     }
     curves = {arm: pts for arm, pts in curves.items() if pts}
     random = json.loads((out / "random.json").read_text())
-    for pts in curves.values():
-        for p in pts:
-            p.pop("returns", None)
-    random.pop("returns", None)
+    for rec in [random, *(p for pts in curves.values() for p in pts)]:
+        for key in ("returns", "lengths"):
+            rec.pop(key, None)
     result = {
         "benchmark": "minatar_muzero",
         "game": GAME,
@@ -266,7 +249,7 @@ def report(args, work: Path) -> dict:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1))
     (RESULTS / f"{args.out}.md").write_text(_markdown(result))
-    _plot(curves, random, RESULTS / f"{args.out}.png")
+    minatar_muzero_plots.one_axis(curves, random, RESULTS / f"{args.out}.png")
     return result
 
 
@@ -368,47 +351,19 @@ def _markdown(r: dict) -> str:
     return "\n".join(lines)
 
 
-def _plot(curves, random, path: Path) -> None:
-    import matplotlib
-    import matplotlib.ticker
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for arm, pts in curves.items():
-        if pts:
-            ax.errorbar(
-                [p["positions"] for p in pts],
-                [p["mean_return"] for p in pts],
-                yerr=[[p["mean_return"] - p["ci_low"] for p in pts], [p["ci_high"] - p["mean_return"] for p in pts]],
-                marker=".",
-                label=arm,
-            )
-    ax.axhline(random["mean_return"], color="grey", linestyle="--", label="random")
-    ax.set_xscale("log")  # the 0.1-samples-per-state arm covers several times the others' steps
-    ax.set_xticks([1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6])
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("mean return, 95% CI")
-    ax.set_title("MinAtar Breakout")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("phase", choices=["train", "eval", "report", "all"])
-    p.add_argument("--work", type=Path, default=ROOT / "runs" / "bench" / "minatar_muzero")
+    p.add_argument("--game", choices=list(GAMES), default=GAME, help="the game (minatar_muzero_games.py)")
+    p.add_argument(
+        "--work", type=Path, default=None, help="default runs/bench/minatar_muzero (MinAtar), else OUT_s{seed}"
+    )
     p.add_argument("--budget-min", type=float, default=30.0, help="training wall clock per arm (minutes)")
     p.add_argument(
         "--arms",
-        default=",".join(ARMS),
-        help=f"comma-separated arms to train and evaluate, side by side ({', '.join(ARMS)})",
+        default=None,
+        help=f"comma-separated arms to train and evaluate, side by side ({', '.join(ARMS)}); default all on "
+        "MinAtar, muzero on another game",
     )
     p.add_argument(
         "--checkpoint-positions",
@@ -424,6 +379,7 @@ def main(argv=None) -> None:
         "(0: none; --budget-min stays a cap on wall clock); a larger N resumes a run stopped at a smaller one",
     )
     p.add_argument("--episodes", type=int, default=100)
+    minatar_muzero_eval.add_options(p)
     p.add_argument(
         "--eval-beyond",
         type=int,
@@ -438,7 +394,9 @@ def main(argv=None) -> None:
         metavar="KEY=VALUE",
         help="a config override added to every arm a fresh run starts with (probes; repeatable)",
     )
-    p.add_argument("--out", type=results_name, default="minatar_muzero", help="report name under benchmarks/results/")
+    p.add_argument(
+        "--out", type=results_name, default=None, help="report name under benchmarks/results/ (default: the game's)"
+    )
     p.add_argument(
         "--seeds",
         type=seed_list,
@@ -455,17 +413,37 @@ def main(argv=None) -> None:
         default="gumbel",
         help="root search of both arms (the preset's gumbel; puct is MuZero's own)",
     )
-    args = p.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
-    args.arms = [a for a in args.arms.split(",") if a]
+    return p
+
+
+def _settle(p: argparse.ArgumentParser, args) -> None:
+    """The game's defaults (arms, episode cap, report name, work folder); a bad
+    combination is a usage error (one line, exit 2)."""
+    minatar = GAMES[args.game]["minatar"]
+    args.arms = [a for a in (args.arms or (",".join(ARMS) if minatar else "muzero")).split(",") if a]
     unknown = [a for a in args.arms if a not in ARMS]
     if unknown:
         p.error(f"unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
+    if error := game_error(args.game, args.arms, PLAIN_ARMS):
+        p.error(error)
+    args.eval_cap = GAMES[args.game]["cap"] if args.eval_cap is None else args.eval_cap
+    if min(args.eval_cap, args.follow, args.eval_every) < 0 or args.episodes < 2:
+        p.error("--eval-cap, --eval-every and --follow must be >= 0 and --episodes >= 2")
+    args.out = args.out or GAMES[args.game]["out"]
+    if args.work is None and minatar:
+        args.work = ROOT / "runs" / "bench" / "minatar_muzero"
     if args.max_positions < 0:
         p.error(f"--max-positions must be >= 0, not {args.max_positions}")
+    if args.seeds is not None and args.phase != "report":
+        p.error("--seeds is for the report phase (train and eval one --seed at a time)")
+
+
+def main(argv=None) -> None:
+    p = _parser()
+    args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    _settle(p, args)
     if args.seeds is not None:
-        if args.phase != "report":
-            p.error("--seeds is for the report phase (train and eval one --seed at a time)")
         import minatar_muzero_seeds
 
         minatar_muzero_seeds.report(args)
@@ -477,7 +455,8 @@ def main(argv=None) -> None:
     if args.phase in ("eval", "all"):
         evaluate(args, args.work)
     if args.phase in ("report", "all"):
-        print(json.dumps(report(args, args.work)["targets"], indent=1))
+        result = report(args, args.work)
+        print(json.dumps(result["targets"] if "targets" in result else result["against_random"], indent=1))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from common import git_commit, interval, machine_line, write_report
 from minatar_muzero import GAME, PLAIN_ARMS, equal_positions
+from minatar_muzero_games import GAMES
 from nannon_seeds import load_summary, seed_work
 
 REANALYZE_ARMS = ("reanalyze_small", "reanalyze")
@@ -87,6 +88,17 @@ def difference_over_seeds(curves_by_seed: dict, reanalyze: str, plain: str) -> d
     }
 
 
+def random_over_seeds(works: dict) -> dict | None:
+    """Random play's mean return per seed (each seed's eval/random.json) and their mean
+    with its 95% t-interval; None unless every seed has one."""
+    files = [work / "eval" / "random.json" for work in works.values()]
+    if not all(f.exists() for f in files):
+        return None
+    values = [json.loads(f.read_text())["mean_return"] for f in files]
+    mean, lo, hi = interval(values)
+    return {"returns": values, "mean": mean, "ci95": [lo, hi] if len(values) > 1 else None}
+
+
 def report(args) -> dict:
     """NAME_seeds.{json,md,png} from the seeds' evaluation caches."""
     works = {seed: seed_work(args.work, args.out, seed) for seed in args.seeds}
@@ -99,7 +111,7 @@ def report(args) -> dict:
     load = load_summary(args.loadavg.parent, args.loadavg.name) if args.loadavg else None
     result = {
         "benchmark": "minatar_muzero",
-        "game": GAME,
+        "game": getattr(args, "game", GAME),
         "seeds": args.seeds,
         "work": {str(s): str(w) for s, w in works.items()},
         "command": "python benchmarks/minatar_muzero.py " + " ".join(getattr(args, "argv", [])),
@@ -111,6 +123,7 @@ def report(args) -> dict:
         "max_positions": args.max_positions,
         "arms": {arm: arm_over_seeds(curves_by_seed, arm) for arm in arms},
         "reanalyze_vs_plain": [d for r, p in pairs if (d := difference_over_seeds(curves_by_seed, r, p))],
+        "random": random_over_seeds(works),
     }
     name = f"{args.out}_seeds"
     write_report(name, result, markdown(name, result), plot)
@@ -125,19 +138,33 @@ def markdown(name: str, result: dict) -> list[str]:
     """The report's lines: what ran, return per arm and checkpoint, Reanalyze against plain."""
     load = result["load_while_running"]
     load_text = f"mean {load['mean']:.2f}, min {load['min']:.2f}, max {load['max']:.2f}" if load else "not recorded"
+    title = GAMES[result["game"]]["title"]
+    compared = "MuZero Reanalyze against plain MuZero" if result["reanalyze_vs_plain"] else "MuZero"
     lines = [
-        f"# Benchmark `{name}`: MinAtar Breakout, MuZero Reanalyze against plain MuZero over seeds "
-        + ", ".join(map(str, result["seeds"])),
+        f"# Benchmark `{name}`: {title}, {compared} over seeds " + ", ".join(map(str, result["seeds"])),
         "",
         f"Machine: {result['machine']}, shared with other sessions' work while these ran (the comparison is at "
         "equal environment steps, which the machine's load does not change; training minutes do depend on it). "
         f"1-minute load average while training and evaluating (sampled each minute): {load_text}.",
         f"Command: `{result['command']}` (report at commit {result['git'][:10]}).",
         "",
-        f"Each arm's run stops at {result['max_positions']} environment steps (`--max-positions`), "
-        f"{result['search']} root search; a checkpoint's return is the mean over {result['episodes']} "
+        (
+            f"Each arm's run stops at {result['max_positions']} environment steps (`--max-positions`), "
+            if result["max_positions"]
+            else "Each arm's run stops at its wall-clock budget (`--budget-min`), "
+        )
+        + f"{result['search']} root search; a checkpoint's return is the mean over {result['episodes']} "
         "evaluation episodes (no noise, most-visited action). Per checkpoint: mean over seeds [95% t-interval].",
         "",
+        *(
+            [
+                f"Random play, same evaluation, per seed {', '.join(f'{v:.2f}' for v in rnd['returns'])}: "
+                f"{_fmt(rnd['mean'], rnd['ci95'])}.",
+                "",
+            ]
+            if (rnd := result.get("random"))
+            else []
+        ),
         "| arm | learning step | environment steps | train min | per seed | mean [95% CI] |",
         "|---|---:|---:|---:|---|---|",
     ]
@@ -192,7 +219,7 @@ def plot(result: dict, path: Path) -> None:
             ax.scatter(c["positions"], c["returns"], s=8, color=line.get_color(), alpha=0.6)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean return (95% t-interval over seeds)")
-    ax.set_title(f"MinAtar Breakout, seeds {','.join(map(str, result['seeds']))}")
+    ax.set_title(f"{GAMES[result['game']]['title']}, seeds {','.join(map(str, result['seeds']))}")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -127,15 +127,23 @@ def play_match(
 
 
 def play_single_agent(
-    game, player: Player, num_episodes: int, seed: int = 0, max_concurrent: int = 256, progress: bool = False
+    game,
+    player: Player,
+    num_episodes: int,
+    seed: int = 0,
+    max_concurrent: int = 256,
+    progress: bool = False,
+    on_game_end=None,
 ) -> dict:
-    """Mean return of a one-player game with a normal 95% interval."""
+    """Mean return of a one-player game with a normal 95% interval. `on_game_end(i,
+    state, returns, reason)` sees each finished episode (its length, for one)."""
     if game.num_players() != 1:
         raise ValueError(f"play_single_agent needs a one-player game, got {game.num_players()} players")
     player.reset(seed)
     bar = _progress_bar(num_episodes, progress, player.name)
     try:
-        returns = [r[0] for r in _run_games(game, lambda i: [0], [player], num_episodes, seed, max_concurrent, bar)]
+        games = _run_games(game, lambda i: [0], [player], num_episodes, seed, max_concurrent, bar, on_game_end)
+        returns = [r[0] for r in games]
     finally:
         if bar is not None:
             bar.close()
