@@ -195,7 +195,7 @@ def main() -> None:
     replay = algo.make_replay()
     start = time.time()
     if args.replay_from:
-        replay.load_bytes((args.replay_from / "replay.npz").read_bytes())
+        replay.load_npz(args.replay_from / "replay.npz")
         print(f"{len(replay)} positions of self-play from {args.replay_from}", flush=True)
     else:
         for _ in range(args.games):

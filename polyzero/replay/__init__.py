@@ -7,7 +7,9 @@ below the algorithm layer so that algorithms import no training runtime.
 * `SequenceReplay` (sequence.py): MuZero's unroll targets, priorities, Reanalyze;
 * `NDMZReplay` (ndmz.py): NDMZ's choice, chance and terminal steps.
 
-Every storage names its columns by one schema (schema.py).
+Every storage names its columns by one schema (schema.py). A storage writes its
+checkpoint file into an open file (`write_npz`) and reads it back straight into its
+arrays (`load_npz`, npz.py): neither holds a second copy of the replay in memory.
 """
 
 from .ndmz import NDMZReplay

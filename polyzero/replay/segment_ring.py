@@ -11,10 +11,12 @@ overwrite the oldest slots first, never the ones after a live position).
 from __future__ import annotations
 
 import io
-from typing import Any
+import os
+from typing import Any, BinaryIO
 
 import numpy as np
 
+from .npz import read_into
 from .schema import stored_name
 
 
@@ -95,15 +97,25 @@ class SegmentRing:
     def _load_extra_state(self, arrays) -> None:
         pass
 
-    def to_bytes(self) -> bytes:
-        buf = io.BytesIO()
+    def write_npz(self, fh: BinaryIO) -> None:
+        """Write the ring as an npz into the open binary file `fh` (a checkpoint's
+        `replay.npz` is written so: array by array, never whole in memory)."""
         filled = len(self)
         arrays: dict[str, Any] = {**self._extra_state(), **{k: v[:filled] for k, v in self.data.items()}}
-        np.savez(buf, _meta=np.array([self.next_abs], np.int64), **arrays)
+        np.savez(fh, _meta=np.array([self.next_abs], np.int64), **arrays)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        self.write_npz(buf)
         return buf.getvalue()
 
     def load_bytes(self, raw: bytes) -> None:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as f:
+        self.load_npz(io.BytesIO(raw))
+
+    def load_npz(self, file: str | os.PathLike | BinaryIO) -> None:
+        """Load what `write_npz` wrote, from a path or an open binary file, each array
+        straight into the ring (`npz.read_into`: no second copy of it in memory)."""
+        with np.load(file, allow_pickle=False) as f:
             next_abs = int(f["_meta"][0])
             filled = min(next_abs, self.capacity)
             for k, arr in self.data.items():
@@ -111,7 +123,10 @@ class SegmentRing:
                 if name is None and k in self.OPTIONAL_KEYS:
                     arr[:] = 0
                     continue
-                saved = f[name or k]
+                name = name or k
+                if name in f.files and read_into(f, name, arr[:filled]):  # saved with its shape
+                    continue
+                saved = f[name]
                 if saved.shape[0] != filled or saved.shape[1:] != arr.shape[1:]:
                     raise ValueError(
                         f"checkpointed replay array {k!r} has shape {saved.shape}, "

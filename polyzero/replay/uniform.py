@@ -4,12 +4,14 @@ positions; columns named by `polyzero.replay.schema`)."""
 from __future__ import annotations
 
 import io
-from typing import Any
+import os
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from .draws import StateOf, uniform_draws
 from .gather import SymmetricGather
+from .npz import read_into
 from .schema import stored_name
 
 
@@ -62,18 +64,30 @@ class ReplayBuffer:
         return self.transform(batch, rng) if self.transform is not None else batch
 
     # ------------------------------------------------------------ persistence
-    def to_bytes(self) -> bytes:
-        buf = io.BytesIO()
+    def write_npz(self, fh: BinaryIO) -> None:
+        """Write the buffer as an npz into the open binary file `fh` (a checkpoint's
+        `replay.npz` is written so: array by array, never whole in memory)."""
         meta = np.array([self.size, self.next, self.total_added], np.int64)
         arrays: dict[str, Any] = {k: v[: self.size] for k, v in self.data.items()}
-        np.savez(buf, _meta=meta, **arrays)
+        np.savez(fh, _meta=meta, **arrays)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        self.write_npz(buf)
         return buf.getvalue()
 
     def load_bytes(self, raw: bytes) -> None:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as f:
+        self.load_npz(io.BytesIO(raw))
+
+    def load_npz(self, file: str | os.PathLike | BinaryIO) -> None:
+        """Load what `write_npz` wrote, from a path or an open binary file, each array
+        straight into the buffer (`npz.read_into`: no second copy of it in memory)."""
+        with np.load(file, allow_pickle=False) as f:
             size, nxt, total = (int(x) for x in f["_meta"])
             if size > self.capacity:
                 raise ValueError(f"checkpointed replay holds {size} examples, more than capacity {self.capacity}")
             for k, arr in self.data.items():
-                arr[:size] = f[stored_name(f.files, type(self).__name__, k) or k]
+                name = stored_name(f.files, type(self).__name__, k) or k
+                if name not in f.files or not read_into(f, name, arr[:size]):
+                    arr[:size] = f[name]
         self.size, self.next, self.total_added = size, nxt % self.capacity, total

@@ -24,7 +24,7 @@ from polyzero.games.capabilities import GameRequirements
 from polyzero.games.public_states import PublicTree
 from polyzero.train import checkpoint as ckpt
 from polyzero.train.learner import Learner
-from polyzero.train.loop import TrainingLoop, npz_bytes
+from polyzero.train.loop import TrainingLoop
 
 from .cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn, cvpn_loss
 from .gtcfr import is_perfect_information
@@ -180,10 +180,13 @@ class GamesAndQueries:
         self.counts["updates"] += updates
         return {}
 
-    def state(self) -> tuple[dict, dict[str, bytes]]:
+    def state(self) -> tuple[dict, dict[str, ckpt.Content]]:
         return (
             {"counts": self.counts},
-            {"replay.npz": npz_bytes(self.replay.to_arrays()), "queries.npz": npz_bytes(self.queries.to_arrays())},
+            {
+                "replay.npz": ckpt.npz_writer(self.replay.to_arrays()),
+                "queries.npz": ckpt.npz_writer(self.queries.to_arrays()),
+            },
         )
 
     def load(self, path, state: dict) -> None:

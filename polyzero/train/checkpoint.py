@@ -9,6 +9,10 @@ A checkpoint is a directory `RUN/checkpoints/step_NNNNNN/` holding
   reanalyser.pt MuZero Reanalyze's target network and RNG (when it is on)
   goexploit.npz Go-Exploit's archive and archive actor (when it is on)
 
+A file's content is its bytes or a writer (`Content`): a replay writes its npz
+straight into the checkpoint's file (`write_npz`) and a resume reads it straight back
+into the replay (`load_npz`), so neither holds a second copy of the replay in memory.
+
 A write is safe at every instant (`save_checkpoint`): the files go into
 `.tmp-step_NNNNNN`, fsynced; a checkpoint of the same step already there is
 renamed aside (`.old-step_NNNNNN`), never deleted first; the new directory is
@@ -33,7 +37,9 @@ import json
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import torch
@@ -46,6 +52,9 @@ BUFFERS = ("replay.npz", "queries.npz")  # read only when the run resumes
 RESUME_ONLY = (*BUFFERS, "reanalyser.pt")  # what a checkpoint behind the newest drops
 TMP, ASIDE = ".tmp-", ".old-"
 FAULT_ENV = "POLYZERO_CHECKPOINT_FAULT"  # tests and benchmarks/fault_injection.py: STAGE[:ACTION[:N]]
+#: A checkpoint file's content: its bytes, or a writer that writes them into the open
+#: binary file it is given (what a replay's `write_npz` is: nothing is copied in memory).
+Content = bytes | Callable[[BinaryIO], Any]
 #: The instants of a write `_fault_hook` can stop it at, in order.
 STAGES = ("file", "written", "aside", "renamed", "pointer_written", "switched", "pruning", "pruned")
 
@@ -72,9 +81,12 @@ def _fault_hook(stage: str) -> None:
     raise OSError(code, os.strerror(code), f"<{stage}>")
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
+def _fsync_write(path: Path, data: Content) -> None:
     with open(path, "wb") as fh:
-        fh.write(data)
+        if callable(data):
+            data(fh)
+        else:
+            fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -87,10 +99,15 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, stage: str = "") -> None:
-    """Write `data` to `path` so that readers see the old or the new file, never half."""
+def atomic_write(path: Path, data: Content, stage: str = "") -> None:
+    """Write `data` (bytes or a writer) to `path` so that readers see the old or the new
+    file, never half."""
     tmp = path.with_name(f".{path.name}.tmp")
-    _fsync_write(tmp, data)
+    try:
+        _fsync_write(tmp, data)
+    except Exception:
+        tmp.unlink(missing_ok=True)
+        raise
     if stage:
         _fault_hook(f"{stage}_written")
     os.replace(tmp, path)
@@ -103,9 +120,20 @@ def torch_bytes(obj) -> bytes:
     return buf.getvalue()
 
 
-def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int, keep_replay_every: int = 0) -> Path:
-    """Write checkpoint `step`; at no instant is the run without a resumable checkpoint.
-    An OSError (full disk, read-only directory) leaves the previous one as it was."""
+def torch_writer(obj) -> Callable[[BinaryIO], None]:
+    """`obj`'s torch file as a checkpoint writer (the same file `torch_bytes` gives)."""
+    return lambda fh: torch.save(obj, fh)
+
+
+def npz_writer(arrays: dict[str, np.ndarray]) -> Callable[[BinaryIO], None]:
+    """`arrays` as a checkpoint writer of an npz (the file `np.savez` writes)."""
+    return lambda fh: np.savez(fh, **cast("dict[str, Any]", arrays))  # the stubs read a key as `allow_pickle`
+
+
+def save_checkpoint(run_dir: Path, step: int, files: dict[str, Content], keep: int, keep_replay_every: int = 0) -> Path:
+    """Write checkpoint `step` (each file's bytes, or its writer streaming it into the
+    file); at no instant is the run without a resumable checkpoint. An OSError (full
+    disk, read-only directory) or a writer's error leaves the previous one as it was."""
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     name = f"step_{step:06d}"
@@ -118,7 +146,7 @@ def save_checkpoint(run_dir: Path, step: int, files: dict[str, bytes], keep: int
             _fsync_write(tmp / fname, data)
             _fault_hook("file")
         _fsync_dir(tmp)
-    except OSError:  # a full disk: nothing half-written stays behind (a kill leaves it to `recover`)
+    except Exception:  # a full disk, a writer's error: nothing half-written stays (a kill leaves it to `recover`)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _fault_hook("written")
@@ -175,7 +203,7 @@ def _weights_only(ckpt: Path) -> None:
     except Exception:  # noqa: BLE001 - unreadable: left for the reader to report
         state = None
     if isinstance(state, dict) and "net" in state and set(state) != {"net"}:
-        atomic_write(learner, torch_bytes({"net": state["net"]}))
+        atomic_write(learner, torch_writer({"net": state["net"]}))
     for name in RESUME_ONLY:
         (ckpt / name).unlink(missing_ok=True)
 

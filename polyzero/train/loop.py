@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -194,7 +194,10 @@ class TrainingLoop(RunDirectory):
             "game": game_spec_string(self.game),
             "faults": {"worker_failures": self.failures},
         }
-        files = {"config.toml": to_toml(self.cfg.to_dict()).encode(), "learner.pt": ckpt.torch_bytes(learner)}
+        files: dict[str, ckpt.Content] = {
+            "config.toml": to_toml(self.cfg.to_dict()).encode(),
+            "learner.pt": ckpt.torch_writer(learner),
+        }
         for source in self.sources:
             entries, parts = source.state()
             state.update(entries)
@@ -375,5 +378,5 @@ def resume_message(run_dir, step: int, steps: int, dropped: int, in_flight: str 
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
-    np.savez(buf, **cast("dict[str, Any]", arrays))  # the stubs read a key as `allow_pickle`
+    ckpt.npz_writer(arrays)(buf)
     return buf.getvalue()

@@ -54,7 +54,7 @@ class DataSource(Protocol):
     def end_step(self, loop, updates: int) -> dict:
         """Bookkeeping after the step's `updates` minibatch updates; the step's metrics."""
 
-    def state(self) -> tuple[dict, dict[str, bytes]]:
+    def state(self) -> tuple[dict, dict[str, ckpt.Content]]:
         """(entries of the checkpoint's state.json, files of the checkpoint)."""
 
     def load(self, path, state: dict) -> None:
@@ -133,17 +133,16 @@ class SelfPlaySource:
     def end_step(self, loop, updates: int) -> dict:
         return {}
 
-    def state(self) -> tuple[dict, dict[str, bytes]]:
-        from .loop import npz_bytes
-
+    def state(self) -> tuple[dict, dict[str, ckpt.Content]]:
+        """The replay is its writer: the checkpoint streams it into `replay.npz`."""
         meta, arrays = self.actor_state()
         return (
             {"pending": self.pending, "actor": meta},
-            {"replay.npz": self.replay.to_bytes(), "actor.npz": npz_bytes(arrays)},
+            {"replay.npz": self.replay.write_npz, "actor.npz": ckpt.npz_writer(arrays)},
         )
 
     def load(self, path, state: dict) -> None:
-        self.replay.load_bytes((path / "replay.npz").read_bytes())
+        self.replay.load_npz(path / "replay.npz")
         meta, arrays = state["actor"], ckpt.read_npz(path, "actor.npz")
         if not isinstance(self.actor, ActorThreads):
             meta, arrays = first_actor_state(meta, arrays)
@@ -191,8 +190,8 @@ class ReanalyseSource:
     def end_step(self, loop, updates: int) -> dict:
         return {}
 
-    def state(self) -> tuple[dict, dict[str, bytes]]:
-        return {}, {self.FILE: ckpt.torch_bytes(self.reanalyser.state_dict())}
+    def state(self) -> tuple[dict, dict[str, ckpt.Content]]:
+        return {}, {self.FILE: ckpt.torch_writer(self.reanalyser.state_dict())}
 
     def load(self, path, state: dict) -> None:
         self.reanalyser.load_state_dict(ckpt.read_torch(path, self.FILE))
@@ -226,7 +225,7 @@ class SearchControlSource:
     def end_step(self, loop, updates: int) -> dict:
         return self.control.end_step(self.selfplay.actor)
 
-    def state(self) -> tuple[dict, dict[str, bytes]]:
+    def state(self) -> tuple[dict, dict[str, ckpt.Content]]:
         return {}, {self.file: self.control.to_bytes()}
 
     def load(self, path, state: dict) -> None:
