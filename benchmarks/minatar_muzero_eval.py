@@ -93,12 +93,13 @@ def episodes(game, player, n: int, seed: int) -> dict:
     return res
 
 
-def thinned(ckpts: list[Path], every: int) -> list[Path]:
+def thinned(ckpts: list[Path], every: int, ended: bool = True) -> list[Path]:
     """The checkpoints whose learning step is a multiple of `every` (0: all), and the
-    last one (a run stopped by the clock ends between multiples)."""
+    last one once the run has `ended` (a run stopped by the clock ends between multiples;
+    while it trains, the newest is only the newest so far: --follow would evaluate each)."""
     if not every:
         return ckpts
-    return [c for c in ckpts if int(c.name.split("_")[-1]) % every == 0 or c == ckpts[-1]]
+    return [c for c in ckpts if int(c.name.split("_")[-1]) % every == 0 or (ended and c == ckpts[-1])]
 
 
 def _evaluate_once(args, work: Path, to_evaluate) -> None:
@@ -115,7 +116,8 @@ def _evaluate_once(args, work: Path, to_evaluate) -> None:
         write_json_atomic(random_file, res)  # whole or absent: `eval` may run per arm in parallel
         _log(f"random: {res['mean_return']:.2f} ({res['mean_length']:.0f} steps an episode)")
     for arm in args.arms:
-        ckpts = thinned(to_evaluate(arm), getattr(args, "eval_every", 0))
+        ended = run_ended(work, arm)  # before the listing: the last checkpoint is then on disk
+        ckpts = thinned(to_evaluate(arm), getattr(args, "eval_every", 0), ended)
         for ckpt in reversed(ckpts) if getattr(args, "newest_first", False) else ckpts:
             path = out / f"{arm}-{ckpt.name}.json"
             if path.exists():

@@ -84,7 +84,7 @@ def test_checkpoints_are_evaluated_in_order_or_newest_first(tmp_path, monkeypatc
     assert json.loads((tmp_path / "eval" / "muzero-step_000100.json").read_text())["step"] == 100
 
 
-def test_eval_every_keeps_the_multiples_and_the_last():
+def test_eval_every_keeps_the_multiples_and_the_last_once_the_run_ended():
     ckpts = [Path(f"step_{k:06d}") for k in (0, 50, 100, 150, 200, 237)]
     assert [c.name for c in minatar_muzero_eval.thinned(ckpts, 100)] == [
         "step_000000",
@@ -93,6 +93,12 @@ def test_eval_every_keeps_the_multiples_and_the_last():
         "step_000237",
     ]
     assert minatar_muzero_eval.thinned(ckpts, 0) == ckpts and minatar_muzero_eval.thinned([], 100) == []
+    # while the run trains, its newest checkpoint is not yet its last: --follow skips it
+    assert [c.name for c in minatar_muzero_eval.thinned(ckpts, 100, ended=False)] == [
+        "step_000000",
+        "step_000100",
+        "step_000200",
+    ]
 
 
 def _row(step: int, ret: float, half: float = 0.5) -> dict:
