@@ -86,6 +86,9 @@ def test_a_waiting_test_lends_its_core_to_the_next_job_and_takes_it_back(jobs, t
             "third": ("-c", AWAIT, ran + "-ended", "0"),
         }
     )
+    deadline = time.monotonic() + 10  # a loaded machine may take more than a moment to start it
+    while not jobs.jobs["first"].running and time.monotonic() < deadline:
+        time.sleep(0.05)
     time.sleep(0.5)
     assert jobs.jobs["first"].running and jobs.jobs["second"].proc is None  # one at a time while nobody waits
     began = time.monotonic()

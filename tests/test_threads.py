@@ -55,5 +55,6 @@ def test_search_player_keeps_its_configs_threads():
 
 def test_an_explicit_thread_count_wins_over_the_players_config():
     # An engine's --threads (set_threads) comes before the agent is built.
-    cores = os.cpu_count() or 1
+    # the cores this process may run on: numba's own maximum (under taskset, fewer than cpu_count)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     assert _threads_after_search(1, before=f"set_threads({cores})") == (cores, cores)
