@@ -2,8 +2,13 @@
 resumes through the same pipeline as every other game, on real ALE frames."""
 
 import json
+import sys
+from pathlib import Path
 
 from polyzero.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import atari_fire_probe  # noqa: E402
 
 TINY = [
     "--set",
@@ -32,7 +37,7 @@ TINY = [
 ]
 
 
-def test_atari_breakout_trains_and_resumes_on_ale_frames(tmp_path, capsys):
+def test_atari_breakout_trains_and_resumes_on_ale_frames(tmp_path, capsys, monkeypatch):
     from polyzero.algos import make_algorithm
     from polyzero.config import build_config
     from polyzero.games import load_game
@@ -51,3 +56,13 @@ def test_atari_breakout_trains_and_resumes_on_ale_frames(tmp_path, capsys):
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "selfplay/positions" in r]
     assert [r["step"] for r in steps] == [1, 2] and steps[-1]["selfplay/positions"] >= 48
+
+    # the FIRE probe reads the run's checkpoints through their evaluation search
+    monkeypatch.setattr(atari_fire_probe, "RESULTS", tmp_path)
+    atari_fire_probe.main(["--run", str(run), "--steps", "2", "--episodes", "2", "--decisions", "3", "--out", "probe"])
+    probe = json.loads((tmp_path / "probe.json").read_text())
+    assert probe["actions"][1] == "FIRE" and [c["step"] for c in probe["checkpoints"]] == [2]
+    (row,) = probe["checkpoints"]
+    assert row["decisions"] == 6 and row["fire_played"] == row["played"][1] and sum(row["played"]) == 1
+    assert abs(sum(row["prior"]) - 1) < 1e-3 and len(row["prior"]) == 4
+    assert "| 2 | 6 |" in (tmp_path / "probe.md").read_text()

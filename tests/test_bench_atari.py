@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import atari_fire_probe  # noqa: E402
 import minatar_muzero  # noqa: E402
 import minatar_muzero_eval  # noqa: E402
 import minatar_muzero_games  # noqa: E402
@@ -168,3 +169,25 @@ def test_seeds_report_on_atari_carries_random_play(tmp_path, monkeypatch):
     md = (tmp_path / "results" / "atari_breakout_seeds.md").read_text()
     assert md.startswith("# Benchmark `atari_breakout_seeds`: Atari Breakout (ALE), MuZero over seeds 0, 1")
     assert "wall-clock budget" in md and "Random play, same evaluation, per seed 1.00, 2.00" in md
+
+
+def test_fire_probe_summary():
+    rows = [
+        {"action": 1, "value": 10.0, "prior": [0.1, 0.6, 0.2, 0.1], "q": [1.0, 1.5, None, 0.5]},
+        {"action": 0, "value": -20.0, "prior": [0.4, 0.2, 0.2, 0.2], "q": [2.0, 2.0, 2.0, 2.0]},
+    ]
+    row = atari_fire_probe.summarize(rows, fire=1, discount=0.99)
+    assert row["decisions"] == 2 and row["fire_played"] == 0.5 and row["fire_prior"] == pytest.approx(0.4)
+    assert row["q_spread"] == pytest.approx(0.5) and row["value"] == -5.0  # the unvisited action's Q left out
+    assert row["wait_cost"] == pytest.approx(0.01 * 15)
+    assert row["played"] == [0.5, 0.5, 0.0, 0.0] and row["prior"] == pytest.approx([0.25, 0.4, 0.2, 0.15])
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [([], "has no checkpoints"), (["--episodes", "0"], "must be at least 1")],
+)
+def test_fire_probe_bad_input(tmp_path, capsys, extra, message):
+    with pytest.raises(SystemExit) as stop:
+        atari_fire_probe.main(["--run", str(tmp_path), *extra])
+    assert stop.value.code == 2 and message in capsys.readouterr().err.strip().splitlines()[-1]
