@@ -1,0 +1,188 @@
+"""Benchmark `sog_london_memory`: how much memory a Student of Games training run on
+Scotland Yard's London board holds across games and learning steps (issue 59): the
+process's resident memory over time, the worlds and public states in the run's kept
+index of expansions (`polyzero.sog.search_tree.Expansions`, `selfplay.kept_expansions`)
+and the bytes a kept world costs.
+
+    python benchmarks/sog_london_memory.py --cpu-minutes 35 --out sog_london_memory
+
+The run is the preset `sog_scotland_yard_london`'s (`polyzero train --preset
+sog_scotland_yard_london`; its settings unchanged: SoG(4, 1) self-play, GT-CFR(8, 1)
+solving 4 queries a step, one game a step), driven step by step by the trainer's own
+learning step in this process (no checkpoints written: they do not hold the index)
+until --cpu-minutes of process CPU time, --wall-minutes, or --max-rss-gb of resident
+memory (a watchdog thread then interrupts the step). A thread samples resident memory
+and the index every --every seconds. At the end the index is emptied and the memory
+given back to the OS measured: what the index held, per world.
+"""
+
+from __future__ import annotations
+
+import _thread
+import argparse
+import ctypes
+import gc
+import json
+import os
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import RESULTS, git_commit, machine_line, utcnow  # noqa: E402
+
+
+def rss_gb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
+
+
+def cpu_s() -> float:
+    return time.process_time()
+
+
+def index_row(trainer, t0: float) -> dict:
+    ex = trainer.data.expansions
+    return {
+        "cpu_s": round(cpu_s(), 1),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "rss_gb": round(rss_gb(), 3),
+        "worlds": ex.worlds if ex is not None else 0,
+        "public_states": len(ex.by_key) if ex is not None else 0,
+    }
+
+
+class Sampler(threading.Thread):
+    """Resident memory and the index every `every` seconds; interrupts the main thread
+    once memory passes `max_rss_gb`."""
+
+    def __init__(self, trainer, t0: float, every: float, max_rss_gb: float):
+        super().__init__(daemon=True)
+        self.trainer, self.t0, self.every, self.max_rss_gb = trainer, t0, every, max_rss_gb
+        self.rows: list[dict] = []
+        self.stopped = threading.Event()
+        self.tripped = False
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every):
+            row = index_row(self.trainer, self.t0)
+            self.rows.append(row)
+            if row["rss_gb"] > self.max_rss_gb and not self.tripped:
+                self.tripped = True
+                _thread.interrupt_main()
+
+
+def train(args) -> dict:
+    import torch
+
+    from polyzero.config import build_config
+    from polyzero.presets import preset_file
+    from polyzero.sog.trainer import SoGTrainer
+
+    overrides = [f"seed={args.seed}", "threads=1", "train.steps=100000000", "train.checkpoint_every=100000000"]
+    cfg = build_config(config_file=str(preset_file("sog_scotland_yard_london")), overrides=overrides)
+    torch.set_num_threads(1)
+    run_dir = Path(tempfile.mkdtemp(prefix="sog_london_memory_")) / "run"
+    t0 = time.perf_counter()
+    trainer = SoGTrainer.create(cfg, run_dir, progress=False)
+    if args.max_worlds is not None and trainer.data.expansions is not None:
+        trainer.data.expansions.max_worlds = args.max_worlds
+    sampler = Sampler(trainer, t0, args.every, args.max_rss_gb)
+    steps: list[dict] = []
+    stop = "cpu minutes"
+    log, progress = trainer._start_run()
+    sampler.start()
+    try:
+        with trainer.executor.session(trainer):
+            while cpu_s() < 60 * args.cpu_minutes:
+                if time.perf_counter() - t0 > 60 * args.wall_minutes:
+                    stop = "wall minutes"
+                    break
+                trainer._learning_step(log, progress)
+                c = trainer.counts
+                row = {"step": trainer.step, "games": c["games"], "positions": c["positions"], "solves": c["solves"]}
+                row.update(index_row(trainer, t0), query_buffer=len(trainer.queries), replay=len(trainer.replay))
+                steps.append(row)
+                print(json.dumps(row), flush=True)
+    except KeyboardInterrupt:
+        stop = f"resident memory past {args.max_rss_gb} GB"
+    finally:
+        sampler.stopped.set()
+        sampler.join()
+        log.close()
+        progress.close()
+    ex = trainer.data.expansions
+    held = {"worlds": ex.worlds, "public_states": len(ex.by_key), "max_worlds": ex.max_worlds}
+    before = rss_gb()
+    ex.by_key.clear()
+    ex.worlds = 0
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    after = rss_gb()
+    held.update(rss_before_gb=round(before, 3), rss_after_gb=round(after, 3))
+    held["bytes_per_world"] = round((before - after) * 2**30 / held["worlds"]) if held["worlds"] else None
+    return {
+        "seed": args.seed,
+        "stopped_by": stop,
+        "steps": steps,
+        "samples": sampler.rows,
+        "index_at_end": held,
+        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
+        "cpu_s": round(cpu_s(), 1),
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def write_md(result: dict, out: str) -> None:
+    end = result["index_at_end"]
+    lines = [
+        f"# {out}: memory of a Student of Games training run on London",
+        "",
+        f"Preset `sog_scotland_yard_london`, seed {result['seed']}, the preset's settings "
+        f"(index bound `max_worlds` {end['max_worlds']:,}); {result['machine']}, one core shared with "
+        f"other jobs at nice 10. Commit {result['commit']}, written {result['date']}. Command: "
+        f"`python benchmarks/sog_london_memory.py {result['argv']}`.",
+        "",
+        f"Stopped by: {result['stopped_by']} after {len(result['steps'])} learning steps, "
+        f"{result['cpu_s']:,} CPU s ({result['wall_s']:,} s wall). Peak resident memory "
+        f"{result['peak_rss_gb']} GB.",
+        "",
+        f"At the end the index held {end['worlds']:,} worlds in {end['public_states']:,} public states; "
+        f"emptying it took resident memory from {end['rss_before_gb']} to {end['rss_after_gb']} GB: "
+        f"{end['bytes_per_world'] or 0:,} bytes a kept world (the world's game state, information "
+        "states, and its public state's share of the derived arrays and expansion).",
+        "",
+        "| step | games | positions | solves | CPU s | resident GB | index worlds | index public states "
+        "| query buffer |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["steps"]:
+        lines.append(
+            f"| {r['step']} | {r['games']} | {r['positions']} | {r['solves']} | {r['cpu_s']:,} | "
+            f"{r['rss_gb']:.2f} | {r['worlds']:,} | {r['public_states']:,} | {r['query_buffer']} |"
+        )
+    (RESULTS / f"{out}.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cpu-minutes", type=float, default=35.0)
+    parser.add_argument("--wall-minutes", type=float, default=70.0)
+    parser.add_argument("--max-rss-gb", type=float, default=6.0)
+    parser.add_argument("--every", type=float, default=5.0, help="seconds between samples")
+    parser.add_argument("--max-worlds", type=int, default=None, help="override the index's bound (worlds)")
+    parser.add_argument("--out", default="sog_london_memory")
+    args = parser.parse_args()
+    result = train(args)
+    result.update(commit=git_commit(), date=utcnow(), machine=machine_line(), argv=" ".join(sys.argv[1:]))
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_md(result, args.out)
+    print(json.dumps({k: v for k, v in result.items() if k not in ("steps", "samples")}))
+
+
+if __name__ == "__main__":
+    main()
