@@ -5,6 +5,7 @@ index of expansions (`polyzero.sog.search_tree.Expansions`, `selfplay.kept_expan
 and the bytes a kept world costs.
 
     python benchmarks/sog_london_memory.py --cpu-minutes 35 --out sog_london_memory
+    python benchmarks/sog_london_memory.py --report --out sog_london_memory   # the page again
 
 The run is the preset `sog_scotland_yard_london`'s (`polyzero train --preset
 sog_scotland_yard_london`; its settings unchanged: SoG(4, 1) self-play, GT-CFR(8, 1)
@@ -136,8 +137,14 @@ def train(args) -> dict:
     }
 
 
+def emptied(steps: list[dict]) -> int:
+    """Times the index was emptied between steps (its worlds fell)."""
+    return sum(b["worlds"] < a["worlds"] for a, b in zip(steps, steps[1:]))
+
+
 def write_md(result: dict, out: str) -> None:
-    end = result["index_at_end"]
+    end, steps, samples = result["index_at_end"], result["steps"], result["samples"]
+    most = max(samples + steps, key=lambda r: r["worlds"], default={"worlds": 0, "rss_gb": 0.0})
     lines = [
         f"# {out}: memory of a Student of Games training run on London",
         "",
@@ -146,9 +153,12 @@ def write_md(result: dict, out: str) -> None:
         f"other jobs at nice 10. Commit {result['commit']}, written {result['date']}. Command: "
         f"`python benchmarks/sog_london_memory.py {result['argv']}`.",
         "",
-        f"Stopped by: {result['stopped_by']} after {len(result['steps'])} learning steps, "
+        f"Stopped by: {result['stopped_by']} after {len(steps)} learning steps, "
         f"{result['cpu_s']:,} CPU s ({result['wall_s']:,} s wall). Peak resident memory "
-        f"{result['peak_rss_gb']} GB.",
+        f"{result['peak_rss_gb']} GB; resident memory sampled every few seconds: "
+        f"{min(r['rss_gb'] for r in samples):.2f} to {max(r['rss_gb'] for r in samples):.2f} GB "
+        f"({len(samples)} samples). The index held at most {most['worlds']:,} worlds (a sample or a "
+        f"step's end) and was emptied {emptied(steps)} times between steps.",
         "",
         f"At the end the index held {end['worlds']:,} worlds in {end['public_states']:,} public states; "
         f"emptying it took resident memory from {end['rss_before_gb']} to {end['rss_after_gb']} GB: "
@@ -159,7 +169,7 @@ def write_md(result: dict, out: str) -> None:
         "| query buffer |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in result["steps"]:
+    for r in steps:
         lines.append(
             f"| {r['step']} | {r['games']} | {r['positions']} | {r['solves']} | {r['cpu_s']:,} | "
             f"{r['rss_gb']:.2f} | {r['worlds']:,} | {r['public_states']:,} | {r['query_buffer']} |"
@@ -176,7 +186,11 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--max-worlds", type=int, default=None, help="override the index's bound (worlds)")
     parser.add_argument("--out", default="sog_london_memory")
+    parser.add_argument("--report", action="store_true", help="only rewrite OUT.md from OUT.json")
     args = parser.parse_args()
+    if args.report:
+        write_md(json.loads((RESULTS / f"{args.out}.json").read_text()), args.out)
+        return
     result = train(args)
     result.update(commit=git_commit(), date=utcnow(), machine=machine_line(), argv=" ".join(sys.argv[1:]))
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1) + "\n")

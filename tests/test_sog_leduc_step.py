@@ -216,3 +216,36 @@ def test_a_trainer_keeps_expansions_only_where_searches_share_them():
     games, whose searches add only the top-k children (never shared), keep none."""
     assert isinstance(kept_expansions(load_game("leduc_poker")), Expansions)
     assert kept_expansions(load_game("tic_tac_toe")) is None
+
+
+def test_an_index_emptied_at_its_bound_plays_as_alone():
+    """The kept index never holds more than `max_worlds` worlds (it is emptied above
+    them, here many times a game), and games on it make the examples of games on their
+    own: the bound that keeps a London run's index near 0.2 GB changes no number
+    (benchmarks/results/sog_london_memory.md)."""
+    torch.set_num_threads(1)
+    encoding, _ = _queries("leduc_poker", 1)
+    torch.manual_seed(0)
+    value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
+    settings = SoGSettings(simulations=6, expansions_per_update=1.0)
+    game = encoding.game
+    shared = Expansions(public_observation_function(game), max_worlds=40)
+    held = []
+    add = shared.add
+
+    def counted(key, entry):
+        add(key, entry)
+        held.append(shared.worlds)
+        assert shared.worlds == sum(len(e.worlds) for e in shared.by_key.values())
+
+    shared.add = counted  # type: ignore[method-assign]
+    bounded = SoundSelfPlay(game, encoding, value_fn, settings, p_td=0.5, expansions=shared)
+    own = SoundSelfPlay(game, encoding, value_fn, settings, p_td=0.5)
+    for index in range(3):
+        a, b = play_game(bounded, 7, index, 0.5), play_game(own, 7, index, 0.5)
+        assert a.returns == b.returns and a.decisions == b.decisions
+        for x, y in zip(a.examples, b.examples, strict=True):
+            for name in ("x", "value", "value_mask", "policy", "policy_mask"):
+                assert np.array_equal(getattr(x, name), getattr(y, name))
+    assert max(held) <= 40
+    assert sum(later < earlier for earlier, later in zip(held, held[1:])) >= 3  # emptied, more than once
