@@ -6,6 +6,7 @@ and the bytes a kept world costs.
 
     python benchmarks/sog_london_memory.py --cpu-minutes 35 --out sog_london_memory
     python benchmarks/sog_london_memory.py --report --out sog_london_memory   # the page again
+    python benchmarks/sog_london_memory.py --breakdown --index 0 --out sog_london_memory_breakdown
 
 The run is the preset `sog_scotland_yard_london`'s (`polyzero train --preset
 sog_scotland_yard_london`; its settings unchanged: SoG(4, 1) self-play, GT-CFR(8, 1)
@@ -14,7 +15,8 @@ learning step in this process (no checkpoints written: they do not hold the inde
 until --cpu-minutes of process CPU time, --wall-minutes, or --max-rss-gb of resident
 memory (a watchdog thread then interrupts the step). A thread samples resident memory
 and the index every --every seconds. At the end the index is emptied and the memory
-given back to the OS measured: what the index held, per world.
+given back to the OS measured: what the index held, per world. --breakdown plays one
+game of the run on the trainer's index and says what in the index holds the memory.
 """
 
 from __future__ import annotations
@@ -137,6 +139,107 @@ def train(args) -> dict:
     }
 
 
+def trimmed_gb() -> float:
+    """Resident memory once garbage is collected and malloc gives its free pages back."""
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return rss_gb()
+
+
+def array_bytes(obj, seen: set) -> int:
+    """Bytes of the numpy arrays and torch tensors reachable from `obj` (each once)."""
+    import numpy as np
+    import torch
+
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, dict):
+        return sum(array_bytes(v, seen) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(array_bytes(v, seen) for v in obj)
+    if hasattr(obj, "__dict__"):
+        return array_bytes(vars(obj), seen)
+    return 0
+
+
+def breakdown(args) -> dict:
+    """The trainer's memory before any game (networks, optimizer), then one self-play game
+    (number --index of the run) on its kept index, and what the index holds after it:
+    the arrays derived from its public states and their CFR arrays, counted, and the
+    memory each part gives back when dropped (parts dropped in turn)."""
+    import torch
+
+    from polyzero.config import build_config
+    from polyzero.presets import preset_file
+    from polyzero.sog.selfplay import play_game
+    from polyzero.sog.trainer import SoGTrainer
+
+    mb = {"imports": trimmed_gb()}
+    cfg = build_config(config_file=str(preset_file("sog_scotland_yard_london")), overrides=[f"seed={args.seed}"])
+    torch.set_num_threads(1)
+    trainer = SoGTrainer(cfg, Path(tempfile.mkdtemp(prefix="sog_london_memory_")) / "run", progress=False)
+    mb["trainer"] = trimmed_gb()
+    data = trainer.data
+    episode = play_game(data.actor, cfg.seed, args.index, cfg.sog.q_search, cfg.sog.query_buffer)
+    del episode
+    mb["after_game"] = trimmed_gb()
+    ex = data.expansions
+    entries = list(ex.by_key.values())
+    out = {"index": args.index, "worlds": ex.worlds, "public_states": len(entries), "cpu_s": round(cpu_s(), 1)}
+    out["derived_array_mb"] = array_bytes([e.derived for e in entries], set()) / 2**20
+    out["cfr_array_mb"] = array_bytes([e.structure for e in entries], set()) / 2**20
+    out["info_state_strings"] = sum(len(s) for e in entries for s in e.info_states)
+    for e in entries:
+        e.structure.clear()
+    mb["cfr_arrays_dropped"] = trimmed_gb()
+    for e in entries:
+        e.derived.clear()
+    mb["derived_dropped"] = trimmed_gb()
+    del entries
+    ex.by_key.clear()
+    mb["index_emptied"] = trimmed_gb()
+    out["rss_gb"] = {k: round(v, 3) for k, v in mb.items()}
+    out["bytes_per_world"] = round((mb["after_game"] - mb["index_emptied"]) * 2**30 / out["worlds"])
+    return out
+
+
+def write_breakdown_md(result: dict, out: str) -> None:
+    g = result["rss_gb"]
+    freed = {
+        "the CFR arrays of its expansions": g["after_game"] - g["cfr_arrays_dropped"],
+        "the arrays derived from its public states (public tensor, slots, legal rows)": g["cfr_arrays_dropped"]
+        - g["derived_dropped"],
+        "the rest: worlds (game states), information-state strings, expansions' lists": g["derived_dropped"]
+        - g["index_emptied"],
+    }
+    lines = [
+        f"# {out}: what a London SoG run's kept index holds after one self-play game",
+        "",
+        f"Preset `sog_scotland_yard_london`, seed {result['seed']}, game {result['index']} of the run "
+        f"(untrained network), played on the trainer's kept index; {result['machine']}, nice 10. Commit "
+        f"{result['commit']}, written {result['date']}. Command: "
+        f"`python benchmarks/sog_london_memory.py {result['argv']}`. Resident memory after garbage "
+        "collection and `malloc_trim`.",
+        "",
+        "| resident memory | GB |",
+        "|---|---:|",
+        *(f"| {k} | {v:.3f} |" for k, v in g.items()),
+        "",
+        f"The index after the game: {result['worlds']:,} worlds in {result['public_states']:,} public states, "
+        f"{result['info_state_strings']:,} information-state strings; arrays counted: derived "
+        f"{result['derived_array_mb']:.1f} MB, CFR {result['cfr_array_mb']:.1f} MB. Dropped in turn, they gave "
+        f"back (GB): "
+        + "; ".join(f"{k} {v:.3f}" for k, v in freed.items())
+        + f". In all {result['bytes_per_world']:,} bytes a kept world.",
+    ]
+    (RESULTS / f"{out}.md").write_text("\n".join(lines) + "\n")
+
+
 def emptied(steps: list[dict]) -> int:
     """Times the index was emptied between steps (its worlds fell)."""
     return sum(b["worlds"] < a["worlds"] for a, b in zip(steps, steps[1:]))
@@ -187,14 +290,18 @@ def main() -> None:
     parser.add_argument("--max-worlds", type=int, default=None, help="override the index's bound (worlds)")
     parser.add_argument("--out", default="sog_london_memory")
     parser.add_argument("--report", action="store_true", help="only rewrite OUT.md from OUT.json")
+    parser.add_argument("--breakdown", action="store_true", help="one game (--index) and what the index holds")
+    parser.add_argument("--index", type=int, default=0, help="--breakdown: the run's game number")
     args = parser.parse_args()
     if args.report:
         write_md(json.loads((RESULTS / f"{args.out}.json").read_text()), args.out)
         return
-    result = train(args)
-    result.update(commit=git_commit(), date=utcnow(), machine=machine_line(), argv=" ".join(sys.argv[1:]))
+    result = breakdown(args) if args.breakdown else train(args)
+    result.update(
+        seed=args.seed, commit=git_commit(), date=utcnow(), machine=machine_line(), argv=" ".join(sys.argv[1:])
+    )
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1) + "\n")
-    write_md(result, args.out)
+    (write_breakdown_md if args.breakdown else write_md)(result, args.out)
     print(json.dumps({k: v for k, v in result.items() if k not in ("steps", "samples")}))
 
 
