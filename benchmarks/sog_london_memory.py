@@ -167,6 +167,33 @@ def array_bytes(obj, seen: set) -> int:
     return 0
 
 
+def held_by_game(episode, replay) -> dict:
+    """What the game's examples cost in the replay window (a row of its fixed arrays,
+    and the policy and legal rows it keeps of the slots with a policy target) and what
+    its queries cost as the buffer keeps them (`StoredQuery.nbytes`), and the window's
+    bytes at capacity with examples like these."""
+    import numpy as np
+
+    from polyzero.sog.query_store import stored
+
+    fixed = sum(a[0].nbytes for a in replay.data.values())
+    rows = []
+    for example in episode.examples:
+        kept = np.flatnonzero(np.asarray(example.policy_mask) > 0)
+        rows.append(kept.nbytes + kept.size * replay.slots_actions[1] * 5)  # float32 policy, bool legal
+    queries = [stored(q).nbytes for q in episode.collected + episode.to_solve]
+    mean_rows = sum(rows) / max(len(rows), 1)
+    return {
+        "examples": len(rows),
+        "example_fixed_bytes": fixed,
+        "example_rows_bytes_mean": round(mean_rows),
+        "example_rows_bytes_max": max(rows, default=0),
+        "window_at_capacity_gb": round(replay.capacity * (fixed + mean_rows) / 2**30, 3),
+        "queries": len(queries),
+        "query_bytes_mean": round(sum(queries) / max(len(queries), 1)),
+    }
+
+
 def breakdown(args) -> dict:
     """The trainer's memory before any game (networks, optimizer), then one self-play game
     (number --index of the run) on its kept index, and what the index holds after it:
@@ -186,11 +213,12 @@ def breakdown(args) -> dict:
     mb["trainer"] = trimmed_gb()
     data = trainer.data
     episode = play_game(data.actor, cfg.seed, args.index, cfg.sog.q_search, cfg.sog.query_buffer)
+    out = {"index": args.index, **held_by_game(episode, trainer.replay)}
     del episode
     mb["after_game"] = trimmed_gb()
     ex = data.expansions
     entries = list(ex.by_key.values())
-    out = {"index": args.index, "worlds": ex.worlds, "public_states": len(entries), "cpu_s": round(cpu_s(), 1)}
+    out.update(worlds=ex.worlds, public_states=len(entries), cpu_s=round(cpu_s(), 1))
     out["derived_array_mb"] = array_bytes([e.derived for e in entries], set()) / 2**20
     out["cfr_array_mb"] = array_bytes([e.structure for e in entries], set()) / 2**20
     out["info_state_strings"] = sum(len(s) for e in entries for s in e.info_states)
@@ -236,6 +264,12 @@ def write_breakdown_md(result: dict, out: str) -> None:
         f"back (GB): "
         + "; ".join(f"{k} {v:.3f}" for k, v in freed.items())
         + f". In all {result['bytes_per_world']:,} bytes a kept world.",
+        "",
+        f"The game's {result['examples']} examples in the replay window: {result['example_fixed_bytes']:,} bytes "
+        f"each in its fixed arrays, and their policy and legal rows {result['example_rows_bytes_mean']:,} bytes "
+        f"on average ({result['example_rows_bytes_max']:,} at most); a window of the preset's capacity "
+        f"filled with examples like these: {result['window_at_capacity_gb']} GB. Its {result['queries']} queries "
+        f"as the buffer keeps them: {result['query_bytes_mean']:,} bytes each on average (arrays).",
     ]
     (RESULTS / f"{out}.md").write_text("\n".join(lines) + "\n")
 
