@@ -7,6 +7,7 @@ and the bytes a kept world costs.
     python benchmarks/sog_london_memory.py --cpu-minutes 35 --out sog_london_memory
     python benchmarks/sog_london_memory.py --report --out sog_london_memory   # the page again
     python benchmarks/sog_london_memory.py --breakdown --index 0 --out sog_london_memory_breakdown
+    python benchmarks/sog_london_memory.py --repeat 4 --index 0 --out sog_london_memory_repeat
 
 The run is the preset `sog_scotland_yard_london`'s (`polyzero train --preset
 sog_scotland_yard_london`; its settings unchanged: SoG(4, 1) self-play, GT-CFR(8, 1)
@@ -236,6 +237,37 @@ def breakdown(args) -> dict:
     return out
 
 
+def repeat(args) -> dict:
+    """Game --index of the run played --repeat times on the trainer's actor (the same game
+    each time: its randomness is the run's seed and the game's number), the index emptied
+    after each: the trimmed resident memory and the Python objects by type after each
+    game. Memory that grows from game to game is held by something other than the index."""
+    from collections import Counter
+
+    import torch
+
+    from polyzero.config import build_config
+    from polyzero.presets import preset_file
+    from polyzero.sog.selfplay import play_game
+    from polyzero.sog.trainer import SoGTrainer
+
+    cfg = build_config(config_file=str(preset_file("sog_scotland_yard_london")), overrides=[f"seed={args.seed}"])
+    torch.set_num_threads(1)
+    trainer = SoGTrainer(cfg, Path(tempfile.mkdtemp(prefix="sog_london_memory_")) / "run", progress=False)
+    games, counts = [], []
+    for _ in range(args.repeat):
+        episode = play_game(trainer.data.actor, cfg.seed, args.index, cfg.sog.q_search, cfg.sog.query_buffer)
+        trainer.data.expansions.by_key.clear()
+        trainer.data.expansions.worlds = 0
+        del episode
+        gb = trimmed_gb()
+        counts.append(Counter(type(o).__name__ for o in gc.get_objects()))
+        games.append({"rss_gb": round(gb, 3), "python_objects": sum(counts[-1].values()), "cpu_s": round(cpu_s(), 1)})
+        print(json.dumps(games[-1]), flush=True)
+    grew = (counts[-1] - counts[0]).most_common(8) if len(counts) > 1 else []
+    return {"index": args.index, "games": games, "objects_grown_first_to_last": grew}
+
+
 def write_breakdown_md(result: dict, out: str) -> None:
     g = result["rss_gb"]
     freed = {
@@ -325,17 +357,19 @@ def main() -> None:
     parser.add_argument("--out", default="sog_london_memory")
     parser.add_argument("--report", action="store_true", help="only rewrite OUT.md from OUT.json")
     parser.add_argument("--breakdown", action="store_true", help="one game (--index) and what the index holds")
-    parser.add_argument("--index", type=int, default=0, help="--breakdown: the run's game number")
+    parser.add_argument("--index", type=int, default=0, help="--breakdown, --repeat: the run's game number")
+    parser.add_argument("--repeat", type=int, default=0, help="play game --index this many times (json only)")
     args = parser.parse_args()
     if args.report:
         write_md(json.loads((RESULTS / f"{args.out}.json").read_text()), args.out)
         return
-    result = breakdown(args) if args.breakdown else train(args)
+    result = repeat(args) if args.repeat else breakdown(args) if args.breakdown else train(args)
     result.update(
         seed=args.seed, commit=git_commit(), date=utcnow(), machine=machine_line(), argv=" ".join(sys.argv[1:])
     )
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1) + "\n")
-    (write_breakdown_md if args.breakdown else write_md)(result, args.out)
+    if not args.repeat:
+        (write_breakdown_md if args.breakdown else write_md)(result, args.out)
     print(json.dumps({k: v for k, v in result.items() if k not in ("steps", "samples")}))
 
 
