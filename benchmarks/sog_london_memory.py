@@ -326,13 +326,15 @@ def write_md(result: dict, out: str) -> None:
         f"{result['cpu_s']:,} CPU s ({result['wall_s']:,} s wall). Peak resident memory "
         f"{result['peak_rss_gb']} GB; resident memory sampled every few seconds: "
         f"{min(r['rss_gb'] for r in samples):.2f} to {max(r['rss_gb'] for r in samples):.2f} GB "
-        f"({len(samples)} samples). The index held at most {most['worlds']:,} worlds (a sample or a "
+        f"({len(samples)} samples, {sum(r['rss_gb'] > 3.0 for r in samples)} above 3 GB). "
+        f"The index held at most {most['worlds']:,} worlds (a sample or a "
         f"step's end) and was emptied {emptied(steps)} times between steps.",
         "",
         f"At the end the index held {end['worlds']:,} worlds in {end['public_states']:,} public states; "
-        f"emptying it took resident memory from {end['rss_before_gb']} to {end['rss_after_gb']} GB: "
-        f"{end['bytes_per_world'] or 0:,} bytes a kept world (the world's game state, information "
-        "states, and its public state's share of the derived arrays and expansion).",
+        f"emptying it, collecting garbage and trimming the allocator took resident memory from "
+        f"{end['rss_before_gb']} to {end['rss_after_gb']} GB: the index and whatever the run had freed "
+        f"but the allocator still kept, so at most {end['bytes_per_world'] or 0:,} bytes a kept world "
+        "(`--breakdown` measures the index alone).",
         "",
         "| step | games | positions | solves | CPU s | resident GB | index worlds | index public states "
         "| query buffer |",
