@@ -227,7 +227,7 @@ def test_a_trainer_keeps_expansions_only_where_searches_share_them():
 def test_an_index_emptied_at_its_bound_plays_as_alone():
     """The kept index never holds more than `max_worlds` worlds (it is emptied above
     them, here many times a game), and games on it make the examples of games on their
-    own: the bound that keeps a London run's index near 0.2 GB changes no number
+    own: the bound that keeps a London run's index near 0.33 GB changes no number
     (benchmarks/results/sog_london_memory.md)."""
     shared = Expansions(public_observation_function(load_game("leduc_poker")), max_worlds=40)
     held = []
