@@ -8,6 +8,7 @@ and the bytes a kept world costs.
     python benchmarks/sog_london_memory.py --report --out sog_london_memory   # the page again
     python benchmarks/sog_london_memory.py --breakdown --index 0 --out sog_london_memory_breakdown
     python benchmarks/sog_london_memory.py --repeat 4 --index 0 --out sog_london_memory_repeat
+    python benchmarks/sog_london_memory.py --gather-rows 2000 --out sog_london_memory_gather
 
 The run is the preset `sog_scotland_yard_london`'s (`polyzero train --preset
 sog_scotland_yard_london`; its settings unchanged: SoG(4, 1) self-play, GT-CFR(8, 1)
@@ -268,6 +269,41 @@ def repeat(args) -> dict:
     return {"index": args.index, "games": games, "objects_grown_first_to_last": grew}
 
 
+def gather(args) -> dict:
+    """Peak memory of one batched policy-row product (`CVPN.policy_rows_of`, the path a
+    search's network call takes with many decision queries) on the London network: 20
+    queries at Mr X's decisions with --rows slots in all. It gathers one [actions,
+    width] block of the head's weights per row (798 x 128 float32: 408,576 bytes)."""
+    import numpy as np
+    import torch
+
+    from polyzero.config import build_config
+    from polyzero.games import load_game
+    from polyzero.presets import preset_file
+    from polyzero.sog.cvpn import BeliefEncoding
+    from polyzero.sog.trainer import CVPNModel
+
+    cfg = build_config(config_file=str(preset_file("sog_scotland_yard_london")), overrides=[f"seed={args.seed}"])
+    torch.set_num_threads(1)
+    encoding = BeliefEncoding(load_game(cfg.game))
+    net = CVPNModel(encoding, cfg).build_network().eval()
+    h = torch.randn(20, cfg.net.width)
+    each = args.gather_rows // 20
+    slots = [torch.as_tensor(np.arange(k, k + each) % net.slots[0]) for k in range(20)]
+    before, peak0 = trimmed_gb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    with torch.no_grad():
+        out = net.policy_rows_of(h, list(range(20)), [0] * 20, slots)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    return {
+        "rows": int(out.shape[0]),
+        "rss_before_gb": round(before, 3),
+        "peak_before_gb": round(peak0, 3),
+        "peak_after_gb": round(peak, 3),
+        "peak_rise_gb": round(peak - max(peak0, before), 3),
+        "expected_gb": round(out.shape[0] * net.num_actions * cfg.net.width * 4 / 2**30, 3),
+    }
+
+
 def write_breakdown_md(result: dict, out: str) -> None:
     g = result["rss_gb"]
     freed = {
@@ -361,16 +397,20 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true", help="one game (--index) and what the index holds")
     parser.add_argument("--index", type=int, default=0, help="--breakdown, --repeat: the run's game number")
     parser.add_argument("--repeat", type=int, default=0, help="play game --index this many times (json only)")
+    parser.add_argument("--gather-rows", type=int, default=0, help="peak of one policy_rows_of (json only)")
     args = parser.parse_args()
     if args.report:
         write_md(json.loads((RESULTS / f"{args.out}.json").read_text()), args.out)
         return
-    result = repeat(args) if args.repeat else breakdown(args) if args.breakdown else train(args)
+    if args.gather_rows:
+        result = gather(args)
+    else:
+        result = repeat(args) if args.repeat else breakdown(args) if args.breakdown else train(args)
     result.update(
         seed=args.seed, commit=git_commit(), date=utcnow(), machine=machine_line(), argv=" ".join(sys.argv[1:])
     )
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1) + "\n")
-    if not args.repeat:
+    if not args.repeat and not args.gather_rows:
         (write_breakdown_md if args.breakdown else write_md)(result, args.out)
     print(json.dumps({k: v for k, v in result.items() if k not in ("steps", "samples")}))
 
