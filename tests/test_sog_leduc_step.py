@@ -186,18 +186,24 @@ def test_trees_of_kept_expansions_share_their_cfr_arrays_and_solve_as_alone(game
                 assert np.array_equal(search.cfr.counterfactual_values(0, p), v)
 
 
-def test_games_on_kept_expansions_play_as_alone():
-    """Sound self-play games whose re-solving searches share one `Expansions` (the
-    trainer's, kept between games) make the same examples as games on their own."""
+def _leduc_actors(shared: Expansions) -> tuple[SoundSelfPlay, SoundSelfPlay]:
+    """Two Leduc self-play actors with a small CVPN and SoG(6, 1): one whose searches
+    share `shared`, one whose games keep their own expansions."""
     torch.set_num_threads(1)
     encoding, _ = _queries("leduc_poker", 1)
     torch.manual_seed(0)
     value_fn = NetworkValueFunction(encoding, build_cvpn(encoding, width=16, layers=1))
     settings = SoGSettings(simulations=6, expansions_per_update=1.0)
     game = encoding.game
-    shared = Expansions(public_observation_function(game))
     kept = SoundSelfPlay(game, encoding, value_fn, settings, p_td=0.5, expansions=shared)
-    own = SoundSelfPlay(game, encoding, value_fn, settings, p_td=0.5)
+    return kept, SoundSelfPlay(game, encoding, value_fn, settings, p_td=0.5)
+
+
+def test_games_on_kept_expansions_play_as_alone():
+    """Sound self-play games whose re-solving searches share one `Expansions` (the
+    trainer's, kept between games) make the same examples as games on their own."""
+    shared = Expansions(public_observation_function(load_game("leduc_poker")))
+    kept, own = _leduc_actors(shared)
     for index in range(3):
         a, b = play_game(kept, 7, index, 0.5), play_game(own, 7, index, 0.5)
         assert a.returns == b.returns and a.decisions == b.decisions and len(a.collected) == len(b.collected)
@@ -216,3 +222,29 @@ def test_a_trainer_keeps_expansions_only_where_searches_share_them():
     games, whose searches add only the top-k children (never shared), keep none."""
     assert isinstance(kept_expansions(load_game("leduc_poker")), Expansions)
     assert kept_expansions(load_game("tic_tac_toe")) is None
+
+
+def test_an_index_emptied_at_its_bound_plays_as_alone():
+    """The kept index never holds more than `max_worlds` worlds (it is emptied above
+    them, here many times a game), and games on it make the examples of games on their
+    own: the bound that keeps a London run's index near 0.33 GB changes no number
+    (benchmarks/results/sog_london_memory.md)."""
+    shared = Expansions(public_observation_function(load_game("leduc_poker")), max_worlds=40)
+    held = []
+    add = shared.add
+
+    def counted(key, entry):
+        add(key, entry)
+        held.append(shared.worlds)
+        assert shared.worlds == sum(len(e.worlds) for e in shared.by_key.values())
+
+    shared.add = counted  # type: ignore[method-assign]
+    bounded, own = _leduc_actors(shared)
+    for index in range(3):
+        a, b = play_game(bounded, 7, index, 0.5), play_game(own, 7, index, 0.5)
+        assert a.returns == b.returns and a.decisions == b.decisions
+        for x, y in zip(a.examples, b.examples, strict=True):
+            for name in ("x", "value", "value_mask", "policy", "policy_mask"):
+                assert np.array_equal(getattr(x, name), getattr(y, name))
+    assert max(held) <= 40
+    assert sum(later < earlier for earlier, later in zip(held, held[1:])) >= 3  # emptied, more than once
