@@ -183,7 +183,7 @@ def _arm_process(tree: Path, src: Path, steps: int, flush_denormal: bool) -> dic
         cmd = [sys.executable, __file__, "arm", "--from", str(src), "--steps", str(steps), "--json", f.name]
         cmd += ["--flush-denormal"] if flush_denormal else []
         subprocess.run(cmd, env=env, check=True, cwd=tree)
-        return json.loads(Path(f.name).read_text())
+        return {**json.loads(Path(f.name).read_text()), "commit": _tree_commit(tree)}
 
 
 def _tree_commit(tree: Path) -> str:
@@ -198,7 +198,7 @@ def ab_markdown(meta: dict, runs: list[dict], summary: dict) -> str:
         f"- {meta['when']}, {meta['machine'].get('Model name', '?')} ({meta['machine'].get('CPU(s)')} CPUs, "
         "shared: other jobs ran on its cores; times are each arm's process CPU time)",
         f"- command: `{meta['command']}`",
-        f"- A: commit {meta['commits']['A'][:10]}; B: commit {meta['commits']['B'][:10]}"
+        f"- A: commit {meta['commits']['A']}; B: commit {meta['commits']['B']}"
         + (" with subnormal floats flushed to zero (torch.set_flush_denormal)" if meta["b_flush_denormal"] else ""),
         f"- each arm: a fresh process resumed at learning step {runs[0]['start_step']}, "
         f"{runs[0]['steps']} steps, order {''.join(r['arm'] for r in runs)}",
@@ -241,7 +241,7 @@ def run_ab(args) -> None:
         "weights_equal": len({r["weights"] for r in runs}) == 1,
     }
     meta = _meta(args)
-    meta["commits"] = {k: _tree_commit(t) for k, t in trees.items()}
+    meta["commits"] = {k: ", ".join(sorted({r["commit"][:10] for r in runs if r["arm"] == k})) for k in trees}
     meta["b_flush_denormal"] = args.b_flush_denormal
     write_results(
         HERE / "results" / f"{args.out}.json",
