@@ -38,7 +38,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import ONE_THREAD, git_commit, machine_info, results_name, utcnow, write_results  # noqa: E402
+from common import ONE_THREAD, machine_info, results_name, utcnow, write_results  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- one arm
@@ -253,12 +253,18 @@ def run_ab(args) -> None:
     )
 
 
+def _polyzero_tree() -> Path:
+    import polyzero
+
+    return Path(polyzero.__file__).resolve().parent.parent
+
+
 def _meta(args) -> dict:
     return {
         "when": utcnow(),
         "command": "python benchmarks/ndmz_train_speed.py " + " ".join(sys.argv[1:]),
         "machine": machine_info(),
-        "commit": git_commit(),
+        "commit": _tree_commit(_polyzero_tree()),  # the tree polyzero was imported from (PYTHONPATH)
         "loadavg": os.getloadavg(),
     }
 

@@ -105,11 +105,12 @@ class StateActionLinear(torch.autograd.Function):
     one-hot action columns (nothing needs it). Forward and the gradients it does compute
     are the operators autograd runs for ``F.linear(torch.cat([s, onehot], 1), W, b)``
     (addmm; grad_out.t() @ x for W, grad_out summed by autograd for b), so the numbers
-    are the same bit for bit (tests/test_ndmz.py). Why: W's columns for actions that never
-    occur (Nannon 6-3-6's chance outcomes 6-15 and no-op) decay under the L2 term to
-    subnormal floats, and grad_out @ W through them ran about 30x slower than through
-    normal ones (x86 handles subnormal products in microcode): about half of the
-    learner's time at learning step 260 of the benchmark (docs/ndmz.md, "Training speed")."""
+    are the same bit for bit (tests/test_ndmz_dynamics_grad.py). Why: W's columns for
+    actions that never occur (on Nannon 6-3-6 chance outcomes 6-15 and no-op) decay under the L2 term to
+    subnormal floats, and grad_out @ W through them took 18.2 ms instead of 0.40 at the
+    preset's shapes (x86 multiplies subnormals in microcode;
+    benchmarks/results/ndmz_subnormal_onset.md): about half of the learner's time from
+    learning step 100 of the benchmark on (docs/ndmz.md, "Training speed")."""
 
     @staticmethod
     def forward(ctx, s, onehot, weight, bias):
