@@ -100,6 +100,34 @@ def lecun_normal_(module: nn.Module) -> None:
             nn.init.zeros_(m.bias)
 
 
+class StateActionLinear(torch.autograd.Function):
+    """g's first layer, W [s, onehot(a)] + b, whose backward skips the gradient of the
+    one-hot action columns (nothing needs it). Forward and the gradients it does compute
+    are the operators autograd runs for ``F.linear(torch.cat([s, onehot], 1), W, b)``
+    (addmm; grad_out.t() @ x for W, grad_out summed by autograd for b), so the numbers
+    are the same bit for bit (tests/test_ndmz_dynamics_grad.py). Why: W's columns for
+    actions that never occur (on Nannon 6-3-6 chance outcomes 6-15 and no-op) decay under the L2 term to
+    subnormal floats, and grad_out @ W through them took 18.2 ms instead of 0.40 at the
+    preset's shapes (x86 multiplies subnormals in microcode;
+    benchmarks/results/ndmz_subnormal_onset.md): about half of the learner's time from
+    learning step 100 of the benchmark on (docs/ndmz.md, "Training speed")."""
+
+    @staticmethod
+    def forward(ctx, s, onehot, weight, bias):
+        x = torch.cat([s, onehot], dim=1)
+        ctx.save_for_backward(x, weight)
+        ctx.state_size = s.shape[1]
+        return torch.addmm(bias, x, weight.t())
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        grad_s = grad.mm(weight[:, : ctx.state_size]) if need[0] else None
+        grad_weight = grad.t().mm(x) if need[2] else None  # addmm's: its weight.t() is column-major
+        return grad_s, None, grad_weight, grad if need[3] else None  # autograd sums grad to b's shape
+
+
 class NDMZNet(nn.Module):
     def __init__(self, obs_dim: int, layout: ActionLayout, spec: NDMZSpec = NDMZSpec()):
         super().__init__()
@@ -110,6 +138,7 @@ class NDMZNet(nn.Module):
         self.hidden_shape = (hs,)
         self.representation = nn.Sequential(selu_mlp(obs_dim, w, spec.layers), nn.Linear(w, hs))
         self.dynamics_trunk = selu_mlp(hs + layout.size, w, spec.layers)
+        self._dynamics_rest = tuple(self.dynamics_trunk)[1:]  # after its first Linear (StateActionLinear)
         self.next_state = nn.Linear(w, hs)
         self.identity_head = nn.Linear(w, NUM_IDENTITIES)
         self.reward_head = nn.Linear(w, 1)
@@ -126,7 +155,13 @@ class NDMZNet(nn.Module):
     def dynamics(self, s: torch.Tensor, action: torch.Tensor):
         """g: (s^(k-1), a^k) -> (reward [B], s^k [B, H], identity logits [B, 4])."""
         onehot = nn.functional.one_hot(action.long(), self.num_actions).to(s.dtype)
-        x = self.dynamics_trunk(torch.cat([s, onehot], dim=1))
+        if self.training and torch.is_grad_enabled() and s.requires_grad:  # the learner's unroll
+            first = self.dynamics_trunk[0]
+            x = StateActionLinear.apply(s, onehot, first.weight, first.bias)
+            for module in self._dynamics_rest:
+                x = module(x)
+        else:
+            x = self.dynamics_trunk(torch.cat([s, onehot], dim=1))
         return torch.tanh(self.reward_head(x)).squeeze(-1), self.next_state(x), self.identity_head(x)
 
     def predict(self, s: torch.Tensor):

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .kernels.ndmz_nodes import CHANCE_EDGE, TERMINAL_EDGE, ndmz_expand, ndmz_inherit  # noqa: F401
 from .loop import Expansion, SearchHooks, simulate, start_tree
 from .params import SearchParams
 from .tree import CHANCE, DECISION, IDENTITY, TERMINAL, Tree
@@ -54,7 +55,8 @@ from .tree import CHANCE, DECISION, IDENTITY, TERMINAL, Tree
 KIND_CHOICE, KIND_IDENTITY, KIND_CHANCE, KIND_TERMINAL = DECISION, IDENTITY, CHANCE, TERMINAL
 # The identity edges N = {0, 1, chance, terminal} (the paper's {1, 2, c, d}); the model's
 # identity head (polyzero.nets.ndmz) and the replay's targets use the same codes.
-PLAYER_0, PLAYER_1, CHANCE_EDGE, TERMINAL_EDGE = 0, 1, 2, 3
+# (the compiled bookkeeping's, kernels/ndmz_nodes.py)
+PLAYER_0, PLAYER_1 = 0, 1
 NUM_IDENTITIES = 4
 
 
@@ -113,70 +115,49 @@ class NDMZModel:
             np.zeros(batch, np.bool_),
             kind=np.zeros(batch, np.int8),
         )
+        out = self._out
+        self._nodes = (self.kind, self.player, self.anchor)
+        self._stored = (self.node_value, self.choice_logits, self.chance_logits)
+        self._outs = (out.prior_logits, out.legal, out.value, out.kind, out.discount, out.reward)
+        self._grow = tuple(np.zeros(batch, np.int64) for _ in range(4))  # tree, parent, action, node
+        self._gather = np.zeros((batch, hidden0.shape[1]), np.float32)  # the identity nodes' parent states
+        self._no_outputs = (  # what ndmz_expand reads when no identity node was reached
+            np.zeros((0, hidden0.shape[1]), np.float32),
+            np.zeros((0, NUM_IDENTITIES), np.float32),
+            np.zeros((0, a_size), np.float32),
+            np.zeros((0, a_size), np.float32),
+            np.zeros(0, np.float32),
+        )
 
     def initial(self) -> Expansion:
         return self._root
 
     def step(self, parent_node, action, new_node, active) -> Expansion:
-        out = self._out
-        out.legal[:] = False
-        bs = np.flatnonzero(active)
-        p, a, n = parent_node[bs], action[bs], new_node[bs]
-        self.hidden[n, bs] = self.hidden[p, bs]  # inherited; identity nodes overwrite it below
-        under_identity = self.kind[bs, p] == IDENTITY
-        self._inherit(bs[under_identity], p[under_identity], a[under_identity], n[under_identity])
-        grow = ~under_identity  # children of choice and chance nodes: identity nodes
-        self._expand_identity(bs[grow], p[grow], a[grow], n[grow])
-        out.terminal[:] = out.kind == TERMINAL
+        """Appendix A's EXPAND for the active trees: the nodes below identity nodes
+        inherit, the others are identity nodes, expanded by one batched call of g then f
+        (compiled bookkeeping around the call: :mod:`polyzero.search.kernels.ndmz_nodes`)."""
+        out, grow = self._out, self._grow
+        m = ndmz_inherit(
+            active,
+            parent_node,
+            action,
+            new_node,
+            self.hidden,
+            self._nodes,
+            self._stored,
+            self._outs,
+            grow,
+            self._gather,
+        )
+        outputs = self._no_outputs
+        if m:
+            hidden, ident, choice, chance, value, _ = self.inference.recurrent(self._gather[:m], grow[2][:m])
+            self.network_calls += 1
+            outputs = (hidden, ident, choice, chance, value)
+        ndmz_expand(
+            m, grow, outputs, self.hidden, self._nodes, self._stored, self._outs, self.evaluations, out.terminal
+        )
         return out
-
-    def _expand_identity(self, bs, p, a, n) -> None:
-        """Appendix A, EXPAND of an identity node: r, s, i = g(s_parent, a); p, c, v = f(s)."""
-        if not len(bs):
-            return
-        out = self._out
-        hidden, ident, choice, chance, value, _ = self.inference.recurrent(self.hidden[p, bs], a)
-        self.network_calls += 1
-        self.evaluations[bs] += 1
-        self.hidden[n, bs] = hidden
-        self.choice_logits[bs, n] = choice
-        self.chance_logits[bs, n] = chance
-        self.node_value[bs, n] = value
-        self._place(bs, p, n, IDENTITY, self.player[bs, p], self.anchor[bs, p])
-        out.value[bs] = value
-        out.prior_logits[bs, :NUM_IDENTITIES] = ident
-        out.legal[bs, :NUM_IDENTITIES] = True
-
-    def _inherit(self, bs, p, edge, n) -> None:
-        """Appendix A, EXPAND of an identity node's child: a chance, terminal or choice
-        node by its edge, with the hidden state (and, for a choice node, the value V)
-        of its parent."""
-        out = self._out
-        a_size = self.layout.size
-        chance, terminal = edge == CHANCE_EDGE, edge == TERMINAL_EDGE
-        choice = ~chance & ~terminal
-        for mask, kind in ((chance, CHANCE), (terminal, TERMINAL)):
-            b, j, w = bs[mask], p[mask], n[mask]
-            self._place(b, j, w, kind, self.player[b, j], self.anchor[b, j])
-            out.value[b] = self.anchor[b, j]  # a terminal leaf backs up this V (chance: unused)
-        out.prior_logits[bs[chance], :a_size] = self.chance_logits[bs[chance], p[chance]]
-        out.legal[bs[chance], :a_size] = True
-        b, j, w, e = bs[choice], p[choice], n[choice], edge[choice]
-        v = self.node_value[b, j]  # V of the identity node, for player e
-        self._place(b, j, w, DECISION, e, v)
-        out.value[b] = v
-        out.prior_logits[b, :a_size] = self.choice_logits[b, j]
-        out.legal[b, :a_size] = True
-
-    def _place(self, bs, parent, n, kind, player, anchor) -> None:
-        """Record new nodes' kind, side and anchor value, and their edge's sign."""
-        self.kind[bs, n] = kind
-        self.player[bs, n] = player
-        self.anchor[bs, n] = anchor
-        out = self._out
-        out.kind[bs] = kind
-        out.discount[bs] = np.where(self.player[bs, parent] == player, 1.0, -1.0)
-        out.reward[bs] = 0.0  # board games: NDMZ's search ignores rewards (Appendix A)
 
     def node_hidden(self, b: int, node: int) -> np.ndarray:
         return self.hidden[node, b]
