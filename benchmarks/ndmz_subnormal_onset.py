@@ -46,14 +46,14 @@ def step_times(run: Path, window: int) -> list[dict]:
 
 def subnormals(run: Path, every: int) -> list[dict]:
     """Per kept checkpoint (steps that are multiples of `every`): subnormal weights per tensor."""
-    import torch
+    from polyzero.train.checkpoint import read_learner
 
     out = []
     for ckpt in sorted((run / "checkpoints").glob("step_*")):
         step = int(ckpt.name[5:])
         if step % every or not (ckpt / "learner.pt").exists():
             continue
-        net = torch.load(ckpt / "learner.pt", map_location="cpu", weights_only=False)["net"]
+        net = read_learner(ckpt)["net"]  # weights_only=True: no code runs on load
         counts = {}
         for name, tensor in net.items():
             a = tensor.numpy()
