@@ -477,9 +477,15 @@ def shared_machine_header(meta: dict) -> list[str]:
     ]
 
 
-def git_commit() -> str:
-    """The commit the benchmark ran (HEAD of this repository)."""
-    return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+def git_commit(tree: Path = ROOT) -> str:
+    """The commit the benchmark ran (HEAD of this repository, or of another checkout `tree`)."""
+    return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=tree).stdout.strip()
+
+
+def rss_gb() -> float:
+    """This process's resident memory now, in GiB (/proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
 
 
 def versions() -> dict:

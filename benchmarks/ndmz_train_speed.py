@@ -38,7 +38,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import ONE_THREAD, machine_info, results_name, utcnow, write_results  # noqa: E402
+from common import ONE_THREAD, git_commit, machine_info, results_name, utcnow, write_results  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- one arm
@@ -186,12 +186,7 @@ def _arm_process(tree: Path, src: Path, steps: int, flush_denormal: bool) -> dic
         cmd = [sys.executable, __file__, "arm", "--from", str(src), "--steps", str(steps), "--json", f.name]
         cmd += ["--flush-denormal"] if flush_denormal else []
         subprocess.run(cmd, env=env, check=True, cwd=tree)
-        return {**json.loads(Path(f.name).read_text()), "commit": _tree_commit(tree)}
-
-
-def _tree_commit(tree: Path) -> str:
-    out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=tree)
-    return out.stdout.strip()
+        return {**json.loads(Path(f.name).read_text()), "commit": git_commit(tree)}
 
 
 def ab_markdown(meta: dict, runs: list[dict], summary: dict) -> str:
@@ -264,7 +259,7 @@ def _meta(args) -> dict:
         "when": utcnow(),
         "command": "python benchmarks/ndmz_train_speed.py " + " ".join(sys.argv[1:]),
         "machine": machine_info(),
-        "commit": _tree_commit(_polyzero_tree()),  # the tree polyzero was imported from (PYTHONPATH)
+        "commit": git_commit(_polyzero_tree()),  # the tree polyzero was imported from (PYTHONPATH)
         "loadavg": os.getloadavg(),
     }
 

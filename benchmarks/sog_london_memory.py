@@ -28,7 +28,6 @@ import argparse
 import ctypes
 import gc
 import json
-import os
 import resource
 import sys
 import tempfile
@@ -37,22 +36,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, git_commit, machine_line, utcnow  # noqa: E402
-
-
-def rss_gb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
-
-
-def cpu_s() -> float:
-    return time.process_time()
+from common import RESULTS, git_commit, machine_line, rss_gb, utcnow  # noqa: E402
 
 
 def index_row(trainer, t0: float) -> dict:
     ex = trainer.data.expansions
     return {
-        "cpu_s": round(cpu_s(), 1),
+        "cpu_s": round(time.process_time(), 1),
         "wall_s": round(time.perf_counter() - t0, 1),
         "rss_gb": round(rss_gb(), 3),
         "worlds": ex.worlds if ex is not None else 0,
@@ -102,7 +92,7 @@ def train(args) -> dict:
     sampler.start()
     try:
         with trainer.executor.session(trainer):
-            while cpu_s() < 60 * args.cpu_minutes:
+            while time.process_time() < 60 * args.cpu_minutes:
                 if time.perf_counter() - t0 > 60 * args.wall_minutes:
                     stop = "wall minutes"
                     break
@@ -136,7 +126,7 @@ def train(args) -> dict:
         "samples": sampler.rows,
         "index_at_end": held,
         "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
-        "cpu_s": round(cpu_s(), 1),
+        "cpu_s": round(time.process_time(), 1),
         "wall_s": round(time.perf_counter() - t0, 1),
     }
 
@@ -220,7 +210,7 @@ def breakdown(args) -> dict:
     mb["after_game"] = trimmed_gb()
     ex = data.expansions
     entries = list(ex.by_key.values())
-    out.update(worlds=ex.worlds, public_states=len(entries), cpu_s=round(cpu_s(), 1))
+    out.update(worlds=ex.worlds, public_states=len(entries), cpu_s=round(time.process_time(), 1))
     out["derived_array_mb"] = array_bytes([e.derived for e in entries], set()) / 2**20
     out["cfr_array_mb"] = array_bytes([e.structure for e in entries], set()) / 2**20
     out["info_state_strings"] = sum(len(s) for e in entries for s in e.info_states)
@@ -263,7 +253,9 @@ def repeat(args) -> dict:
         del episode
         gb = trimmed_gb()
         counts.append(Counter(type(o).__name__ for o in gc.get_objects()))
-        games.append({"rss_gb": round(gb, 3), "python_objects": sum(counts[-1].values()), "cpu_s": round(cpu_s(), 1)})
+        games.append(
+            {"rss_gb": round(gb, 3), "python_objects": sum(counts[-1].values()), "cpu_s": round(time.process_time(), 1)}
+        )
         print(json.dumps(games[-1]), flush=True)
     grew = (counts[-1] - counts[0]).most_common(8) if len(counts) > 1 else []
     return {"index": args.index, "games": games, "objects_grown_first_to_last": grew}

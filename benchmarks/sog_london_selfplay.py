@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import resource
 import sys
@@ -26,12 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, git_commit, machine_line, utcnow  # noqa: E402
-
-
-def rss_gb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
+from common import RESULTS, git_commit, machine_line, rss_gb, utcnow  # noqa: E402
 
 
 def decision_row(number: int, searcher, state, result, seconds: float, collector) -> dict:
