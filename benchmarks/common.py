@@ -482,12 +482,6 @@ def git_commit(tree: Path = ROOT) -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=tree).stdout.strip()
 
 
-def rss_gb() -> float:
-    """This process's resident memory now, in GiB (/proc/self/statm)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
-
-
 def versions() -> dict:
     """The versions of polyzero, its anchors' libraries and the git commit."""
     from importlib.metadata import PackageNotFoundError, version

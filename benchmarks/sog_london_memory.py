@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, git_commit, machine_line, rss_gb, utcnow  # noqa: E402
+from common import RESULTS, git_commit, machine_line, utcnow  # noqa: E402
+from sog_london_selfplay import rss_gb  # noqa: E402
 
 
 def index_row(trainer, t0: float) -> dict:

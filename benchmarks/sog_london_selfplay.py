@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import sys
@@ -25,7 +26,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, git_commit, machine_line, rss_gb, utcnow  # noqa: E402
+from common import RESULTS, git_commit, machine_line, utcnow  # noqa: E402
+
+
+def rss_gb() -> float:
+    """This process's resident memory now, in GiB (/proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
 
 
 def decision_row(number: int, searcher, state, result, seconds: float, collector) -> dict:
