@@ -265,15 +265,16 @@ def repeat(args) -> dict:
 def gather(args) -> dict:
     """Peak memory of one batched policy-row product (`CVPN.policy_rows_of`, the path a
     search's network call takes with many decision queries) on the London network: 20
-    queries at Mr X's decisions with --rows slots in all. It gathers one [actions,
-    width] block of the head's weights per row (798 x 128 float32: 408,576 bytes)."""
+    queries at Mr X's decisions with --gather-rows slots in all. It gathers one [actions,
+    width] block of the head's weights per row (798 x 128 float32: 408,576 bytes), at
+    most `cvpn.ROWS_PER_PRODUCT` rows at a time (before that bound: all rows at once)."""
     import numpy as np
     import torch
 
     from polyzero.config import build_config
     from polyzero.games import load_game
     from polyzero.presets import preset_file
-    from polyzero.sog.cvpn import BeliefEncoding
+    from polyzero.sog.cvpn import ROWS_PER_PRODUCT, BeliefEncoding
     from polyzero.sog.trainer import CVPNModel
 
     cfg = build_config(config_file=str(preset_file("sog_scotland_yard_london")), overrides=[f"seed={args.seed}"])
@@ -293,7 +294,8 @@ def gather(args) -> dict:
         "peak_before_gb": round(peak0, 3),
         "peak_after_gb": round(peak, 3),
         "peak_rise_gb": round(peak - max(peak0, before), 3),
-        "expected_gb": round(out.shape[0] * net.num_actions * cfg.net.width * 4 / 2**30, 3),
+        "rows_per_product": ROWS_PER_PRODUCT,
+        "expected_gb": round(min(out.shape[0], ROWS_PER_PRODUCT) * net.num_actions * cfg.net.width * 4 / 2**30, 3),
     }
 
 

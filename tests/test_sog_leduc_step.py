@@ -1,6 +1,6 @@
 """A cheaper Leduc learning step (docs/journal/2026-11-30-sog-leduc-step.md): the
 inputs of a CVPN batch as one array are `BeliefEncoding.input`'s bit for bit; all
-queries' policy rows in one gather and product per player are the per-query products
+queries' policy rows in batched products per player are the per-query products
 to within float32 rounding; search trees sharing their public states' expansions
 solve bit for bit as alone, also when the expansions and the CFR's arrays of them are
 kept from an earlier step's trees and games (docs/journal/2026-11-30-sog-leduc-step-2.md)."""
@@ -13,6 +13,7 @@ import torch
 
 from polyzero.games import load_game
 from polyzero.games.public_states import DECISION, PublicTree, public_observation_function
+from polyzero.sog import cvpn
 from polyzero.sog.cvpn import BeliefEncoding, NetworkValueFunction, build_cvpn
 from polyzero.sog.gtcfr import SoGSettings
 from polyzero.sog.query_store import StoredQuery
@@ -62,7 +63,9 @@ def test_inputs_as_one_array_equal_input_bit_for_bit(game_name):
 
 @pytest.mark.parametrize("game_name", ["kuhn_poker", "leduc_poker"])
 @pytest.mark.parametrize("net_seed", [0, 1, 2])
-def test_batched_policy_rows_match_per_query_rows(game_name, net_seed):
+@pytest.mark.parametrize("rows_per_product", [cvpn.ROWS_PER_PRODUCT, 7])  # 7: each player's rows in pieces
+def test_batched_policy_rows_match_per_query_rows(game_name, net_seed, rows_per_product, monkeypatch):
+    monkeypatch.setattr(cvpn, "ROWS_PER_PRODUCT", rows_per_product)
     torch.set_num_threads(1)
     encoding, queries = _queries(game_name, 150, seed=net_seed + 5)
     torch.manual_seed(net_seed)

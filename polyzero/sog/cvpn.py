@@ -35,6 +35,11 @@ from polyzero.nets.towers import DenseResidualTower, ResidualTower
 from .belief_encoding import BeliefEncoding
 from .values import BATCH_FROM, Evaluation, Query, ValueFunction, bincount_parts, world_reach
 
+# Rows of one batched policy product (`CVPN.policy_rows_of`): about 100 MB of gathered
+# head weights on London's network, where 2,000 rows at once raised peak memory by 0.78 GB
+# (benchmarks/results/sog_london_memory_gather.json).
+ROWS_PER_PRODUCT = 256
+
 __all__ = ["CVPN", "BeliefEncoding", "BoardTrunk", "Example", "NetworkValueFunction", "build_cvpn", "cvpn_loss"]
 
 
@@ -127,8 +132,8 @@ class CVPN(nn.Module):
 
     def policy_rows_of(self, h: torch.Tensor, rows: list[int], players: list[int], slots: list) -> torch.Tensor:
         """`policy_rows(h[rows[j]], players[j], slots[j])` for every j, one after the other
-        [sum of the slots' lengths, A], in one gather and one batched product per player
-        (instead of one per query): each output is the same dot product, summed by
+        [sum of the slots' lengths, A], in batched products per player of up to
+        ROWS_PER_PRODUCT rows (instead of one per query): each output is the same dot product, summed by
         another kernel, so its last bits may differ (tests/test_sog_leduc_step.py)."""
         lengths = [len(t) for t in slots]
         out = h.new_empty((sum(lengths), self.num_actions))
@@ -137,12 +142,18 @@ class CVPN(nn.Module):
             mine = [j for j, q in enumerate(players) if q == p]
             index = torch.cat([slots[j] for j in mine])
             owner = torch.as_tensor(np.repeat([rows[j] for j in mine], [lengths[j] for j in mine]), device=h.device)
+            at = torch.as_tensor(
+                np.concatenate([np.arange(starts[j], starts[j] + lengths[j]) for j in mine]), device=h.device
+            )
             head = cast(nn.Linear, self.policy[p])
-            weight = head.weight.view(self.slots[p], self.num_actions, -1)[index]
-            part = torch.bmm(weight, h[owner].unsqueeze(-1)).squeeze(-1)
-            part += head.bias.view(self.slots[p], self.num_actions)[index]
-            at = np.concatenate([np.arange(starts[j], starts[j] + lengths[j]) for j in mine])
-            out[torch.as_tensor(at, device=h.device)] = part
+            weights = head.weight.view(self.slots[p], self.num_actions, -1)
+            bias = head.bias.view(self.slots[p], self.num_actions)
+            # The gather copies an [A, width] block per row (0.4 MB on London, where a
+            # call of Mr X's can have thousands of rows): at most ROWS_PER_PRODUCT at a time.
+            for c in range(0, len(index), ROWS_PER_PRODUCT):
+                piece = index[c : c + ROWS_PER_PRODUCT]
+                part = torch.bmm(weights[piece], h[owner[c : c + ROWS_PER_PRODUCT]].unsqueeze(-1)).squeeze(-1)
+                out[at[c : c + ROWS_PER_PRODUCT]] = part + bias[piece]
         return out
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
