@@ -28,6 +28,7 @@ import argparse
 import ctypes
 import gc
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -312,7 +313,7 @@ def write_breakdown_md(result: dict, out: str) -> None:
         f"# {out}: what a London SoG run's kept index holds after one self-play game",
         "",
         f"Preset `sog_scotland_yard_london`, seed {result['seed']}, game {result['index']} of the run "
-        f"(untrained network), played on the trainer's kept index; {result['machine']}, nice 10. Commit "
+        f"(untrained network), played on the trainer's kept index; {result['machine']}, {where(result)}. Commit "
         f"{result['commit']}, written {result['date']}. Command: "
         f"`python benchmarks/sog_london_memory.py {result['argv']}`. Resident memory after garbage "
         "collection and `malloc_trim`.",
@@ -342,6 +343,15 @@ def emptied(steps: list[dict]) -> int:
     return sum(b["worlds"] < a["worlds"] for a, b in zip(steps, steps[1:]))
 
 
+def where(result: dict) -> str:
+    """The process's niceness and the machine's load, as the result recorded them
+    (results written before it did ran at nice 10 on a core shared with other jobs)."""
+    if "nice" not in result:
+        return "one core shared with other jobs at nice 10"
+    start, end = result["load_1min"]
+    return f"nice {result['nice']}, 1-minute load average {start} at the start and {end} at the end"
+
+
 def write_md(result: dict, out: str) -> None:
     end, steps, samples = result["index_at_end"], result["steps"], result["samples"]
     most = max(samples + steps, key=lambda r: r["worlds"], default={"worlds": 0, "rss_gb": 0.0})
@@ -349,8 +359,8 @@ def write_md(result: dict, out: str) -> None:
         f"# {out}: memory of a Student of Games training run on London",
         "",
         f"Preset `sog_scotland_yard_london`, seed {result['seed']}, the preset's settings "
-        f"(index bound `max_worlds` {end['max_worlds']:,}); {result['machine']}, one core shared with "
-        f"other jobs at nice 10. Commit {result['commit']}, written {result['date']}. Command: "
+        f"(index bound `max_worlds` {end['max_worlds']:,}); {result['machine']}, {where(result)}. "
+        f"Commit {result['commit']}, written {result['date']}. Command: "
         f"`python benchmarks/sog_london_memory.py {result['argv']}`.",
         "",
         f"Stopped by: {result['stopped_by']} after {len(steps)} learning steps, "
@@ -397,6 +407,7 @@ def main() -> None:
     if args.report:
         write_md(json.loads((RESULTS / f"{args.out}.json").read_text()), args.out)
         return
+    load_start = os.getloadavg()[0]
     if args.gather_rows:
         result = gather(args)
     else:
@@ -404,6 +415,7 @@ def main() -> None:
     result.update(
         seed=args.seed, commit=git_commit(), date=utcnow(), machine=machine_line(), argv=" ".join(sys.argv[1:])
     )
+    result.update(nice=os.nice(0), load_1min=[round(load_start, 2), round(os.getloadavg()[0], 2)])
     (RESULTS / f"{args.out}.json").write_text(json.dumps(result, indent=1) + "\n")
     if not args.repeat and not args.gather_rows:
         (write_breakdown_md if args.breakdown else write_md)(result, args.out)
