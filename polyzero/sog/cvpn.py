@@ -133,8 +133,9 @@ class CVPN(nn.Module):
     def policy_rows_of(self, h: torch.Tensor, rows: list[int], players: list[int], slots: list) -> torch.Tensor:
         """`policy_rows(h[rows[j]], players[j], slots[j])` for every j, one after the other
         [sum of the slots' lengths, A], in batched products per player of up to
-        ROWS_PER_PRODUCT rows (instead of one per query): each output is the same dot product, summed by
-        another kernel, so its last bits may differ (tests/test_sog_leduc_step.py)."""
+        ROWS_PER_PRODUCT rows (instead of one per query): each output is the same dot
+        product, summed by another kernel, so its last bits may differ
+        (tests/test_sog_leduc_step.py)."""
         lengths = [len(t) for t in slots]
         out = h.new_empty((sum(lengths), self.num_actions))
         starts = np.cumsum([0, *lengths[:-1]])
