@@ -54,8 +54,8 @@ from .tree import CHANCE, DECISION, IDENTITY, TERMINAL, Tree
 # Appendix A's names for the core's node kinds.
 KIND_CHOICE, KIND_IDENTITY, KIND_CHANCE, KIND_TERMINAL = DECISION, IDENTITY, CHANCE, TERMINAL
 # The identity edges N = {0, 1, chance, terminal} (the paper's {1, 2, c, d}); the model's
-# identity head (polyzero.nets.ndmz) and the replay's targets use the same codes.
-# (the compiled bookkeeping's, kernels/ndmz_nodes.py)
+# identity head (polyzero.nets.ndmz) and the replay's targets use the same codes;
+# CHANCE_EDGE and TERMINAL_EDGE are defined beside the compiled bookkeeping that reads them.
 PLAYER_0, PLAYER_1 = 0, 1
 NUM_IDENTITIES = 4
 

@@ -57,12 +57,13 @@ def ndmz_inherit(active, parent_node, action, new_node, hidden, nodes, stored, o
         if not active[b]:
             continue
         p, a, n = parent_node[b], action[b], new_node[b]
-        hidden[n, b, :] = hidden[p, b, :]
         if node_kind[b, p] != IDENTITY:  # a child of a choice or chance node: an identity node
             grow_b[m], grow_p[m], grow_a[m], grow_n[m] = b, p, a, n
-            hidden_in[m, :] = hidden[p, b, :]
+            hidden_in[m, :] = hidden[p, b, :]  # its own hidden state comes from g (ndmz_expand)
             m += 1
-        elif a == CHANCE_EDGE:
+            continue
+        hidden[n, b, :] = hidden[p, b, :]  # inherited
+        if a == CHANCE_EDGE:
             _place(nodes, placed, b, p, n, CHANCE, node_player[b, p], node_anchor[b, p])
             value[b] = node_anchor[b, p]
             prior[b, :a_size] = chance_logits[b, p]
