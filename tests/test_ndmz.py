@@ -4,6 +4,8 @@ Trainer on Nannon 6-3-6."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from polyzero.algos import make_algorithm
 from polyzero.algos.base import Trajectory
 from polyzero.algos.ndmz import trajectory_steps
 from polyzero.config import build_config
+from polyzero.errors import UsageError
 from polyzero.games import load_game
 from polyzero.nets.ndmz import CHANCE, TERMINAL, ActionLayout
 from polyzero.search.loop import start_tree
@@ -395,6 +398,20 @@ def test_dynamics_tests_report_per_k(nannon):
     assert len(out["top_move"]) == 7 and out["positions"][0] == np.count_nonzero(kinds == "choice")
     assert all(0.0 <= x <= 1.0 for x in out["top_move"] + out["uniform"])
     assert out["positions"][0] >= out["positions"][6] > 0
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("search.kind=gumbel", "search.kind = 'gumbel' is not available with algo ndmz"),
+        ("search.c_puct=2", "search.c_puct is not read by algo ndmz: its pUCT constant is ndmz.c_puct"),
+    ],
+)
+def test_search_settings_ndmz_would_ignore_are_refused(override, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        make_algorithm(build_config("nannon", "ndmz", overrides=[override]), load_game("nannon"))
+    algo = make_algorithm(build_config("nannon", "ndmz", overrides=["ndmz.c_puct=2"]), load_game("nannon"))
+    assert algo.nd.c_puct == 2
 
 
 def test_ndmz_runs_and_resumes_through_the_trainer(tmp_path):
