@@ -7,6 +7,7 @@ impossible value is rejected before any work starts, naming the key.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import tomllib
@@ -34,6 +35,7 @@ from .validation import (
     check_finite,
     check_inference_service,
     check_int_range,
+    check_keys_read,
     check_sections_of_algo,
     check_seed,
     choice as _choice,
@@ -339,6 +341,9 @@ class ConfigSection:
     name: str
     cls: type
     algos: tuple[str, ...]
+    # The keys a resolved config of one of `algos` does not read ("section.key" -> why),
+    # refused when given (`unread_keys`); None: it reads every key it accepts.
+    unread: typing.Callable[[typing.Any], dict[str, str]] | None = None
 
 
 _SECTIONS: dict[str, ConfigSection] = {}
@@ -539,8 +544,10 @@ def build_config(
     if not isinstance(game, str) or not isinstance(algo, str):
         raise UsageError("game and algo must be strings")
     preset = load_preset(algo, game) if base is None else None  # a saved run's config already holds it
-    layers += [preset or {}, file_data, *sets, {"game": game, "algo": algo}]
-    for layer in layers:
+    for layer in [*layers, preset or {}]:
+        _merge(cfg, layer)
+    given = copy.deepcopy(cfg)  # before the user's layers: what an unread key may hold unrefused
+    for layer in [file_data, *sets, {"game": game, "algo": algo}]:
         _merge(cfg, layer)
     cfg.validate()
     common = tuple(name for name in algorithm_names() if name not in RUNTIMES)  # those searching by self-play
@@ -549,9 +556,29 @@ def build_config(
         **{name: section.algos for name, section in plugin_sections().items()},
     }
     sources = [(f"config file {config_file}", file_data)] + [(f"--set {o}", d) for o, d in zip(overrides, sets)]
+    unread = unread_keys(cfg)
     for source, layer in sources:
         check_sections_of_algo(layer, algo, RunConfig(), source, owners)
+        check_keys_read(layer, given, source, unread)
     return cfg
+
+
+def unread_keys(cfg: RunConfig) -> dict[str, str]:
+    """The keys `cfg` accepts but its run would not read ("section.key" -> why): the pUCT
+    constants another selection rule takes, then each plug-in section's own (later wins)."""
+    s = cfg.search
+    if s.kind == "full_gumbel":
+        pucts = ("selection", "c_puct", "c1", "c2")
+        why = "below a full_gumbel root Eq. 14 of the Gumbel paper selects, with no pUCT rule"
+    elif s.selection == "muzero":
+        pucts, why = ("c_puct",), "search.selection = 'muzero' takes search.c1 and search.c2"
+    else:
+        pucts, why = ("c1", "c2"), "search.selection = 'alphazero' takes search.c_puct"
+    unread = {f"search.{key}": why for key in pucts}
+    for section in plugin_sections().values():
+        if section.unread is not None and cfg.algo in section.algos:
+            unread.update(section.unread(cfg))
+    return unread
 
 
 def _one_value(key: str, given, file_data: dict, sets: list[dict], base: dict | None):

@@ -224,6 +224,18 @@ def check_sections_of_algo(layer: dict, algo: str, defaults, source: str, owners
                 )
 
 
+def check_keys_read(layer: dict, given, source: str, unread: dict[str, str]) -> None:
+    """Refuse a key of `layer` that the resolved run does not read (`unread`: "section.key"
+    -> why, from `polyzero.config.unread_keys`), unless it holds the value `given` (the
+    config before the user's layers: defaults, preset or saved run) has for it, as a copy
+    of a saved config.toml does."""
+    for name, why in unread.items():
+        section, _, key = name.partition(".")
+        values = layer.get(section)
+        if isinstance(values, dict) and key in values and values[key] != getattr(getattr(given, section), key):
+            raise UsageError(f"{source} sets {name}, which this run does not read: {why}")
+
+
 # ---------------------------------------------------------------- paths
 def check_output_dir(path, what: str) -> Path:
     """A directory the command writes into: it may not exist yet, but must not be a file

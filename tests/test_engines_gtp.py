@@ -344,3 +344,15 @@ def test_a_learned_agent_searches_one_tree_on_the_clock_with_leaf_batching():
     assert sum(c.visits for c in long.candidates) == long.nodes  # one tree: every simulation reached the root
     sequential = EngineAgent(tiny_search_player(GO5, simulations=8), leaf_batch=1)
     assert sequential.player.params.leaf_batch == 1 and sequential.analyse(state, simulations=24).nodes == 24
+
+
+@pytest.mark.parametrize("command", ["gtp", "uci"])
+def test_simulations_above_the_cap_are_refused_not_clamped(command, capsys):
+    from polyzero.cli import main
+
+    assert main([command, "--agent", "random", "--simulations", "200", "--max-simulations", "100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "--simulations 200 is above --max-simulations 100: no search runs more; raise --max-simulations"
+    )
+    assert "\n" not in err

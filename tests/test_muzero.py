@@ -639,7 +639,8 @@ def test_reanalyse_c_scale_applies_to_the_reanalysis_search_alone():
     from polyzero.games import load_game
 
     for value, expected in ((0.0, 0.1), (0.01, 0.01)):
-        cfg = build_config("minatar-breakout", "muzero", overrides=[f"muzero.reanalyse_c_scale={value}"])
+        overrides = ["muzero.reanalyse_fraction=0.8", f"muzero.reanalyse_c_scale={value}"]
+        cfg = build_config("minatar-breakout", "muzero", overrides=overrides)
         assert cfg.search.c_scale == 0.1  # the preset's, which self-play and evaluation keep
         algo = make_algorithm(cfg, load_game(cfg.game))
         assert Reanalyser(algo, cfg, "cpu", 0).params.c_scale == expected

@@ -1,12 +1,15 @@
 """Validation at the door (issue 54 item 9): every bad value, path or game parameter is one
 line, exit 2 (1 for operating-system errors), before any work starts."""
 
+import json
+
 import pytest
 
 from polyzero.cli import main
 from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.games import load_game
+from polyzero.presets import list_presets, preset_file, preset_summary
 from polyzero.validation import check_fits_machine, machine_memory_bytes
 
 
@@ -70,6 +73,62 @@ def test_memory_sized_values_are_bounded_by_this_machine(capsys, tmp_path):
         ["train", "tic_tac_toe", "--run-dir", str(tmp_path / "r"), "--set", "selfplay.concurrent_games=1000000000"],
     )
     assert "selfplay.concurrent_games = 1,000,000,000 search trees" in err and "GiB" in err
+
+
+@pytest.mark.parametrize(
+    "game, algo, overrides, expected",
+    [
+        ("tic_tac_toe", "alphazero", ["search.c1=2"], "search.selection = 'alphazero' takes search.c_puct"),
+        ("tic_tac_toe", "alphazero", ["search.selection=muzero", "search.c_puct=2"], "takes search.c1 and search.c2"),
+        ("tic_tac_toe", "alphazero", ["search.kind=full_gumbel", "search.c_puct=2"], "below a full_gumbel root"),
+        ("tic_tac_toe", "muzero", ["muzero.reanalyse_network=target"], "muzero.reanalyse_fraction > 0 only"),
+        ("tic_tac_toe", "alphazero", ["start.initial_probability=0.3"], "start.archive = 'none' keeps no archive"),
+        (
+            "tic_tac_toe",
+            "alphazero",
+            ["start.archive=visited", "start.archive_workers=2"],
+            "only start.archive = 'search'",
+        ),
+        ("tic_tac_toe", "alphazero", ["katago.forced_k=3"], "katago.forced_playouts is off"),
+        ("tic_tac_toe", "alphazero", ["katago.cheap_simulations=3"], "every search is full"),
+        ("kuhn_poker", "sog", ["train.positions_per_step=8"], "plays sog.episodes_per_step games"),
+        ("kuhn_poker", "sog", ["net.inference=eager"], "the CVPN runs in eager PyTorch"),
+        ("kuhn_poker", "sog", ["train.lr_schedule=cosine", "sog.lr_halve_every=5"], "sets the rate at every update"),
+        ("nannon", "ndmz", ["train.symmetries=true"], "NDMZ's replay stores no board symmetries"),
+    ],
+)
+def test_keys_the_run_would_not_read_are_refused(game, algo, overrides, expected):
+    key = overrides[-1].split("=")[0]
+    with pytest.raises(
+        UsageError, match=f"--set {overrides[-1]} sets {key}, which this run does not read: .*{expected}"
+    ):
+        build_config(game, algo, None, overrides)
+    # Holding the value the preset gives it (as a copy of a saved config.toml does): accepted.
+    section, name = key.split(".")
+    value = getattr(getattr(build_config(game, algo, None, overrides[:-1]), section), name)
+    assert build_config(game, algo, None, overrides[:-1] + [f"{key}={json.dumps(value)}"])
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["search.kind=full_gumbel"],
+        ["search.selection=muzero", "search.c1=2"],
+        ["start.archive=search", "start.archive_workers=2", "start.initial_probability=0.3"],
+        ["katago.forced_playouts=true", "katago.forced_k=3"],
+        ["katago.playout_cap_probability=0.5", "katago.cheap_simulations=3"],
+    ],
+)
+def test_keys_the_run_reads_are_accepted(overrides):
+    assert build_config("tic_tac_toe", "alphazero", None, overrides)
+
+
+@pytest.mark.parametrize("name", list_presets())
+def test_every_shipped_preset_loads_by_name(name):
+    """`polyzero train --preset NAME` gives the preset as the config file: it sets no key
+    its run would not read."""
+    info = preset_summary(name)
+    assert build_config(info["game"], info["algo"], str(preset_file(name))).algo == info["algo"]
 
 
 @pytest.mark.parametrize(

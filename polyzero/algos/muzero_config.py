@@ -123,4 +123,20 @@ class MuZeroConfig:
         _fraction("muzero.reanalyse_fraction", self.reanalyse_fraction)
 
 
-SECTION = ConfigSection("muzero", MuZeroConfig, algos=("muzero",))
+REANALYSE_KEYS = (
+    "target_update_every",
+    "reanalyse_network",
+    "reanalyse_targets",
+    "reanalyse_c_scale",
+    "reanalyse_bootstrap",
+)
+
+
+def unread(cfg) -> dict[str, str]:
+    """The Reanalyze keys of a run without Reanalyze (only its Reanalyser reads them)."""
+    if cfg.muzero.reanalyse_fraction > 0:
+        return {}
+    return {f"muzero.{key}": "it applies with muzero.reanalyse_fraction > 0 only" for key in REANALYSE_KEYS}
+
+
+SECTION = ConfigSection("muzero", MuZeroConfig, algos=("muzero",), unread=unread)

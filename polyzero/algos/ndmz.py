@@ -126,14 +126,6 @@ class NDMZ:
                 "search.leaf_batch > 1 is not available with algo ndmz: its iterations "
                 "expand identity and chance nodes that back nothing up (use leaf_batch = 1)"
             )
-        # Appendix A's search has no other root and its own constant: refuse what it would ignore.
-        if cfg.search.kind != "puct":
-            raise UsageError(
-                f"search.kind = {cfg.search.kind!r} is not available with algo ndmz: Appendix A's "
-                'search is pUCT among result nodes (use search.kind = "puct")'
-            )
-        if cfg.search.c_puct != SearchParams.c_puct:
-            raise UsageError("search.c_puct is not read by algo ndmz: its pUCT constant is ndmz.c_puct")
 
     # ------------------------------------------------------------ network and search
     def build_network(self) -> NDMZNet:
@@ -156,8 +148,8 @@ class NDMZ:
         add_noise: bool,
         hooks: SearchHooks | None = None,
     ):
-        """Appendix A's search (pUCT with `ndmz.c_puct`; `__init__` refuses another
-        `search.kind` or a `search.c_puct`)."""
+        """Appendix A's search (pUCT with `ndmz.c_puct`; a run refuses the [search] keys
+        it does not read, `polyzero.algos.ndmz_config.unread`)."""
         legal = legal_action_mask(states, self.num_actions)
         # Identities are relative to the root's player (polyzero.replay.ndmz): it is player 0.
         players = np.zeros(len(states), np.int32)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..config import ConfigSection
@@ -27,4 +28,19 @@ class NDMZConfig:
         _positive("ndmz.td_steps", self.td_steps, allow_zero=True)
 
 
-SECTION = ConfigSection("ndmz", NDMZConfig, algos=("ndmz",))
+# The [search] keys Appendix A's search reads (leaf_batch only as 1: NDMZ refuses more).
+SEARCH_KEYS_READ = ("num_simulations", "dirichlet_alpha", "dirichlet_fraction", "leaf_batch")
+
+
+def unread(cfg) -> dict[str, str]:
+    """The keys an NDMZ run accepts but does not read: its search has one root (pUCT among
+    result nodes) and its own constant, and its replay no board symmetries."""
+    why = (
+        "Appendix A's search reads only search.num_simulations and search.dirichlet_* "
+        "(its pUCT constant is ndmz.c_puct)"
+    )
+    keys = {f"search.{f.name}": why for f in dataclasses.fields(cfg.search) if f.name not in SEARCH_KEYS_READ}
+    return {**keys, "train.symmetries": "NDMZ's replay stores no board symmetries"}
+
+
+SECTION = ConfigSection("ndmz", NDMZConfig, algos=("ndmz",), unread=unread)

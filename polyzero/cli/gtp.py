@@ -50,6 +50,11 @@ def build_engine_agent(args, default_game: str):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.simulations is not None and args.simulations > args.max_simulations:
+        raise UsageError(
+            f"--simulations {args.simulations} is above --max-simulations {args.max_simulations}: "
+            "no search runs more; raise --max-simulations"
+        )
     set_threads(args.threads)  # torch's and numba's: numba's parallel kernels would reset torch's
     with contextlib.redirect_stdout(sys.stderr):
         game = load_game(args.game or checkpoint_game(args.agent) or default_game)

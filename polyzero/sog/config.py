@@ -71,4 +71,16 @@ class SoGConfig:
         )
 
 
-SECTION = ConfigSection("sog", SoGConfig, algos=("sog",))
+def unread(cfg) -> dict[str, str]:
+    """The common keys Student of Games' runtime does not read, and the halving a
+    learning-rate schedule would overwrite at every update."""
+    unread = {
+        "train.positions_per_step": "a Student of Games learning step plays sog.episodes_per_step games",
+        "net.inference": "the CVPN runs in eager PyTorch",
+    }
+    if cfg.train.lr_schedule != "constant":
+        unread["sog.lr_halve_every"] = f"train.lr_schedule = {cfg.train.lr_schedule!r} sets the rate at every update"
+    return unread
+
+
+SECTION = ConfigSection("sog", SoGConfig, algos=("sog",), unread=unread)
