@@ -26,21 +26,19 @@ def register(sub) -> None:
         "checkpoints for a curve: train with --set train.keep_checkpoints=1000.",
     )
     ld.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run whose checkpoints play")
-    ld.add_argument("--games", type=count_arg, default=20, help="games per checkpoint and level (default: 20)")
-    ld.add_argument(
-        "--levels",
-        default="1,10,100,1000",
-        help="multiples of the agent's evaluation simulations (default: 1,10,100,1000)",
-    )
+    # The options of the games played default to None: --from-metrics refuses them when given.
+    ld.add_argument("--games", type=count_arg, help="games per checkpoint and level (default: 20)")
+    ld.add_argument("--levels", help="multiples of the agent's evaluation simulations (default: 1,10,100,1000)")
     ld.add_argument(
         "--high-every",
-        type=int,
-        default=10,
+        type=count_arg,
         metavar="K",
         help="levels of 100x and more only at every K-th checkpoint and the last (default: 10)",
     )
-    ld.add_argument("--window", type=int, default=50, help="learning steps the win rate is averaged over (default: 50)")
-    ld.add_argument("--seed", type=seed_arg, default=0, help="seed of the matches (default: 0)")
+    ld.add_argument(
+        "--window", type=count_arg, default=50, help="learning steps the win rate is averaged over (default: 50)"
+    )
+    ld.add_argument("--seed", type=seed_arg, help="seed of the matches (default: 0)")
     ld.add_argument(
         "--from-metrics",
         action="store_true",
@@ -60,26 +58,30 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..goexploit.harness import format_ladder, ladder_from_metrics, run_ladder
 
+    played = {"--games": args.games, "--levels": args.levels, "--high-every": args.high_every}
+    played.update({"--seed": args.seed, "--record": args.record})
     if args.from_metrics:
+        given = [flag for flag, value in played.items() if value is not None]
+        if given:
+            raise UsageError(f"{given[0]} does nothing with --from-metrics: that ladder plays no games")
         summary = ladder_from_metrics(args.run_dir, window=args.window)
         print(format_ladder(summary))
         print(f"plot: {summary['plot']}")
         return 0
-    if args.games < 1:
-        raise UsageError("--games must be at least 1")
+    text = args.levels or "1,10,100,1000"
     try:
-        levels = tuple(int(x) for x in args.levels.split(","))
+        levels = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise UsageError(f"--levels must be comma-separated whole numbers, not {args.levels!r}") from None
+        raise UsageError(f"--levels must be comma-separated whole numbers, not {text!r}") from None
     if not levels or min(levels) < 1:
         raise UsageError("--levels must be positive multiples")
     summary = run_ladder(
         args.run_dir,
-        games=args.games,
+        games=args.games or 20,
         levels=levels,
-        high_every=args.high_every,
+        high_every=args.high_every or 10,
         window=args.window,
-        seed=args.seed,
+        seed=args.seed or 0,
         progress=not args.no_progress,
         record=args.record,
     )
