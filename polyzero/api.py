@@ -40,7 +40,20 @@ class Agent:
 
     def act(self, state) -> int:
         """The move this agent plays in `state` (a decision point of the game)."""
+        self._check_decision_point(state, "act")
         return int(self.player.act([state])[0])
+
+    def _check_decision_point(self, state, what: str) -> None:
+        """`state` is a state of this agent's game where a player is to move."""
+        get_game = getattr(state, "get_game", None)
+        if get_game is None or not hasattr(state, "is_terminal"):
+            raise UsageError(f"{what} needs a state of {self.game}, not a {type(state).__name__}")
+        if str(get_game()) != str(self.game):
+            raise UsageError(f"{what} needs a state of {self.game}, not of {get_game()}")
+        if state.is_terminal():
+            raise UsageError(f"{what} needs a decision point of {self.game}: this state is terminal")
+        if state.is_chance_node() or state.is_simultaneous_node():
+            raise UsageError(f"{what} needs a decision point of {self.game}: here chance or both seats move")
 
     def analyse(self, state, pv_length: int = 8) -> dict:
         """The search's view of `state`: `value` (for the player to move, after search),
@@ -48,6 +61,7 @@ class Agent:
         q, prior}, and the principal variation `pv` (actions) with `pv_text`."""
         if not hasattr(self.player, "analyse"):
             raise UsageError(f"player '{self.name}' has no search to analyse (a learned agent has)")
+        self._check_decision_point(state, "analyse")
         info = self.player.analyse([state], pv_length)[0]
         mover = state.current_player()
         for move in info["moves"]:
@@ -80,11 +94,11 @@ def load_agent(path_or_spec: str, game=None, simulations: int | None = None, see
     as an Agent. `game` (a name like "connect_four" or a pyspiel game) defaults to the
     run's own; `simulations` sets a learned agent's search budget."""
     from .eval import make_player
-    from .train.agents import checkpoint_game
+    from .train.agents import checkpoint_game, split_simulations
 
     spec = str(path_or_spec)  # a Run is its directory
     if simulations is not None:
-        spec = f"{spec.partition('@')[0]}@{int(simulations)}"
+        spec = f"{split_simulations(spec)[0]}@{simulations}"
     if game is None:
         game = checkpoint_game(spec)
         if game is None:
@@ -96,11 +110,15 @@ def load_agent(path_or_spec: str, game=None, simulations: int | None = None, see
 def reference_player(spec: str, game, seed: int = 0) -> Agent:
     """`random`, `mcts:SIMS`, `mcts-solver:SIMS`, `optimal`, `cfr:ITERS`, ... as an Agent."""
     from .eval import reference_player as make
+    from .games.capabilities import check_player_view
 
+    if not isinstance(spec, str):
+        raise UsageError(f"a reference player is a spec string such as 'mcts:100', not {spec!r}")
     game = _game(game)
     player = make(spec, game, seed)
     if player is None:
         raise UsageError(f"unknown reference player '{spec}'")
+    check_player_view(game, player)
     return Agent(player, game)
 
 
@@ -110,6 +128,8 @@ def arena(a, b, game=None, games: int = 100, seed: int = 0, progress: bool = Fal
     specs; `game` defaults to an Agent's."""
     from .eval import play_match
 
+    if isinstance(games, bool) or not isinstance(games, int) or not 1 <= games <= 10_000_000:
+        raise UsageError(f"games must be a whole number in 1..10,000,000, not {games!r}")
     game = _game(game) if game is not None else next((p.game for p in (a, b) if isinstance(p, Agent)), None)
     if game is None:
         raise UsageError("arena needs a game when neither player is an Agent")
@@ -125,9 +145,21 @@ def list_presets() -> list[dict]:
 
 
 def _override_strings(overrides: dict | None) -> list[str]:
+    """`{"train.steps": 20}` as the command line's `--set train.steps=20`."""
     from .config import _toml_value
 
-    return [f"{key}={_toml_value(value)}" for key, value in (overrides or {}).items()]
+    if overrides is not None and not isinstance(overrides, dict):
+        raise UsageError(f"overrides must be a dict of 'section.key': value, not a {type(overrides).__name__}")
+    out = []
+    for key, value in (overrides or {}).items():
+        items = value if isinstance(value, list) else [value]
+        if not isinstance(key, str) or not all(isinstance(v, (bool, int, float, str)) for v in items):
+            raise UsageError(
+                f"overrides[{key!r}] must be a str key with a bool, int, float, str or list value, "
+                f"not {type(value).__name__}"
+            )
+        out.append(f"{key}={_toml_value(value)}")
+    return out
 
 
 def _trainer_class(algo: str):

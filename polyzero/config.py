@@ -614,8 +614,8 @@ def to_toml(data: dict, prefix: str = "") -> str:
 def _toml_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
+    if isinstance(v, (int, float)):  # numpy's float64 is a float whose repr is not TOML
+        return repr(int(v)) if isinstance(v, int) else repr(float(v))
     if isinstance(v, str):
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, list):

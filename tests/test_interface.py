@@ -83,6 +83,39 @@ def test_agent_act_and_analyse(ttt_run):
     assert res.name_b == "mcts-solver:4" and res.wins + res.draws + res.losses == 2
 
 
+def test_the_api_refuses_bad_input_with_one_line(ttt_run):
+    import polyzero
+    from polyzero.api import _override_strings
+    from polyzero.errors import UsageError
+
+    agent = polyzero.reference_player("random", "tic_tac_toe")
+    over = agent.game.new_initial_state()
+    for a in (0, 3, 1, 4, 2):  # X takes the top row
+        over.apply_action(a)
+    cases = [
+        (lambda: agent.act(over), "a decision point of tic_tac_toe(): this state is terminal"),
+        (lambda: agent.act("x"), "act needs a state of tic_tac_toe(), not a str"),
+        (lambda: agent.act(pyspiel.load_game("connect_four").new_initial_state()), "not of connect_four()"),
+        (lambda: polyzero.reference_player("mcts:10", "kuhn_poker"), "holds what its seat cannot observe"),
+        (lambda: polyzero.reference_player(5, "tic_tac_toe"), "a spec string such as 'mcts:100', not 5"),
+        (lambda: polyzero.arena("random", "random", game="tic_tac_toe", games=-3), "in 1..10,000,000, not -3"),
+        (lambda: polyzero.arena("random", "random", game="tic_tac_toe", games=True), "not True"),
+        (lambda: polyzero.train("tic_tac_toe", overrides={"train.steps": np.int64(5)}), "not int64"),
+        (lambda: polyzero.train("tic_tac_toe", overrides=[("train.steps", 5)]), "overrides must be a dict"),
+        (lambda: polyzero.load_agent(str(ttt_run), simulations=2.5), "2.5"),
+    ]
+    for call, message in cases:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            call()
+    from polyzero.train.agents import split_simulations
+
+    assert split_simulations("runs/exp@v2@50") == ("runs/exp@v2", "50") and split_simulations("r") == ("r", "")
+    assert _override_strings({"train.learning_rate": np.float64(0.5), "x.y": [1, 2.5]}) == [
+        "train.learning_rate=0.5",
+        "x.y=[1, 2.5]",
+    ]
+
+
 # ------------------------------------------------------------------ export
 def _onnx_outputs(path, feeds):
     import onnxruntime

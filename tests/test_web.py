@@ -161,6 +161,7 @@ def test_play_connect_four_in_a_browser(server, tmp_path):
         ),
         ("POST", "/api/sessions", {"game": "matrix_rps", "players": ["human", "random"]}, 400, "simultaneous"),
         ("POST", "/api/sessions", {"game": "connect_four", "players": ["human", "mcts:10000000"]}, 400, "refused"),
+        ("POST", "/api/sessions", {"game": "kuhn_poker", "players": ["human", "mcts:20"]}, 400, "cannot observe"),
         ("POST", "/api/sessions", {"game": "connect_four", "players": ["human"]}, 400, "two player specs"),
         ("GET", "/api/runs/..%2F..%2Fetc/metrics", None, 404, "Not Found"),
         ("GET", "/api/runs/etc/metrics", None, 404, "unknown run"),
@@ -174,6 +175,24 @@ def test_bad_requests_get_a_4xx_and_one_line(server, method, path, body, status,
     code, answer = request(server, method, path, None if raw else body, raw)
     assert code == status, answer
     assert words in answer["error"] and "\n" not in answer["error"]
+
+
+def test_only_json_bodies_and_only_the_counts_of_a_spec_are_capped(server):
+    """A page of another site can send a text or form body to this machine unasked, but not
+    JSON: anything else is refused. A run's name may hold a date; only its @SIMS is capped."""
+    from polyzero.web.sessions import RequestError, _counts_ok
+
+    body = json.dumps({"game": "tic_tac_toe", "players": ["random", "random"]}).encode()
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", None):
+        headers = {"Content-Type": content_type} if content_type else {}
+        req = urllib.request.Request(server + "/api/sessions", data=body, method="POST", headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=60)
+        assert err.value.code == 415 and "application/json" in json.loads(err.value.read())["error"]
+    _counts_ok("run:tic_tac_toe-alphazero-20261201-040000@50")
+    for spec in ("run:x-20261201@30000", "mcts:30000", "sog:1,30000"):
+        with pytest.raises(RequestError, match="counts above 20000"):
+            _counts_ok(spec)
 
 
 def test_moves_undo_and_what_a_seat_sees(server):

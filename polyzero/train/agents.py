@@ -15,11 +15,18 @@ from ..validation import spec_count
 from .checkpoint import read_learner, resolve_checkpoint
 
 
+def split_simulations(spec: str) -> tuple[str, str]:
+    """`PATH@SIMS` as (PATH, SIMS), SIMS "" when not given; the last `@` divides, and a path
+    that exists as written (`runs/exp@v2`) has none."""
+    path, at, sims = spec.rpartition("@")
+    return (spec, "") if not at or Path(spec).exists() else (path, sims)
+
+
 def load_search_player(spec: str, game=None, seed: int = 0, device: str = "cpu") -> Player | None:
     """`PATH` or `PATH@SIMS`: the checkpoint's network with its evaluation search
     settings (SIMS overrides the simulations; a Student of Games run plays SoG(SIMS, 1)
     with its CVPN at the leaves). None if PATH does not exist."""
-    path, _, sims = spec.partition("@")
+    path, sims = split_simulations(spec)
     if not Path(path).exists():
         return None
     if sims:
@@ -58,7 +65,7 @@ def checkpoint_network(ckpt: Path, cfg, game):
 def checkpoint_game(spec: str) -> str | None:
     """The game a run directory or checkpoint was trained on, if `spec` is one (or is a
     `sog:S,C,net=RUN` player)."""
-    path = spec.partition(",net=")[2] if spec.startswith("sog:") else spec.partition("@")[0]
+    path = spec.partition(",net=")[2] if spec.startswith("sog:") else split_simulations(spec)[0]
     if not path or not Path(path).exists():
         return None
     ckpt = resolve_checkpoint(path)

@@ -50,9 +50,16 @@ def _error(message: str, status: int) -> JSONResponse:
 
 
 async def _body(request: Request) -> dict:
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise RequestError(f"request body over {MAX_BODY} bytes", 413)
+    """The JSON object a POST carries. Only `application/json`: a page of another site can
+    send text or form bodies to this machine without asking, but not JSON (the browser
+    asks first, and this server grants no other origin). Read up to MAX_BODY bytes only."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise RequestError("requests must carry Content-Type: application/json", 415)
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise RequestError(f"request body over {MAX_BODY} bytes", 413)
     try:
         body = json.loads(raw.decode("utf-8")) if raw else {}
     except (UnicodeDecodeError, ValueError):
@@ -110,7 +117,7 @@ class _Server:
         )
 
     async def new_session(self, request: Request):
-        session = self.store.create(await _body(request))
+        session = await asyncio.to_thread(self.store.create, await _body(request))  # a cfr: player solves first
         self._advance_soon(session)
         return JSONResponse(session.view(), status_code=201)
 

@@ -68,7 +68,10 @@ class RunIndex:
 
 
 def _counts_ok(spec: str) -> None:
-    for number in re.findall(r"\d+", spec):
+    """The spec's counts (after `@` of a run, after `:` of a reference player; not the digits
+    of a run's name, such as the date of a default one) are at most MAX_COUNT."""
+    counts = spec[len("run:") :].partition("@")[2] if spec.startswith("run:") else spec.partition(":")[2]
+    for number in re.findall(r"\d+", counts):
         if int(number) > MAX_COUNT:
             raise RequestError(f"player '{spec}': counts above {MAX_COUNT} are refused by this server")
 
@@ -100,10 +103,12 @@ def make_seat_player(spec, game, runs: RunIndex, seed: int):
                 "optimal, cfr:ITERS, ismcts:SIMS, sog:S,C or run:NAME[@SIMS] for a run given to serve"
             )
         from ..eval import reference_player
+        from ..games.capabilities import check_player_view
 
         player = reference_player(spec, game, seed)
         if player is None:
             raise RequestError(f"unknown player '{spec}'")
+        check_player_view(game, player)  # MCTS reads the true state: not on a hidden-information game
         return player
     except UsageError as exc:
         raise RequestError(str(exc)) from None
@@ -322,6 +327,7 @@ class SessionStore:
     def __init__(self, runs: RunIndex):
         self.runs = runs
         self.sessions: OrderedDict[str, Session] = OrderedDict()
+        self.lock = threading.Lock()  # create runs in a worker thread (players take time to build)
 
     def create(self, body) -> Session:
         if not isinstance(body, dict):
@@ -346,12 +352,15 @@ class SessionStore:
         players = [make_seat_player(s, game, self.runs, seed + k) for k, s in enumerate(specs)]
         sid = secrets.token_hex(8)
         session = Session(sid, game, spec, list(specs), players, seed, float(delay))
-        self.sessions[sid] = session
-        while len(self.sessions) > MAX_SESSIONS:
-            self.sessions.popitem(last=False)
+        with self.lock:
+            self.sessions[sid] = session
+            while len(self.sessions) > MAX_SESSIONS:
+                self.sessions.popitem(last=False)
         return session
 
     def get(self, sid) -> Session:
-        if not isinstance(sid, str) or sid not in self.sessions:
+        with self.lock:
+            session = self.sessions.get(sid) if isinstance(sid, str) else None
+        if session is None:
             raise RequestError(f"unknown game session '{sid}'", 404)
-        return self.sessions[sid]
+        return session
