@@ -58,10 +58,10 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..goexploit.harness import format_ladder, ladder_from_metrics, run_ladder
 
-    played = {"--games": args.games, "--levels": args.levels, "--high-every": args.high_every}
-    played.update({"--seed": args.seed, "--record": args.record})
     if args.from_metrics:
-        given = [flag for flag, value in played.items() if value is not None]
+        played = (args.games, args.levels, args.high_every, args.seed, args.record)
+        flags = ("--games", "--levels", "--high-every", "--seed", "--record")
+        given = [flag for flag, value in zip(flags, played) if value is not None]
         if given:
             raise UsageError(f"{given[0]} does nothing with --from-metrics: that ladder plays no games")
         summary = ladder_from_metrics(args.run_dir, window=args.window)
