@@ -171,6 +171,7 @@ CASES = {
             "muzero.consistency_weight=2",
             "muzero.terminal_value=true",
             "muzero.terminal_reward=true",
+            "muzero.prioritized=on",
             "muzero.priority_value=network",
             "muzero.unroll_norm=layer",
         ],

@@ -396,7 +396,7 @@ def test_consistency_loss_is_the_negative_cosine_to_a_stop_gradient_target():
 def test_priority_is_the_distance_of_the_value_from_its_target(source):
     """p_i = |nu_i - z_i| (Appendix G): nu the stored search value by default."""
     torch.manual_seed(0)
-    algo, batch = _algo_and_batch(overrides=[f"muzero.priority_value={source}"])
+    algo, batch = _algo_and_batch(overrides=["muzero.prioritized=on", f"muzero.priority_value={source}"])
     batch["search_value"] = torch.linspace(-1, 1, 6)
     net = algo.build_network()
     _, parts = algo.loss(net, batch)

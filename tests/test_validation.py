@@ -9,6 +9,7 @@ from polyzero.cli import main
 from polyzero.config import build_config
 from polyzero.errors import UsageError
 from polyzero.games import load_game
+from polyzero.games.loader import registered_type
 from polyzero.presets import list_presets, preset_file, preset_summary
 from polyzero.validation import check_fits_machine, machine_memory_bytes
 
@@ -82,6 +83,10 @@ def test_memory_sized_values_are_bounded_by_this_machine(capsys, tmp_path):
         ("tic_tac_toe", "alphazero", ["search.selection=muzero", "search.c_puct=2"], "takes search.c1 and search.c2"),
         ("tic_tac_toe", "alphazero", ["search.kind=full_gumbel", "search.c_puct=2"], "below a full_gumbel root"),
         ("tic_tac_toe", "muzero", ["muzero.reanalyse_network=target"], "muzero.reanalyse_fraction > 0 only"),
+        ("connect_four", "muzero", ["muzero.td_steps=3"], "connect_four is a board game"),
+        ("connect_four", "muzero", ["muzero.priority_alpha=0.6"], "replay is uniform"),
+        ("cartpole", "muzero", ["muzero.prioritized=off", "muzero.priority_beta=0.4"], "replay is uniform"),
+        ("cartpole", "muzero", ["muzero.terminal_reward=true"], "cartpole is a game of one player"),
         ("tic_tac_toe", "alphazero", ["start.initial_probability=0.3"], "start.archive = 'none' keeps no archive"),
         (
             "tic_tac_toe",
@@ -95,6 +100,8 @@ def test_memory_sized_values_are_bounded_by_this_machine(capsys, tmp_path):
         ("kuhn_poker", "sog", ["net.inference=eager"], "the CVPN runs in eager PyTorch"),
         ("kuhn_poker", "sog", ["train.lr_schedule=cosine", "sog.lr_halve_every=5"], "sets the rate at every update"),
         ("nannon", "ndmz", ["train.symmetries=true"], "NDMZ's replay stores no board symmetries"),
+        ("leduc_poker", "sog", ["eval.games=5"], "evaluated by exploitability"),
+        ("tic_tac_toe", "sog", ["eval.sample_moves=2"], "plays its re-solved policy"),
     ],
 )
 def test_keys_the_run_would_not_read_are_refused(game, algo, overrides, expected):
@@ -121,6 +128,26 @@ def test_keys_the_run_would_not_read_are_refused(game, algo, overrides, expected
 )
 def test_keys_the_run_reads_are_accepted(overrides):
     assert build_config("tic_tac_toe", "alphazero", None, overrides)
+
+
+@pytest.mark.parametrize(
+    "game, overrides",
+    [
+        ("connect_four", ["muzero.prioritized=on", "muzero.priority_alpha=0.6"]),
+        ("cartpole", ["muzero.td_steps=3", "muzero.prioritized=on", "muzero.priority_beta=0.4"]),
+        ("connect_four", ["muzero.terminal_reward=true"]),
+        ("pathfinding", ["muzero.td_steps=3"]),  # players a parameter (1 to 10): nothing refused
+    ],
+)
+def test_muzero_keys_the_game_reads_are_accepted(game, overrides):
+    assert build_config(game, "muzero", None, overrides)
+
+
+def test_a_game_type_is_read_without_loading_the_game():
+    assert registered_type("cartpole").max_num_players == 1
+    assert registered_type("turn_based_simultaneous_game(game=matrix_rps())").short_name == "matrix_rps"
+    assert registered_type("leduc_poker(players=2)").short_name == "leduc_poker"
+    assert registered_type("no_such_game") is None
 
 
 @pytest.mark.parametrize("name", list_presets())

@@ -195,6 +195,14 @@ def test_only_json_bodies_and_only_the_counts_of_a_spec_are_capped(server):
             _counts_ok(spec)
 
 
+def test_a_run_named_with_an_at_sign_is_listed_without_it(tmp_path):
+    """run:NAME@SIMS splits at the @, so a directory "a@b" is offered as run:a_b."""
+    from polyzero.web.sessions import RunIndex
+
+    index = RunIndex([tmp_path / "c4@old", tmp_path / "c4_old"])
+    assert list(index.runs) == ["c4_old", "c4_old_"] and index.path("c4_old") == (tmp_path / "c4@old").resolve()
+
+
 def test_moves_undo_and_what_a_seat_sees(server):
     code, view = request(server, "POST", "/api/sessions", {"game": "connect_four", "players": ["human", "random"]})
     assert code == 201 and view["viewer"] == 0 and view["board"]["kind"] == "connect_four"

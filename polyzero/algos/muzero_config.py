@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..config import ConfigSection
 from ..errors import UsageError
+from ..games.loader import registered_type
 from ..validation import choice as _choice, fraction as _fraction, positive as _positive
 
 
@@ -132,11 +133,35 @@ REANALYSE_KEYS = (
 )
 
 
+# Keys only a game of one player reads (a board game's value target is its outcome, its
+# support 0, its episodes whole) and keys only a board game reads.
+ONE_PLAYER_KEYS = ("discount", "td_steps", "support", "chunk_length", "temperature_schedule", "reanalyse_bootstrap")
+BOARD_GAME_KEYS = ("terminal_reward", "terminal_value", "consistency_terminal")
+PRIORITY_KEYS = ("priority_alpha", "priority_beta", "priority_value")
+
+
 def unread(cfg) -> dict[str, str]:
-    """The Reanalyze keys of a run without Reanalyze (only its Reanalyser reads them)."""
-    if cfg.muzero.reanalyse_fraction > 0:
-        return {}
-    return {f"muzero.{key}": "it applies with muzero.reanalyse_fraction > 0 only" for key in REANALYSE_KEYS}
+    """The keys a run does not read: the Reanalyze keys without Reanalyze (only its
+    Reanalyser reads them), the one-player keys on a board game and the board-game keys
+    on a one-player game, and the priority keys under uniform replay."""
+    mz, out = cfg.muzero, {}
+    if mz.reanalyse_fraction == 0:
+        out.update({f"muzero.{key}": "it applies with muzero.reanalyse_fraction > 0 only" for key in REANALYSE_KEYS})
+    game_type = registered_type(cfg.game)
+    one_player = None  # unknown, or the number of players a parameter (pathfinding: 1 to 10)
+    if game_type is not None and game_type.max_num_players == 1:
+        one_player = True
+    elif game_type is not None and game_type.min_num_players >= 2:
+        one_player = False
+    if one_player is False:
+        why = f"{cfg.game} is a board game, whose value target is its final outcome"
+        out.update({f"muzero.{key}": why for key in ONE_PLAYER_KEYS})
+    elif one_player:
+        out.update({f"muzero.{key}": f"{cfg.game} is a game of one player" for key in BOARD_GAME_KEYS})
+    if mz.prioritized == "off" or (mz.prioritized == "auto" and one_player is False):
+        why = "replay is uniform (muzero.prioritized is 'auto' on a board game, or 'off')"
+        out.update({f"muzero.{key}": why for key in PRIORITY_KEYS})
+    return out
 
 
 SECTION = ConfigSection("muzero", MuZeroConfig, algos=("muzero",), unread=unread)

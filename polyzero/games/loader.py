@@ -145,6 +145,18 @@ def load_game(spec: str) -> pyspiel.Game:
     return game
 
 
+def registered_type(spec: str) -> pyspiel.GameType | None:
+    """The registered type of the game `spec` names (a simultaneous-move game made
+    sequential: the inner game's), read without loading it; None for an unknown name."""
+    register_polyzero_games()
+    if not isinstance(spec, str):
+        return None
+    spec = GAME_ALIASES.get(spec.strip(), spec)
+    nested = TURN_BASED.match(spec)
+    m = _SPEC.match(nested.group(1) if nested else spec)
+    return _game_type(m.group(1)) if m else None
+
+
 def game_spec_string(game: pyspiel.Game) -> str:
     """Canonical spec that round-trips through load_game, e.g. "go(board_size=9,komi=7.5)"."""
     s = str(game)

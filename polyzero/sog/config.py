@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyspiel
+
 from ..config import ConfigSection
+from ..games.loader import registered_type
 from ..validation import fraction as _fraction, positive as _positive
 
 
@@ -72,14 +75,21 @@ class SoGConfig:
 
 
 def unread(cfg) -> dict[str, str]:
-    """The common keys Student of Games' runtime does not read, and the halving a
-    learning-rate schedule would overwrite at every update."""
+    """The common keys Student of Games' runtime does not read, the halving a
+    learning-rate schedule would overwrite at every update, and on imperfect-information
+    games the arena's evaluation keys (its evaluation there is exploitability)."""
     unread = {
         "train.positions_per_step": "a Student of Games learning step plays sog.episodes_per_step games",
         "net.inference": "the CVPN runs in eager PyTorch",
     }
     if cfg.train.lr_schedule != "constant":
         unread["sog.lr_halve_every"] = f"train.lr_schedule = {cfg.train.lr_schedule!r} sets the rate at every update"
+    unread["eval.sample_moves"] = "the SoG agent plays its re-solved policy at every move"
+    game_type = registered_type(cfg.game)
+    if game_type is not None and game_type.information != pyspiel.GameType.Information.PERFECT_INFORMATION:
+        why = f"on {cfg.game} Student of Games is evaluated by exploitability (sog.eval_seeds), not by games"
+        keys = ("games", "opponents", "simulations", "high_opponents", "high_every")  # final_games = 0: none
+        unread.update({f"eval.{key}": why for key in keys})
     return unread
 
 

@@ -42,7 +42,7 @@ class RunIndex:
         self.runs: dict[str, Path] = {}
         for d in run_dirs:
             d = Path(d).resolve()
-            name = d.name or "run"
+            name = (d.name or "run").replace("@", "_")  # run:NAME@SIMS: a name holds no @
             while name in self.runs:
                 name += "_"
             self.runs[name] = d
