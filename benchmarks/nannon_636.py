@@ -464,7 +464,7 @@ def main(argv=None) -> None:
     prm = NannonParams.from_game(load_game(args.game))
     args.out = args.out or f"nannon_{prm.points}{prm.checkers}{prm.die_sides}"
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    for flag in ("--against", "--seed-results"):
+    for flag in ("--against", "--seed-results", "--with-work"):
         if getattr(args, flag[2:].replace("-", "_")) and args.seeds is None:
             p.error(f"{flag} goes with report --seeds")
     from polyzero.errors import UsageError

@@ -10,6 +10,11 @@ training minutes, if within half the marks' spacing (eval spreads --points
 checkpoints over the training time, so each lands near a mark); the checkpoint's
 own minutes are kept beside its score. The issue's rule: a target is met by the
 mean at a mark, never by a seed's best checkpoint.
+
+A score is exact where the game is small enough to tabulate every decision (6-3-6);
+on larger boards (12-5-6) the search agent's score is sampled from games
+(`sampled_vs_*`, a seed's point is its sampled score), and the targets read each
+agent's exact score where it has one, else its sampled one.
 """
 
 from __future__ import annotations
@@ -24,9 +29,28 @@ from polyzero.errors import UsageError
 from seed_cells import mean_and_ci95
 
 AGENTS = ("raw", "search")
-SCORES = ("exact_vs_optimal", "exact_vs_random")
+SCORES = ("exact_vs_optimal", "exact_vs_random", "sampled_vs_optimal", "sampled_vs_random")
 TARGET = 0.495  # issue 56: NDMZ's search agent vs the optimal player, mean of 3 seeds, within 60 minutes
 TARGET_SEEDS = 3
+ORDER_AGENT = {"ndmz": "search", "alphazero": "search", "td": "raw"}  # how each method plays (NDMZ, Section 4.4)
+
+
+def score_of(scores: dict, score: str) -> float | None:
+    """An agent's `score` from its evaluated scores: exact, or a sampled one's point
+    estimate; a sampled score where the exact one is there is left out (the exact one
+    supersedes it)."""
+    if score not in scores or (score.startswith("sampled_") and score.replace("sampled_", "exact_") in scores):
+        return None
+    value = scores[score]
+    return value[0] if isinstance(value, list) else value  # sampled: [score, low, high]
+
+
+def best_known(scores: dict, opponent: str) -> tuple[str | None, float | None]:
+    """(score name, value) against `opponent`: the exact score if evaluated, else the sampled."""
+    for score in (f"exact_vs_{opponent}", f"sampled_vs_{opponent}"):
+        if score in scores:
+            return score, score_of(scores, score)
+    return None, None
 
 
 def seed_work(work: Path | str | None, out: str, seed: int) -> Path:
@@ -71,10 +95,10 @@ def across_seeds(rows_by_seed: dict[int, list[dict]], marks: list[float], budget
     for (method, mark), seeded in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1])):
         for agent in AGENTS:
             for score in SCORES:
-                have = [(s, r) for s, r in seeded if score in r.get(agent, {})]
+                have = [(s, r) for s, r in seeded if score_of(r.get(agent, {}), score) is not None]
                 if not have:
                     continue
-                values = [r[agent][score] for _, r in have]
+                values = [score_of(r[agent], score) for _, r in have]
                 out.append(
                     {
                         "method": method,
@@ -92,9 +116,9 @@ def across_seeds(rows_by_seed: dict[int, list[dict]], marks: list[float], budget
 
 
 def target(cells: list[dict], seeds: list, budget_min: float = 60.0) -> dict:
-    """Issue 56's target: NDMZ's search agent, the mean over all `seeds` (at least 3) of the
-    exact score against the optimal player at some mark within `budget_min` minutes, at
-    least 0.495."""
+    """Issue 56's target on 6-3-6: NDMZ's search agent, the mean over all `seeds` (at least 3)
+    of the exact score against the optimal player at some mark within `budget_min` minutes,
+    at least 0.495 (none where the search agent's score is sampled: a larger board)."""
     means = [
         c
         for c in cells
@@ -113,6 +137,38 @@ def target(cells: list[dict], seeds: list, budget_min: float = 60.0) -> dict:
         "met": best is not None and best["mean"] >= TARGET and len(seeds) >= TARGET_SEEDS,
         "marks_meeting": [c["mark"] for c in means if c["mean"] >= TARGET],
     }
+
+
+def order(cells: list[dict], mark: float) -> dict | None:
+    """Issue 56's target on 12-5-6, the paper's order (NDMZ, Fig. 2 and Section 4.4): NDMZ and
+    AlphaZero (each playing with search) above TD(lambda) (greedy on its value) at `mark`,
+    against random play (the paper's metric) and against the optimal player (ours); per
+    opponent each method's mean over its seeds, whether each is above TD(lambda)'s mean,
+    and whether their 95% intervals are apart. None unless all three methods are there."""
+    here = {
+        (c["method"], c["score"]): c for c in cells if c["mark"] == mark and ORDER_AGENT.get(c["method"]) == c["agent"]
+    }
+    out = {"mark": mark}
+    for opponent in ("random", "optimal"):
+        mine = {}
+        for method in ORDER_AGENT:
+            score = next((s for s in (f"exact_vs_{opponent}", f"sampled_vs_{opponent}") if (method, s) in here), None)
+            if score is None:
+                return None
+            c = here[(method, score)]
+            mine[method] = {"score": score, "seeds": c["seeds"], "mean": c["mean"], "ci95": c["ci95"]}
+        td = mine["td"]
+        for method in ("ndmz", "alphazero"):
+            m = mine[method]
+            m["above_td"] = m["mean"] > td["mean"]
+            m["apart"] = bool(m["ci95"] and td["ci95"]) and (
+                m["ci95"][0] > td["ci95"][1] if m["above_td"] else m["ci95"][1] < td["ci95"][0]
+            )
+        out[opponent] = mine
+    seeds = [len(m["seeds"]) for opp in ("random", "optimal") for m in out[opp].values()]
+    out["enough_seeds"] = min(seeds) >= TARGET_SEEDS
+    out["holds"] = all(out[opp][m]["above_td"] for opp in ("random", "optimal") for m in ("ndmz", "alphazero"))
+    return out
 
 
 def dynamics_at_last(rows_by_seed: dict[int, list[dict]], budget_min: float) -> dict | None:
@@ -136,8 +192,10 @@ def by_step(rows_by_seed: dict, budget_min: float) -> list[dict]:
     for seed, rows in rows_by_seed.items():
         for r in rows:
             if r["method"] == "ndmz" and "search" in r:
-                scores = {agent: r[agent].get("exact_vs_optimal") for agent in AGENTS}
-                out.append({"seed": seed, "step": r["step"], "minutes": r["minutes"], **scores})
+                known = {agent: best_known(r[agent], "optimal") for agent in AGENTS}
+                scores = {agent: value for agent, (_, value) in known.items()}
+                sampled = [agent for agent, (score, _) in known.items() if score and score.startswith("sampled_")]
+                out.append({"seed": seed, "step": r["step"], "minutes": r["minutes"], **scores, "sampled": sampled})
     return sorted(out, key=lambda x: (str(x["seed"]), x["step"]))
 
 
@@ -156,16 +214,8 @@ def report(args) -> dict:
     """NAME_seeds.{json,md,png} from the seeds' caches (and --baseline's rows beside them)."""
     seeds = args.seeds
     stored = stored_seeds(getattr(args, "seed_results", None) or [], seeds)
-    works = {seed: seed_work(args.work, args.out, seed) for seed in seeds if seed not in stored}
-    # each seed's rows, training commits and load: from its work directory or its stored file
-    source = {
-        **{
-            s: {"rows": eval_rows(w), "train_git": train_commits(w), "load_while_training": load_summary(w)}
-            for s, w in works.items()
-        },
-        **stored,
-    }
-    rows_by_seed = {seed: source[seed]["rows"] for seed in seeds}
+    sources = {seed: seed_sources(args, seed, stored.get(seed)) for seed in seeds}
+    rows_by_seed = {seed: [r for part in parts for r in part["rows"]] for seed, parts in sources.items()}
     missing = [s for s, rows in rows_by_seed.items() if not rows]
     if missing:
         raise SystemExit(f"no evaluated checkpoints for seed(s) {missing} (run eval with --seed S first)")
@@ -176,13 +226,22 @@ def report(args) -> dict:
     result = {
         "game": args.game,
         "seeds": seeds,
-        "work": {str(s): str(w) for s, w in works.items()},
+        "work": {
+            _label(s, i, part): part["work"]
+            for s, parts in sources.items()
+            for i, part in enumerate(parts)
+            if "work" in part
+        },
         "command": report_command(args),
         "git": git_commit(),
         "stored": {str(s): {k: v for k, v in x.items() if k != "rows"} for s, x in stored.items()},
-        "train_git": {str(s): source[s]["train_git"] for s in seeds},
+        "train_git": {str(s): sorted({c for part in sources[s] for c in part["train_git"]}) for s in seeds},
         "machine": machine_line(),
-        "load_while_training": {str(s): source[s]["load_while_training"] for s in seeds},
+        "load_while_training": {
+            _label(s, i, part): part["load_while_training"]
+            for s, parts in sources.items()
+            for i, part in enumerate(parts)
+        },
         "marks": marks,
         "cells": cells,
         "baseline": baseline,
@@ -194,6 +253,7 @@ def report(args) -> dict:
         )
         + (against["by_step"] if against else []),
         "target": target(cells, seeds, args.budget_min),
+        "order": order(cells, marks[-1]),
     }
     if baseline:
         baseline.pop("rows")  # in its own results file
@@ -202,6 +262,39 @@ def report(args) -> dict:
 
     write_report(name, result, markdown(name, result), plot)
     return result
+
+
+def seed_sources(args, seed: int, stored: dict | None) -> list[dict]:
+    """Seed `seed`'s evaluated checkpoints, training commits and load: from its work directory
+    (--work) or, in its place, its stored results file (--seed-results), and from each
+    --with-work directory (methods trained apart) that holds evaluations. A method found in
+    two of them is a UsageError."""
+    parts = [stored] if stored else []
+    works = [] if stored else [seed_work(args.work, args.out, seed)]
+    for work in works + [seed_work(t, args.out, seed) for t in getattr(args, "with_work", None) or []]:
+        rows = eval_rows(work) if (work / "eval").is_dir() else []
+        if rows:
+            parts.append(
+                {
+                    "work": str(work),
+                    "rows": rows,
+                    "train_git": train_commits(work),
+                    "load_while_training": load_summary(work),
+                }
+            )
+    seen: dict[str, str] = {}
+    for part in parts:
+        where = part.get("work") or part["file"]
+        for method in sorted({r["method"] for r in part["rows"]}):
+            if seen.setdefault(method, where) != where:
+                raise UsageError(f"seed {seed}: {method} checkpoints in both {seen[method]} and {where}")
+    return parts
+
+
+def _label(seed: int, index: int, part: dict) -> str:
+    """A seed's source's key in the report: the seed for its first, 'SEED DIRECTORY' for a
+    --with-work one."""
+    return str(seed) if index == 0 else f"{seed} {Path(part['work']).name}"
 
 
 def _baseline(args, marks: list[float], rows_by_seed: dict[int, list[dict]]) -> dict | None:
@@ -306,6 +399,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SEED=FILE",
         help="with --seeds: that seed's evaluated checkpoints from an earlier one-seed results JSON "
         "(its work directory gone); repeatable",
+    )
+    p.add_argument(
+        "--with-work",
+        action="append",
+        default=[],
+        metavar="TEMPLATE",
+        help="with --seeds: another work directory per seed ({seed} in it) whose methods join the seed's "
+        "(a method trained apart); repeatable",
     )
     p.add_argument("--baseline", type=Path, default=None, help="with --seeds: an earlier results JSON shown beside")
     p.add_argument(

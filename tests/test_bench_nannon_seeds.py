@@ -73,7 +73,7 @@ def test_mean_and_t_interval_at_each_mark(tmp_path, monkeypatch):
     assert [x["step"] for x in past] == [0, 100, 200, 300]
     assert [x["search"] for x in past] == pytest.approx([0.1, 0.42, 0.5, 0.9])
     md = (tmp_path / "results" / "t_seeds.md").read_text()
-    assert "**not met**" in md and "0.4900 [" in md
+    assert "**not met**" in md and "0.4900 [" in md and "sampled vs" not in md  # exact scores only: no empty tables
     assert "0.4050 [" in md and "(seeds 0,1 only)" in md  # the 30-min mean is over two seeds, and says so
     assert "| 30 | 0.4000 (30.4 min, step 100) | 0.4100 (30.4 min, step 100) |  |" in md
     assert (tmp_path / "results" / "t_seeds.png").stat().st_size > 0
@@ -244,3 +244,79 @@ def test_seed_results_without_seeds_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stop:
         nannon_636.main(["report", "--seed-results", "0=x.json"])
     assert stop.value.code == 2 and "--seed-results goes with report --seeds" in capsys.readouterr().err
+
+
+def _sampled_row(work: Path, method: str, step: int, minutes: float, vs_optimal: float, vs_random: float) -> None:
+    """A 12-5-6 checkpoint: the search agent's scores sampled ([score, low, high]); the raw
+    agent's exact, and sampled beside them; TD(lambda) plays raw only."""
+    (work / "eval").mkdir(parents=True, exist_ok=True)
+    raw = {
+        "exact_vs_optimal": vs_optimal - 0.01,
+        "exact_vs_random": vs_random - 0.01,
+        "sampled_vs_optimal": [0.0, 0.0, 0.1],  # superseded by the exact score: never read
+        "sampled_vs_random": [0.0, 0.0, 0.1],
+    }
+    rec = {"method": method, "step": step, "minutes": minutes, "raw": raw}
+    if method != "td":
+        band = [vs_optimal - 0.01, vs_optimal + 0.01]
+        rec["search"] = {"sampled_vs_optimal": [vs_optimal, *band], "sampled_vs_random": [vs_random, 0.9, 0.99]}
+    (work / "eval" / f"{method}-step{step:06d}.json").write_text(json.dumps(rec))
+
+
+def _larger_board(tmp_path: Path, td_final: list[float], td_random: float = 0.93) -> tuple[str, str]:
+    """Three seeds of 12-5-6: NDMZ in one work directory, AlphaZero and TD(lambda) in another."""
+    ndmz, others = str(tmp_path / "n_s{seed}"), str(tmp_path / "o_s{seed}")
+    for seed in range(3):
+        _sampled_row(Path(ndmz.format(seed=seed)), "ndmz", 0, 0.0, 0.05, 0.5)
+        _sampled_row(Path(ndmz.format(seed=seed)), "ndmz", 900, 59.9, 0.43 + seed / 100, 0.935)
+        _sampled_row(Path(others.format(seed=seed)), "alphazero", 1100, 60.0, 0.40 + seed / 100, 0.92)
+        _sampled_row(Path(others.format(seed=seed)), "td", 400, 60.0, td_final[seed], td_random)
+    return ndmz, others
+
+
+def test_a_larger_board_reads_sampled_scores_and_the_papers_order(tmp_path, monkeypatch):
+    """12-5-6: the search agent's sampled scores are averaged over seeds (a raw agent's exact
+    score supersedes its sampled one), methods trained apart join from --with-work, and the
+    target is the paper's order at the last mark, per opponent, with whether the intervals are apart."""
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    ndmz, others = _larger_board(tmp_path, [0.42, 0.425, 0.43])  # TD exact: 0.415
+    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, "--points", "1", "--out", "b"]
+    nannon_636.main(argv)
+    result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
+    cells = {(c["method"], c["agent"], c["score"], c["mark"]): c for c in result["cells"]}
+    search = cells[("ndmz", "search", "sampled_vs_optimal", 60.0)]
+    assert search["values"] == pytest.approx([0.43, 0.44, 0.45]) and search["ci95"] is not None
+    assert cells[("ndmz", "raw", "exact_vs_optimal", 60.0)]["mean"] == pytest.approx(0.43)
+    assert not any(score.startswith("sampled_") and agent == "raw" for _, agent, score, _ in cells)
+    assert [x["sampled"] for x in result["by_step"]] == [["search"]] * 6
+    order = result["order"]
+    assert order["enough_seeds"] and not order["holds"]  # AlphaZero's 0.41 vs optimal is below TD's 0.415
+    assert order["optimal"]["ndmz"]["above_td"] and order["optimal"]["ndmz"]["score"] == "sampled_vs_optimal"
+    assert order["optimal"]["td"]["score"] == "exact_vs_optimal"
+    assert not order["optimal"]["alphazero"]["above_td"] and not order["optimal"]["alphazero"]["apart"]
+    assert order["random"]["ndmz"]["apart"] is True  # every seed 0.935, TD's every seed 0.92
+    assert sorted(result["work"]) == ["0", "0 o_s0", "1", "1 o_s1", "2", "2 o_s2"]
+    md = (tmp_path / "results" / "b_seeds.md").read_text()
+    assert "**does not hold**" in md and "0.4300 (sampled)" in md and "0.495" not in md
+    assert "| optimal | 0.4400 [" in md
+
+
+def test_the_order_holds_when_both_are_above_td_on_both_scores(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    ndmz, others = _larger_board(tmp_path, [0.30, 0.31, 0.32], td_random=0.90)
+    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, "--points", "1", "--out", "b"]
+    _sampled_row(Path(others.format(seed=1)), "ndmz", 5, 1.0, 0.1, 0.5)  # NDMZ trained in both: which is it?
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main(argv)
+    assert stop.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith(f"in both {ndmz.format(seed=1)} and {others.format(seed=1)}")
+    )
+    (Path(others.format(seed=1)) / "eval" / "ndmz-step000005.json").unlink()
+    nannon_636.main(argv)
+    result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
+    assert result["order"]["holds"] and result["order"]["optimal"]["alphazero"]["apart"]
+    assert "**holds**" in (tmp_path / "results" / "b_seeds.md").read_text()
