@@ -234,7 +234,11 @@ def report(args) -> dict:
         },
         "command": report_command(args),
         "git": git_commit(),
-        "stored": {str(s): {k: v for k, v in x.items() if k != "rows"} for s, x in stored.items()},
+        "stored": {
+            _label(s, i, part): {k: v for k, v in part.items() if k != "rows"}
+            for s, parts in stored.items()
+            for i, part in enumerate(parts)
+        },
         "train_git": {str(s): sorted({c for part in sources[s] for c in part["train_git"]}) for s in seeds},
         "machine": machine_line(),
         "load_while_training": {
@@ -264,12 +268,12 @@ def report(args) -> dict:
     return result
 
 
-def seed_sources(args, seed: int, stored: dict | None) -> list[dict]:
+def seed_sources(args, seed: int, stored: list[dict] | None) -> list[dict]:
     """Seed `seed`'s evaluated checkpoints, training commits and load: from its work directory
-    (--work) or, in its place, its stored results file (--seed-results), and from each
+    (--work) or, in its place, its stored results files (--seed-results), and from each
     --with-work directory (methods trained apart) that holds evaluations. A method found in
     two of them is a UsageError."""
-    parts = [stored] if stored else []
+    parts = list(stored or [])
     works = [] if stored else [seed_work(args.work, args.out, seed)]
     for work in works + [seed_work(t, args.out, seed) for t in getattr(args, "with_work", None) or []]:
         rows = eval_rows(work) if (work / "eval").is_dir() else []
@@ -292,9 +296,9 @@ def seed_sources(args, seed: int, stored: dict | None) -> list[dict]:
 
 
 def _label(seed: int, index: int, part: dict) -> str:
-    """A seed's source's key in the report: the seed for its first, 'SEED DIRECTORY' for a
-    --with-work one."""
-    return str(seed) if index == 0 else f"{seed} {Path(part['work']).name}"
+    """A seed's source's key in the report: the seed for its first, 'SEED NAME' for the others
+    (NAME: the work directory's or the stored file's)."""
+    return str(seed) if index == 0 else f"{seed} {Path(part.get('work') or part['file']).stem}"
 
 
 def _baseline(args, marks: list[float], rows_by_seed: dict[int, list[dict]]) -> dict | None:
@@ -351,26 +355,29 @@ def report_command(args) -> str:
     return "python benchmarks/nannon_636.py " + " ".join(getattr(args, "argv", []))
 
 
-def stored_seeds(specs: list[tuple[int, Path]], seeds: list[int]) -> dict[int, dict]:
+def stored_seeds(specs: list[tuple[int, Path]], seeds: list[int]) -> dict[int, list[dict]]:
     """--seed-results SEED=FILE: a seed's evaluated checkpoints from an earlier one-seed results
     file (`report` without --seeds; its "rows" are the work directory's eval/*.json), for a
-    seed whose work directory is gone; with the file's commit, and its training commits and
-    load if it stored them."""
-    out = {}
+    seed whose work directory is gone (one file per method trained apart); with the file's
+    commit, and its training commits and load if it stored them."""
+    out: dict[int, list[dict]] = {}
     for seed, path in specs:
-        if seed not in seeds or seed in out:
+        if seed not in seeds or str(path) in {x["file"] for x in out.get(seed, [])}:
             raise UsageError(f"--seed-results {seed}={path}: seed {seed} is not one of --seeds {seeds} or given twice")
         earlier = _read_earlier(path, "rows", "--seed-results")
         if earlier.get("seed", seed) != seed:
             raise UsageError(f"--seed-results {seed}={path}: the file is seed {earlier['seed']}'s")
-        out[seed] = {
-            "file": str(path),
-            "git": earlier.get("git") or "unknown",
-            "command": earlier.get("command") or "not stored",  # which run it was (its --work, --set)
-            "train_git": earlier.get("train_git") or [],
-            "load_while_training": earlier.get("load_while_training"),
-            "rows": earlier["rows"],
-        }
+        out.setdefault(seed, []).append(
+            {
+                "file": str(path),
+                "git": earlier.get("git") or "unknown",
+                "command": earlier.get("command") or "not stored",  # which run it was (its --work, --set)
+                "train_git": earlier.get("train_git") or [],
+                "load_while_training": earlier.get("load_while_training"),
+                "methods": sorted({r["method"] for r in earlier["rows"]}),
+                "rows": earlier["rows"],
+            }
+        )
     return out
 
 

@@ -169,7 +169,8 @@ def _stored_lines(stored: dict) -> list[str]:
         load_text = f"mean {load['mean']:.2f}, max {load['max']:.2f}" if load else "not stored"
         lines += [
             "",
-            f"Seed {s}'s evaluated checkpoints come from the stored results file `{x['file']}` (written at "
+            f"Seed {s.split()[0]}'s evaluated {'/'.join(x.get('methods', []))} checkpoints come from the stored "
+            f"results file `{x['file']}` (written at "
             f"commit {x['git'][:10]} by `{x.get('command', 'not stored')}`; its work directory is gone): its "
             f"training commit {trained}, its load while training {load_text}.",
         ]

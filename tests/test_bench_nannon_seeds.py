@@ -197,7 +197,7 @@ def test_a_seed_from_a_stored_one_seed_results_file(tmp_path, monkeypatch):
     assert result["train_git"]["0"] == ["bda40dd0123456789"]
     assert result["load_while_training"]["0"]["mean"] == pytest.approx(4.0)
     md = (tmp_path / "results" / "t_seeds.md").read_text()
-    assert f"Seed 0's evaluated checkpoints come from the stored results file `{stored}`" in md
+    assert f"Seed 0's evaluated ndmz checkpoints come from the stored results file `{stored}`" in md
     assert "its training commit bda40dd012, its load while training mean 4.00, max 5.00" in md
     assert result["stored"]["0"]["command"].endswith(f"report --method ndmz --work {s0} --out one")
 
@@ -320,3 +320,38 @@ def test_the_order_holds_when_both_are_above_td_on_both_scores(tmp_path, monkeyp
     result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
     assert result["order"]["holds"] and result["order"]["optimal"]["alphazero"]["apart"]
     assert "**holds**" in (tmp_path / "results" / "b_seeds.md").read_text()
+
+
+def test_a_seeds_methods_from_two_stored_files(tmp_path, monkeypatch, capsys):
+    """Seed 0's NDMZ and its AlphaZero and TD(lambda), each stored by its own one-seed report
+    (their work directories gone): read from two --seed-results files, the same cells as from
+    the work directories; the same file twice, or a method in two files, is refused."""
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    ndmz, others = _larger_board(tmp_path, [0.30, 0.31, 0.32], td_random=0.90)
+    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, "--points", "1", "--out", "b"]
+    nannon_636.main(argv)
+    whole = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
+    files = []
+    for template in (ndmz, others):
+        work = Path(template.format(seed=0))
+        rows = [json.loads(p.read_text()) for p in (work / "eval").glob("*.json")]
+        files.append(tmp_path / f"{work.name}.json")
+        files[-1].write_text(json.dumps({"seed": 0, "git": "abc", "rows": rows}))
+        for path in (work / "eval").glob("*.json"):
+            path.unlink()
+    stored = [x for f in files for x in ("--seed-results", f"0={f}")]
+    nannon_636.main([*argv, *stored])
+    result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
+    assert result["cells"] == whole["cells"] and result["order"] == whole["order"]
+    assert sorted(result["stored"]) == ["0", "0 o_s0"] and result["stored"]["0 o_s0"]["methods"] == ["alphazero", "td"]
+    md = (tmp_path / "results" / "b_seeds.md").read_text()
+    assert "Seed 0's evaluated alphazero/td checkpoints come from the stored results file" in md
+    for extra, message in (([stored[-1]], "given twice"), ([f"0={files[0]}"], "given twice")):
+        with pytest.raises(SystemExit) as stop:
+            nannon_636.main([*argv, *stored, "--seed-results", *extra])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"seed": 0, "rows": json.loads(files[0].read_text())["rows"]}))
+    with pytest.raises(SystemExit) as stop:
+        nannon_636.main([*argv, *stored, "--seed-results", f"0={both}"])
+    assert stop.value.code == 2 and "ndmz checkpoints in both" in capsys.readouterr().err
