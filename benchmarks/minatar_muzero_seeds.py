@@ -101,7 +101,7 @@ def random_over_seeds(works: dict) -> dict | None:
 
 def report(args) -> dict:
     """NAME_seeds.{json,md,png} from the seeds' evaluation caches."""
-    works = {seed: seed_work(args.work, args.out, seed) for seed in args.seeds}
+    works = {seed: seed_work(args.work, args.out, seed, len(args.seeds) > 1) for seed in args.seeds}
     curves_by_seed = {seed: seed_curves(work, args.arms) for seed, work in works.items()}
     missing = [s for s, c in curves_by_seed.items() if not c]
     if missing:

@@ -33,7 +33,12 @@ Several training seeds: train and eval each with --seed S --work 'runs/bench/NAM
 load average there), then `report --seeds 0,1,2` writes NAME_seeds.{json,md,png}: the
 mean and 95% t-interval over seeds at each mark (benchmarks/nannon_seeds.py). A seed
 whose work directory is gone: `--seed-results 0=benchmarks/results/NAME.json` takes its
-evaluated checkpoints from its one-seed report (which stores its training commits and load).
+evaluated checkpoints from its one-seed report (which stores its training commits and load;
+repeat it for a seed whose methods were reported apart). Methods trained in work directories
+of their own join each seed with `--with-work 'runs/bench/OTHER_s{seed}'`. On 12-5-6 the
+report reads the paper's order at the last mark (NDMZ and AlphaZero searching above
+TD(lambda), against random play and against the optimal player): it holds when every mean
+is above TD(lambda)'s with at least 3 seeds each, and says whether the intervals are apart.
 
 Targets (the issue): the NDMZ search agent's exact expected score against the
 optimal player at least 0.49 within 60 minutes of training (issue 56: a mean of at
@@ -414,8 +419,8 @@ def plot_curves(rows: list[dict], path: Path, game: str) -> None:
             pts = [(r["minutes"], r[agent]) for r in rows if r["method"] == method and agent in r]
             if not pts:
                 continue
-            key = "exact_vs_optimal" if "exact_vs_optimal" in pts[0][1] else "sampled_vs_optimal"
-            ys = [p[key] if not isinstance(p[key], list) else p[key][0] for _, p in pts]
+            key, _ = nannon_seeds.best_known(pts[0][1], "optimal")
+            ys = [nannon_seeds.score_of(p, key) for _, p in pts]
             ax.plot([m for m, _ in pts], ys, marker="o", label=f"{method} {agent}")
     ax.axhline(0.5, linestyle="--", color="gray", linewidth=1)
     ax.annotate("optimal", (0, 0.5), fontsize=7, color="gray", va="bottom")

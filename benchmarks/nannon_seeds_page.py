@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from nannon_seeds import AGENTS, SCORES, TARGET, TARGET_SEEDS
+from nannon_seeds import AGENTS, SCORES, TARGET, TARGET_SEEDS, preferred
 from seed_cells import cell_text
 
 _fmt = functools.partial(cell_text, digits=4, missing="")
@@ -48,8 +48,8 @@ def _some_seeds(cell: dict | None, seeds: list) -> str:
 
 def _search_vs_optimal(cells: list[dict]) -> str:
     """The score NDMZ's search agent has against the optimal player: exact, else sampled."""
-    exact = any((c["method"], c["agent"], c["score"]) == ("ndmz", "search", "exact_vs_optimal") for c in cells)
-    return "exact_vs_optimal" if exact else "sampled_vs_optimal"
+    names = {c["score"] for c in cells if (c["method"], c["agent"]) == ("ndmz", "search")}
+    return preferred(names, "optimal") or "exact_vs_optimal"
 
 
 def _per_seed(cells: list[dict]) -> list[str]:
@@ -95,9 +95,9 @@ def markdown(name: str, result: dict) -> list[str]:
         "A seed's point at a mark is its evaluated checkpoint nearest the mark in training minutes "
         f"(within half the spacing); marks {', '.join(f'{m:g}' for m in result['marks'])} min.",
     ]
-    larger = _larger(result)
-    if larger or result.get("order"):
-        lines += _order_lines(result.get("order"))
+    larger = result["search_sampled"]
+    if larger:
+        lines += _order_lines(result["order"])
     lines += _table(result["cells"], result["marks"], "This run")
     lines += _per_seed(result["cells"])
     lines += _by_step_lines(result["by_step"], result["marks"][-1])
@@ -120,11 +120,6 @@ def markdown(name: str, result: dict) -> list[str]:
     return lines + ["", f"Target ({tgt['rule']}): {_verdict(tgt)}."]
 
 
-def _larger(result: dict) -> bool:
-    """A board whose search agent is scored by sampled games (12-5-6): its target is the paper's order."""
-    return any(c["score"].startswith("sampled_") for c in result["cells"])
-
-
 def _order_lines(order: dict | None) -> list[str]:
     """Issue 56's target on 12-5-6, the paper's order at the last mark: a row per opponent."""
     if not order:
@@ -133,16 +128,13 @@ def _order_lines(order: dict | None) -> list[str]:
             "Target, the paper's order (NDMZ, Fig. 2 and Section 4.4): not read, for it needs NDMZ, AlphaZero "
             "and TD(lambda) at the last mark.",
         ]
-    verdict = "holds" if order["holds"] else "does not hold"
-    if not order["enough_seeds"]:
-        verdict += f" (fewer than {TARGET_SEEDS} seeds for some method: not established)"
     lines = [
         "",
         f"Target, the paper's order (NDMZ, Fig. 2 and Section 4.4): NDMZ and AlphaZero, each playing with "
         f"search, above TD(lambda), greedy on its value, at {order['mark']:g} minutes, against random play "
-        f"(the paper's metric) and against the optimal player (ours): **{verdict}**. Mean [95% t-interval] "
-        "over seeds (exact: every decision tabulated; sampled: each seed's score from sampled games); "
-        "'apart': the intervals do not overlap.",
+        f"(the paper's metric) and against the optimal player (ours), each with at least {TARGET_SEEDS} seeds: "
+        f"**{order['verdict']}**. Mean [95% t-interval] over seeds (exact: every decision tabulated; sampled: "
+        "each seed's score from sampled games); 'apart': the intervals do not overlap.",
         "",
         "| opponent | NDMZ | AlphaZero | TD(lambda) |",
         "|---|---:|---:|---:|",
@@ -223,7 +215,7 @@ def _baseline_lines(base: dict, marks: list[float]) -> list[str]:
             "the earlier run "
             "counted as one more (a different commit, so not the target's verdict): "
             + "; ".join(f"{c['mark']:g} min {_fmt(c)} (n = {len(c['values'])})" for c in ndmz)
-            + f". Read this way the target would be {_verdict(mixed['target'])}.",
+            + (f". Read this way the target would be {_verdict(mixed['target'])}." if mixed["target"] else "."),
         ]
     return lines
 
@@ -269,11 +261,12 @@ def plot(result: dict, path: Path) -> None:
     _plot_minutes(left, result)
     _plot_steps(right, result)
     for ax in (left, right):
-        if not _larger(result):  # 6-3-6's target; 12-5-6's is the order
+        if not result["search_sampled"]:  # 6-3-6's target; 12-5-6's is the order
             ax.axhline(TARGET, linestyle="--", color="gray", linewidth=1)
             ax.annotate(f"target {TARGET}", (0, TARGET), fontsize=7, color="gray", va="bottom")
         ax.set_ylabel("score against the optimal player (exact, else sampled)")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # none where no method has a plotted agent
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -314,7 +307,7 @@ def _plot_minutes(ax, result: dict) -> None:
                         ax.scatter(c["minutes"], c["values"], s=8, color=line.get_color(), alpha=0.6)
     means = [c["mean"] for _, cells in _cell_sets(result) for c in cells if c["score"].endswith("vs_optimal")]
     if means:  # two seeds' intervals at the untrained point would set the scale
-        ax.set_ylim(min(means) - 0.05, max(max(means), TARGET * (not _larger(result))) + 0.02)
+        ax.set_ylim(min(means) - 0.05, max(max(means), TARGET * (not result["search_sampled"])) + 0.02)
     ax.set_xlabel("training time (minutes)")
     ax.set_title(f"{result['game']}: mean over seeds {','.join(map(str, result['seeds']))} (95% t-interval)")
 

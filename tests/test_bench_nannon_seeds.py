@@ -99,10 +99,31 @@ def test_bad_seed_list_is_a_usage_error(seeds, capsys):
     assert stop.value.code == 2 and "expected" in capsys.readouterr().err
 
 
-def test_a_seed_without_evaluations_is_named(tmp_path):
-    with pytest.raises(SystemExit, match=r"seed\(s\) \[1\]"):
-        _row(tmp_path / "s0", "ndmz", 0, 0.0, 0.1)
+def test_a_seed_without_evaluations_is_named(tmp_path, capsys):
+    _row(tmp_path / "s0", "ndmz", 0, 0.0, 0.1)
+    with pytest.raises(SystemExit) as stop:
         nannon_636.main(["report", "--seeds", "0,1", "--work", str(tmp_path / "s{seed}")])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and f"seed 1: no evaluated checkpoints in {tmp_path / 's1'}" in err
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("{t}/s0", "no {{seed}} in it"),  # every seed would read one directory: n identical values
+        ("{t}/s{{seed}}{{", "not a directory template"),
+        ("{t}/s{{seed}}{{run}}", "not a directory template"),
+        ("{t}/s{{seed}}{{0}}", "not a directory template"),
+    ],
+)
+def test_a_work_template_that_is_not_one_per_seed_is_a_usage_error(tmp_path, capsys, template, message):
+    _row(tmp_path / "s0", "ndmz", 0, 0.0, 0.1)
+    for flag in ("--work", "--with-work"):
+        other = ["--work", str(tmp_path / "s{seed}")] if flag == "--with-work" else []
+        with pytest.raises(SystemExit) as stop:
+            nannon_636.main(["report", "--seeds", "0,1", *other, flag, template.format(t=tmp_path)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and message.format() in err[0]
 
 
 def test_two_seeds_do_not_settle_the_target_and_an_earlier_run_stands_beside(tmp_path, monkeypatch):
@@ -263,6 +284,9 @@ def _sampled_row(work: Path, method: str, step: int, minutes: float, vs_optimal:
     (work / "eval" / f"{method}-step{step:06d}.json").write_text(json.dumps(rec))
 
 
+LARGER = ["--game", "nannon(points=12,checkers=5,die_sides=6)", "--points", "1", "--out", "b"]
+
+
 def _larger_board(tmp_path: Path, td_final: list[float], td_random: float = 0.93) -> tuple[str, str]:
     """Three seeds of 12-5-6: NDMZ in one work directory, AlphaZero and TD(lambda) in another."""
     ndmz, others = str(tmp_path / "n_s{seed}"), str(tmp_path / "o_s{seed}")
@@ -280,7 +304,7 @@ def test_a_larger_board_reads_sampled_scores_and_the_papers_order(tmp_path, monk
     target is the paper's order at the last mark, per opponent, with whether the intervals are apart."""
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     ndmz, others = _larger_board(tmp_path, [0.42, 0.425, 0.43])  # TD exact: 0.415
-    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, "--points", "1", "--out", "b"]
+    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, *LARGER]
     nannon_636.main(argv)
     result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
     cells = {(c["method"], c["agent"], c["score"], c["mark"]): c for c in result["cells"]}
@@ -291,11 +315,14 @@ def test_a_larger_board_reads_sampled_scores_and_the_papers_order(tmp_path, monk
     assert [x["sampled"] for x in result["by_step"]] == [["search"]] * 6
     order = result["order"]
     assert order["enough_seeds"] and not order["holds"]  # AlphaZero's 0.41 vs optimal is below TD's 0.415
+    assert order["verdict"] == "does not hold" and result["target"] is None
     assert order["optimal"]["ndmz"]["above_td"] and order["optimal"]["ndmz"]["score"] == "sampled_vs_optimal"
     assert order["optimal"]["td"]["score"] == "exact_vs_optimal"
     assert not order["optimal"]["alphazero"]["above_td"] and not order["optimal"]["alphazero"]["apart"]
     assert order["random"]["ndmz"]["apart"] is True  # every seed 0.935, TD's every seed 0.92
-    assert sorted(result["work"]) == ["0", "0 o_s0", "1", "1 o_s1", "2", "2 o_s2"]
+    assert sorted(result["work"]) == sorted(
+        [str(s) for s in range(3)] + [f"{s} {others.format(seed=s)}" for s in range(3)]
+    )
     md = (tmp_path / "results" / "b_seeds.md").read_text()
     assert "**does not hold**" in md and "0.4300 (sampled)" in md and "0.495" not in md
     assert "| optimal | 0.4400 [" in md
@@ -304,7 +331,7 @@ def test_a_larger_board_reads_sampled_scores_and_the_papers_order(tmp_path, monk
 def test_the_order_holds_when_both_are_above_td_on_both_scores(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     ndmz, others = _larger_board(tmp_path, [0.30, 0.31, 0.32], td_random=0.90)
-    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, "--points", "1", "--out", "b"]
+    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, *LARGER]
     _sampled_row(Path(others.format(seed=1)), "ndmz", 5, 1.0, 0.1, 0.5)  # NDMZ trained in both: which is it?
     with pytest.raises(SystemExit) as stop:
         nannon_636.main(argv)
@@ -319,7 +346,57 @@ def test_the_order_holds_when_both_are_above_td_on_both_scores(tmp_path, monkeyp
     nannon_636.main(argv)
     result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
     assert result["order"]["holds"] and result["order"]["optimal"]["alphazero"]["apart"]
-    assert "**holds**" in (tmp_path / "results" / "b_seeds.md").read_text()
+    assert "**holds, every interval apart from TD(lambda)'s**" in (tmp_path / "results" / "b_seeds.md").read_text()
+
+
+def test_the_order_needs_three_seeds_and_says_when_intervals_overlap(tmp_path, monkeypatch):
+    """Means in the paper's order over two seeds are not established; over three seeds with
+    an interval overlapping TD(lambda)'s they hold in the means only."""
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    ndmz, others = _larger_board(tmp_path, [0.30, 0.31, 0.32], td_random=0.90)
+    argv = ["report", "--work", ndmz, "--with-work", others, *LARGER]
+    nannon_636.main([*argv, "--seeds", "0,1"])
+    order = json.loads((tmp_path / "results" / "b_seeds.json").read_text())["order"]
+    assert not order["holds"] and not order["enough_seeds"]
+    assert order["verdict"].startswith("not established") and "the means in the paper's order" in order["verdict"]
+    _sampled_row(Path(others.format(seed=2)), "td", 400, 60.0, 0.44, 0.90)  # TD's seed 2 above AlphaZero's 0.42
+    nannon_636.main([*argv, "--seeds", "0,1,2"])
+    order = json.loads((tmp_path / "results" / "b_seeds.json").read_text())["order"]
+    assert order["holds"] and not order["optimal"]["alphazero"]["apart"]
+    assert order["verdict"] == "holds in the means, some intervals overlapping TD(lambda)'s"
+
+
+def test_the_board_decides_the_target_not_the_cells(tmp_path, monkeypatch):
+    """12-5-6 with TD(lambda) alone reads the order (not read: NDMZ and AlphaZero missing),
+    never 6-3-6's 0.495; a 6-3-6 report with all three methods reads 0.495, not the order."""
+    monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
+    _, others = _larger_board(tmp_path, [0.30, 0.31, 0.32])
+    for seed in range(3):
+        (Path(others.format(seed=seed)) / "eval" / "alphazero-step001100.json").unlink()
+    nannon_636.main(["report", "--seeds", "0,1,2", "--work", others, *LARGER])
+    result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
+    md = (tmp_path / "results" / "b_seeds.md").read_text()
+    assert result["search_sampled"] and result["order"] is None and result["target"] is None
+    assert "the paper's order (NDMZ, Fig. 2 and Section 4.4): not read" in md and "0.495" not in md
+    template = _seeds(tmp_path, [0.49, 0.50, 0.51])
+    for seed in range(3):
+        for method in ("alphazero", "td"):
+            _row(Path(template.format(seed=seed)), method, 100, 59.7, 0.45)
+    nannon_636.main(["report", "--seeds", "0,1,2", "--work", template, "--points", "2", "--out", "t"])
+    result = json.loads((tmp_path / "results" / "t_seeds.json").read_text())
+    md = (tmp_path / "results" / "t_seeds.md").read_text()
+    assert not result["search_sampled"] and result["order"] is None and result["target"]["met"]
+    assert "paper's order" not in md and "**met**" in md
+
+
+def test_a_directory_named_twice_for_a_seed_is_refused(tmp_path, capsys):
+    ndmz, others = _larger_board(tmp_path, [0.30, 0.31, 0.32])
+    for extra in ([ndmz], [others, others]):
+        argv = ["report", "--seeds", "0,1,2", "--work", ndmz, *[x for e in extra for x in ("--with-work", e)]]
+        with pytest.raises(SystemExit) as stop:
+            nannon_636.main([*argv, *LARGER])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and err[-1].endswith("is given twice")
 
 
 def test_a_seeds_methods_from_two_stored_files(tmp_path, monkeypatch, capsys):
@@ -328,7 +405,7 @@ def test_a_seeds_methods_from_two_stored_files(tmp_path, monkeypatch, capsys):
     the work directories; the same file twice, or a method in two files, is refused."""
     monkeypatch.setattr(common, "RESULTS", tmp_path / "results")
     ndmz, others = _larger_board(tmp_path, [0.30, 0.31, 0.32], td_random=0.90)
-    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, "--points", "1", "--out", "b"]
+    argv = ["report", "--seeds", "0,1,2", "--work", ndmz, "--with-work", others, *LARGER]
     nannon_636.main(argv)
     whole = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
     files = []
@@ -343,7 +420,8 @@ def test_a_seeds_methods_from_two_stored_files(tmp_path, monkeypatch, capsys):
     nannon_636.main([*argv, *stored])
     result = json.loads((tmp_path / "results" / "b_seeds.json").read_text())
     assert result["cells"] == whole["cells"] and result["order"] == whole["order"]
-    assert sorted(result["stored"]) == ["0", "0 o_s0"] and result["stored"]["0 o_s0"]["methods"] == ["alphazero", "td"]
+    second = f"0 {files[1]}"
+    assert sorted(result["stored"]) == ["0", second] and result["stored"][second]["methods"] == ["alphazero", "td"]
     md = (tmp_path / "results" / "b_seeds.md").read_text()
     assert "Seed 0's evaluated alphazero/td checkpoints come from the stored results file" in md
     for extra, message in (([stored[-1]], "given twice"), ([f"0={files[0]}"], "given twice")):
