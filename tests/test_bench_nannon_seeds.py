@@ -433,3 +433,18 @@ def test_a_seeds_methods_from_two_stored_files(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as stop:
         nannon_636.main([*argv, *stored, "--seed-results", f"0={both}"])
     assert stop.value.code == 2 and "ndmz checkpoints in both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("game", "with_target"), [("nannon", True), (LARGER[1], False)])
+def test_a_one_seed_report_names_the_0_49_target_only_on_the_board_it_belongs_to(
+    tmp_path, monkeypatch, game, with_target
+):
+    """6-3-6's target (NDMZ search >= 0.49 within 60 minutes) is no target on 12-5-6, whose
+    target is the order over seeds: the one-seed report leaves it out there."""
+    monkeypatch.setattr(nannon_636, "RESULTS", tmp_path / "results")
+    _sampled_row(tmp_path / "w", "ndmz", 900, 59.9, 0.43, 0.935)
+    nannon_636.main(["report", "--game", game, "--work", str(tmp_path / "w"), "--points", "1", "--out", "one"])
+    targets = json.loads((tmp_path / "results" / "one.json").read_text())["targets"]
+    assert ("ndmz_search_ge_0.49_within_60min" in targets) is with_target
+    assert targets["ndmz_top_move_ge_0.95_every_k"] is False  # the sampled row carries no dynamics
+    assert ("0.49" in (tmp_path / "results" / "one.md").read_text()) is with_target
