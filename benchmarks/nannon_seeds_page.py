@@ -53,19 +53,28 @@ def _search_vs_optimal(cells: list[dict]) -> str:
 
 
 def _per_seed(cells: list[dict]) -> list[str]:
-    """NDMZ's search agent vs optimal per seed: each seed's checkpoint (minutes) and score."""
-    score = _search_vs_optimal(cells)
-    mine = [c for c in cells if (c["method"], c["agent"], c["score"]) == ("ndmz", "search", score)]
-    seeds = sorted({s for c in mine for s in c["seeds"]}, key=str)
-    text = score.replace("_", " ")
-    lines = ["", f"NDMZ search agent, {text}, per seed (the checkpoint's training minutes and step):", ""]
-    lines += ["| mark | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---:|" + "---:|" * len(seeds)] * bool(mine)
-    for c in mine:
-        have = {
-            s: f"{v:.4f} ({m:.1f} min, step {n})"
-            for s, v, m, n in zip(*(c[k] for k in ("seeds", "values", "minutes", "steps")))
-        }
-        lines.append(f"| {c['mark']:g} | " + " | ".join(have.get(s, "") for s in seeds) + " |")
+    """Each method's agent vs optimal per seed (search where it has one, else raw): each seed's
+    checkpoint (minutes and learning step) and score, so steps per minute show where the
+    machines differed."""
+    lines = []
+    for method in sorted({c["method"] for c in cells}):
+        agent = next(a for a in ("search", "raw") if any((c["method"], c["agent"]) == (method, a) for c in cells))
+        names = {c["score"] for c in cells if (c["method"], c["agent"]) == (method, agent)}
+        score = preferred(names, "optimal")
+        mine = [c for c in cells if (c["method"], c["agent"], c["score"]) == (method, agent, score)]
+        if not mine:
+            continue
+        seeds = sorted({s for c in mine for s in c["seeds"]}, key=str)
+        title = f"{method} {agent} agent, {score.replace('_', ' ')}, per seed (the checkpoint's training minutes and "
+        title += "step, a step being a round of 300 games):" if method == "td" else "step):"
+        lines += ["", title, "", "| mark | " + " | ".join(f"seed {s}" for s in seeds) + " |"]
+        lines.append("|---:|" + "---:|" * len(seeds))
+        for c in mine:
+            have = {
+                s: f"{v:.4f} ({m:.1f} min, step {n})"
+                for s, v, m, n in zip(*(c[k] for k in ("seeds", "values", "minutes", "steps")))
+            }
+            lines.append(f"| {c['mark']:g} | " + " | ".join(have.get(s, "") for s in seeds) + " |")
     return lines
 
 

@@ -326,6 +326,11 @@ def test_a_larger_board_reads_sampled_scores_and_the_papers_order(tmp_path, monk
     md = (tmp_path / "results" / "b_seeds.md").read_text()
     assert "**does not hold**" in md and "0.4300 (sampled)" in md and "0.495" not in md
     assert "| optimal | 0.4400 [" in md
+    # every method's seeds with their learning steps at a mark (machines of different speed show)
+    assert "alphazero search agent, sampled vs optimal, per seed" in md
+    assert "| 60 | 0.4000 (60.0 min, step 1100) | 0.4100 (60.0 min, step 1100) |" in md
+    assert "td raw agent, exact vs optimal, per seed (the checkpoint's training minutes and step, a step" in md
+    assert "| 60 | 0.4100 (60.0 min, step 400) | 0.4150 (60.0 min, step 400) | 0.4200 (60.0 min, step 400) |" in md
 
 
 def test_the_order_holds_when_both_are_above_td_on_both_scores(tmp_path, monkeypatch, capsys):
