@@ -329,6 +329,8 @@ def test_cli_solve_refuses_other_games(capsys):
 def test_td_lambda_returns_by_hand_and_learning_beats_random():
     """TD(lambda) baseline (NDMZ paper, Section 4.2): lambda-returns by hand, then a few
     rounds of self-play raise the greedy policy's exact score against random play."""
+    import torch
+
     from polyzero.baselines.td_lambda import TDLambda
     from polyzero.games import load_game
     from polyzero.games.nannon_solver import shared_solution
@@ -346,3 +348,8 @@ def test_td_lambda_returns_by_hand_and_learning_beats_random():
     after = td.evaluate()["vs_random"]
     print(f"TD(lambda) exact score vs random: {before:.3f} -> {after:.3f}")
     assert after >= before + 0.05
+    assert np.abs(td.values()[:-1]).max() <= 1.0  # the outcome's range (a linear head diverged)
+    with torch.no_grad():
+        td.net[1].bias.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="TD\\(lambda\\) diverged: a non-finite loss in round 11"):
+        td.train_round()

@@ -16,7 +16,13 @@ by one-ply lookahead.
   view of TD(lambda) with the game's updates accumulated (offline), equal to the
   backward view with eligibility traces summed over the game.
 - **Network**: the NDMZ preset's MLP (two hidden layers of 256, SELU, LeCun
-  normal) on the game's observation tensor with the die one-hot left at zero.
+  normal) on the game's observation tensor with the die one-hot left at zero, and
+  a tanh on its output, so V lies in the outcome's range [-1, 1] as TD-Gammon's
+  sigmoid output lies in its [0, 1]. The paper does not name the output; with a
+  linear one, bootstrapped targets outside [-1, 1] fed back into ever larger
+  errors and 12-5-6's seed 2 reached NaN weights in the 10th game of its first
+  round (journal 2026-12-02-nannon-1256-td-divergence). A non-finite loss stops
+  training with an error rather than train on.
 - **Evaluation**: the greedy policy as an action table, scored exactly against
   the optimal player and random play (`evaluate_policy`).
 """
@@ -52,6 +58,7 @@ class TDLambda:
         features = observations(sol, np.array([pos.initial]), 1).shape[1]
         self.net = nn.Sequential(selu_mlp(features, width, layers), nn.Linear(width, 1))
         lecun_normal_(self.net)
+        self.net.append(nn.Tanh())  # V in [-1, 1], the outcome's range (no parameters)
         self.optimizer = torch.optim.SGD(self.net.parameters(), lr=learning_rate)
         obs = observations(sol, np.arange(pos.size), 1)
         obs[:, 2 * prm.points + 4 * (prm.checkers + 1) : -1] = 0.0  # afterstates: no roll yet
@@ -142,6 +149,8 @@ class TDLambda:
             w = v * torch.from_numpy(sign).float()
             targets = self.lambda_returns(w.detach().numpy().astype(float), outcome)
             loss = 0.5 * ((torch.from_numpy(targets).float() - w[:-1]) ** 2).sum()
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"TD(lambda) diverged: a non-finite loss in round {self.rounds + 1}")
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
