@@ -46,10 +46,14 @@ def _some_seeds(cell: dict | None, seeds: list) -> str:
     return text
 
 
+def _vs_optimal(cells: list[dict], method: str, agent: str) -> str | None:
+    """The score `method`'s `agent` has against the optimal player: exact, else sampled."""
+    return preferred({c["score"] for c in cells if (c["method"], c["agent"]) == (method, agent)}, "optimal")
+
+
 def _search_vs_optimal(cells: list[dict]) -> str:
     """The score NDMZ's search agent has against the optimal player: exact, else sampled."""
-    names = {c["score"] for c in cells if (c["method"], c["agent"]) == ("ndmz", "search")}
-    return preferred(names, "optimal") or "exact_vs_optimal"
+    return _vs_optimal(cells, "ndmz", "search") or "exact_vs_optimal"
 
 
 def _per_seed(cells: list[dict]) -> list[str]:
@@ -59,8 +63,7 @@ def _per_seed(cells: list[dict]) -> list[str]:
     lines = []
     for method in sorted({c["method"] for c in cells}):
         agent = next(a for a in ("search", "raw") if any((c["method"], c["agent"]) == (method, a) for c in cells))
-        names = {c["score"] for c in cells if (c["method"], c["agent"]) == (method, agent)}
-        score = preferred(names, "optimal")
+        score = _vs_optimal(cells, method, agent)
         mine = [c for c in cells if (c["method"], c["agent"], c["score"]) == (method, agent, score)]
         if not mine:
             continue

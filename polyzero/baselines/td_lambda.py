@@ -29,6 +29,8 @@ by one-ply lookahead.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import nn
@@ -149,12 +151,13 @@ class TDLambda:
             w = v * torch.from_numpy(sign).float()
             targets = self.lambda_returns(w.detach().numpy().astype(float), outcome)
             loss = 0.5 * ((torch.from_numpy(targets).float() - w[:-1]) ** 2).sum()
-            if not torch.isfinite(loss):
+            total = loss.item()
+            if not math.isfinite(total):
                 raise FloatingPointError(f"TD(lambda) diverged: a non-finite loss in round {self.rounds + 1}")
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
-            errors.append(2 * loss.item() / max(len(targets), 1))
+            errors.append(2 * total / max(len(targets), 1))
         self.net.eval()
         self.rounds += 1
         return float(np.mean(errors))
